@@ -1,0 +1,43 @@
+//===- ZBAttrs.td - zb dialect enums and attributes ---------*- tablegen -*-===//
+//
+// Enumerations used by zb ops: how a parameter is initialised, which part of
+// a stage's work a `zb.compute` runs, and what a send/recv carries.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_DIALECT_ZB_ZBATTRS_TD
+#define ZBC_DIALECT_ZB_ZBATTRS_TD
+
+include "zbc/Dialect/ZB/ZBDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+def ZB_InitZeros   : I32EnumAttrCase<"Zeros", 0, "zeros">;
+def ZB_InitOnes    : I32EnumAttrCase<"Ones", 1, "ones">;
+def ZB_InitNormal  : I32EnumAttrCase<"Normal", 2, "normal">;
+def ZB_InitUniform : I32EnumAttrCase<"Uniform", 3, "uniform">;
+def ZB_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised",
+    [ZB_InitZeros, ZB_InitOnes, ZB_InitNormal, ZB_InitUniform]> {
+  let cppNamespace = "::zbc::zb";
+}
+
+// F: forward. B: gradient w.r.t. the stage input. W: gradient w.r.t. the
+// stage's parameters. BW: B and W fused, as 1F1B and GPipe run them.
+def ZB_KindF  : I32EnumAttrCase<"F", 0, "F">;
+def ZB_KindB  : I32EnumAttrCase<"B", 1, "B">;
+def ZB_KindW  : I32EnumAttrCase<"W", 2, "W">;
+def ZB_KindBW : I32EnumAttrCase<"BW", 3, "BW">;
+def ZB_ComputeKind : I32EnumAttr<"ComputeKind",
+    "which part of a stage's work on one microbatch",
+    [ZB_KindF, ZB_KindB, ZB_KindW, ZB_KindBW]> {
+  let cppNamespace = "::zbc::zb";
+}
+
+// act: a stage's forward output, sent downstream. grad: the gradient w.r.t.
+// a stage's input, sent upstream.
+def ZB_PayloadAct  : I32EnumAttrCase<"Act", 0, "act">;
+def ZB_PayloadGrad : I32EnumAttrCase<"Grad", 1, "grad">;
+def ZB_Payload : I32EnumAttr<"Payload", "what a point-to-point transfer carries",
+    [ZB_PayloadAct, ZB_PayloadGrad]> {
+  let cppNamespace = "::zbc::zb";
+}
+
+#endif // ZBC_DIALECT_ZB_ZBATTRS_TD

@@ -1,0 +1,409 @@
+//===- ZBOps.cpp - zb op verifiers and helpers ----------------------------===//
+//
+// Verifiers for everything a single op or region can get wrong: model-level
+// shapes (via the rules in ZBShapes.cpp), parameter initialisers, values that
+// cross a stage boundary without a `zb.cut`, and, at the schedule level,
+// stages and microbatches out of range, work on a rank that does not hold the
+// stage, transfers to the wrong peer and duplicated work. Properties of a
+// whole schedule (matching sends and receives, deadlock-freedom, memory)
+// belong to the zb-verify-schedule pass, not here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Dialect/ZB/ZBOps.h"
+
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace zbc::zb;
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+unsigned ModelOp::getNumStages() {
+  return 1 + llvm::count_if(getBody().front(),
+                            [](Operation &op) { return isa<CutOp>(op); });
+}
+
+llvm::DenseMap<Operation *, unsigned> ModelOp::getStageOfOps() {
+  llvm::DenseMap<Operation *, unsigned> stageOf;
+  unsigned stage = 0;
+  for (Operation &op : getBody().front()) {
+    stageOf[&op] = stage;
+    if (isa<CutOp>(op))
+      ++stage;
+  }
+  return stageOf;
+}
+
+LossOp ModelOp::getLossOp() {
+  return cast<LossOp>(getBody().front().getTerminator());
+}
+
+/// Inputs, labels and parameters are leaves: they are fed to whichever stage
+/// uses them, so using one is never a stage crossing. They share a namespace.
+static std::optional<StringRef> getLeafName(Operation *op) {
+  if (auto input = dyn_cast<InputOp>(op))
+    return input.getName();
+  if (auto label = dyn_cast<LabelOp>(op))
+    return label.getName();
+  if (auto param = dyn_cast<ParamOp>(op))
+    return param.getName();
+  return std::nullopt;
+}
+static bool isLeaf(Operation *op) { return getLeafName(op).has_value(); }
+
+void InputOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(), getName());
+}
+void LabelOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(), getName());
+}
+void ParamOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(), getName());
+}
+
+LogicalResult ModelOp::verifyRegions() {
+  Block &body = getBody().front();
+  for (Operation &op : body)
+    if (!op.hasTrait<OpTrait::HasParent<ModelOp>::Impl>())
+      return op.emitOpError("cannot appear in a 'zb.model'; a model holds "
+                            "only zb model-level ops");
+
+  llvm::StringMap<Operation *> leafByName;
+  for (Operation &op : body) {
+    std::optional<StringRef> name = getLeafName(&op);
+    if (!name)
+      continue;
+    if (name->empty())
+      return op.emitOpError("needs a non-empty name");
+    auto [it, inserted] = leafByName.try_emplace(*name, &op);
+    if (!inserted) {
+      InFlightDiagnostic diag = op.emitOpError("redefines the name '")
+                                << *name << "'";
+      diag.attachNote(it->second->getLoc()) << "first defined here";
+      return diag;
+    }
+  }
+
+  llvm::DenseMap<Operation *, unsigned> stageOf = getStageOfOps();
+  // The stage a value lives in: a cut's results belong to the stage it starts.
+  auto stageOfValue = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return stageOf.lookup(def) + (isa<CutOp>(def) ? 1 : 0);
+  };
+
+  llvm::DenseMap<Operation *, unsigned> paramStage;
+  for (Operation &op : body) {
+    unsigned stage = stageOf.lookup(&op);
+    for (Value operand : op.getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (isLeaf(def)) {
+        if (!isa<ParamOp>(def))
+          continue;
+        auto [it, inserted] = paramStage.try_emplace(def, stage);
+        if (!inserted && it->second != stage)
+          return def->emitOpError("is used in stages ")
+                 << it->second << " and " << stage
+                 << "; a parameter belongs to one stage (tied parameters "
+                    "are not supported)";
+        continue;
+      }
+      unsigned defStage = stageOfValue(operand);
+      if (defStage != stage) {
+        InFlightDiagnostic diag =
+            op.emitOpError("in stage ")
+            << stage << " uses a value of stage " << defStage
+            << "; values cross a stage boundary only through 'zb.cut'";
+        diag.attachNote(def->getLoc()) << "value defined here";
+        return diag;
+      }
+    }
+  }
+  return success();
+}
+
+LogicalResult ParamOp::verify() {
+  bool needsScale = getInit() == InitKind::Normal || getInit() == InitKind::Uniform;
+  std::optional<double> scale;
+  if (FloatAttr scaleAttr = getScaleAttr())
+    scale = scaleAttr.getValueAsDouble();
+  if (needsScale && !scale)
+    return emitOpError("init '") << stringifyInitKind(getInit())
+                                 << "' needs a scale, e.g. "
+                                 << stringifyInitKind(getInit()) << "(0.02)";
+  if (!needsScale && scale)
+    return emitOpError("init '") << stringifyInitKind(getInit())
+                                 << "' takes no scale";
+  if (scale && !(*scale > 0.0))
+    return emitOpError("scale must be positive, got ") << *scale;
+  return success();
+}
+
+int64_t ParamOp::getNumBytes() {
+  RankedTensorType type = getResult().getType();
+  return type.getNumElements() *
+         static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+}
+
+LogicalResult CutOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands,
+    DictionaryAttr, OpaqueProperties, RegionRange,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  llvm::append_range(inferredReturnTypes, operands.getTypes());
+  return success();
+}
+
+LogicalResult CutOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("must pass at least one activation to the next stage");
+  return success();
+}
+
+/// Checks a tensor op's result type against the type its shape rule infers
+/// (the rule has already reported a failure).
+static LogicalResult verifyInferred(Operation *op,
+                                    FailureOr<RankedTensorType> inferred) {
+  if (failed(inferred))
+    return failure();
+  Type actual = op->getResult(0).getType();
+  if (actual != *inferred)
+    return op->emitOpError("result type ")
+           << actual << " does not match the inferred type " << *inferred;
+  return success();
+}
+
+#define ZB_VERIFY_BINARY(OP, LHS, RHS)                                         \
+  LogicalResult OP::verify() {                                                 \
+    return verifyInferred(                                                     \
+        *this, inferResultType(get##LHS().getType(), get##RHS().getType(),     \
+                               [&] { return emitOpError(); }));                \
+  }
+ZB_VERIFY_BINARY(LinearOp, Input, Weight)
+ZB_VERIFY_BINARY(MatmulOp, Lhs, Rhs)
+ZB_VERIFY_BINARY(BiasAddOp, Input, Bias)
+ZB_VERIFY_BINARY(EmbeddingOp, Indices, Table)
+ZB_VERIFY_BINARY(CrossEntropyOp, Logits, Labels)
+#undef ZB_VERIFY_BINARY
+
+LogicalResult LayerNormOp::verify() {
+  return verifyInferred(
+      *this, inferResultType(getInput().getType(), getGamma().getType(),
+                             getBeta().getType(),
+                             getEpsilon().convertToDouble(),
+                             [&] { return emitOpError(); }));
+}
+
+LogicalResult CausalAttentionOp::verify() {
+  return verifyInferred(*this, inferResultType(getQkv().getType(), getHeads(),
+                                               [&] { return emitOpError(); }));
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule level
+//===----------------------------------------------------------------------===//
+
+int64_t ProgramOp::getNumRanks() {
+  return llvm::range_size(getBody().front().getOps<RankOp>());
+}
+
+LogicalResult ProgramOp::verify() {
+  if (getPlacement().empty())
+    return emitOpError("placement must name the rank of at least one stage");
+  for (auto [stage, rank] : llvm::enumerate(getPlacement()))
+    if (rank < 0)
+      return emitOpError("placement of stage ")
+             << stage << " is negative (" << rank << ")";
+  return success();
+}
+
+LogicalResult ProgramOp::verifyRegions() {
+  int64_t expected = 0;
+  for (Operation &op : getBody().front()) {
+    auto rank = dyn_cast<RankOp>(op);
+    if (!rank)
+      return op.emitOpError("cannot appear in a 'zb.program'; it holds only "
+                            "'zb.rank' ops");
+    if (static_cast<int64_t>(rank.getRank()) != expected)
+      return rank.emitOpError("is rank ")
+             << rank.getRank() << " but rank " << expected
+             << " is expected here; ranks appear once each, in order";
+    ++expected;
+  }
+  int64_t numRanks = expected;
+  llvm::SmallVector<bool> holdsStage(numRanks, false);
+  for (auto [stage, rank] : llvm::enumerate(getPlacement())) {
+    if (rank >= numRanks)
+      return emitOpError("places stage ")
+             << stage << " on rank " << rank << " but the program has "
+             << numRanks << " ranks";
+    holdsStage[rank] = true;
+  }
+  for (auto [rank, holds] : llvm::enumerate(holdsStage))
+    if (!holds)
+      return emitOpError("rank ") << rank << " holds no stage";
+  return success();
+}
+
+namespace {
+/// One unit of work or transfer on a rank, used to find duplicates.
+struct WorkKey {
+  int64_t opKind; // 0 compute, 1 send, 2 recv
+  int64_t sub;    // compute kind or payload
+  int64_t stage;
+  int64_t microbatch;
+  bool operator==(const WorkKey &o) const {
+    return opKind == o.opKind && sub == o.sub && stage == o.stage &&
+           microbatch == o.microbatch;
+  }
+};
+} // namespace
+
+namespace llvm {
+template <>
+struct DenseMapInfo<WorkKey> {
+  static WorkKey getEmptyKey() { return {-1, 0, 0, 0}; }
+  static WorkKey getTombstoneKey() { return {-2, 0, 0, 0}; }
+  static unsigned getHashValue(const WorkKey &k) {
+    return llvm::hash_combine(k.opKind, k.sub, k.stage, k.microbatch);
+  }
+  static bool isEqual(const WorkKey &a, const WorkKey &b) { return a == b; }
+};
+} // namespace llvm
+
+LogicalResult RankOp::verifyRegions() {
+  llvm::DenseMap<WorkKey, Operation *> seen;
+  auto claim = [&](Operation *op, WorkKey key) -> LogicalResult {
+    auto [it, inserted] = seen.try_emplace(key, op);
+    if (inserted)
+      return success();
+    InFlightDiagnostic diag = op->emitOpError("duplicates work already done "
+                                              "on rank ")
+                              << getRank() << " for stage " << key.stage
+                              << " microbatch " << key.microbatch;
+    diag.attachNote(it->second->getLoc()) << "first done here";
+    return diag;
+  };
+  for (Operation &op : getBody().front()) {
+    if (auto compute = dyn_cast<ComputeOp>(op)) {
+      int64_t stage = compute.getStage(), mb = compute.getMicrobatch();
+      // BW is B and W together: it clashes with either of them alone.
+      SmallVector<ComputeKind, 2> parts;
+      if (compute.getKind() == ComputeKind::BW)
+        parts = {ComputeKind::B, ComputeKind::W};
+      else
+        parts = {compute.getKind()};
+      for (ComputeKind part : parts)
+        if (failed(claim(&op, {0, static_cast<int64_t>(part), stage, mb})))
+          return failure();
+    } else if (auto send = dyn_cast<SendOp>(op)) {
+      if (failed(claim(&op, {1, static_cast<int64_t>(send.getPayload()),
+                             static_cast<int64_t>(send.getStage()),
+                             static_cast<int64_t>(send.getMicrobatch())})))
+        return failure();
+    } else if (auto recv = dyn_cast<RecvOp>(op)) {
+      if (failed(claim(&op, {2, static_cast<int64_t>(recv.getPayload()),
+                             static_cast<int64_t>(recv.getStage()),
+                             static_cast<int64_t>(recv.getMicrobatch())})))
+        return failure();
+    } else {
+      return op.emitOpError("cannot appear in a 'zb.rank'; it holds only "
+                            "'zb.compute', 'zb.send' and 'zb.recv'");
+    }
+  }
+  return success();
+}
+
+/// Checks the stage and microbatch of a schedule-level op against its program.
+static LogicalResult verifyStageAndMicrobatch(Operation *op, ProgramOp program,
+                                              int64_t stage, int64_t mb) {
+  if (stage >= program.getNumStages())
+    return op->emitOpError("stage ")
+           << stage << " is out of range [0, " << program.getNumStages()
+           << ")";
+  if (mb >= static_cast<int64_t>(program.getMicrobatches()))
+    return op->emitOpError("microbatch ")
+           << mb << " is out of range [0, " << program.getMicrobatches()
+           << ")";
+  return success();
+}
+
+RankOp ComputeOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+RankOp SendOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+RankOp RecvOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+
+void ComputeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  // e.g. %F0_3 for the forward of stage 0 on microbatch 3.
+  llvm::SmallString<16> name(stringifyComputeKind(getKind()));
+  name += std::to_string(getStage()) + "_" + std::to_string(getMicrobatch());
+  setNameFn(getDone(), name);
+}
+
+LogicalResult ComputeOp::verify() {
+  RankOp rank = getRankOp();
+  ProgramOp program = rank.getProgram();
+  int64_t stage = getStage();
+  if (failed(verifyStageAndMicrobatch(*this, program, stage, getMicrobatch())))
+    return failure();
+  int64_t holder = program.getRankOfStage(stage);
+  if (holder != static_cast<int64_t>(rank.getRank()))
+    return emitOpError("runs on rank ")
+           << rank.getRank() << " but stage " << stage
+           << " is placed on rank " << holder;
+  return success();
+}
+
+/// Checks a transfer of `payload` produced by `stage` between the rank that
+/// holds `stage` and the rank that holds its neighbour (downstream for
+/// activations, upstream for gradients). `isSend` says which end `op` is.
+static LogicalResult verifyTransfer(Operation *op, bool isSend, Payload payload,
+                                    int64_t stage, int64_t mb, int64_t peer) {
+  auto rank = cast<RankOp>(op->getParentOp());
+  ProgramOp program = rank.getProgram();
+  int64_t self = rank.getRank();
+  if (failed(verifyStageAndMicrobatch(op, program, stage, mb)))
+    return failure();
+  if (peer >= program.getNumRanks())
+    return op->emitOpError("peer rank ")
+           << peer << " is out of range [0, " << program.getNumRanks() << ")";
+  if (peer == self)
+    return op->emitOpError("transfers to its own rank ") << self;
+
+  bool isAct = payload == Payload::Act;
+  int64_t neighbour = isAct ? stage + 1 : stage - 1;
+  if (neighbour < 0 || neighbour >= program.getNumStages())
+    return op->emitOpError("carries the ")
+           << (isAct ? "activation" : "input gradient") << " of stage "
+           << stage << ", which no stage consumes";
+  int64_t producerRank = program.getRankOfStage(stage);
+  int64_t consumerRank = program.getRankOfStage(neighbour);
+  int64_t expectedSelf = isSend ? producerRank : consumerRank;
+  int64_t expectedPeer = isSend ? consumerRank : producerRank;
+  if (self != expectedSelf)
+    return op->emitOpError("is on rank ")
+           << self << " but stage " << (isSend ? stage : neighbour)
+           << " is placed on rank " << expectedSelf;
+  if (peer != expectedPeer)
+    return op->emitOpError("names peer rank ")
+           << peer << " but stage " << (isSend ? neighbour : stage)
+           << " is placed on rank " << expectedPeer;
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyTransfer(*this, /*isSend=*/true, getPayload(), getStage(),
+                        getMicrobatch(), getPeer());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyTransfer(*this, /*isSend=*/false, getPayload(), getStage(),
+                        getMicrobatch(), getPeer());
+}
+
+#define GET_OP_CLASSES
+#include "zbc/Dialect/ZB/ZBOps.cpp.inc"

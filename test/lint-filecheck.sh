@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Fails on misspelled FileCheck/verify-diagnostics directives under the given
+# folder. FileCheck 22 silently ignores e.g. `CHECK-LABLE:`, so such a line
+# would check nothing while the test still passes.
+set -euo pipefail
+root=${1:-$(dirname "$0")}
+pattern='(CHECK|expected)-?(LABLE|LABE|LABL|NXT|NEXTT|SMAE|SAM|SAEM|NTO|DAGG|EMPTYY|EROR|ERRROR|eror|errror|notee|warnign)\b|CHEKC|CEHCK|CHCEK|\bCHEK\b|CHECK-(NEXT|SAME|LABEL|NOT|DAG|EMPTY|COUNT-[0-9]+)[^:]|\bCHECK [A-Z]+:'
+if grep -rnE --include='*.mlir' --include='*.test' "$pattern" "$root"; then
+  echo "error: misspelled or malformed FileCheck directive(s) above" >&2
+  exit 1
+fi
+# Every RUN line that pipes into FileCheck must have at least one CHECK.
+status=0
+while IFS= read -r f; do
+  if grep -q 'FileCheck' "$f" && ! grep -vE 'RUN:' "$f" | grep -qE '\b[A-Z][A-Z0-9_]*(-[A-Z]+)?:'; then
+    echo "error: $f runs FileCheck but has no CHECK lines" >&2
+    status=1
+  fi
+done < <(grep -rlE --include='*.mlir' --include='*.test' 'RUN:' "$root")
+exit $status
