@@ -1,0 +1,157 @@
+//===- Model.h - the zbc embedded DSL: models written in C++ -----*- C++ -*-===//
+//
+// The one header a user includes to write a model as a C++ program. A
+// `zbc::dsl::Model` records inputs, labels, parameters and tensor ops in
+// program order and produces the same `zb.model` IR as a hand-written .mlir
+// file. Shapes are checked as each op is added, by the same rules the dialect
+// verifier uses, and every op carries the file:line:col of the DSL call that
+// made it, so an error points into the user's source:
+//
+//   zbc::dsl::Model m("mlp");
+//   auto x  = m.input("x", {8, 16});
+//   auto y  = m.label("y", {8}, DType::I64);
+//   auto w0 = m.param("w0", {16, 32}, Init::normal(0.02));
+//   auto h  = m.cut(m.relu(m.linear(x, w0)));   // stage boundary
+//   auto w1 = m.param("w1", {32, 4}, Init::normal(0.02));
+//   m.loss(m.crossEntropy(m.linear(h, w1), y));
+//   return m.emit(argc, argv);                   // prints the IR
+//
+// Ops are appended in call order. C++ does not specify the order in which one
+// call's arguments are evaluated, so `m.add(m.f(a), m.g(b))` may emit g before
+// f; write such calls as separate statements when the IR order matters.
+//
+// The header deliberately includes no MLIR headers, so model programs build in
+// seconds; the implementation lives in dialect/lib/DSL/Model.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_DSL_MODEL_H
+#define ZBC_DSL_MODEL_H
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace zbc::dsl {
+
+/// Element types of model tensors.
+enum class DType { F16, BF16, F32, F64, I32, I64 };
+
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_COLUMN)
+#define ZBC_DSL_CALLER_COLUMN __builtin_COLUMN()
+#endif
+#endif
+#ifndef ZBC_DSL_CALLER_COLUMN
+#define ZBC_DSL_CALLER_COLUMN 0 // GCC 12 knows file and line only.
+#endif
+
+/// The place in the user's source that made a DSL call. Every DSL method
+/// takes one as its last argument, defaulted to the caller's position.
+struct SourceLoc {
+  const char *file;
+  unsigned line;
+  unsigned column;
+  static SourceLoc current(const char *file = __builtin_FILE(),
+                           unsigned line = __builtin_LINE(),
+                           unsigned column = ZBC_DSL_CALLER_COLUMN) {
+    return {file, line, column};
+  }
+};
+
+/// How a parameter is initialised (see `zb.param`).
+struct Init {
+  enum class Kind { Zeros, Ones, Normal, Uniform };
+  Kind kind;
+  double scale; // std for Normal, bound for Uniform; unused otherwise.
+  static Init zeros() { return {Kind::Zeros, 0.0}; }
+  static Init ones() { return {Kind::Ones, 0.0}; }
+  static Init normal(double std) { return {Kind::Normal, std}; }
+  static Init uniform(double bound) { return {Kind::Uniform, bound}; }
+};
+
+class Model;
+
+/// A tensor value of a model under construction. A default-constructed (or
+/// failed) Tensor is null: using it in an op reports an error.
+class Tensor {
+public:
+  Tensor() = default;
+  explicit operator bool() const { return value != nullptr; }
+  /// The shape, microbatch dimension included; empty for a null tensor.
+  std::vector<int64_t> shape() const;
+  DType dtype() const;
+
+private:
+  friend class Model;
+  Tensor(const Model *owner, void *value) : owner(owner), value(value) {}
+  const Model *owner = nullptr;
+  void *value = nullptr; // mlir::Value, as its opaque pointer
+};
+
+/// A model being written: call the methods in program order, end with
+/// `loss`, then `emit`/`str`/`write` the IR.
+class Model {
+public:
+  explicit Model(const std::string &name);
+  ~Model();
+  Model(const Model &) = delete;
+  Model &operator=(const Model &) = delete;
+
+  // Leaves: per-microbatch data and trainable parameters.
+  Tensor input(const std::string &name, const std::vector<int64_t> &shape,
+               DType dtype = DType::F32, SourceLoc loc = SourceLoc::current());
+  Tensor label(const std::string &name, const std::vector<int64_t> &shape,
+               DType dtype = DType::I64, SourceLoc loc = SourceLoc::current());
+  Tensor param(const std::string &name, const std::vector<int64_t> &shape,
+               Init init, DType dtype = DType::F32,
+               SourceLoc loc = SourceLoc::current());
+
+  // Tensor ops; each mirrors the zb op of the same name.
+  Tensor linear(Tensor input, Tensor weight, SourceLoc loc = SourceLoc::current());
+  Tensor matmul(Tensor lhs, Tensor rhs, SourceLoc loc = SourceLoc::current());
+  Tensor biasAdd(Tensor input, Tensor bias, SourceLoc loc = SourceLoc::current());
+  Tensor add(Tensor lhs, Tensor rhs, SourceLoc loc = SourceLoc::current());
+  Tensor relu(Tensor input, SourceLoc loc = SourceLoc::current());
+  Tensor gelu(Tensor input, SourceLoc loc = SourceLoc::current());
+  Tensor layerNorm(Tensor input, Tensor gamma, Tensor beta,
+                   double epsilon = 1e-5, SourceLoc loc = SourceLoc::current());
+  Tensor embedding(Tensor indices, Tensor table,
+                   SourceLoc loc = SourceLoc::current());
+  Tensor causalAttention(Tensor qkv, int64_t heads,
+                         SourceLoc loc = SourceLoc::current());
+  Tensor crossEntropy(Tensor logits, Tensor labels,
+                      SourceLoc loc = SourceLoc::current());
+
+  /// Ends the current pipeline stage; `xs` are the activations the next
+  /// stage needs. Returns them as the next stage sees them.
+  std::vector<Tensor> cut(const std::vector<Tensor> &xs,
+                          SourceLoc loc = SourceLoc::current());
+  Tensor cut(Tensor x, SourceLoc loc = SourceLoc::current());
+
+  /// Ends the model with the scalar to minimise.
+  void loss(Tensor value, SourceLoc loc = SourceLoc::current());
+
+  /// Verifies the model and prints its IR to `os`. On error, prints the
+  /// diagnostics (with the DSL call sites) to stderr and returns false.
+  bool print(std::ostream &os);
+  /// The IR as text, or "" after an error (diagnostics go to stderr).
+  std::string str();
+  /// For a model program's main(): prints the IR to stdout, or to the file
+  /// after `-o`. Returns the process exit code (0, or 1 on any error).
+  int emit(int argc, char **argv);
+
+  struct Impl;
+
+private:
+  /// A Tensor of this model for an opaque mlir::Value (null stays null).
+  Tensor wrap(void *value) const {
+    return value ? Tensor(this, value) : Tensor();
+  }
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace zbc::dsl
+
+#endif // ZBC_DSL_MODEL_H

@@ -1,0 +1,440 @@
+//===- Model.cpp - the zbc embedded DSL over the zb dialect ---------------===//
+//
+// Implements zbc/DSL/Model.h: each DSL call checks its operands, infers the
+// result type with the op's own shape rule (ZBShapes.cpp) and appends a zb op
+// located at the caller's file:line:col. Errors are reported through MLIR's
+// diagnostics as they happen and make the model unprintable; the finished
+// model is run through the full dialect verifier before it is printed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/DSL/Model.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_os_ostream.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "zbc/Dialect/ZB/ZBOps.h"
+
+#include <fstream>
+#include <sstream>
+
+using namespace mlir;
+namespace zb = zbc::zb;
+
+namespace zbc::dsl {
+
+struct Model::Impl {
+  MLIRContext context;
+  OwningOpRef<ModuleOp> module;
+  zb::ModelOp model;
+  OpBuilder builder{&context};
+  bool hadError = false;
+  bool finished = false;
+
+  Location toLoc(SourceLoc loc) {
+    return FileLineColLoc::get(&context, loc.file, loc.line, loc.column);
+  }
+
+  /// Reports an error at `loc` as `'zb.<op>' op <message>`, the way the
+  /// dialect verifier words it.
+  InFlightDiagnostic error(Location loc, StringRef opName) {
+    hadError = true;
+    InFlightDiagnostic diag = emitError(loc);
+    if (!opName.empty())
+      diag << "'" << opName << "' op ";
+    return diag;
+  }
+
+  /// Checks that the model is still open for ops.
+  bool checkOpen(Location loc, StringRef opName) {
+    if (!finished)
+      return true;
+    error(loc, opName) << "added after loss(); loss() ends the model";
+    return false;
+  }
+
+  /// The value behind `t`, or null after reporting why it cannot be used.
+  Value unwrap(const Tensor &t, const Model *self, Location loc,
+               StringRef opName, StringRef role) {
+    if (!t.value) {
+      // A null tensor comes from an earlier failed call, which has already
+      // reported an error; only a never-assigned one needs a message.
+      if (!hadError)
+        error(loc, opName) << role << " is a null Tensor";
+      hadError = true;
+      return {};
+    }
+    if (t.owner != self) {
+      error(loc, opName) << role << " belongs to a different model";
+      return {};
+    }
+    return Value::getFromOpaquePointer(t.value);
+  }
+
+  Type elementType(DType dtype) {
+    switch (dtype) {
+    case DType::F16:
+      return builder.getF16Type();
+    case DType::BF16:
+      return builder.getBF16Type();
+    case DType::F32:
+      return builder.getF32Type();
+    case DType::F64:
+      return builder.getF64Type();
+    case DType::I32:
+      return builder.getI32Type();
+    case DType::I64:
+      return builder.getI64Type();
+    }
+    llvm_unreachable("unknown DType");
+  }
+
+  /// A static tensor type, or null after reporting a bad shape.
+  RankedTensorType tensorType(ArrayRef<int64_t> shape, DType dtype,
+                              Location loc, StringRef opName) {
+    for (int64_t dim : shape)
+      if (dim <= 0) {
+        error(loc, opName) << "dimensions must be positive, got " << dim;
+        return {};
+      }
+    return RankedTensorType::get(shape, elementType(dtype));
+  }
+};
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+std::vector<int64_t> Tensor::shape() const {
+  if (!value)
+    return {};
+  ArrayRef<int64_t> shape = typeOf(Value::getFromOpaquePointer(value)).getShape();
+  return {shape.begin(), shape.end()};
+}
+
+DType Tensor::dtype() const {
+  if (!value)
+    return DType::F32;
+  Type type = typeOf(Value::getFromOpaquePointer(value)).getElementType();
+  if (type.isF16())
+    return DType::F16;
+  if (type.isBF16())
+    return DType::BF16;
+  if (type.isF64())
+    return DType::F64;
+  if (type.isInteger(32))
+    return DType::I32;
+  if (type.isInteger(64))
+    return DType::I64;
+  return DType::F32;
+}
+
+Model::Model(const std::string &name) : impl(std::make_unique<Impl>()) {
+  impl->context.loadDialect<zb::ZBDialect>();
+  OpBuilder &b = impl->builder;
+  Location loc = UnknownLoc::get(&impl->context);
+  impl->module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(impl->module->getBody());
+  impl->model = zb::ModelOp::create(b, loc, b.getStringAttr(name));
+  b.setInsertionPointToEnd(&impl->model.getBody().emplaceBlock());
+}
+
+Model::~Model() = default;
+
+//===----------------------------------------------------------------------===//
+// Leaves
+//===----------------------------------------------------------------------===//
+
+Tensor Model::input(const std::string &name, const std::vector<int64_t> &shape,
+                    DType dtype, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  if (!impl->checkOpen(loc, "zb.input"))
+    return {};
+  RankedTensorType type = impl->tensorType(shape, dtype, loc, "zb.input");
+  if (!type)
+    return {};
+  return {this, zb::InputOp::create(impl->builder, loc, type, name)
+                    .getResult()
+                    .getAsOpaquePointer()};
+}
+
+Tensor Model::label(const std::string &name, const std::vector<int64_t> &shape,
+                    DType dtype, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  if (!impl->checkOpen(loc, "zb.label"))
+    return {};
+  RankedTensorType type = impl->tensorType(shape, dtype, loc, "zb.label");
+  if (!type)
+    return {};
+  return {this, zb::LabelOp::create(impl->builder, loc, type, name)
+                    .getResult()
+                    .getAsOpaquePointer()};
+}
+
+Tensor Model::param(const std::string &name, const std::vector<int64_t> &shape,
+                    Init init, DType dtype, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  if (!impl->checkOpen(loc, "zb.param"))
+    return {};
+  RankedTensorType type = impl->tensorType(shape, dtype, loc, "zb.param");
+  if (!type)
+    return {};
+  OpBuilder &b = impl->builder;
+  zb::InitKind kind = zb::InitKind::Zeros;
+  FloatAttr scale;
+  switch (init.kind) {
+  case Init::Kind::Zeros:
+    kind = zb::InitKind::Zeros;
+    break;
+  case Init::Kind::Ones:
+    kind = zb::InitKind::Ones;
+    break;
+  case Init::Kind::Normal:
+    kind = zb::InitKind::Normal;
+    scale = b.getF64FloatAttr(init.scale);
+    break;
+  case Init::Kind::Uniform:
+    kind = zb::InitKind::Uniform;
+    scale = b.getF64FloatAttr(init.scale);
+    break;
+  }
+  auto op = zb::ParamOp::create(b, loc, type, b.getStringAttr(name),
+                                zb::InitKindAttr::get(&impl->context, kind),
+                                scale);
+  // Check the initialiser now, so the error points at this call.
+  if (failed(op.verify())) {
+    impl->hadError = true;
+    op.erase();
+    return {};
+  }
+  return {this, op.getResult().getAsOpaquePointer()};
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor ops
+//===----------------------------------------------------------------------===//
+
+/// Builds a two-operand tensor op whose result type comes from its shape
+/// rule; returns the result as an opaque value, or null after an error.
+template <typename OpTy>
+static void *buildBinary(const Model *self, Model::Impl &impl, Tensor lhs,
+                         StringRef lhsRole, Tensor rhs, StringRef rhsRole,
+                         SourceLoc sloc) {
+  Location loc = impl.toLoc(sloc);
+  StringRef opName = OpTy::getOperationName();
+  if (!impl.checkOpen(loc, opName))
+    return nullptr;
+  Value a = impl.unwrap(lhs, self, loc, opName, lhsRole);
+  Value b = impl.unwrap(rhs, self, loc, opName, rhsRole);
+  if (!a || !b)
+    return nullptr;
+  FailureOr<RankedTensorType> type = OpTy::inferResultType(
+      typeOf(a), typeOf(b), [&] { return impl.error(loc, opName); });
+  if (failed(type))
+    return nullptr;
+  return OpTy::create(impl.builder, loc, *type, a, b)
+      .getResult()
+      .getAsOpaquePointer();
+}
+
+#define ZB_DSL_BINARY(METHOD, OP, LHS, RHS)                                    \
+  Tensor Model::METHOD(Tensor lhs, Tensor rhs, SourceLoc loc) {                \
+    return wrap(buildBinary<zb::OP>(this, *impl, lhs, LHS, rhs, RHS, loc));    \
+  }
+ZB_DSL_BINARY(linear, LinearOp, "input", "weight")
+ZB_DSL_BINARY(matmul, MatmulOp, "lhs", "rhs")
+ZB_DSL_BINARY(biasAdd, BiasAddOp, "input", "bias")
+ZB_DSL_BINARY(embedding, EmbeddingOp, "indices", "table")
+ZB_DSL_BINARY(crossEntropy, CrossEntropyOp, "logits", "labels")
+#undef ZB_DSL_BINARY
+
+Tensor Model::add(Tensor lhs, Tensor rhs, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::AddOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value a = impl->unwrap(lhs, this, loc, opName, "lhs");
+  Value b = impl->unwrap(rhs, this, loc, opName, "rhs");
+  if (!a || !b)
+    return {};
+  if (a.getType() != b.getType()) {
+    impl->error(loc, opName) << "operands have different types: "
+                             << a.getType() << " and " << b.getType();
+    return {};
+  }
+  return wrap(zb::AddOp::create(impl->builder, loc, a, b)
+                  .getResult()
+                  .getAsOpaquePointer());
+}
+
+/// Builds an elementwise op on a float tensor.
+template <typename OpTy>
+static void *buildUnary(const Model *self, Model::Impl &impl, Tensor input,
+                        SourceLoc sloc) {
+  Location loc = impl.toLoc(sloc);
+  StringRef opName = OpTy::getOperationName();
+  if (!impl.checkOpen(loc, opName))
+    return nullptr;
+  Value x = impl.unwrap(input, self, loc, opName, "input");
+  if (!x)
+    return nullptr;
+  if (!isa<FloatType>(typeOf(x).getElementType())) {
+    impl.error(loc, opName) << "needs a floating-point tensor, got "
+                            << x.getType();
+    return nullptr;
+  }
+  return OpTy::create(impl.builder, loc, x).getResult().getAsOpaquePointer();
+}
+
+Tensor Model::relu(Tensor input, SourceLoc loc) {
+  return wrap(buildUnary<zb::ReluOp>(this, *impl, input, loc));
+}
+
+Tensor Model::gelu(Tensor input, SourceLoc loc) {
+  return wrap(buildUnary<zb::GeluOp>(this, *impl, input, loc));
+}
+
+Tensor Model::layerNorm(Tensor input, Tensor gamma, Tensor beta,
+                        double epsilon, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::LayerNormOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value x = impl->unwrap(input, this, loc, opName, "input");
+  Value g = impl->unwrap(gamma, this, loc, opName, "gamma");
+  Value b = impl->unwrap(beta, this, loc, opName, "beta");
+  if (!x || !g || !b)
+    return {};
+  FailureOr<RankedTensorType> type = zb::LayerNormOp::inferResultType(
+      typeOf(x), typeOf(g), typeOf(b), epsilon,
+      [&] { return impl->error(loc, opName); });
+  if (failed(type))
+    return {};
+  return wrap(zb::LayerNormOp::create(impl->builder, loc, *type, x, g, b,
+                                      impl->builder.getF64FloatAttr(epsilon))
+                  .getResult()
+                  .getAsOpaquePointer());
+}
+
+Tensor Model::causalAttention(Tensor qkv, int64_t heads, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::CausalAttentionOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value x = impl->unwrap(qkv, this, loc, opName, "qkv");
+  if (!x)
+    return {};
+  FailureOr<RankedTensorType> type = zb::CausalAttentionOp::inferResultType(
+      typeOf(x), heads, [&] { return impl->error(loc, opName); });
+  if (failed(type))
+    return {};
+  return wrap(zb::CausalAttentionOp::create(impl->builder, loc, *type, x,
+                                            impl->builder.getI64IntegerAttr(heads))
+                  .getResult()
+                  .getAsOpaquePointer());
+}
+
+//===----------------------------------------------------------------------===//
+// Stages and the loss
+//===----------------------------------------------------------------------===//
+
+std::vector<Tensor> Model::cut(const std::vector<Tensor> &xs, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::CutOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return std::vector<Tensor>(xs.size());
+  SmallVector<Value> values;
+  for (const Tensor &x : xs)
+    values.push_back(impl->unwrap(x, this, loc, opName, "activation"));
+  if (values.empty()) {
+    impl->error(loc, opName)
+        << "must pass at least one activation to the next stage";
+    return {};
+  }
+  if (llvm::any_of(values, [](Value v) { return !v; }))
+    return std::vector<Tensor>(xs.size());
+  auto op = zb::CutOp::create(impl->builder, loc, values);
+  std::vector<Tensor> results;
+  for (Value v : op.getResults())
+    results.push_back(wrap(v.getAsOpaquePointer()));
+  return results;
+}
+
+Tensor Model::cut(Tensor x, SourceLoc loc) { return cut(std::vector<Tensor>{x}, loc)[0]; }
+
+void Model::loss(Tensor value, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::LossOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return;
+  Value v = impl->unwrap(value, this, loc, opName, "loss");
+  if (!v)
+    return;
+  RankedTensorType type = typeOf(v);
+  if (type.getRank() != 0 || !isa<FloatType>(type.getElementType())) {
+    impl->error(loc, opName) << "needs a scalar floating-point tensor, got "
+                             << type;
+    return;
+  }
+  zb::LossOp::create(impl->builder, loc, v);
+  impl->finished = true;
+}
+
+//===----------------------------------------------------------------------===//
+// Output
+//===----------------------------------------------------------------------===//
+
+bool Model::print(std::ostream &os) {
+  if (impl->hadError)
+    return false;
+  if (!impl->finished) {
+    emitError(impl->model.getLoc())
+        << "model '" << impl->model.getSymName()
+        << "' has no loss; call loss() to end it";
+    return false;
+  }
+  if (failed(verify(*impl->module)))
+    return false;
+  llvm::raw_os_ostream out(os);
+  impl->module->print(out);
+  return true;
+}
+
+std::string Model::str() {
+  std::ostringstream os;
+  return print(os) ? os.str() : std::string();
+}
+
+int Model::emit(int argc, char **argv) {
+  std::string outPath;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-o" && i + 1 < argc) {
+      outPath = argv[++i];
+    } else {
+      llvm::errs() << argv[0] << ": error: unknown argument '" << arg
+                   << "' (usage: " << argv[0] << " [-o FILE])\n";
+      return 1;
+    }
+  }
+  std::string text = str();
+  if (text.empty())
+    return 1;
+  if (outPath.empty()) {
+    llvm::outs() << text;
+    return 0;
+  }
+  std::ofstream file(outPath);
+  file << text;
+  if (!file.flush()) {
+    llvm::errs() << argv[0] << ": error: could not write '" << outPath
+                 << "'\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace zbc::dsl

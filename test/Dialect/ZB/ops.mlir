@@ -1,0 +1,276 @@
+// RUN: zbc-opt %s | zbc-opt | FileCheck %s
+// RUN: zbc-opt %s --mlir-print-op-generic | zbc-opt | FileCheck %s
+
+// Round trip of every zb op, in the custom form and through the generic form.
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+// Tests that a two-stage MLP with one single-value cut round-trips, with every
+// parameter initialiser kind.
+// CHECK-LABEL: zb.model @mlp {
+// CHECK:         %[[X:.+]] = zb.input "x" : tensor<8x16xf32>
+// CHECK:         %[[Y:.+]] = zb.label "y" : tensor<8xi64>
+// CHECK:         %[[W0:.+]] = zb.param "w0" init normal(2.000000e-02) : tensor<16x32xf32>
+// CHECK:         %[[B0:.+]] = zb.param "b0" init zeros : tensor<32xf32>
+// CHECK:         %[[H:.+]] = zb.linear %[[X]], %[[W0]] : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+// CHECK:         %[[HB:.+]] = zb.bias_add %[[H]], %[[B0]] : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+// CHECK:         %[[R:.+]] = zb.relu %[[HB]] : tensor<8x32xf32>
+// CHECK:         %[[C:.+]] = zb.cut %[[R]] : tensor<8x32xf32>
+// CHECK:         %[[W1:.+]] = zb.param "w1" init uniform(1.250000e-01) : tensor<32x4xf32>
+// CHECK:         %[[B1:.+]] = zb.param "b1" init ones : tensor<4xf32>
+// CHECK:         %[[O:.+]] = zb.linear %[[C]], %[[W1]] : (tensor<8x32xf32>, tensor<32x4xf32>) -> tensor<8x4xf32>
+// CHECK:         %[[OB:.+]] = zb.bias_add %[[O]], %[[B1]] : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+// CHECK:         %[[L:.+]] = zb.cross_entropy %[[OB]], %[[Y]] : (tensor<8x4xf32>, tensor<8xi64>) -> tensor<f32>
+// CHECK:         zb.loss %[[L]] : tensor<f32>
+zb.model @mlp {
+  %x = zb.input "x" : tensor<8x16xf32>
+  %y = zb.label "y" : tensor<8xi64>
+  %w0 = zb.param "w0" init normal(0.02) : tensor<16x32xf32>
+  %b0 = zb.param "b0" init zeros : tensor<32xf32>
+  %h = zb.linear %x, %w0 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %hb = zb.bias_add %h, %b0 : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %r = zb.relu %hb : tensor<8x32xf32>
+  %c = zb.cut %r : tensor<8x32xf32>
+  %w1 = zb.param "w1" init uniform(0.125) : tensor<32x4xf32>
+  %b1 = zb.param "b1" init ones : tensor<4xf32>
+  %o = zb.linear %c, %w1 : (tensor<8x32xf32>, tensor<32x4xf32>) -> tensor<8x4xf32>
+  %ob = zb.bias_add %o, %b1 : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
+  %l = zb.cross_entropy %ob, %y : (tensor<8x4xf32>, tensor<8xi64>) -> tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// Tests that a GPT-style block round-trips: i64 embedding, layernorm with the
+// default and a non-default epsilon, causal attention, gelu, residual add, a
+// cut carrying several values, and labels read in the last stage only.
+// CHECK-LABEL: zb.model @gpt_block {
+// CHECK:         %[[TOK:.+]] = zb.input "tokens" : tensor<2x8xi64>
+// CHECK:         %[[TGT:.+]] = zb.label "targets" : tensor<2x8xi64>
+// CHECK:         %[[WTE:.+]] = zb.param "wte" init normal(2.000000e-02) : tensor<100x24xf32>
+// CHECK:         %[[E:.+]] = zb.embedding %[[TOK]], %[[WTE]] : (tensor<2x8xi64>, tensor<100x24xf32>) -> tensor<2x8x24xf32>
+// CHECK:         %[[G1:.+]] = zb.param "ln1.gamma" init ones : tensor<24xf32>
+// CHECK:         %[[B1:.+]] = zb.param "ln1.beta" init zeros : tensor<24xf32>
+// CHECK:         %[[N1:.+]] = zb.layernorm %[[E]], %[[G1]], %[[B1]] : (tensor<2x8x24xf32>, tensor<24xf32>, tensor<24xf32>) -> tensor<2x8x24xf32>
+// CHECK:         %[[WQKV:.+]] = zb.param "attn.qkv" init normal(2.000000e-02) : tensor<24x72xf32>
+// CHECK:         %[[QKV:.+]] = zb.linear %[[N1]], %[[WQKV]] : (tensor<2x8x24xf32>, tensor<24x72xf32>) -> tensor<2x8x72xf32>
+// CHECK:         %[[A:.+]] = zb.causal_attention %[[QKV]] heads(4) : tensor<2x8x72xf32> -> tensor<2x8x24xf32>
+// CHECK:         %[[RES:.+]] = zb.add %[[E]], %[[A]] : tensor<2x8x24xf32>
+// CHECK:         %[[C:.+]]:2 = zb.cut %[[RES]], %[[A]] : tensor<2x8x24xf32>, tensor<2x8x24xf32>
+// CHECK:         %[[G2:.+]] = zb.param "ln2.gamma" init ones : tensor<24xf32>
+// CHECK:         %[[B2:.+]] = zb.param "ln2.beta" init zeros : tensor<24xf32>
+// CHECK:         %[[N2:.+]] = zb.layernorm %[[C]]#0, %[[G2]], %[[B2]] {epsilon = 1.000000e-03 : f64} : (tensor<2x8x24xf32>, tensor<24xf32>, tensor<24xf32>) -> tensor<2x8x24xf32>
+// CHECK:         %[[GE:.+]] = zb.gelu %[[N2]] : tensor<2x8x24xf32>
+// CHECK:         %[[SUM:.+]] = zb.add %[[GE]], %[[C]]#1 : tensor<2x8x24xf32>
+// CHECK:         %[[HEAD:.+]] = zb.param "head" init uniform(5.000000e-02) : tensor<24x100xf32>
+// CHECK:         %[[LOG:.+]] = zb.linear %[[SUM]], %[[HEAD]] : (tensor<2x8x24xf32>, tensor<24x100xf32>) -> tensor<2x8x100xf32>
+// CHECK:         %[[L:.+]] = zb.cross_entropy %[[LOG]], %[[TGT]] : (tensor<2x8x100xf32>, tensor<2x8xi64>) -> tensor<f32>
+// CHECK:         zb.loss %[[L]] : tensor<f32>
+zb.model @gpt_block {
+  %tokens = zb.input "tokens" : tensor<2x8xi64>
+  %targets = zb.label "targets" : tensor<2x8xi64>
+  %wte = zb.param "wte" init normal(0.02) : tensor<100x24xf32>
+  %e = zb.embedding %tokens, %wte : (tensor<2x8xi64>, tensor<100x24xf32>) -> tensor<2x8x24xf32>
+  %g1 = zb.param "ln1.gamma" init ones : tensor<24xf32>
+  %b1 = zb.param "ln1.beta" init zeros : tensor<24xf32>
+  %n1 = zb.layernorm %e, %g1, %b1 : (tensor<2x8x24xf32>, tensor<24xf32>, tensor<24xf32>) -> tensor<2x8x24xf32>
+  %wqkv = zb.param "attn.qkv" init normal(0.02) : tensor<24x72xf32>
+  %qkv = zb.linear %n1, %wqkv : (tensor<2x8x24xf32>, tensor<24x72xf32>) -> tensor<2x8x72xf32>
+  %a = zb.causal_attention %qkv heads(4) : tensor<2x8x72xf32> -> tensor<2x8x24xf32>
+  %res = zb.add %e, %a : tensor<2x8x24xf32>
+  %c:2 = zb.cut %res, %a : tensor<2x8x24xf32>, tensor<2x8x24xf32>
+  %g2 = zb.param "ln2.gamma" init ones : tensor<24xf32>
+  %b2 = zb.param "ln2.beta" init zeros : tensor<24xf32>
+  %n2 = zb.layernorm %c#0, %g2, %b2 {epsilon = 1.0e-3 : f64} : (tensor<2x8x24xf32>, tensor<24xf32>, tensor<24xf32>) -> tensor<2x8x24xf32>
+  %ge = zb.gelu %n2 : tensor<2x8x24xf32>
+  %sum = zb.add %ge, %c#1 : tensor<2x8x24xf32>
+  %head = zb.param "head" init uniform(0.05) : tensor<24x100xf32>
+  %logits = zb.linear %sum, %head : (tensor<2x8x24xf32>, tensor<24x100xf32>) -> tensor<2x8x100xf32>
+  %l = zb.cross_entropy %logits, %targets : (tensor<2x8x100xf32>, tensor<2x8xi64>) -> tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// Tests that f16, bf16 and f64 element types, i32 indices and a batched
+// matmul round-trip, and that a single-stage model needs no cut.
+// CHECK-LABEL: zb.model @mixed_precision {
+// CHECK:         %[[IDS:.+]] = zb.input "ids" : tensor<4xi32>
+// CHECK:         %[[CLS:.+]] = zb.label "cls" : tensor<4x3xi32>
+// CHECK:         %[[TAB:.+]] = zb.param "table" init normal(1.000000e+00) : tensor<10x6xbf16>
+// CHECK:         %[[EMB:.+]] = zb.embedding %[[IDS]], %[[TAB]] : (tensor<4xi32>, tensor<10x6xbf16>) -> tensor<4x6xbf16>
+// CHECK:         %[[P:.+]] = zb.input "p" : tensor<4x3x5xf64>
+// CHECK:         %[[Q:.+]] = zb.input "q" : tensor<4x5x2xf64>
+// CHECK:         %[[PQ:.+]] = zb.matmul %[[P]], %[[Q]] : (tensor<4x3x5xf64>, tensor<4x5x2xf64>) -> tensor<4x3x2xf64>
+// CHECK:         %[[H:.+]] = zb.input "h" : tensor<4x3x8xf16>
+// CHECK:         %[[WH:.+]] = zb.param "wh" init uniform(1.000000e-01) : tensor<8x7xf16>
+// CHECK:         %[[LH:.+]] = zb.linear %[[H]], %[[WH]] : (tensor<4x3x8xf16>, tensor<8x7xf16>) -> tensor<4x3x7xf16>
+// CHECK:         %[[RH:.+]] = zb.relu %[[LH]] : tensor<4x3x7xf16>
+// CHECK:         %[[L:.+]] = zb.cross_entropy %[[RH]], %[[CLS]] : (tensor<4x3x7xf16>, tensor<4x3xi32>) -> tensor<f16>
+// CHECK:         zb.loss %[[L]] : tensor<f16>
+zb.model @mixed_precision {
+  %ids = zb.input "ids" : tensor<4xi32>
+  %cls = zb.label "cls" : tensor<4x3xi32>
+  %table = zb.param "table" init normal(1.0) : tensor<10x6xbf16>
+  %emb = zb.embedding %ids, %table : (tensor<4xi32>, tensor<10x6xbf16>) -> tensor<4x6xbf16>
+  %p = zb.input "p" : tensor<4x3x5xf64>
+  %q = zb.input "q" : tensor<4x5x2xf64>
+  %pq = zb.matmul %p, %q : (tensor<4x3x5xf64>, tensor<4x5x2xf64>) -> tensor<4x3x2xf64>
+  %h = zb.input "h" : tensor<4x3x8xf16>
+  %wh = zb.param "wh" init uniform(0.1) : tensor<8x7xf16>
+  %lh = zb.linear %h, %wh : (tensor<4x3x8xf16>, tensor<8x7xf16>) -> tensor<4x3x7xf16>
+  %rh = zb.relu %lh : tensor<4x3x7xf16>
+  %l = zb.cross_entropy %rh, %cls : (tensor<4x3x7xf16>, tensor<4x3xi32>) -> tensor<f16>
+  zb.loss %l : tensor<f16>
+}
+
+// Tests that inputs and labels may feed several stages (only parameters are
+// tied to one stage), that a cut may pass a value through unchanged, and
+// that a loss can be read straight from an input.
+// CHECK-LABEL: zb.model @leaves_in_every_stage {
+// CHECK:         %[[X:.+]] = zb.input "x" : tensor<2x4xf32>
+// CHECK:         %[[R:.+]] = zb.relu %[[X]] : tensor<2x4xf32>
+// CHECK:         %[[C0:.+]] = zb.cut %[[R]] : tensor<2x4xf32>
+// CHECK:         %[[S:.+]] = zb.add %[[C0]], %[[X]] : tensor<2x4xf32>
+// CHECK:         %[[C1:.+]] = zb.cut %[[S]] : tensor<2x4xf32>
+// CHECK:         %[[T:.+]] = zb.label "t" : tensor<f64>
+// CHECK:         zb.loss %[[T]] : tensor<f64>
+zb.model @leaves_in_every_stage {
+  %x = zb.input "x" : tensor<2x4xf32>
+  %r = zb.relu %x : tensor<2x4xf32>
+  %c0 = zb.cut %r : tensor<2x4xf32>
+  %s = zb.add %c0, %x : tensor<2x4xf32>
+  %c1 = zb.cut %s : tensor<2x4xf32>
+  %t = zb.label "t" : tensor<f64>
+  zb.loss %t : tensor<f64>
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule level
+//===----------------------------------------------------------------------===//
+
+// Tests that a 2-rank 1F1B-style program with fused BW round-trips, with
+// activation and gradient transfers in both directions.
+// CHECK-LABEL: zb.program @two_stage microbatches(2) placement [0, 1] {
+// CHECK:         zb.rank 0 {
+// CHECK:           %[[F00:.+]] = zb.compute F stage 0 mb 0
+// CHECK:           %[[S0:.+]] = zb.send act stage 0 mb 0 to 1 after(%[[F00]])
+// CHECK:           %[[F01:.+]] = zb.compute F stage 0 mb 1
+// CHECK:           %[[S1:.+]] = zb.send act stage 0 mb 1 to 1 after(%[[F01]])
+// CHECK:           %[[G0:.+]] = zb.recv grad stage 1 mb 0 from 1
+// CHECK:           %{{.+}} = zb.compute BW stage 0 mb 0 after(%[[G0]], %[[S0]])
+// CHECK:           %[[G1:.+]] = zb.recv grad stage 1 mb 1 from 1
+// CHECK:           %{{.+}} = zb.compute BW stage 0 mb 1 after(%[[G1]], %[[S1]])
+// CHECK:         }
+// CHECK:         zb.rank 1 {
+// CHECK:           %[[A0:.+]] = zb.recv act stage 0 mb 0 from 0
+// CHECK:           %[[F10:.+]] = zb.compute F stage 1 mb 0 after(%[[A0]])
+// CHECK:           %[[BW10:.+]] = zb.compute BW stage 1 mb 0 after(%[[F10]])
+// CHECK:           %{{.+}} = zb.send grad stage 1 mb 0 to 0 after(%[[BW10]])
+// CHECK:           %[[A1:.+]] = zb.recv act stage 0 mb 1 from 0
+// CHECK:           %[[F11:.+]] = zb.compute F stage 1 mb 1 after(%[[A1]])
+// CHECK:           %[[BW11:.+]] = zb.compute BW stage 1 mb 1 after(%[[F11]])
+// CHECK:           %{{.+}} = zb.send grad stage 1 mb 1 to 0 after(%[[BW11]])
+// CHECK:         }
+zb.program @two_stage microbatches(2) placement [0, 1] {
+  zb.rank 0 {
+    %f0 = zb.compute F stage 0 mb 0
+    %s0 = zb.send act stage 0 mb 0 to 1 after(%f0)
+    %f1 = zb.compute F stage 0 mb 1
+    %s1 = zb.send act stage 0 mb 1 to 1 after(%f1)
+    %g0 = zb.recv grad stage 1 mb 0 from 1
+    %bw0 = zb.compute BW stage 0 mb 0 after(%g0, %s0)
+    %g1 = zb.recv grad stage 1 mb 1 from 1
+    %bw1 = zb.compute BW stage 0 mb 1 after(%g1, %s1)
+  }
+  zb.rank 1 {
+    %a0 = zb.recv act stage 0 mb 0 from 0
+    %f0 = zb.compute F stage 1 mb 0 after(%a0)
+    %bw0 = zb.compute BW stage 1 mb 0 after(%f0)
+    %s0 = zb.send grad stage 1 mb 0 to 0 after(%bw0)
+    %a1 = zb.recv act stage 0 mb 1 from 0
+    %f1 = zb.compute F stage 1 mb 1 after(%a1)
+    %bw1 = zb.compute BW stage 1 mb 1 after(%f1)
+    %s1 = zb.send grad stage 1 mb 1 to 0 after(%bw1)
+  }
+}
+
+// Tests that an interleaved placement (4 stages on 2 ranks, [0, 1, 0, 1])
+// round-trips with split B and W, and that compute results are named after
+// their kind, stage and microbatch.
+// CHECK-LABEL: zb.program @interleaved microbatches(1) placement [0, 1, 0, 1] {
+// CHECK:         zb.rank 0 {
+// CHECK:           %[[F0:.+]] = zb.compute F stage 0 mb 0{{$}}
+// CHECK:           %{{.+}} = zb.send act stage 0 mb 0 to 1 after(%[[F0]])
+// CHECK:           %[[R1:.+]] = zb.recv act stage 1 mb 0 from 1
+// CHECK:           %[[F2:.+]] = zb.compute F stage 2 mb 0 after(%[[R1]])
+// CHECK:           %{{.+}} = zb.send act stage 2 mb 0 to 1 after(%[[F2]])
+// CHECK:           %[[R3:.+]] = zb.recv grad stage 3 mb 0 from 1
+// CHECK:           %[[B2:.+]] = zb.compute B stage 2 mb 0 after(%[[R3]], %[[F2]])
+// CHECK:           %{{.+}} = zb.send grad stage 2 mb 0 to 1 after(%[[B2]])
+// CHECK:           %[[RG1:.+]] = zb.recv grad stage 1 mb 0 from 1
+// CHECK:           %[[B0:.+]] = zb.compute B stage 0 mb 0 after(%[[RG1]])
+// CHECK:           %{{.+}} = zb.compute W stage 2 mb 0 after(%[[B2]])
+// CHECK:           %{{.+}} = zb.compute W stage 0 mb 0 after(%[[B0]])
+// CHECK:         }
+// CHECK:         zb.rank 1 {
+// CHECK:           %[[RA0:.+]] = zb.recv act stage 0 mb 0 from 0
+// CHECK:           %[[F1:.+]] = zb.compute F stage 1 mb 0 after(%[[RA0]])
+// CHECK:           %{{.+}} = zb.send act stage 1 mb 0 to 0 after(%[[F1]])
+// CHECK:           %[[RA2:.+]] = zb.recv act stage 2 mb 0 from 0
+// CHECK:           %[[F3:.+]] = zb.compute F stage 3 mb 0 after(%[[RA2]])
+// CHECK:           %[[BW3:.+]] = zb.compute BW stage 3 mb 0 after(%[[F3]])
+// CHECK:           %{{.+}} = zb.send grad stage 3 mb 0 to 0 after(%[[BW3]])
+// CHECK:           %[[RG2:.+]] = zb.recv grad stage 2 mb 0 from 0
+// CHECK:           %[[B1:.+]] = zb.compute B stage 1 mb 0 after(%[[RG2]], %[[F1]])
+// CHECK:           %{{.+}} = zb.send grad stage 1 mb 0 to 0 after(%[[B1]])
+// CHECK:           %{{.+}} = zb.compute W stage 1 mb 0 after(%[[B1]])
+// CHECK:         }
+zb.program @interleaved microbatches(1) placement [0, 1, 0, 1] {
+  zb.rank 0 {
+    %f0 = zb.compute F stage 0 mb 0
+    %s0 = zb.send act stage 0 mb 0 to 1 after(%f0)
+    %r1 = zb.recv act stage 1 mb 0 from 1
+    %f2 = zb.compute F stage 2 mb 0 after(%r1)
+    %s2 = zb.send act stage 2 mb 0 to 1 after(%f2)
+    %r3 = zb.recv grad stage 3 mb 0 from 1
+    %b2 = zb.compute B stage 2 mb 0 after(%r3, %f2)
+    %sg2 = zb.send grad stage 2 mb 0 to 1 after(%b2)
+    %rg1 = zb.recv grad stage 1 mb 0 from 1
+    %b0 = zb.compute B stage 0 mb 0 after(%rg1)
+    %w2 = zb.compute W stage 2 mb 0 after(%b2)
+    %w0 = zb.compute W stage 0 mb 0 after(%b0)
+  }
+  zb.rank 1 {
+    %ra0 = zb.recv act stage 0 mb 0 from 0
+    %f1 = zb.compute F stage 1 mb 0 after(%ra0)
+    %s1 = zb.send act stage 1 mb 0 to 0 after(%f1)
+    %ra2 = zb.recv act stage 2 mb 0 from 0
+    %f3 = zb.compute F stage 3 mb 0 after(%ra2)
+    %bw3 = zb.compute BW stage 3 mb 0 after(%f3)
+    %sg3 = zb.send grad stage 3 mb 0 to 0 after(%bw3)
+    %rg2 = zb.recv grad stage 2 mb 0 from 0
+    %b1 = zb.compute B stage 1 mb 0 after(%rg2, %f1)
+    %sg1 = zb.send grad stage 1 mb 0 to 0 after(%b1)
+    %w1 = zb.compute W stage 1 mb 0 after(%b1)
+  }
+}
+
+// Tests that compute results print as %<kind><stage>_<microbatch>, here on a
+// single-rank program that needs no transfers.
+// CHECK-LABEL: zb.program @single_rank microbatches(4) placement [0] {
+// CHECK-NEXT:    zb.rank 0 {
+// CHECK-NEXT:      %F0_3 = zb.compute F stage 0 mb 3
+// CHECK-NEXT:      %B0_3 = zb.compute B stage 0 mb 3 after(%F0_3)
+// CHECK-NEXT:      %W0_3 = zb.compute W stage 0 mb 3 after(%B0_3)
+// CHECK-NEXT:      %F0_0 = zb.compute F stage 0 mb 0 after(%F0_3, %W0_3)
+// CHECK-NEXT:      %BW0_0 = zb.compute BW stage 0 mb 0 after(%F0_0)
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
+zb.program @single_rank microbatches(4) placement [0] {
+  zb.rank 0 {
+    %f = zb.compute F stage 0 mb 3
+    %b = zb.compute B stage 0 mb 3 after(%f)
+    %w = zb.compute W stage 0 mb 3 after(%b)
+    %f0 = zb.compute F stage 0 mb 0 after(%f, %w)
+    %bw0 = zb.compute BW stage 0 mb 0 after(%f0)
+  }
+}
