@@ -104,6 +104,39 @@ struct Model::Impl {
   }
 };
 
+/// Prints a diagnostic as `file:line[:col]: error: message`, the form
+/// compilers use, so editors and terminals link it to the DSL call.
+static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
+  auto printOne = [&](Location loc, DiagnosticSeverity severity,
+                      const std::string &message) {
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
+      os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine();
+      if (fileLoc.getColumn() != 0)
+        os << ":" << fileLoc.getColumn();
+      os << ": ";
+    }
+    switch (severity) {
+    case DiagnosticSeverity::Error:
+      os << "error: ";
+      break;
+    case DiagnosticSeverity::Warning:
+      os << "warning: ";
+      break;
+    case DiagnosticSeverity::Note:
+      os << "note: ";
+      break;
+    case DiagnosticSeverity::Remark:
+      os << "remark: ";
+      break;
+    }
+    os << message << "\n";
+  };
+  printOne(diag.getLocation(), diag.getSeverity(), diag.str());
+  for (Diagnostic &note : diag.getNotes())
+    printOne(note.getLocation(), note.getSeverity(), note.str());
+  os.flush();
+}
+
 static RankedTensorType typeOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
@@ -134,6 +167,10 @@ DType Tensor::dtype() const {
 
 Model::Model(const std::string &name) : impl(std::make_unique<Impl>()) {
   impl->context.loadDialect<zb::ZBDialect>();
+  impl->context.printOpOnDiagnostic(false);
+  impl->context.getDiagEngine().registerHandler([](Diagnostic &diag) {
+    printDiagnostic(diag, llvm::errs());
+  });
   OpBuilder &b = impl->builder;
   Location loc = UnknownLoc::get(&impl->context);
   impl->module = ModuleOp::create(loc);

@@ -122,25 +122,28 @@ zb.model @mixed_precision {
   zb.loss %l : tensor<f16>
 }
 
-// Tests that inputs and labels may feed several stages (only parameters are
-// tied to one stage), that a cut may pass a value through unchanged, and
-// that a loss can be read straight from an input.
-// CHECK-LABEL: zb.model @leaves_in_every_stage {
-// CHECK:         %[[X:.+]] = zb.input "x" : tensor<2x4xf32>
-// CHECK:         %[[R:.+]] = zb.relu %[[X]] : tensor<2x4xf32>
-// CHECK:         %[[C0:.+]] = zb.cut %[[R]] : tensor<2x4xf32>
-// CHECK:         %[[S:.+]] = zb.add %[[C0]], %[[X]] : tensor<2x4xf32>
-// CHECK:         %[[C1:.+]] = zb.cut %[[S]] : tensor<2x4xf32>
-// CHECK:         %[[T:.+]] = zb.label "t" : tensor<f64>
-// CHECK:         zb.loss %[[T]] : tensor<f64>
-zb.model @leaves_in_every_stage {
-  %x = zb.input "x" : tensor<2x4xf32>
-  %r = zb.relu %x : tensor<2x4xf32>
-  %c0 = zb.cut %r : tensor<2x4xf32>
-  %s = zb.add %c0, %x : tensor<2x4xf32>
-  %c1 = zb.cut %s : tensor<2x4xf32>
-  %t = zb.label "t" : tensor<f64>
-  zb.loss %t : tensor<f64>
+// Tests that an input may feed several stages (only parameters are tied to
+// one stage) and that a model may have several cuts.
+// CHECK-LABEL: zb.model @input_in_every_stage {
+// CHECK:         %[[X:.+]] = zb.input "x" : tensor<2x4xf64>
+// CHECK:         %[[R:.+]] = zb.relu %[[X]] : tensor<2x4xf64>
+// CHECK:         %[[C0:.+]] = zb.cut %[[R]] : tensor<2x4xf64>
+// CHECK:         %[[S0:.+]] = zb.add %[[C0]], %[[X]] : tensor<2x4xf64>
+// CHECK:         %[[C1:.+]] = zb.cut %[[S0]] : tensor<2x4xf64>
+// CHECK:         %[[S1:.+]] = zb.add %[[C1]], %[[X]] : tensor<2x4xf64>
+// CHECK:         %[[T:.+]] = zb.label "t" : tensor<2xi64>
+// CHECK:         %[[L:.+]] = zb.cross_entropy %[[S1]], %[[T]] : (tensor<2x4xf64>, tensor<2xi64>) -> tensor<f64>
+// CHECK:         zb.loss %[[L]] : tensor<f64>
+zb.model @input_in_every_stage {
+  %x = zb.input "x" : tensor<2x4xf64>
+  %r = zb.relu %x : tensor<2x4xf64>
+  %c0 = zb.cut %r : tensor<2x4xf64>
+  %s0 = zb.add %c0, %x : tensor<2x4xf64>
+  %c1 = zb.cut %s0 : tensor<2x4xf64>
+  %s1 = zb.add %c1, %x : tensor<2x4xf64>
+  %t = zb.label "t" : tensor<2xi64>
+  %l = zb.cross_entropy %s1, %t : (tensor<2x4xf64>, tensor<2xi64>) -> tensor<f64>
+  zb.loss %l : tensor<f64>
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Shared by demo.sh and test.sh (source it, do not run it): installs the Debian
+# packages zbc needs when any is missing, then configures and builds zbc into
+# build/ with Ninja. Quiet and fast when everything is already there.
+#
+# Environment: ZBC_BUILD_DIR (default: build), ZBC_JOBS (default: 2),
+# ZBC_BUILD_TYPE (default: Release), ZBC_ENABLE_CUDA (default: AUTO).
+
+ZBC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ZBC_BUILD_DIR=${ZBC_BUILD_DIR:-$ZBC_ROOT/build}
+ZBC_JOBS=${ZBC_JOBS:-2}
+
+# Every package zbc builds or tests with. MLIR/LLVM 22 come from Debian's
+# bookworm-security suite; CUDA is optional and never installed from here.
+ZBC_PACKAGES=(
+  cmake ninja-build g++ python3
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libgtest-dev
+)
+
+zbc_install_packages() {
+  local missing=()
+  local pkg
+  for pkg in "${ZBC_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "zbc: installing missing packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq || { echo "zbc: error: apt-get update failed" >&2; return 1; }
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || { echo "zbc: error: could not install: ${missing[*]}" >&2; return 1; }
+}
+
+zbc_build() {
+  if [ ! -f "$ZBC_BUILD_DIR/build.ninja" ]; then
+    cmake -G Ninja -S "$ZBC_ROOT" -B "$ZBC_BUILD_DIR" \
+      -DCMAKE_BUILD_TYPE="${ZBC_BUILD_TYPE:-Release}" \
+      -DZBC_ENABLE_CUDA="${ZBC_ENABLE_CUDA:-AUTO}" >"$ZBC_BUILD_DIR.configure.log" 2>&1 \
+      || { cat "$ZBC_BUILD_DIR.configure.log" >&2; echo "zbc: error: cmake configure failed" >&2; return 1; }
+  fi
+  ninja -C "$ZBC_BUILD_DIR" -j "$ZBC_JOBS" \
+    || { echo "zbc: error: build failed" >&2; return 1; }
+}
+
+zbc_setup() {
+  zbc_install_packages && zbc_build
+}

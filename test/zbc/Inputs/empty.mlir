@@ -1,0 +1,2 @@
+// A well-formed file with nothing for zbc to check.
+module {}
