@@ -45,8 +45,9 @@ LossOp ModelOp::getLossOp() {
   return cast<LossOp>(getBody().front().getTerminator());
 }
 
-/// Inputs, labels and parameters are leaves: they are fed to whichever stage
-/// uses them, so using one is never a stage crossing. They share a namespace.
+/// Inputs, labels and parameters are leaves: the runtime provides them to the
+/// stage that uses them, so using one is never a stage crossing. They share
+/// one namespace.
 static std::optional<StringRef> getLeafName(Operation *op) {
   if (auto input = dyn_cast<InputOp>(op))
     return input.getName();
@@ -56,7 +57,6 @@ static std::optional<StringRef> getLeafName(Operation *op) {
     return param.getName();
   return std::nullopt;
 }
-static bool isLeaf(Operation *op) { return getLeafName(op).has_value(); }
 
 void InputOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getResult(), getName());
@@ -98,24 +98,41 @@ LogicalResult ModelOp::verifyRegions() {
     return stageOf.lookup(def) + (isa<CutOp>(def) ? 1 : 0);
   };
 
-  llvm::DenseMap<Operation *, unsigned> paramStage;
+  unsigned lastStage = getNumStages() - 1;
+  // The first op of each stage that uses a parameter, to point at both uses.
+  llvm::DenseMap<Operation *, Operation *> firstParamUser;
   for (Operation &op : body) {
     unsigned stage = stageOf.lookup(&op);
     for (Value operand : op.getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if (isLeaf(def)) {
-        if (!isa<ParamOp>(def))
-          continue;
-        auto [it, inserted] = paramStage.try_emplace(def, stage);
-        if (!inserted && it->second != stage)
-          return def->emitOpError("is used in stages ")
-                 << it->second << " and " << stage
-                 << "; a parameter belongs to one stage (tied parameters "
-                    "are not supported)";
+      if (isa<InputOp>(def))
+        continue;
+      if (isa<LabelOp>(def)) {
+        if (stage != lastStage)
+          return op.emitOpError("in stage ")
+                 << stage << " reads a label; labels are loaded for the last "
+                 << "stage (" << lastStage << ") only";
+        continue;
+      }
+      if (isa<ParamOp>(def)) {
+        auto [it, inserted] = firstParamUser.try_emplace(def, &op);
+        unsigned firstStage = stageOf.lookup(it->second);
+        if (!inserted && firstStage != stage) {
+          InFlightDiagnostic diag =
+              def->emitOpError("is used in stages ")
+              << firstStage << " and " << stage
+              << "; a parameter belongs to one stage (tied parameters are "
+                 "not supported)";
+          diag.attachNote(it->second->getLoc())
+              << "used in stage " << firstStage << " here";
+          diag.attachNote(op.getLoc()) << "used in stage " << stage << " here";
+          return diag;
+        }
         continue;
       }
       unsigned defStage = stageOfValue(operand);
-      if (defStage != stage) {
+      // A use before the definition is the dominance check's to report.
+      if (defStage < stage) {
         InFlightDiagnostic diag =
             op.emitOpError("in stage ")
             << stage << " uses a value of stage " << defStage
@@ -241,7 +258,7 @@ LogicalResult ProgramOp::verifyRegions() {
     if (rank >= numRanks)
       return emitOpError("places stage ")
              << stage << " on rank " << rank << " but the program has "
-             << numRanks << " ranks";
+             << numRanks << (numRanks == 1 ? " rank" : " ranks");
     holdsStage[rank] = true;
   }
   for (auto [rank, holds] : llvm::enumerate(holdsStage))
@@ -250,42 +267,20 @@ LogicalResult ProgramOp::verifyRegions() {
   return success();
 }
 
-namespace {
-/// One unit of work or transfer on a rank, used to find duplicates.
-struct WorkKey {
-  int64_t opKind; // 0 compute, 1 send, 2 recv
-  int64_t sub;    // compute kind or payload
-  int64_t stage;
-  int64_t microbatch;
-  bool operator==(const WorkKey &o) const {
-    return opKind == o.opKind && sub == o.sub && stage == o.stage &&
-           microbatch == o.microbatch;
-  }
-};
-} // namespace
-
-namespace llvm {
-template <>
-struct DenseMapInfo<WorkKey> {
-  static WorkKey getEmptyKey() { return {-1, 0, 0, 0}; }
-  static WorkKey getTombstoneKey() { return {-2, 0, 0, 0}; }
-  static unsigned getHashValue(const WorkKey &k) {
-    return llvm::hash_combine(k.opKind, k.sub, k.stage, k.microbatch);
-  }
-  static bool isEqual(const WorkKey &a, const WorkKey &b) { return a == b; }
-};
-} // namespace llvm
-
 LogicalResult RankOp::verifyRegions() {
+  // One entry per unit of work: (what, stage, microbatch), where `what` names
+  // the compute kind ("F", "B", "W") or the transfer ("send act", ...).
+  using WorkKey = std::tuple<StringRef, int64_t, int64_t>;
   llvm::DenseMap<WorkKey, Operation *> seen;
-  auto claim = [&](Operation *op, WorkKey key) -> LogicalResult {
-    auto [it, inserted] = seen.try_emplace(key, op);
+  auto claim = [&](Operation *op, StringRef what, int64_t stage,
+                   int64_t mb) -> LogicalResult {
+    auto [it, inserted] = seen.try_emplace(WorkKey{what, stage, mb}, op);
     if (inserted)
       return success();
-    InFlightDiagnostic diag = op->emitOpError("duplicates work already done "
-                                              "on rank ")
-                              << getRank() << " for stage " << key.stage
-                              << " microbatch " << key.microbatch;
+    InFlightDiagnostic diag = op->emitOpError("repeats ")
+                              << what << " of stage " << stage
+                              << " microbatch " << mb << " on rank "
+                              << getRank();
     diag.attachNote(it->second->getLoc()) << "first done here";
     return diag;
   };
@@ -293,23 +288,21 @@ LogicalResult RankOp::verifyRegions() {
     if (auto compute = dyn_cast<ComputeOp>(op)) {
       int64_t stage = compute.getStage(), mb = compute.getMicrobatch();
       // BW is B and W together: it clashes with either of them alone.
-      SmallVector<ComputeKind, 2> parts;
+      SmallVector<StringRef, 2> parts;
       if (compute.getKind() == ComputeKind::BW)
-        parts = {ComputeKind::B, ComputeKind::W};
+        parts = {"B", "W"};
       else
-        parts = {compute.getKind()};
-      for (ComputeKind part : parts)
-        if (failed(claim(&op, {0, static_cast<int64_t>(part), stage, mb})))
+        parts = {stringifyComputeKind(compute.getKind())};
+      for (StringRef part : parts)
+        if (failed(claim(&op, part, stage, mb)))
           return failure();
     } else if (auto send = dyn_cast<SendOp>(op)) {
-      if (failed(claim(&op, {1, static_cast<int64_t>(send.getPayload()),
-                             static_cast<int64_t>(send.getStage()),
-                             static_cast<int64_t>(send.getMicrobatch())})))
+      StringRef what = send.getPayload() == Payload::Act ? "send act" : "send grad";
+      if (failed(claim(&op, what, send.getStage(), send.getMicrobatch())))
         return failure();
     } else if (auto recv = dyn_cast<RecvOp>(op)) {
-      if (failed(claim(&op, {2, static_cast<int64_t>(recv.getPayload()),
-                             static_cast<int64_t>(recv.getStage()),
-                             static_cast<int64_t>(recv.getMicrobatch())})))
+      StringRef what = recv.getPayload() == Payload::Act ? "recv act" : "recv grad";
+      if (failed(claim(&op, what, recv.getStage(), recv.getMicrobatch())))
         return failure();
     } else {
       return op.emitOpError("cannot appear in a 'zb.rank'; it holds only "
@@ -372,7 +365,9 @@ static LogicalResult verifyTransfer(Operation *op, bool isSend, Payload payload,
     return op->emitOpError("peer rank ")
            << peer << " is out of range [0, " << program.getNumRanks() << ")";
   if (peer == self)
-    return op->emitOpError("transfers to its own rank ") << self;
+    return op->emitOpError(isSend ? "sends to its own rank "
+                                  : "receives from its own rank ")
+           << self;
 
   bool isAct = payload == Payload::Act;
   int64_t neighbour = isAct ? stage + 1 : stage - 1;

@@ -105,7 +105,7 @@ FailureOr<RankedTensorType>
 CrossEntropyOp::inferResultType(RankedTensorType logits,
                                 RankedTensorType labels,
                                 EmitErrorFn emitError) {
-  if (logits.getRank() < 1 || logits.getRank() != labels.getRank() + 1)
+  if (logits.getRank() != labels.getRank() + 1)
     return emitError() << "logits must have one dimension (classes) more than "
                           "labels, got "
                        << logits << " and " << labels;
@@ -133,12 +133,14 @@ CausalAttentionOp::inferResultType(RankedTensorType qkv, int64_t heads,
   if (qkv.getRank() != 3)
     return emitError() << "qkv must be 3-D [batch, seq, 3*hidden], got "
                        << qkv;
+  if (heads <= 0)
+    return emitError() << "heads must be positive, got " << heads;
   int64_t packed = qkv.getDimSize(2);
   if (packed % 3 != 0)
     return emitError() << "qkv's last dimension (" << packed
                        << ") is not 3*hidden";
   int64_t hidden = packed / 3;
-  if (heads <= 0 || hidden % heads != 0)
+  if (hidden % heads != 0)
     return emitError() << "hidden size " << hidden
                        << " is not divisible by " << heads << " heads";
   return RankedTensorType::get({qkv.getDimSize(0), qkv.getDimSize(1), hidden},

@@ -91,12 +91,40 @@ zb.model @cut_skips_a_stage {
 // Tests that the loss belongs to the last stage like any other op.
 zb.model @loss_from_earlier_stage {
   %x = zb.input "x" : tensor<4x8xf32>
-  %y = zb.label "y" : tensor<4xi64>
+  %s = zb.input "s" : tensor<f32>
   // expected-note @+1 {{value defined here}}
-  %ce = zb.cross_entropy %x, %y : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  %r = zb.relu %s : tensor<f32>
   %c = zb.cut %x : tensor<4x8xf32>
   // expected-error @+1 {{'zb.loss' op in stage 1 uses a value of stage 0; values cross a stage boundary only through 'zb.cut'}}
-  zb.loss %ce : tensor<f32>
+  zb.loss %r : tensor<f32>
+}
+
+// -----
+
+// Tests that only the last stage may read a label.
+zb.model @label_in_first_stage {
+  %x = zb.input "x" : tensor<4x8xf32>
+  %y = zb.label "y" : tensor<4xi64>
+  // expected-error @+1 {{'zb.cross_entropy' op in stage 0 reads a label; labels are loaded for the last stage (1) only}}
+  %ce = zb.cross_entropy %x, %y : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  %c = zb.cut %x : tensor<4x8xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a use before the definition is reported by the dominance check,
+// not as a stage crossing that a cut could fix.
+zb.model @use_before_def_across_cut {
+  %x = zb.input "x" : tensor<4x8xf32>
+  // expected-error @+1 {{operand #0 does not dominate this use}}
+  %r = zb.relu %later : tensor<4x8xf32>
+  %c = zb.cut %x : tensor<4x8xf32>
+  // expected-note @+1 {{operand defined here}}
+  %later = zb.relu %c : tensor<4x8xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
 }
 
 // -----
@@ -106,8 +134,10 @@ zb.model @tied_param {
   %x = zb.input "x" : tensor<4x8xf32>
   // expected-error @+1 {{'zb.param' op is used in stages 0 and 1; a parameter belongs to one stage (tied parameters are not supported)}}
   %w = zb.param "w" init normal(0.02) : tensor<8x8xf32>
+  // expected-note @+1 {{used in stage 0 here}}
   %h = zb.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %c = zb.cut %h : tensor<4x8xf32>
+  // expected-note @+1 {{used in stage 1 here}}
   %o = zb.linear %c, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   %l = zb.input "l" : tensor<f32>
   zb.loss %l : tensor<f32>
@@ -758,7 +788,7 @@ zb.program @negative_rank microbatches(1) placement [0] {
 // -----
 
 // Tests that every stage is placed on a rank the program has.
-// expected-error @+1 {{'zb.program' op places stage 1 on rank 1 but the program has 1 ranks}}
+// expected-error @+1 {{'zb.program' op places stage 1 on rank 1 but the program has 1 rank}}
 zb.program @missing_rank microbatches(1) placement [0, 1] {
   zb.rank 0 {
     %f = zb.compute F stage 0 mb 0
@@ -789,7 +819,7 @@ zb.program @duplicate_forward microbatches(1) placement [0] {
   zb.rank 0 {
     // expected-note @+1 {{first done here}}
     %f = zb.compute F stage 0 mb 0
-    // expected-error @+1 {{'zb.compute' op duplicates work already done on rank 0 for stage 0 microbatch 0}}
+    // expected-error @+1 {{'zb.compute' op repeats F of stage 0 microbatch 0 on rank 0}}
     %g = zb.compute F stage 0 mb 0
   }
 }
@@ -802,7 +832,7 @@ zb.program @bw_after_b microbatches(2) placement [0] {
     %f = zb.compute F stage 0 mb 1
     // expected-note @+1 {{first done here}}
     %b = zb.compute B stage 0 mb 1 after(%f)
-    // expected-error @+1 {{'zb.compute' op duplicates work already done on rank 0 for stage 0 microbatch 1}}
+    // expected-error @+1 {{'zb.compute' op repeats B of stage 0 microbatch 1 on rank 0}}
     %bw = zb.compute BW stage 0 mb 1 after(%b)
   }
 }
@@ -815,7 +845,7 @@ zb.program @w_after_bw microbatches(1) placement [0] {
     %f = zb.compute F stage 0 mb 0
     // expected-note @+1 {{first done here}}
     %bw = zb.compute BW stage 0 mb 0 after(%f)
-    // expected-error @+1 {{'zb.compute' op duplicates work already done on rank 0 for stage 0 microbatch 0}}
+    // expected-error @+1 {{'zb.compute' op repeats W of stage 0 microbatch 0 on rank 0}}
     %w = zb.compute W stage 0 mb 0 after(%bw)
   }
 }
@@ -828,7 +858,7 @@ zb.program @duplicate_send microbatches(1) placement [0, 1] {
     %f = zb.compute F stage 0 mb 0
     // expected-note @+1 {{first done here}}
     %s0 = zb.send act stage 0 mb 0 to 1 after(%f)
-    // expected-error @+1 {{'zb.send' op duplicates work already done on rank 0 for stage 0 microbatch 0}}
+    // expected-error @+1 {{'zb.send' op repeats send act of stage 0 microbatch 0 on rank 0}}
     %s1 = zb.send act stage 0 mb 0 to 1 after(%f)
   }
   zb.rank 1 {
@@ -844,7 +874,7 @@ zb.program @duplicate_recv microbatches(1) placement [0, 1] {
   zb.rank 1 {
     // expected-note @+1 {{first done here}}
     %r0 = zb.recv act stage 0 mb 0 from 0
-    // expected-error @+1 {{'zb.recv' op duplicates work already done on rank 1 for stage 0 microbatch 0}}
+    // expected-error @+1 {{'zb.recv' op repeats recv act of stage 0 microbatch 0 on rank 1}}
     %r1 = zb.recv act stage 0 mb 0 from 0
   }
 }
@@ -962,7 +992,7 @@ zb.program @recv_negative_peer microbatches(1) placement [0, 1] {
 // Tests that a send cannot target its own rank.
 zb.program @send_to_self microbatches(1) placement [0, 0] {
   zb.rank 0 {
-    // expected-error @+1 {{'zb.send' op transfers to its own rank 0}}
+    // expected-error @+1 {{'zb.send' op sends to its own rank 0}}
     %s = zb.send act stage 0 mb 0 to 0
   }
 }
@@ -974,7 +1004,7 @@ zb.program @recv_from_self microbatches(1) placement [0, 1] {
   zb.rank 0 {
   }
   zb.rank 1 {
-    // expected-error @+1 {{'zb.recv' op transfers to its own rank 1}}
+    // expected-error @+1 {{'zb.recv' op receives from its own rank 1}}
     %r = zb.recv grad stage 1 mb 0 from 1
   }
 }

@@ -100,8 +100,8 @@ def ZB_InputOp : ZB_LeafOp<"input"> {
 def ZB_LabelOp : ZB_LeafOp<"label"> {
   let summary = "a per-microbatch label tensor fed by the data loader";
   let description = [{
-    Labels are inputs that only the loss reads; the runtime loads them on
-    the rank that holds the last stage.
+    Labels are inputs that only the last stage reads (normally through the
+    loss); the runtime loads them on the rank that holds the last stage.
 
     ```mlir
     %targets = zb.label "targets" : tensor<4x64xi64>
