@@ -68,12 +68,36 @@ void ParamOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getResult(), getName());
 }
 
+/// The largest tensor a model may hold. Memory is planned in int64 bytes;
+/// the cap keeps every sum of sizes far from overflow.
+static constexpr int64_t kMaxTensorBytes = int64_t(1) << 50; // 1 PiB
+
+/// Checks that `type` has no zero dimension and a size zbc can plan for.
+static LogicalResult verifyTensorSize(Operation *op, RankedTensorType type) {
+  int64_t bytesPerElement = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  int64_t bytes = bytesPerElement;
+  for (int64_t dim : type.getShape()) {
+    if (dim == 0)
+      return op->emitOpError("result type ")
+             << type << " has a zero dimension";
+    if (bytes > kMaxTensorBytes / dim)
+      return op->emitOpError("result type ")
+             << type << " is larger than 2^50 bytes";
+    bytes *= dim;
+  }
+  return success();
+}
+
 LogicalResult ModelOp::verifyRegions() {
   Block &body = getBody().front();
-  for (Operation &op : body)
+  for (Operation &op : body) {
     if (!op.hasTrait<OpTrait::HasParent<ModelOp>::Impl>())
       return op.emitOpError("cannot appear in a 'zb.model'; a model holds "
                             "only zb model-level ops");
+    for (Type type : op.getResultTypes())
+      if (failed(verifyTensorSize(&op, cast<RankedTensorType>(type))))
+        return failure();
+  }
 
   llvm::StringMap<Operation *> leafByName;
   for (Operation &op : body) {

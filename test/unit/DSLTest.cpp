@@ -99,6 +99,18 @@ TEST(DSL, AttentionHeadsMustDivideHidden) {
       << err;
 }
 
+TEST(DSL, AttentionHeadsMustBePositive) {
+  // The IR form cannot say heads(0) (ODS rejects it); the DSL can.
+  Model m("attn0");
+  Tensor qkv = m.input("qkv", {1, 16, 96});
+  Tensor out;
+  std::string err = stderrOf([&] { out = m.causalAttention(qkv, 0); });
+  EXPECT_FALSE(out);
+  EXPECT_NE(err.find("'zb.causal_attention' op heads must be positive, got 0"),
+            std::string::npos)
+      << err;
+}
+
 TEST(DSL, BadInitialiserIsRejectedAtTheCall) {
   Model m("init");
   std::string err = stderrOf([&] { m.param("w", {2, 2}, Init::normal(-1.0)); });

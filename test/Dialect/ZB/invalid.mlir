@@ -101,6 +101,27 @@ zb.model @loss_from_earlier_stage {
 
 // -----
 
+// Tests that a tensor with a zero dimension is rejected.
+zb.model @zero_dim {
+  // expected-error @+1 {{'zb.input' op result type 'tensor<4x0xf32>' has a zero dimension}}
+  %x = zb.input "x" : tensor<4x0xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a tensor too large to plan memory for is rejected (its byte size
+// would overflow int64).
+zb.model @huge_tensor {
+  // expected-error @+1 {{'zb.param' op result type 'tensor<9999999999x9999999999xf32>' is larger than 2^50 bytes}}
+  %w = zb.param "w" init zeros : tensor<9999999999x9999999999xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
 // Tests that only the last stage may read a label.
 zb.model @label_in_first_stage {
   %x = zb.input "x" : tensor<4x8xf32>
