@@ -185,69 +185,63 @@ Model::~Model() = default;
 // Leaves
 //===----------------------------------------------------------------------===//
 
-Tensor Model::input(const std::string &name, const std::vector<int64_t> &shape,
-                    DType dtype, SourceLoc sloc) {
-  Location loc = impl->toLoc(sloc);
-  if (!impl->checkOpen(loc, "zb.input"))
-    return {};
-  RankedTensorType type = impl->tensorType(shape, dtype, loc, "zb.input");
+/// Builds an input, label or parameter; returns its value, or null after an
+/// error. The op is verified at once (e.g. a parameter's initialiser), so an
+/// error points at this call rather than at print time.
+template <typename OpTy, typename... Extra>
+static void *buildLeaf(Model::Impl &impl, const std::string &name,
+                       ArrayRef<int64_t> shape, DType dtype, SourceLoc sloc,
+                       Extra... extra) {
+  Location loc = impl.toLoc(sloc);
+  StringRef opName = OpTy::getOperationName();
+  if (!impl.checkOpen(loc, opName))
+    return nullptr;
+  RankedTensorType type = impl.tensorType(shape, dtype, loc, opName);
   if (!type)
-    return {};
-  return {this, zb::InputOp::create(impl->builder, loc, type, name)
-                    .getResult()
-                    .getAsOpaquePointer()};
+    return nullptr;
+  auto op = OpTy::create(impl.builder, loc, type,
+                         impl.builder.getStringAttr(name), extra...);
+  if (failed(op.verify())) {
+    impl.hadError = true;
+    op.erase();
+    return nullptr;
+  }
+  return op.getResult().getAsOpaquePointer();
+}
+
+Tensor Model::input(const std::string &name, const std::vector<int64_t> &shape,
+                    DType dtype, SourceLoc loc) {
+  return wrap(buildLeaf<zb::InputOp>(*impl, name, shape, dtype, loc));
 }
 
 Tensor Model::label(const std::string &name, const std::vector<int64_t> &shape,
-                    DType dtype, SourceLoc sloc) {
-  Location loc = impl->toLoc(sloc);
-  if (!impl->checkOpen(loc, "zb.label"))
-    return {};
-  RankedTensorType type = impl->tensorType(shape, dtype, loc, "zb.label");
-  if (!type)
-    return {};
-  return {this, zb::LabelOp::create(impl->builder, loc, type, name)
-                    .getResult()
-                    .getAsOpaquePointer()};
+                    DType dtype, SourceLoc loc) {
+  return wrap(buildLeaf<zb::LabelOp>(*impl, name, shape, dtype, loc));
+}
+
+static zb::InitKind toInitKind(Init::Kind kind) {
+  switch (kind) {
+  case Init::Kind::Zeros:
+    return zb::InitKind::Zeros;
+  case Init::Kind::Ones:
+    return zb::InitKind::Ones;
+  case Init::Kind::Normal:
+    return zb::InitKind::Normal;
+  case Init::Kind::Uniform:
+    return zb::InitKind::Uniform;
+  }
+  llvm_unreachable("unknown Init::Kind");
 }
 
 Tensor Model::param(const std::string &name, const std::vector<int64_t> &shape,
-                    Init init, DType dtype, SourceLoc sloc) {
-  Location loc = impl->toLoc(sloc);
-  if (!impl->checkOpen(loc, "zb.param"))
-    return {};
-  RankedTensorType type = impl->tensorType(shape, dtype, loc, "zb.param");
-  if (!type)
-    return {};
-  OpBuilder &b = impl->builder;
-  zb::InitKind kind = zb::InitKind::Zeros;
-  FloatAttr scale;
-  switch (init.kind) {
-  case Init::Kind::Zeros:
-    kind = zb::InitKind::Zeros;
-    break;
-  case Init::Kind::Ones:
-    kind = zb::InitKind::Ones;
-    break;
-  case Init::Kind::Normal:
-    kind = zb::InitKind::Normal;
-    scale = b.getF64FloatAttr(init.scale);
-    break;
-  case Init::Kind::Uniform:
-    kind = zb::InitKind::Uniform;
-    scale = b.getF64FloatAttr(init.scale);
-    break;
-  }
-  auto op = zb::ParamOp::create(b, loc, type, b.getStringAttr(name),
-                                zb::InitKindAttr::get(&impl->context, kind),
-                                scale);
-  // Check the initialiser now, so the error points at this call.
-  if (failed(op.verify())) {
-    impl->hadError = true;
-    op.erase();
-    return {};
-  }
-  return {this, op.getResult().getAsOpaquePointer()};
+                    Init init, DType dtype, SourceLoc loc) {
+  bool hasScale =
+      init.kind == Init::Kind::Normal || init.kind == Init::Kind::Uniform;
+  FloatAttr scale = hasScale ? impl->builder.getF64FloatAttr(init.scale)
+                             : FloatAttr();
+  auto kind = zb::InitKindAttr::get(&impl->context, toInitKind(init.kind));
+  return wrap(
+      buildLeaf<zb::ParamOp>(*impl, name, shape, dtype, loc, kind, scale));
 }
 
 //===----------------------------------------------------------------------===//
