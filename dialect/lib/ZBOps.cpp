@@ -12,6 +12,8 @@
 
 #include "zbc/Dialect/ZB/ZBOps.h"
 
+#include "VerifyUtils.h"
+
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -72,17 +74,16 @@ void ParamOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 /// the cap keeps every sum of sizes far from overflow.
 static constexpr int64_t kMaxTensorBytes = int64_t(1) << 50; // 1 PiB
 
-/// Checks that `type` has no zero dimension and a size zbc can plan for.
-static LogicalResult verifyTensorSize(Operation *op, RankedTensorType type) {
+LogicalResult zbc::zb::verifyTensorSize(Operation *op, RankedTensorType type,
+                                        StringRef what) {
   int64_t bytesPerElement = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   int64_t bytes = bytesPerElement;
   for (int64_t dim : type.getShape()) {
     if (dim == 0)
-      return op->emitOpError("result type ")
-             << type << " has a zero dimension";
+      return op->emitOpError(what) << " " << type << " has a zero dimension";
     if (bytes > kMaxTensorBytes / dim)
-      return op->emitOpError("result type ")
-             << type << " is larger than 2^50 bytes";
+      return op->emitOpError(what)
+             << " " << type << " is larger than 2^50 bytes";
     bytes *= dim;
   }
   return success();
@@ -91,11 +92,12 @@ static LogicalResult verifyTensorSize(Operation *op, RankedTensorType type) {
 LogicalResult ModelOp::verifyRegions() {
   Block &body = getBody().front();
   for (Operation &op : body) {
-    if (!op.hasTrait<OpTrait::HasParent<ModelOp>::Impl>())
+    // zb ops check their own parents (HasParent); others are foreign here.
+    if (!isa<ZBDialect>(op.getDialect()))
       return op.emitOpError("cannot appear in a 'zb.model'; a model holds "
                             "only zb model-level ops");
     for (Type type : op.getResultTypes())
-      if (failed(verifyTensorSize(&op, cast<RankedTensorType>(type))))
+      if (failed(verifyTensorSize(&op, cast<RankedTensorType>(type), "result type")))
         return failure();
   }
 
@@ -206,10 +208,8 @@ LogicalResult CutOp::verify() {
   return success();
 }
 
-/// Checks a tensor op's result type against the type its shape rule infers
-/// (the rule has already reported a failure).
-static LogicalResult verifyInferred(Operation *op,
-                                    FailureOr<RankedTensorType> inferred) {
+LogicalResult zbc::zb::verifyInferredResult(Operation *op,
+                                            FailureOr<RankedTensorType> inferred) {
   if (failed(inferred))
     return failure();
   Type actual = op->getResult(0).getType();
@@ -221,7 +221,7 @@ static LogicalResult verifyInferred(Operation *op,
 
 #define ZB_VERIFY_BINARY(OP, LHS, RHS)                                         \
   LogicalResult OP::verify() {                                                 \
-    return verifyInferred(                                                     \
+    return verifyInferredResult(                                                     \
         *this, inferResultType(get##LHS().getType(), get##RHS().getType(),     \
                                [&] { return emitOpError(); }));                \
   }
@@ -233,7 +233,7 @@ ZB_VERIFY_BINARY(CrossEntropyOp, Logits, Labels)
 #undef ZB_VERIFY_BINARY
 
 LogicalResult LayerNormOp::verify() {
-  return verifyInferred(
+  return verifyInferredResult(
       *this, inferResultType(getInput().getType(), getGamma().getType(),
                              getBeta().getType(),
                              getEpsilon().convertToDouble(),
@@ -241,7 +241,7 @@ LogicalResult LayerNormOp::verify() {
 }
 
 LogicalResult CausalAttentionOp::verify() {
-  return verifyInferred(*this, inferResultType(getQkv().getType(), getHeads(),
+  return verifyInferredResult(*this, inferResultType(getQkv().getType(), getHeads(),
                                                [&] { return emitOpError(); }));
 }
 

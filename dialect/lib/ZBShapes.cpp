@@ -1,14 +1,17 @@
 //===- ZBShapes.cpp - shape rules of the zb tensor ops --------------------===//
 //
-// One `inferResultType` per model-level tensor op: the result type that
-// follows from the operand types, or a diagnostic saying which dimension or
-// element type is wrong. The op verifiers (ZBOps.cpp) check parsed IR against
+// One `inferResultType` per tensor op (model-level and backward): the result
+// type that follows from the operand types, or a diagnostic saying which
+// dimension or element type is wrong. The backward ops' verifiers live here
+// too, beside the rules they check. The op verifiers (ZBOps.cpp) check parsed IR against
 // these rules and the embedded DSL (dsl/) calls them to build ops, so a shape
 // error reads the same from a .mlir file and from a C++ model.
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Dialect/ZB/ZBOps.h"
+
+#include "VerifyUtils.h"
 
 using namespace mlir;
 using namespace zbc::zb;
@@ -145,4 +148,200 @@ CausalAttentionOp::inferResultType(RankedTensorType qkv, int64_t heads,
                        << " is not divisible by " << heads << " heads";
   return RankedTensorType::get({qkv.getDimSize(0), qkv.getDimSize(1), hidden},
                                qkv.getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops: rules and verifiers
+//===----------------------------------------------------------------------===//
+
+FailureOr<RankedTensorType>
+LinearGradInputOp::inferResultType(RankedTensorType resultGrad,
+                                   RankedTensorType weight,
+                                   EmitErrorFn emitError) {
+  if (weight.getRank() != 2)
+    return emitError() << "weight must be 2-D [in, out], got " << weight;
+  if (resultGrad.getRank() < 1 ||
+      resultGrad.getShape().back() != weight.getDimSize(1))
+    return emitError() << "result gradient " << resultGrad
+                       << " does not end in the weight's " << weight.getDimSize(1)
+                       << " output features";
+  if (failed(checkSameElementType(resultGrad, "result gradient", weight,
+                                  "weight", emitError)))
+    return failure();
+  SmallVector<int64_t> shape(resultGrad.getShape());
+  shape.back() = weight.getDimSize(0);
+  return RankedTensorType::get(shape, resultGrad.getElementType());
+}
+
+FailureOr<RankedTensorType>
+LinearGradWeightOp::inferResultType(RankedTensorType input,
+                                    RankedTensorType resultGrad,
+                                    EmitErrorFn emitError) {
+  if (input.getRank() < 1 || input.getRank() != resultGrad.getRank() ||
+      input.getShape().drop_back() != resultGrad.getShape().drop_back())
+    return emitError() << "input " << input << " and result gradient "
+                       << resultGrad << " disagree on their leading dimensions";
+  if (failed(checkSameElementType(input, "input", resultGrad,
+                                  "result gradient", emitError)))
+    return failure();
+  return RankedTensorType::get(
+      {input.getShape().back(), resultGrad.getShape().back()},
+      input.getElementType());
+}
+
+FailureOr<RankedTensorType>
+MatmulGradLhsOp::inferResultType(RankedTensorType resultGrad,
+                                 RankedTensorType rhs, EmitErrorFn emitError) {
+  // dA [..., M, K] from dC [..., M, N] and B [..., K, N].
+  if (resultGrad.getRank() < 2 || resultGrad.getRank() != rhs.getRank() ||
+      resultGrad.getShape().drop_back(2) != rhs.getShape().drop_back(2) ||
+      resultGrad.getShape().back() != rhs.getShape().back())
+    return emitError() << "result gradient " << resultGrad << " and rhs "
+                       << rhs << " do not fit [..., M, N] x [..., K, N]";
+  if (failed(checkSameElementType(resultGrad, "result gradient", rhs, "rhs",
+                                  emitError)))
+    return failure();
+  SmallVector<int64_t> shape(resultGrad.getShape());
+  shape.back() = rhs.getDimSize(rhs.getRank() - 2);
+  return RankedTensorType::get(shape, resultGrad.getElementType());
+}
+
+FailureOr<RankedTensorType>
+MatmulGradRhsOp::inferResultType(RankedTensorType lhs,
+                                 RankedTensorType resultGrad,
+                                 EmitErrorFn emitError) {
+  // dB [..., K, N] from A [..., M, K] and dC [..., M, N].
+  int64_t rank = lhs.getRank();
+  if (rank < 2 || rank != resultGrad.getRank() ||
+      lhs.getShape().drop_back() != resultGrad.getShape().drop_back())
+    return emitError() << "lhs " << lhs << " and result gradient "
+                       << resultGrad << " do not fit [..., M, K] x [..., M, N]";
+  if (failed(checkSameElementType(lhs, "lhs", resultGrad, "result gradient",
+                                  emitError)))
+    return failure();
+  SmallVector<int64_t> shape(lhs.getShape().drop_back(2));
+  shape.push_back(lhs.getDimSize(rank - 1));
+  shape.push_back(resultGrad.getDimSize(rank - 1));
+  return RankedTensorType::get(shape, lhs.getElementType());
+}
+
+FailureOr<RankedTensorType>
+BiasGradOp::inferResultType(RankedTensorType resultGrad, EmitErrorFn emitError) {
+  if (resultGrad.getRank() < 1)
+    return emitError() << "operand must have at least one dimension, got "
+                       << resultGrad;
+  return RankedTensorType::get({resultGrad.getShape().back()},
+                               resultGrad.getElementType());
+}
+
+/// Checks that the gradient `dy` of an elementwise op has its input's type.
+static FailureOr<RankedTensorType>
+inferElementwiseGrad(RankedTensorType resultGrad, RankedTensorType input,
+                     EmitErrorFn emitError) {
+  if (resultGrad != input)
+    return emitError() << "result gradient " << resultGrad
+                       << " and input " << input << " differ in type";
+  return input;
+}
+
+FailureOr<RankedTensorType> ReluGradOp::inferResultType(RankedTensorType dy,
+                                                        RankedTensorType x,
+                                                        EmitErrorFn emitError) {
+  return inferElementwiseGrad(dy, x, emitError);
+}
+
+FailureOr<RankedTensorType> GeluGradOp::inferResultType(RankedTensorType dy,
+                                                        RankedTensorType x,
+                                                        EmitErrorFn emitError) {
+  return inferElementwiseGrad(dy, x, emitError);
+}
+
+FailureOr<RankedTensorType>
+LayerNormGradGammaOp::inferResultType(RankedTensorType dy, RankedTensorType x,
+                                      EmitErrorFn emitError) {
+  if (failed(inferElementwiseGrad(dy, x, emitError)) ||
+      failed(BiasGradOp::inferResultType(dy, emitError)))
+    return failure();
+  return RankedTensorType::get({x.getShape().back()}, x.getElementType());
+}
+
+#define ZB_VERIFY_BINARY_BACKWARD(OP, LHS, RHS)                                \
+  LogicalResult OP::verify() {                                                 \
+    return verifyInferredResult(                                               \
+        *this, inferResultType(get##LHS().getType(), get##RHS().getType(),     \
+                               [&] { return emitOpError(); }));                \
+  }
+ZB_VERIFY_BINARY_BACKWARD(LinearGradInputOp, ResultGrad, Weight)
+ZB_VERIFY_BINARY_BACKWARD(LinearGradWeightOp, Input, ResultGrad)
+ZB_VERIFY_BINARY_BACKWARD(MatmulGradLhsOp, ResultGrad, Rhs)
+ZB_VERIFY_BINARY_BACKWARD(MatmulGradRhsOp, Lhs, ResultGrad)
+ZB_VERIFY_BINARY_BACKWARD(ReluGradOp, ResultGrad, Input)
+ZB_VERIFY_BINARY_BACKWARD(GeluGradOp, ResultGrad, Input)
+#undef ZB_VERIFY_BINARY_BACKWARD
+
+LogicalResult LayerNormGradGammaOp::verify() {
+  double epsilon = getEpsilon().convertToDouble();
+  if (!(epsilon > 0.0))
+    return emitOpError("epsilon must be positive, got ") << epsilon;
+  return verifyInferredResult(
+      *this, inferResultType(getResultGrad().getType(), getInput().getType(),
+                             [&] { return emitOpError(); }));
+}
+
+LogicalResult BiasGradOp::verify() {
+  return verifyInferredResult(
+      *this, inferResultType(getResultGrad().getType(),
+                             [&] { return emitOpError(); }));
+}
+
+LogicalResult LayerNormGradInputOp::verify() {
+  auto emit = [&] { return emitOpError(); };
+  RankedTensorType x = getInput().getType();
+  if (failed(inferElementwiseGrad(getResultGrad().getType(), x, emit)))
+    return failure();
+  // The forward rule checks gamma against x and epsilon.
+  return verifyInferredResult(
+      *this, LayerNormOp::inferResultType(x, getGamma().getType(),
+                                          getGamma().getType(),
+                                          getEpsilon().convertToDouble(), emit));
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType dy = getResultGrad().getType();
+  RankedTensorType indices = getIndices().getType();
+  if (dy.getRank() != indices.getRank() + 1 ||
+      dy.getShape().drop_back() != indices.getShape())
+    return emitOpError("result gradient ")
+           << dy << " is not indices " << indices << " plus a hidden dimension";
+  return verifyInferredResult(
+      *this, RankedTensorType::get({static_cast<int64_t>(getVocab()),
+                                    dy.getShape().back()},
+                                   dy.getElementType()));
+}
+
+LogicalResult CausalAttentionGradOp::verify() {
+  auto emit = [&] { return emitOpError(); };
+  RankedTensorType qkv = getQkv().getType();
+  FailureOr<RankedTensorType> out =
+      CausalAttentionOp::inferResultType(qkv, getHeads(), emit);
+  if (failed(out))
+    return failure();
+  if (getResultGrad().getType() != *out)
+    return emitOpError("result gradient ")
+           << getResultGrad().getType() << " is not the attention output type "
+           << *out;
+  return verifyInferredResult(*this, qkv);
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  auto emit = [&] { return emitOpError(); };
+  RankedTensorType logits = getLogits().getType();
+  FailureOr<RankedTensorType> loss =
+      CrossEntropyOp::inferResultType(logits, getLabels().getType(), emit);
+  if (failed(loss))
+    return failure();
+  if (getLossGrad().getType() != *loss)
+    return emitOpError("loss gradient ")
+           << getLossGrad().getType() << " is not the loss type " << *loss;
+  return verifyInferredResult(*this, logits);
 }

@@ -6,13 +6,18 @@
 // projection and the cross-entropy loss. One pipeline stage per block; the
 // embeddings ride with the first block and the head with the last.
 //
-//   zbc-dsl-gpt            prints the IR
+//   zbc-dsl-gpt            prints the IR (the configuration of gpt.mlir)
 //   zbc-dsl-gpt -o f.mlir  writes it to f.mlir
+//   zbc-dsl-gpt --layers 96 --hidden 8192 --heads 64 --seq 1024 --no-cuts
+//                          other sizes; without cuts, for zb-partition
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbc/DSL/Model.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 using namespace zbc::dsl;
@@ -25,7 +30,49 @@ struct GPTConfig {
   int64_t heads = 4;
   int64_t layers = 4;
   int64_t vocab = 256;
+  bool cuts = true; // one stage per block
 };
+
+/// Parses `--NAME VALUE` flags into `c`; returns false on a bad argument.
+bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
+  struct Flag {
+    const char *name;
+    int64_t *value;
+  } flags[] = {{"--batch", &c.batch}, {"--seq", &c.seq},
+               {"--hidden", &c.hidden}, {"--heads", &c.heads},
+               {"--layers", &c.layers}, {"--vocab", &c.vocab}};
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--no-cuts")) {
+      c.cuts = false;
+      continue;
+    }
+    if (!std::strcmp(argv[i], "-o") && i + 1 < argc) {
+      outPath = argv[++i];
+      continue;
+    }
+    bool known = false;
+    for (Flag &flag : flags)
+      if (!std::strcmp(argv[i], flag.name) && i + 1 < argc) {
+        char *end = nullptr;
+        *flag.value = std::strtoll(argv[++i], &end, 10);
+        if (*end != '\0' || *flag.value <= 0) {
+          std::fprintf(stderr, "%s: error: %s needs a positive integer\n",
+                       argv[0], flag.name);
+          return false;
+        }
+        known = true;
+      }
+    if (!known) {
+      std::fprintf(stderr,
+                   "%s: error: unknown argument '%s' (usage: %s [--batch N] "
+                   "[--seq N] [--hidden N] [--heads N] [--layers N] "
+                   "[--vocab N] [--no-cuts] [-o FILE])\n",
+                   argv[0], argv[i], argv[0]);
+      return false;
+    }
+  }
+  return true;
+}
 
 /// One pre-LayerNorm transformer block on x: [batch, seq, hidden].
 Tensor block(Model &m, const GPTConfig &c, int layer, Tensor x) {
@@ -56,6 +103,9 @@ Tensor block(Model &m, const GPTConfig &c, int layer, Tensor x) {
 
 int main(int argc, char **argv) {
   GPTConfig c;
+  std::string outPath;
+  if (!parseArgs(argc, argv, c, outPath))
+    return 1;
   Model m("gpt");
   Tensor tokens = m.input("tokens", {c.batch, c.seq}, DType::I64);
   Tensor positions = m.input("positions", {c.batch, c.seq}, DType::I64);
@@ -71,7 +121,7 @@ int main(int argc, char **argv) {
 
   for (int layer = 0; layer < c.layers; ++layer) {
     x = block(m, c, layer, x);
-    if (layer + 1 < c.layers)
+    if (c.cuts && layer + 1 < c.layers)
       x = m.cut(x); // one pipeline stage per block
   }
 
@@ -80,5 +130,5 @@ int main(int argc, char **argv) {
   Tensor head = m.param("lm_head.weight", {c.hidden, c.vocab}, Init::normal(0.02));
   Tensor logits = m.linear(m.layerNorm(x, lnfG, lnfB), head);
   m.loss(m.crossEntropy(logits, targets));
-  return m.emit(argc, argv);
+  return m.emit(outPath);
 }

@@ -11,12 +11,16 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "zbc/Dialect/ZB/ZBDialect.h"
+#include "zbc/Passes/Passes.h"
+#include "zbc/Passes/Pipelines.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<zbc::zb::ZBDialect>();
   // Generic clean-ups (canonicalize, cse, symbol-dce, ...) are useful on zb IR.
   mlir::registerTransformsPasses();
+  zbc::registerZBPasses();
+  zbc::registerZBPipelines();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "zbc pass driver\n", registry));
 }

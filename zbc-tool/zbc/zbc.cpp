@@ -3,23 +3,28 @@
 // The user-facing driver. Each task is a subcommand:
 //
 //   zbc check MODEL.mlir    parse, verify and summarise a model or schedule
+//   zbc split MODEL.mlir    cut into stages, differentiate, split B/W, report
 //
 // Errors name the place (file:line:col for IR), and every failure exits 1.
 //
 //===----------------------------------------------------------------------===//
 
+#include "SplitReport.h"
 #include "Summary.h"
 
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Passes/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -52,12 +57,17 @@ static OwningOpRef<ModuleOp> parseFile(StringRef path, MLIRContext &context,
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
 
-static int runCheck() {
-  MLIRContext context;
+/// A context for the zb dialect whose diagnostics read well on a terminal.
+static void setUpContext(MLIRContext &context) {
   context.loadDialect<zbc::zb::ZBDialect>();
   // The located message says what is wrong; the generic form of the op only
   // repeats it less readably.
   context.printOpOnDiagnostic(false);
+}
+
+static int runCheck() {
+  MLIRContext context;
+  setUpContext(context);
   int status = 0;
   for (const std::string &path : checkInputs) {
     llvm::SourceMgr sourceMgr;
@@ -88,6 +98,69 @@ static int runCheck() {
 }
 
 //===----------------------------------------------------------------------===//
+// zbc split
+//===----------------------------------------------------------------------===//
+
+static cl::SubCommand splitCommand(
+    "split", "Cut a model into stages, differentiate it and split every "
+             "backward into B (input gradient) and W (weight gradient); print "
+             "each stage's F/B/W FLOPs and activation memory");
+static cl::opt<std::string> splitInput(cl::Positional, cl::Required,
+                                       cl::desc("<model.mlir>"),
+                                       cl::sub(splitCommand),
+                                       cl::cat(zbcCategory));
+static cl::opt<int64_t> splitStages(
+    "stages",
+    cl::desc("Stages for a model without zb.cut ops (default: keep the "
+             "model's cuts)"),
+    cl::init(0), cl::sub(splitCommand), cl::cat(zbcCategory));
+static cl::opt<std::string> splitOutput("o",
+                                        cl::desc("Also write the split IR here"),
+                                        cl::value_desc("file"),
+                                        cl::sub(splitCommand),
+                                        cl::cat(zbcCategory));
+
+static int runSplit() {
+  if (splitStages < 0) {
+    llvm::errs() << "zbc: error: --stages must be 0 or more, got "
+                 << splitStages << "\n";
+    return 1;
+  }
+  MLIRContext context;
+  setUpContext(context);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseFile(splitInput, context, sourceMgr);
+  if (!module)
+    return 1;
+  if (module->getOps<zbc::zb::ModelOp>().empty()) {
+    llvm::errs() << "zbc: error: " << splitInput << " holds no 'zb.model'\n";
+    return 1;
+  }
+  PassManager pm(&context);
+  zbc::BackwardPipelineOptions options;
+  options.stages = splitStages;
+  zbc::buildBackwardPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return 1;
+  llvm::outs() << "== " << splitInput << "\n";
+  for (auto pipeline : module->getOps<zbc::zb::PipelineOp>())
+    zbc::printSplitReport(pipeline, llvm::outs());
+  if (!splitOutput.empty()) {
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> out =
+        openOutputFile(splitOutput, &error);
+    if (!out) {
+      llvm::errs() << "zbc: error: " << error << "\n";
+      return 1;
+    }
+    module->print(out->os());
+    out->keep();
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +168,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(zbcCategory);
   cl::HideUnrelatedOptions(zbcCategory, checkCommand);
+  cl::HideUnrelatedOptions(zbcCategory, splitCommand);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -105,6 +179,8 @@ int main(int argc, char **argv) {
 
   if (checkCommand)
     return runCheck();
+  if (splitCommand)
+    return runSplit();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

@@ -451,18 +451,21 @@ int Model::emit(int argc, char **argv) {
       return 1;
     }
   }
+  return emit(outPath);
+}
+
+int Model::emit(const std::string &path) {
   std::string text = str();
   if (text.empty())
     return 1;
-  if (outPath.empty()) {
+  if (path.empty() || path == "-") {
     llvm::outs() << text;
     return 0;
   }
-  std::ofstream file(outPath);
+  std::ofstream file(path);
   file << text;
   if (!file.flush()) {
-    llvm::errs() << argv[0] << ": error: could not write '" << outPath
-                 << "'\n";
+    llvm::errs() << "error: could not write '" << path << "'\n";
     return 1;
   }
   return 0;

@@ -141,6 +141,8 @@ public:
   /// For a model program's main(): prints the IR to stdout, or to the file
   /// after `-o`. Returns the process exit code (0, or 1 on any error).
   int emit(int argc, char **argv);
+  /// Prints the IR to `path` ("" or "-": stdout). Returns 0, or 1 on error.
+  int emit(const std::string &path);
 
   struct Impl;
 

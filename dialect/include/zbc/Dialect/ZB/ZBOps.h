@@ -25,7 +25,11 @@
 
 namespace zbc::zb {
 class LossOp;
+class PhaseOp;
+class YieldOp;
 } // namespace zbc::zb
+
+#include "zbc/Dialect/ZB/ZBInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "zbc/Dialect/ZB/ZBOps.h.inc"

@@ -6,6 +6,7 @@
 #ifndef ZBC_DIALECT_ZB_ZBTYPES_H
 #define ZBC_DIALECT_ZB_ZBTYPES_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Types.h"
 

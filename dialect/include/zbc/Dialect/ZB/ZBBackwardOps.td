@@ -1,0 +1,229 @@
+//===- ZBBackwardOps.td - zb gradient operations -----------*- tablegen -*-===//
+//
+// The ops zb-autodiff emits for the gradient rules of the model-level ops.
+// They live only in `zb.phase` bodies. Each has a shape rule
+// (`inferResultType`, ZBShapes.cpp) that its verifier checks.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_DIALECT_ZB_ZBBACKWARDOPS_TD
+#define ZBC_DIALECT_ZB_ZBBACKWARDOPS_TD
+
+let opDocGroup = ZB_BackwardGroup in {
+
+class ZB_BackwardOp<string mnemonic, list<Trait> traits = []>
+    : ZB_Op<mnemonic, !listconcat([HasParent<"PhaseOp">, Pure], traits)> {
+  let hasVerifier = 1;
+}
+
+// A gradient op with two tensor operands whose result type follows from them.
+class ZB_BinaryBackwardOp<string mnemonic, string lhs, string rhs,
+                          Type lhsType = ZB_FloatTensor,
+                          Type rhsType = ZB_FloatTensor>
+    : ZB_BackwardOp<mnemonic> {
+  let arguments = !dag(ins, [lhsType, rhsType], [lhs, rhs]);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$" # lhs # " `,` $" # rhs #
+      " attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType }] # lhs # [{,
+                    mlir::RankedTensorType }] # rhs # [{,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
+def ZB_FillOp : ZB_Op<"fill", [HasParent<"PhaseOp">, Pure]> {
+  let summary = "a tensor with every element equal to a constant";
+  let description = [{
+    zb-autodiff seeds the backward of the last stage with the gradient of
+    the loss w.r.t. itself, 1.0, and fills the gradient of a stage input
+    that does not reach the loss with 0.0.
+
+    ```mlir
+    %one = zb.fill 1.0 : tensor<f32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def ZB_LinearGradInputOp
+    : ZB_BinaryBackwardOp<"linear_grad_input", "resultGrad", "weight"> {
+  let summary = "dx = dy @ W^T, the input gradient of zb.linear";
+  let description = [{
+    `dy [..., out]`, `W [in, out]` -> `dx [..., in]`.
+
+    ```mlir
+    %dx = zb.linear_grad_input %dy, %w : (tensor<8x32xf32>, tensor<16x32xf32>) -> tensor<8x16xf32>
+    ```
+  }];
+}
+
+def ZB_LinearGradWeightOp
+    : ZB_BinaryBackwardOp<"linear_grad_weight", "input", "resultGrad"> {
+  let summary = "dW = x^T @ dy over all leading dimensions, the weight gradient of zb.linear";
+  let description = [{
+    `x [..., in]`, `dy [..., out]` -> `dW [in, out]`; the leading dimensions
+    of `x` and `dy` must agree and are summed over.
+
+    ```mlir
+    %dw = zb.linear_grad_weight %x, %dy : (tensor<8x16xf32>, tensor<8x32xf32>) -> tensor<16x32xf32>
+    ```
+  }];
+}
+
+def ZB_MatmulGradLhsOp
+    : ZB_BinaryBackwardOp<"matmul_grad_lhs", "resultGrad", "rhs"> {
+  let summary = "dA = dC @ B^T, the gradient of zb.matmul's left operand";
+  let description = [{
+    `dC [..., M, N]`, `B [..., K, N]` -> `dA [..., M, K]`.
+
+    ```mlir
+    %da = zb.matmul_grad_lhs %dc, %b : (tensor<4x8x32xf32>, tensor<4x16x32xf32>) -> tensor<4x8x16xf32>
+    ```
+  }];
+}
+
+def ZB_MatmulGradRhsOp
+    : ZB_BinaryBackwardOp<"matmul_grad_rhs", "lhs", "resultGrad"> {
+  let summary = "dB = A^T @ dC, the gradient of zb.matmul's right operand";
+  let description = [{
+    `A [..., M, K]`, `dC [..., M, N]` -> `dB [..., K, N]`.
+
+    ```mlir
+    %db = zb.matmul_grad_rhs %a, %dc : (tensor<4x8x16xf32>, tensor<4x8x32xf32>) -> tensor<4x16x32xf32>
+    ```
+  }];
+}
+
+def ZB_BiasGradOp : ZB_BackwardOp<"bias_grad"> {
+  let summary = "sums a tensor over all but its last dimension";
+  let description = [{
+    The gradient of a bias (and of a LayerNorm `beta`): `dy [..., N]` ->
+    `[N]`.
+
+    ```mlir
+    %db = zb.bias_grad %dy : tensor<4x64x256xf32> -> tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$resultGrad attr-dict `:` type($resultGrad) `->` type($result)";
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType resultGrad,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
+def ZB_ReluGradOp : ZB_BinaryBackwardOp<"relu_grad", "resultGrad", "input"> {
+  let summary = "dx = dy * (x > 0), the gradient of zb.relu";
+  let description = [{
+    ```mlir
+    %dx = zb.relu_grad %dy, %x : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+    ```
+  }];
+}
+
+def ZB_GeluGradOp : ZB_BinaryBackwardOp<"gelu_grad", "resultGrad", "input"> {
+  let summary = "dx = dy * gelu'(x), the gradient of zb.gelu (tanh form)";
+  let description = [{
+    ```mlir
+    %dx = zb.gelu_grad %dy, %x : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+    ```
+  }];
+}
+
+def ZB_LayerNormGradInputOp : ZB_BackwardOp<"layernorm_grad_input"> {
+  let summary = "the input gradient of zb.layernorm";
+  let description = [{
+    With `xhat = (x - mean) * rstd` and `g = dy * gamma`:
+    `dx = rstd * (g - mean(g) - xhat * mean(g * xhat))`, means over the last
+    dimension. Mean and `rstd` are recomputed from `x`.
+
+    ```mlir
+    %dx = zb.layernorm_grad_input %dy, %x, %g : (tensor<4x64x256xf32>, tensor<4x64x256xf32>, tensor<256xf32>) -> tensor<4x64x256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$input,
+                       ZB_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $resultGrad `,` $input `,` $gamma attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def ZB_LayerNormGradGammaOp
+    : ZB_BinaryBackwardOp<"layernorm_grad_gamma", "resultGrad", "input"> {
+  let summary = "dgamma = sum(dy * xhat), the gamma gradient of zb.layernorm";
+  let description = [{
+    Summed over all but the last dimension; `xhat` is recomputed from `x`.
+
+    ```mlir
+    %dg = zb.layernorm_grad_gamma %dy, %x : (tensor<4x64x256xf32>, tensor<4x64x256xf32>) -> tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+}
+
+def ZB_EmbeddingGradOp : ZB_BackwardOp<"embedding_grad"> {
+  let summary = "scatter-adds dy into the rows of a [vocab, hidden] table";
+  let description = [{
+    The table gradient of zb.embedding: row `v` is the sum of `dy` over all
+    positions whose index is `v`.
+
+    ```mlir
+    %dt = zb.embedding_grad %tokens, %dy vocab(1000) : (tensor<4x64xi64>, tensor<4x64x256xf32>) -> tensor<1000x256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_IndexTensor:$indices, ZB_FloatTensor:$resultGrad,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$vocab);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $resultGrad `vocab` `(` $vocab `)` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def ZB_CausalAttentionGradOp : ZB_BackwardOp<"causal_attention_grad"> {
+  let summary = "the gradient of zb.causal_attention w.r.t. its packed qkv";
+  let description = [{
+    Recomputes the attention probabilities from `qkv`, then
+    `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dP * P))`,
+    `dQ = dS K / sqrt(d)`, `dK = dS^T Q / sqrt(d)`, packed like `qkv`.
+
+    ```mlir
+    %dqkv = zb.causal_attention_grad %dout, %qkv heads(4) : (tensor<4x64x256xf32>, tensor<4x64x768xf32>) -> tensor<4x64x768xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$qkv,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$heads);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $resultGrad `,` $qkv `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def ZB_CrossEntropyGradOp : ZB_BackwardOp<"cross_entropy_grad"> {
+  let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
+  let description = [{
+    The logits gradient of zb.cross_entropy, `N` the number of label
+    positions (the loss is a mean).
+
+    ```mlir
+    %dl = zb.cross_entropy_grad %logits, %labels, %dloss : (tensor<8x4xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$logits, ZB_IndexTensor:$labels,
+                       ZB_ScalarFloatTensor:$lossGrad);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $lossGrad attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+} // opDocGroup = ZB_BackwardGroup
+
+#endif // ZBC_DIALECT_ZB_ZBBACKWARDOPS_TD

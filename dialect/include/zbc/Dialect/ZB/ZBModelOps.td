@@ -1,0 +1,334 @@
+//===- ZBModelOps.td - zb model-level operations -*- tablegen -*-===//
+//
+// Included from ZBOps.td, which holds the shared includes and doc groups.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_DIALECT_ZB_ZBMODELOPS_TD
+#define ZBC_DIALECT_ZB_ZBMODELOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+let opDocGroup = ZB_ModelGroup in {
+
+def ZB_ModelOp : ZB_Op<"model", [IsolatedFromAbove, Symbol,
+                                 SingleBlock, NoRegionArguments]> {
+  let summary = "a trainable model: one microbatch's forward pass and its loss";
+  let description = [{
+    Holds the inputs, labels, parameters and tensor ops of one microbatch,
+    in program order, and ends with the scalar `zb.loss` that training
+    minimises. Shapes include the microbatch dimension. `zb.cut` ops split
+    the body into pipeline stages: stage 0 runs up to the first cut, stage
+    `k` between cut `k-1` and cut `k`. Values may cross a stage boundary
+    only through the cut that separates the stages; parameters belong to
+    exactly one stage. Inputs, labels and parameters share one namespace:
+    each name appears once.
+
+    ```mlir
+    zb.model @mlp {
+      %x = zb.input "x" : tensor<8x16xf32>
+      %y = zb.label "y" : tensor<8xi64>
+      %w0 = zb.param "w0" init normal(0.02) : tensor<16x32xf32>
+      %h = zb.linear %x, %w0 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+      %r = zb.relu %h : tensor<8x32xf32>
+      %c = zb.cut %r : tensor<8x32xf32>
+      %w1 = zb.param "w1" init normal(0.02) : tensor<32x4xf32>
+      %o = zb.linear %c, %w1 : (tensor<8x32xf32>, tensor<32x4xf32>) -> tensor<8x4xf32>
+      %l = zb.cross_entropy %o, %y : (tensor<8x4xf32>, tensor<8xi64>) -> tensor<f32>
+      zb.loss %l : tensor<f32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of pipeline stages: one more than the number of `zb.cut`s.
+    unsigned getNumStages();
+    /// The stage each op of the body belongs to, in body order. A `zb.cut`
+    /// belongs to the stage it ends.
+    llvm::DenseMap<mlir::Operation *, unsigned> getStageOfOps();
+    /// The terminating `zb.loss`.
+    LossOp getLossOp();
+  }];
+}
+
+// Ops that exist only in a model body: leaves, cuts and the loss.
+class ZB_ModelLevelOp<string mnemonic, list<Trait> traits = []>
+    : ZB_Op<mnemonic, !listconcat([HasParent<"ModelOp">], traits)>;
+
+// Inputs, labels and parameters: declared in a model and, after zb-autodiff,
+// in the stage that reads them. They print their result as `%name`.
+class ZB_LeafOp<string mnemonic>
+    : ZB_Op<mnemonic, [ParentOneOf<["ModelOp", "StageOp"]>, Pure,
+        DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]>;
+
+def ZB_InputOp : ZB_LeafOp<"input"> {
+  let summary = "a per-microbatch input tensor fed by the data loader";
+  let description = [{
+    ```mlir
+    %tokens = zb.input "tokens" : tensor<4x64xi64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs ZB_AnyTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def ZB_LabelOp : ZB_LeafOp<"label"> {
+  let summary = "a per-microbatch label tensor fed by the data loader";
+  let description = [{
+    Labels are inputs that only the last stage reads (normally through the
+    loss); the runtime loads them on the rank that holds the last stage.
+
+    ```mlir
+    %targets = zb.label "targets" : tensor<4x64xi64>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs ZB_AnyTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def ZB_ParamOp : ZB_LeafOp<"param"> {
+  let summary = "a trainable parameter with its initialiser";
+  let description = [{
+    `normal(s)` draws from N(0, s^2), `uniform(a)` from U(-a, a); `zeros`
+    and `ones` take no scale. A parameter belongs to the one stage that uses
+    it.
+
+    ```mlir
+    %w = zb.param "fc1.weight" init normal(0.02) : tensor<256x1024xf32>
+    %g = zb.param "ln1.gamma" init ones : tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, ZB_InitKind:$init,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $name `init` $init (`(` $scale^ `)`)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of the parameter's storage (elements x element width).
+    int64_t getNumBytes();
+  }];
+}
+
+def ZB_CutOp : ZB_ModelLevelOp<"cut",
+    [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a pipeline stage boundary";
+  let description = [{
+    Ends one stage and starts the next. Its operands are the activations
+    the next stage needs (sent downstream in F, their gradients sent
+    upstream in B); its results are the same tensors as seen by the next
+    stage. No other value of an earlier stage (parameters, inputs and
+    labels aside) may be used after the cut.
+
+    ```mlir
+    %h1 = zb.cut %h0 : tensor<4x64x256xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<ZB_AnyTensor>:$inputs);
+  let results = (outs Variadic<ZB_AnyTensor>:$outputs);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let hasVerifier = 1;
+}
+
+def ZB_LossOp : ZB_ModelLevelOp<"loss", [Terminator]> {
+  let summary = "the scalar that training minimises; ends the model";
+  let description = [{
+    ```mlir
+    zb.loss %l : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ZB_ScalarFloatTensor:$loss);
+  let assemblyFormat = "$loss attr-dict `:` type($loss)";
+}
+
+// A tensor op whose result type follows from its operands. `verify()` checks
+// the result against `inferResultType`, which the embedded DSL also calls to
+// build the op, so both report a shape error the same way.
+//
+// Tensor ops appear in a model and, cloned by zb-autodiff, in the phases of
+// its stages. Each has a gradient rule (ZBGradients.cpp).
+class ZB_TensorOp<string mnemonic, list<Trait> traits = []>
+    : ZB_Op<mnemonic, !listconcat([ParentOneOf<["ModelOp", "PhaseOp"]>, Pure,
+        DeclareOpInterfaceMethods<ZB_DifferentiableOpInterface>], traits)> {
+  let hasVerifier = 1;
+}
+
+class ZB_BinaryTensorOp<string mnemonic, string lhs, string rhs,
+                        Type lhsType, Type rhsType, list<Trait> traits = []>
+    : ZB_TensorOp<mnemonic, traits> {
+  let arguments = !dag(ins, [lhsType, rhsType], [lhs, rhs]);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$" # lhs # " `,` $" # rhs #
+      " attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType }] # lhs # [{,
+                    mlir::RankedTensorType }] # rhs # [{,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
+def ZB_LinearOp : ZB_BinaryTensorOp<"linear", "input", "weight",
+                                    ZB_FloatTensor, ZB_FloatTensor> {
+  let summary = "x @ W for a weight of shape [in, out]";
+  let description = [{
+    Multiplies the last dimension of the input (`in` features) by a 2-D
+    weight `[in, out]`; leading dimensions are kept.
+
+    ```mlir
+    %y = zb.linear %x, %w : (tensor<4x64x256xf32>, tensor<256x1024xf32>) -> tensor<4x64x1024xf32>
+    ```
+  }];
+}
+
+def ZB_MatmulOp : ZB_BinaryTensorOp<"matmul", "lhs", "rhs",
+                                    ZB_FloatTensor, ZB_FloatTensor> {
+  let summary = "batched matrix product of two activations";
+  let description = [{
+    `[..., M, K] x [..., K, N] -> [..., M, N]`; the leading (batch)
+    dimensions of both operands must be equal.
+
+    ```mlir
+    %c = zb.matmul %a, %b : (tensor<4x8x16xf32>, tensor<4x16x32xf32>) -> tensor<4x8x32xf32>
+    ```
+  }];
+}
+
+def ZB_BiasAddOp : ZB_BinaryTensorOp<"bias_add", "input", "bias",
+                                     ZB_FloatTensor, ZB_FloatTensor> {
+  let summary = "adds a 1-D bias along the last dimension";
+  let description = [{
+    ```mlir
+    %y = zb.bias_add %x, %b : (tensor<4x64x1024xf32>, tensor<1024xf32>) -> tensor<4x64x1024xf32>
+    ```
+  }];
+}
+
+def ZB_EmbeddingOp : ZB_BinaryTensorOp<"embedding", "indices", "table",
+                                       ZB_IndexTensor, ZB_FloatTensor> {
+  let summary = "looks up rows of a [vocab, hidden] table";
+  let description = [{
+    Every index must lie in `[0, vocab)`; the runtime checks it.
+
+    ```mlir
+    %e = zb.embedding %tokens, %wte : (tensor<4x64xi64>, tensor<1000x256xf32>) -> tensor<4x64x256xf32>
+    ```
+  }];
+}
+
+def ZB_CrossEntropyOp : ZB_BinaryTensorOp<"cross_entropy", "logits", "labels",
+                                          ZB_FloatTensor, ZB_IndexTensor> {
+  let summary = "mean softmax cross-entropy of logits against class labels";
+  let description = [{
+    Logits `[..., C]`, labels `[...]` with values in `[0, C)`; the result is
+    the mean over all label positions, a scalar.
+
+    ```mlir
+    %l = zb.cross_entropy %logits, %targets : (tensor<4x64x1000xf32>, tensor<4x64xi64>) -> tensor<f32>
+    ```
+  }];
+}
+
+def ZB_AddOp : ZB_TensorOp<"add", [SameOperandsAndResultType, Commutative]> {
+  let summary = "elementwise sum of two tensors of one type (residual add)";
+  let description = [{
+    ```mlir
+    %r = zb.add %x, %attn : tensor<4x64x256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$lhs, ZB_FloatTensor:$rhs);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
+class ZB_UnaryTensorOp<string mnemonic, list<Trait> traits = []>
+    : ZB_TensorOp<mnemonic, !listconcat([SameOperandsAndResultType], traits)> {
+  let arguments = (ins ZB_FloatTensor:$input);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
+def ZB_ReluOp : ZB_UnaryTensorOp<"relu"> {
+  let summary = "max(x, 0), elementwise";
+  let description = [{
+    ```mlir
+    %y = zb.relu %x : tensor<8x32xf32>
+    ```
+  }];
+}
+
+def ZB_GeluOp : ZB_UnaryTensorOp<"gelu"> {
+  let summary = "GELU, tanh approximation (as GPT-2), elementwise";
+  let description = [{
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+
+    ```mlir
+    %y = zb.gelu %x : tensor<4x64x1024xf32>
+    ```
+  }];
+}
+
+def ZB_LayerNormOp : ZB_TensorOp<"layernorm"> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    `gamma * (x - mean) / sqrt(var + epsilon) + beta`, with the mean and
+    (biased) variance over the last dimension; `gamma` and `beta` are 1-D
+    of that size. `epsilon` defaults to 1e-5.
+
+    ```mlir
+    %y = zb.layernorm %x, %g, %b : (tensor<4x64x256xf32>, tensor<256xf32>, tensor<256xf32>) -> tensor<4x64x256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$input, ZB_FloatTensor:$gamma,
+                       ZB_FloatTensor:$beta,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType input, mlir::RankedTensorType gamma,
+                    mlir::RankedTensorType beta, double epsilon,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
+def ZB_CausalAttentionOp : ZB_TensorOp<"causal_attention"> {
+  let summary = "multi-head causal self-attention over packed q, k, v";
+  let description = [{
+    Input `[B, S, 3H]` holds q, k and v side by side (the output of one
+    QKV projection); each is split into `heads` heads of `H / heads`
+    features. Position `i` attends to positions `0..i`, scores scaled by
+    `1/sqrt(H / heads)`. Result `[B, S, H]`. Projections are separate
+    `zb.linear` ops, so this op has no parameters.
+
+    ```mlir
+    %a = zb.causal_attention %qkv heads(4) : tensor<4x64x768xf32> -> tensor<4x64x256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$qkv,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$heads);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $qkv `heads` `(` $heads `)` attr-dict `:` type($qkv) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType qkv, int64_t heads,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
+} // opDocGroup = ZB_ModelGroup
+
+#endif // ZBC_DIALECT_ZB_ZBMODELOPS_TD

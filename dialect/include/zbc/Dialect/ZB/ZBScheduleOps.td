@@ -1,0 +1,169 @@
+//===- ZBScheduleOps.td - zb schedule-level operations -*- tablegen -*-===//
+//
+// Included from ZBOps.td, which holds the shared includes and doc groups.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_DIALECT_ZB_ZBSCHEDULEOPS_TD
+#define ZBC_DIALECT_ZB_ZBSCHEDULEOPS_TD
+
+//===----------------------------------------------------------------------===//
+// Schedule level
+//===----------------------------------------------------------------------===//
+
+let opDocGroup = ZB_ScheduleGroup in {
+
+def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
+                                     NoTerminator, NoRegionArguments]> {
+  let summary = "the scheduled training step of every pipeline rank";
+  let description = [{
+    Holds one `zb.rank` per pipeline rank, ranks `0..P-1` in order.
+    `placement[s]` is the rank that holds stage `s`, so the number of stages
+    is the length of `placement`; every rank holds at least one stage.
+    `microbatches` is the number of microbatches per training step.
+
+    ```mlir
+    zb.program @mlp_1f1b microbatches(2) placement [0, 1] {
+      zb.rank 0 {
+        %f0 = zb.compute F stage 0 mb 0
+        %s0 = zb.send act stage 0 mb 0 to 1 after(%f0)
+        ...
+      }
+      zb.rank 1 {
+        %r0 = zb.recv act stage 0 mb 0 from 0
+        %f0 = zb.compute F stage 1 mb 0 after(%r0)
+        ...
+      }
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$microbatches,
+                       DenseI64ArrayAttr:$placement);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `microbatches` `(` $microbatches `)` `placement` $placement
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumStages() { return getPlacement().size(); }
+    int64_t getNumRanks();
+    /// The rank that holds `stage`, which must be in range.
+    int64_t getRankOfStage(int64_t stage) { return getPlacement()[stage]; }
+  }];
+}
+
+def ZB_RankOp : ZB_Op<"rank", [HasParent<"ProgramOp">, IsolatedFromAbove,
+                               SingleBlock, NoTerminator, NoRegionArguments]> {
+  let summary = "the ordered work of one pipeline rank";
+  let description = [{
+    Ops run in the order they appear, each starting once the ops in its
+    `after(...)` list are done. Every (kind, stage, microbatch) of work and
+    every transfer appears at most once per rank.
+
+    ```mlir
+    zb.rank 1 {
+      %r = zb.recv act stage 0 mb 0 from 0
+      %f = zb.compute F stage 1 mb 0 after(%r)
+    }
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$rank);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$rank attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    ProgramOp getProgram() { return mlir::cast<ProgramOp>((*this)->getParentOp()); }
+  }];
+}
+
+class ZB_ScheduleLevelOp<string mnemonic, list<Trait> traits = []>
+    : ZB_Op<mnemonic, !listconcat([HasParent<"RankOp">], traits)> {
+  let hasVerifier = 1;
+  code commonDecls = [{
+    /// The rank this op runs on.
+    RankOp getRankOp();
+  }];
+}
+
+def ZB_ComputeOp : ZB_ScheduleLevelOp<"compute",
+    [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "one F, B, W (or fused BW) unit for a (stage, microbatch) pair";
+  let description = [{
+    `B` computes only the gradient w.r.t. the stage's input and `W` only the
+    gradients w.r.t. its parameters, so a zero-bubble schedule can move `W`
+    into pipeline bubbles. `BW` runs both (1F1B, GPipe). The rank must hold
+    the stage.
+
+    ```mlir
+    %f = zb.compute F stage 0 mb 3
+    %b = zb.compute B stage 0 mb 3 after(%f, %g)
+    %w = zb.compute W stage 0 mb 3 after(%b)
+    ```
+  }];
+  let arguments = (ins ZB_ComputeKind:$kind,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch,
+                       Variadic<ZB_TokenType>:$deps);
+  let results = (outs ZB_TokenType:$done);
+  let assemblyFormat = [{
+    $kind `stage` $stage `mb` $microbatch (`after` `(` $deps^ `)`)? attr-dict
+  }];
+  let extraClassDeclaration = commonDecls;
+}
+
+def ZB_SendOp : ZB_ScheduleLevelOp<"send"> {
+  let summary = "sends a stage's activation or input gradient to another rank";
+  let description = [{
+    `act stage s` is the forward output of stage `s`, sent to the rank that
+    holds stage `s+1`; `grad stage s` is the gradient w.r.t. the input of
+    stage `s`, sent to the rank that holds stage `s-1`. This rank must hold
+    stage `s`. Completes when the buffer may be reused.
+
+    ```mlir
+    %s = zb.send act stage 0 mb 3 to 1 after(%f)
+    ```
+  }];
+  let arguments = (ins ZB_Payload:$payload,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       Variadic<ZB_TokenType>:$deps);
+  let results = (outs ZB_TokenType:$done);
+  let assemblyFormat = [{
+    $payload `stage` $stage `mb` $microbatch `to` $peer
+    (`after` `(` $deps^ `)`)? attr-dict
+  }];
+  let extraClassDeclaration = commonDecls;
+}
+
+def ZB_RecvOp : ZB_ScheduleLevelOp<"recv"> {
+  let summary = "receives a stage's activation or input gradient from another rank";
+  let description = [{
+    Names the *producing* stage, as `zb.send` does: `act stage s` arrives on
+    the rank that holds stage `s+1`, `grad stage s` on the rank that holds
+    stage `s-1`; the peer must hold stage `s`. Completes when the data is
+    in place.
+
+    ```mlir
+    %r = zb.recv act stage 0 mb 3 from 0
+    %f = zb.compute F stage 1 mb 3 after(%r)
+    ```
+  }];
+  let arguments = (ins ZB_Payload:$payload,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       Variadic<ZB_TokenType>:$deps);
+  let results = (outs ZB_TokenType:$done);
+  let assemblyFormat = [{
+    $payload `stage` $stage `mb` $microbatch `from` $peer
+    (`after` `(` $deps^ `)`)? attr-dict
+  }];
+  let extraClassDeclaration = commonDecls;
+}
+
+} // opDocGroup = ZB_ScheduleGroup
+
+#endif // ZBC_DIALECT_ZB_ZBSCHEDULEOPS_TD

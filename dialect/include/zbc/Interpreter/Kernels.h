@@ -1,0 +1,100 @@
+//===- Kernels.h - per-op math of the reference interpreter -----*- C++ -*-===//
+//
+// One function per zb tensor op (model level and backward), computing the
+// op's result from operand tensors exactly as the op's description in
+// ZBModelOps.td / ZBBackwardOps.td states it. They are plain loops, templated
+// on float and double inside (Kernels*.cpp), so the precision of the operands
+// is the precision of every operation, accumulations included.
+//
+// Preconditions (the interpreter establishes them; a direct caller must):
+// operand shapes are ones the op's verifier accepts, and all float operands
+// have one precision, which the result gets. Index values are data, not
+// shape, so the kernels that read indices or labels check them and report a
+// bad one through `error` instead of returning a tensor.
+//
+// Exposed so that the unit tests can check each backward kernel against
+// finite differences of its forward kernel.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_INTERPRETER_KERNELS_H
+#define ZBC_INTERPRETER_KERNELS_H
+
+#include "zbc/Interpreter/Tensor.h"
+#include "zbc/Support/LLVM.h"
+
+#include <string>
+
+namespace zbc::interp::kernels {
+
+//===----------------------------------------------------------------------===//
+// Model-level ops
+//===----------------------------------------------------------------------===//
+
+/// zb.linear: x [..., in] @ w [in, out] -> [..., out].
+Tensor linear(const Tensor &x, const Tensor &w);
+/// zb.matmul: [..., M, K] x [..., K, N] -> [..., M, N], batch dims equal.
+Tensor matmul(const Tensor &a, const Tensor &b);
+/// zb.bias_add: x [..., N] + bias [N].
+Tensor biasAdd(const Tensor &x, const Tensor &bias);
+/// zb.add: elementwise a + b.
+Tensor add(const Tensor &a, const Tensor &b);
+/// zb.relu: max(x, 0).
+Tensor relu(const Tensor &x);
+/// zb.gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Tensor gelu(const Tensor &x);
+/// zb.layernorm over the last dimension, biased variance.
+Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
+                 double epsilon);
+/// zb.embedding: table [V, H] rows at indices [...] -> [..., H]. Fails if an
+/// index lies outside [0, V).
+FailureOr<Tensor> embedding(const Tensor &indices, const Tensor &table,
+                            std::string &error);
+/// zb.causal_attention: qkv [B, S, 3H] -> [B, S, H].
+Tensor causalAttention(const Tensor &qkv, int64_t heads);
+/// zb.cross_entropy: mean over label positions of -log softmax(logits)[label],
+/// a 0-D tensor. Fails if a label lies outside [0, C).
+FailureOr<Tensor> crossEntropy(const Tensor &logits, const Tensor &labels,
+                               std::string &error);
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+/// zb.fill.
+Tensor fill(const Shape &shape, Precision precision, double value);
+/// zb.linear_grad_input: dy [..., out] @ w^T -> [..., in].
+Tensor linearGradInput(const Tensor &dy, const Tensor &w);
+/// zb.linear_grad_weight: x^T dy summed over leading dims -> [in, out].
+Tensor linearGradWeight(const Tensor &x, const Tensor &dy);
+/// zb.matmul_grad_lhs: dC [..., M, N] @ B^T -> [..., M, K].
+Tensor matmulGradLhs(const Tensor &dc, const Tensor &b);
+/// zb.matmul_grad_rhs: A^T @ dC -> [..., K, N].
+Tensor matmulGradRhs(const Tensor &a, const Tensor &dc);
+/// zb.bias_grad: dy [..., N] summed over all but the last dim -> [N].
+Tensor biasGrad(const Tensor &dy);
+/// zb.relu_grad: dy * (x > 0).
+Tensor reluGrad(const Tensor &dy, const Tensor &x);
+/// zb.gelu_grad: dy * gelu'(x), the exact derivative of the tanh form.
+Tensor geluGrad(const Tensor &dy, const Tensor &x);
+/// zb.layernorm_grad_input: rstd * (g - mean(g) - xhat * mean(g * xhat)),
+/// g = dy * gamma.
+Tensor layerNormGradInput(const Tensor &dy, const Tensor &x,
+                          const Tensor &gamma, double epsilon);
+/// zb.layernorm_grad_gamma: sum of dy * xhat over all but the last dim.
+Tensor layerNormGradGamma(const Tensor &dy, const Tensor &x, double epsilon);
+/// zb.embedding_grad: scatter-adds dy [..., H] into a zero [vocab, H]. Fails
+/// if an index lies outside [0, vocab).
+FailureOr<Tensor> embeddingGrad(const Tensor &indices, const Tensor &dy,
+                                int64_t vocab, std::string &error);
+/// zb.causal_attention_grad: d(qkv) from dout [B, S, H], probabilities
+/// recomputed from qkv.
+Tensor causalAttentionGrad(const Tensor &dout, const Tensor &qkv,
+                           int64_t heads);
+/// zb.cross_entropy_grad: dloss * (softmax(logits) - onehot(labels)) / N.
+/// Fails if a label lies outside [0, C).
+FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
+                                   const Tensor &dloss, std::string &error);
+
+} // namespace zbc::interp::kernels
+
+#endif // ZBC_INTERPRETER_KERNELS_H

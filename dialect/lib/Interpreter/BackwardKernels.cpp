@@ -1,0 +1,298 @@
+//===- BackwardKernels.cpp - math of the zb gradient ops ------------------===//
+//
+// The backward kernels of Kernels.h, one per op of ZBBackwardOps.td, written
+// from the formula in each op's description. Where a description says a
+// quantity is recomputed (LayerNorm statistics, attention probabilities,
+// softmax), it is recomputed with the helper the forward kernel uses
+// (KernelSupport.h), so forward and backward agree on every rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Interpreter/Kernels.h"
+
+#include "KernelSupport.h"
+
+#include <cmath>
+
+namespace zbc::interp::kernels {
+using namespace detail;
+
+Tensor fill(const Shape &shape, Precision precision, double value) {
+  return Tensor::filled(shape, precision, value);
+}
+
+Tensor linearGradInput(const Tensor &dy, const Tensor &w) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(dy.shape()), in = w.shape()[0],
+            out = w.shape()[1];
+    Shape shape = dy.shape();
+    shape.back() = in;
+    Tensor dx = Tensor::zeros(shape, dy.precision());
+    const T *dyd = dy.data<T>(), *wd = w.data<T>();
+    T *dxd = dx.data<T>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < in; ++i) {
+        T acc = 0;
+        for (int64_t o = 0; o < out; ++o)
+          acc += dyd[r * out + o] * wd[i * out + o];
+        dxd[r * in + i] = acc;
+      }
+    return dx;
+  });
+}
+
+Tensor linearGradWeight(const Tensor &x, const Tensor &dy) {
+  return byPrecision(x.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(x.shape()), in = lastDim(x.shape()),
+            out = lastDim(dy.shape());
+    Tensor dw = Tensor::zeros({in, out}, x.precision());
+    const T *xd = x.data<T>(), *dyd = dy.data<T>();
+    T *dwd = dw.data<T>();
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t o = 0; o < out; ++o) {
+        T acc = 0;
+        for (int64_t r = 0; r < rows; ++r)
+          acc += xd[r * in + i] * dyd[r * out + o];
+        dwd[i * out + o] = acc;
+      }
+    return dw;
+  });
+}
+
+Tensor matmulGradLhs(const Tensor &dc, const Tensor &b) {
+  return byPrecision(dc.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    size_t rank = dc.shape().size();
+    int64_t batch = leadingSize(dc.shape(), 2), M = dc.shape()[rank - 2],
+            N = dc.shape()[rank - 1], K = b.shape()[rank - 2];
+    Shape shape = dc.shape();
+    shape.back() = K;
+    Tensor da = Tensor::zeros(shape, dc.precision());
+    const T *dcd = dc.data<T>(), *bd = b.data<T>();
+    T *dad = da.data<T>();
+    for (int64_t n0 = 0; n0 < batch; ++n0)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k) {
+          T acc = 0;
+          for (int64_t n = 0; n < N; ++n)
+            acc += dcd[(n0 * M + m) * N + n] * bd[(n0 * K + k) * N + n];
+          dad[(n0 * M + m) * K + k] = acc;
+        }
+    return da;
+  });
+}
+
+Tensor matmulGradRhs(const Tensor &a, const Tensor &dc) {
+  return byPrecision(a.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    size_t rank = a.shape().size();
+    int64_t batch = leadingSize(a.shape(), 2), M = a.shape()[rank - 2],
+            K = a.shape()[rank - 1], N = dc.shape()[rank - 1];
+    Shape shape = a.shape();
+    shape[rank - 2] = K;
+    shape[rank - 1] = N;
+    Tensor db = Tensor::zeros(shape, a.precision());
+    const T *ad = a.data<T>(), *dcd = dc.data<T>();
+    T *dbd = db.data<T>();
+    for (int64_t n0 = 0; n0 < batch; ++n0)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) {
+          T acc = 0;
+          for (int64_t m = 0; m < M; ++m)
+            acc += ad[(n0 * M + m) * K + k] * dcd[(n0 * M + m) * N + n];
+          dbd[(n0 * K + k) * N + n] = acc;
+        }
+    return db;
+  });
+}
+
+Tensor biasGrad(const Tensor &dy) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(dy.shape()), n = lastDim(dy.shape());
+    Tensor db = Tensor::zeros({n}, dy.precision());
+    const T *dyd = dy.data<T>();
+    T *dbd = db.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      T acc = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        acc += dyd[r * n + i];
+      dbd[i] = acc;
+    }
+    return db;
+  });
+}
+
+Tensor reluGrad(const Tensor &dy, const Tensor &x) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor dx = Tensor::zeros(x.shape(), dy.precision());
+    const T *dyd = dy.data<T>(), *xd = x.data<T>();
+    T *dxd = dx.data<T>();
+    for (int64_t i = 0; i < x.numElements(); ++i)
+      dxd[i] = xd[i] > 0 ? dyd[i] : static_cast<T>(0);
+    return dx;
+  });
+}
+
+Tensor geluGrad(const Tensor &dy, const Tensor &x) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    const T c = kGeluScale<T>, a = kGeluCubic<T>;
+    const T half = static_cast<T>(0.5), one = static_cast<T>(1);
+    Tensor dx = Tensor::zeros(x.shape(), dy.precision());
+    const T *dyd = dy.data<T>(), *xd = x.data<T>();
+    T *dxd = dx.data<T>();
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      // d/dx 0.5 x (1 + tanh(u)), u = c (x + a x^3):
+      //   0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) c (1 + 3 a x^2).
+      T v = xd[i];
+      T th = std::tanh(c * (v + a * v * v * v));
+      T slope = c * (one + static_cast<T>(3) * a * v * v);
+      T derivative = half * (one + th) + half * v * (one - th * th) * slope;
+      dxd[i] = dyd[i] * derivative;
+    }
+    return dx;
+  });
+}
+
+Tensor layerNormGradInput(const Tensor &dy, const Tensor &x,
+                          const Tensor &gamma, double epsilon) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(x.shape()), n = lastDim(x.shape());
+    Tensor dx = Tensor::zeros(x.shape(), dy.precision());
+    const T *dyd = dy.data<T>(), *xd = x.data<T>(), *gd = gamma.data<T>();
+    T *dxd = dx.data<T>();
+    std::vector<T> g(n), xhat(n);
+    for (int64_t r = 0; r < rows; ++r) {
+      T mean, rstd;
+      rowStats(xd + r * n, n, static_cast<T>(epsilon), mean, rstd);
+      T meanG = 0, meanGXhat = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        xhat[i] = (xd[r * n + i] - mean) * rstd;
+        g[i] = dyd[r * n + i] * gd[i];
+        meanG += g[i];
+        meanGXhat += g[i] * xhat[i];
+      }
+      meanG /= static_cast<T>(n);
+      meanGXhat /= static_cast<T>(n);
+      for (int64_t i = 0; i < n; ++i)
+        dxd[r * n + i] = rstd * (g[i] - meanG - xhat[i] * meanGXhat);
+    }
+    return dx;
+  });
+}
+
+Tensor layerNormGradGamma(const Tensor &dy, const Tensor &x, double epsilon) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(x.shape()), n = lastDim(x.shape());
+    Tensor dgamma = Tensor::zeros({n}, dy.precision());
+    const T *dyd = dy.data<T>(), *xd = x.data<T>();
+    T *dgd = dgamma.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      T mean, rstd;
+      rowStats(xd + r * n, n, static_cast<T>(epsilon), mean, rstd);
+      for (int64_t i = 0; i < n; ++i)
+        dgd[i] += dyd[r * n + i] * ((xd[r * n + i] - mean) * rstd);
+    }
+    return dgamma;
+  });
+}
+
+FailureOr<Tensor> embeddingGrad(const Tensor &indices, const Tensor &dy,
+                                int64_t vocab, std::string &error) {
+  if (findOutOfRange(indices, vocab, "index", error))
+    return failure();
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t hidden = lastDim(dy.shape());
+    Tensor dtable = Tensor::zeros({vocab, hidden}, dy.precision());
+    const T *dyd = dy.data<T>();
+    T *dtd = dtable.data<T>();
+    for (int64_t p = 0; p < indices.numElements(); ++p)
+      for (int64_t h = 0; h < hidden; ++h)
+        dtd[indices.getInt(p) * hidden + h] += dyd[p * hidden + h];
+    return dtable;
+  });
+}
+
+Tensor causalAttentionGrad(const Tensor &dout, const Tensor &qkv,
+                           int64_t heads) {
+  return byPrecision(qkv.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    AttentionDims dims(qkv.shape(), heads);
+    int64_t S = dims.seq, d = dims.headDim;
+    T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(d));
+    Tensor dqkv = Tensor::zeros(qkv.shape(), qkv.precision());
+    const T *in = qkv.data<T>(), *dod = dout.data<T>();
+    T *dd = dqkv.data<T>();
+    for (int64_t b = 0; b < dims.batch; ++b)
+      for (int64_t h = 0; h < heads; ++h) {
+        std::vector<T> P = attentionProbs(in, dims, b, h);
+        // dP = dO V^T and dS = P * (dP - rowsum(dP * P)), on j <= i only:
+        // above the diagonal P is 0, so dS is too.
+        std::vector<T> dS(S * S, 0);
+        for (int64_t i = 0; i < S; ++i) {
+          std::vector<T> dP(S, 0);
+          T rowDot = 0;
+          for (int64_t j = 0; j <= i; ++j) {
+            for (int64_t t = 0; t < d; ++t)
+              dP[j] += dod[dims.out(b, i, h, t)] * in[dims.v(b, j, h, t)];
+            rowDot += dP[j] * P[i * S + j];
+          }
+          for (int64_t j = 0; j <= i; ++j)
+            dS[i * S + j] = P[i * S + j] * (dP[j] - rowDot);
+        }
+        for (int64_t j = 0; j < S; ++j)
+          for (int64_t t = 0; t < d; ++t) {
+            // dV = P^T dO, dK = dS^T Q / sqrt(d): sums over queries i >= j.
+            T dv = 0, dk = 0;
+            for (int64_t i = j; i < S; ++i) {
+              dv += P[i * S + j] * dod[dims.out(b, i, h, t)];
+              dk += dS[i * S + j] * in[dims.q(b, i, h, t)];
+            }
+            dd[dims.v(b, j, h, t)] = dv;
+            dd[dims.k(b, j, h, t)] = dk * scale;
+          }
+        for (int64_t i = 0; i < S; ++i)
+          for (int64_t t = 0; t < d; ++t) {
+            // dQ = dS K / sqrt(d): sums over keys j <= i.
+            T dq = 0;
+            for (int64_t j = 0; j <= i; ++j)
+              dq += dS[i * S + j] * in[dims.k(b, j, h, t)];
+            dd[dims.q(b, i, h, t)] = dq * scale;
+          }
+      }
+    return dqkv;
+  });
+}
+
+FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
+                                   const Tensor &dloss, std::string &error) {
+  int64_t classes = lastDim(logits.shape());
+  if (findOutOfRange(labels, classes, "label", error))
+    return failure();
+  return byPrecision(logits.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = labels.numElements();
+    Tensor dlogits = Tensor::zeros(logits.shape(), logits.precision());
+    const T *ld = logits.data<T>();
+    T *dd = dlogits.data<T>();
+    T scale = dloss.data<T>()[0] / static_cast<T>(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *row = ld + r * classes;
+      T lse = logSumExp(row, classes);
+      for (int64_t c = 0; c < classes; ++c) {
+        T onehot = c == labels.getInt(r) ? 1 : 0;
+        dd[r * classes + c] = scale * (std::exp(row[c] - lse) - onehot);
+      }
+    }
+    return dlogits;
+  });
+}
+
+} // namespace zbc::interp::kernels

@@ -1,0 +1,184 @@
+//===- Executor.cpp - evaluates the ops of one zb block -------------------===//
+//
+// Dispatches each zb tensor op to its kernel (Kernels.h) and checks every
+// tensor that enters a block, and every result a kernel returns, against the
+// IR type. The first check is the interpreter's contract with callers (feeds
+// of the wrong shape are reported, not read out of bounds); the second keeps
+// a kernel bug from flowing on silently.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Executor.h"
+
+#include "LeafKeys.h"
+
+#include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Interpreter/Kernels.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace zbc::interp::detail {
+
+InFlightDiagnostic Executor::error(Operation *op) {
+  return mlir::emitError(op->getLoc())
+         << context << "'" << op->getName() << "' op ";
+}
+
+/// Checks `tensor` against `type`; reports at `where` what does not fit.
+static LogicalResult checkType(Executor &ex, Operation *where,
+                               const Tensor &tensor, Type type,
+                               const llvm::Twine &what) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType)
+    return ex.error(where) << what << " is bound to a value of type " << type
+                           << ", which is not a ranked tensor";
+  bool wantFloat = isa<FloatType>(tensorType.getElementType());
+  if (wantFloat != tensor.isFloat())
+    return ex.error(where) << what << " holds "
+                           << (tensor.isFloat() ? "floats" : "integers")
+                           << ", expected " << type;
+  if (llvm::ArrayRef<int64_t>(tensor.shape()) != tensorType.getShape())
+    return ex.error(where) << what << " has shape "
+                           << formatShape(tensor.shape()) << ", expected "
+                           << type;
+  return success();
+}
+
+LogicalResult Executor::bind(Operation *where, Value value,
+                             const Tensor &tensor, const llvm::Twine &what) {
+  if (failed(checkType(*this, where, tensor, value.getType(), what)))
+    return failure();
+  values[value] = tensor.cast(precision);
+  return success();
+}
+
+const Tensor *Executor::lookup(Value value) const {
+  auto it = values.find(value);
+  return it == values.end() ? nullptr : &it->second;
+}
+
+LogicalResult Executor::execute(Operation *op) {
+  for (Value operand : op->getOperands())
+    if (!lookup(operand))
+      return error(op) << "reads a value the interpreter has not computed";
+  // A cut only relabels its operands as the next stage's values.
+  if (auto cut = dyn_cast<zb::CutOp>(op)) {
+    for (auto [in, out] : llvm::zip(cut.getInputs(), cut.getOutputs())) {
+      Tensor copy = *lookup(in);
+      values[out] = std::move(copy);
+    }
+    return success();
+  }
+  if (op->getNumResults() != 1)
+    return error(op) << "cannot be interpreted";
+  FailureOr<Tensor> result = compute(op);
+  if (failed(result))
+    return failure();
+  if (failed(checkType(*this, op, *result, op->getResult(0).getType(),
+                       "(interpreter bug) its computed result")))
+    return failure();
+  values[op->getResult(0)] = std::move(*result);
+  return success();
+}
+
+FailureOr<Tensor> Executor::compute(Operation *op) {
+  auto in = [&](Value value) -> const Tensor & { return *lookup(value); };
+  // Kernels that read indices or labels explain a bad one in `message`.
+  std::string message;
+  auto checked = [&](FailureOr<Tensor> result) -> FailureOr<Tensor> {
+    if (failed(result))
+      return error(op) << message;
+    return result;
+  };
+  using FT = FailureOr<Tensor>;
+  namespace k = kernels;
+  return llvm::TypeSwitch<Operation *, FT>(op)
+      // Model-level ops.
+      .Case([&](zb::LinearOp o) -> FT {
+        return k::linear(in(o.getInput()), in(o.getWeight()));
+      })
+      .Case([&](zb::MatmulOp o) -> FT {
+        return k::matmul(in(o.getLhs()), in(o.getRhs()));
+      })
+      .Case([&](zb::BiasAddOp o) -> FT {
+        return k::biasAdd(in(o.getInput()), in(o.getBias()));
+      })
+      .Case([&](zb::AddOp o) -> FT {
+        return k::add(in(o.getLhs()), in(o.getRhs()));
+      })
+      .Case([&](zb::ReluOp o) -> FT { return k::relu(in(o.getInput())); })
+      .Case([&](zb::GeluOp o) -> FT { return k::gelu(in(o.getInput())); })
+      .Case([&](zb::LayerNormOp o) -> FT {
+        return k::layerNorm(in(o.getInput()), in(o.getGamma()),
+                            in(o.getBeta()), o.getEpsilon().convertToDouble());
+      })
+      .Case([&](zb::EmbeddingOp o) -> FT {
+        return checked(
+            k::embedding(in(o.getIndices()), in(o.getTable()), message));
+      })
+      .Case([&](zb::CausalAttentionOp o) -> FT {
+        return k::causalAttention(in(o.getQkv()),
+                                  static_cast<int64_t>(o.getHeads()));
+      })
+      .Case([&](zb::CrossEntropyOp o) -> FT {
+        return checked(
+            k::crossEntropy(in(o.getLogits()), in(o.getLabels()), message));
+      })
+      // Backward ops.
+      .Case([&](zb::FillOp o) -> FT {
+        return k::fill(getShape(o.getType()), precision,
+                       o.getValue().convertToDouble());
+      })
+      .Case([&](zb::LinearGradInputOp o) -> FT {
+        return k::linearGradInput(in(o.getResultGrad()), in(o.getWeight()));
+      })
+      .Case([&](zb::LinearGradWeightOp o) -> FT {
+        return k::linearGradWeight(in(o.getInput()), in(o.getResultGrad()));
+      })
+      .Case([&](zb::MatmulGradLhsOp o) -> FT {
+        return k::matmulGradLhs(in(o.getResultGrad()), in(o.getRhs()));
+      })
+      .Case([&](zb::MatmulGradRhsOp o) -> FT {
+        return k::matmulGradRhs(in(o.getLhs()), in(o.getResultGrad()));
+      })
+      .Case([&](zb::BiasGradOp o) -> FT {
+        return k::biasGrad(in(o.getResultGrad()));
+      })
+      .Case([&](zb::ReluGradOp o) -> FT {
+        return k::reluGrad(in(o.getResultGrad()), in(o.getInput()));
+      })
+      .Case([&](zb::GeluGradOp o) -> FT {
+        return k::geluGrad(in(o.getResultGrad()), in(o.getInput()));
+      })
+      .Case([&](zb::LayerNormGradInputOp o) -> FT {
+        return k::layerNormGradInput(in(o.getResultGrad()), in(o.getInput()),
+                                     in(o.getGamma()),
+                                     o.getEpsilon().convertToDouble());
+      })
+      .Case([&](zb::LayerNormGradGammaOp o) -> FT {
+        return k::layerNormGradGamma(in(o.getResultGrad()), in(o.getInput()),
+                                     o.getEpsilon().convertToDouble());
+      })
+      .Case([&](zb::EmbeddingGradOp o) -> FT {
+        return checked(k::embeddingGrad(in(o.getIndices()),
+                                        in(o.getResultGrad()),
+                                        static_cast<int64_t>(o.getVocab()),
+                                        message));
+      })
+      .Case([&](zb::CausalAttentionGradOp o) -> FT {
+        return k::causalAttentionGrad(in(o.getResultGrad()), in(o.getQkv()),
+                                      static_cast<int64_t>(o.getHeads()));
+      })
+      .Case([&](zb::CrossEntropyGradOp o) -> FT {
+        return checked(k::crossEntropyGrad(in(o.getLogits()),
+                                           in(o.getLabels()),
+                                           in(o.getLossGrad()), message));
+      })
+      .Default([&](Operation *) -> FT {
+        return error(op) << "cannot be interpreted";
+      });
+}
+
+} // namespace zbc::interp::detail

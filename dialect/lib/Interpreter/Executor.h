@@ -1,0 +1,59 @@
+//===- Executor.h - evaluates the ops of one zb block -----------*- C++ -*-===//
+//
+// The part of the interpreter that knows ops: an Executor holds the tensor of
+// every SSA value evaluated so far in one block (a model body or a phase
+// body), binds block arguments and leaves to caller-supplied tensors after
+// checking them against their IR types, and evaluates each tensor op with
+// its kernel. runModel, runPhase and runPipelineStep (Interpreter.cpp) only
+// decide which tensors go in and where results go.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_LIB_INTERPRETER_EXECUTOR_H
+#define ZBC_LIB_INTERPRETER_EXECUTOR_H
+
+#include "zbc/Interpreter/Tensor.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <string>
+
+namespace zbc::interp::detail {
+
+class Executor {
+public:
+  /// `context` prefixes every error ("stage 1, microbatch 0: ").
+  Executor(Precision precision, std::string context)
+      : precision(precision), context(std::move(context)) {}
+
+  /// An error at `op`'s location: "<context>'zb.foo' op ...".
+  mlir::InFlightDiagnostic error(mlir::Operation *op);
+
+  /// Makes `tensor`, converted to the run's precision, the value of `value`,
+  /// after checking it against `value`'s type; on a mismatch, reports at
+  /// `where` that `what` (e.g. "feed 'input.x'") does not fit.
+  mlir::LogicalResult bind(mlir::Operation *where, mlir::Value value,
+                           const Tensor &tensor, const llvm::Twine &what);
+
+  /// Evaluates a tensor op, a backward op, zb.fill or zb.cut on the values
+  /// computed so far.
+  mlir::LogicalResult execute(mlir::Operation *op);
+
+  /// The tensor of an evaluated (or bound) value; null if there is none.
+  const Tensor *lookup(mlir::Value value) const;
+
+  Precision getPrecision() const { return precision; }
+
+private:
+  mlir::FailureOr<Tensor> compute(mlir::Operation *op);
+
+  Precision precision;
+  std::string context;
+  llvm::DenseMap<mlir::Value, Tensor> values;
+};
+
+} // namespace zbc::interp::detail
+
+#endif // ZBC_LIB_INTERPRETER_EXECUTOR_H

@@ -1,0 +1,231 @@
+//===- Init.cpp - deterministic parameters and microbatch data ------------===//
+//
+// initParams, randomFeeds and randomMicrobatches of Interpreter.h. Each
+// tensor gets its own std::mt19937_64, seeded from the run's seed and the
+// tensor's key, so a value does not depend on where its declaration sits: a
+// zb.model and the zb.pipeline made from it get the same parameters and the
+// same data. Normal and uniform draws are written out here (Box-Muller, 53-bit
+// uniforms) because the std:: distributions differ between standard
+// libraries, and the oracle's data must not.
+//
+// Integer data must be valid for the ops that read it, so its range comes
+// from the IR: the vocab of an embedding that reads the tensor as indices,
+// the class count of a cross-entropy that reads it as labels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Interpreter/Interpreter.h"
+
+#include "LeafKeys.h"
+
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Dialect/ZB/ZBOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <cmath>
+#include <random>
+
+using namespace mlir;
+
+namespace zbc::interp {
+using detail::getLeafKey;
+using detail::getShape;
+
+namespace {
+
+uint64_t splitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// A generator for the tensor under `key`: FNV-1a of the key, mixed with
+/// the seed.
+class Generator {
+public:
+  Generator(uint64_t seed, StringRef key) {
+    uint64_t hash = 0xcbf29ce484222325ull;
+    for (char c : key) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 0x100000001b3ull;
+    }
+    rng.seed(splitMix64(hash ^ splitMix64(seed)));
+  }
+  /// Uniform in [0, 1), 53 random bits.
+  double uniform() { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+  /// Standard normal (Box-Muller; 1 - uniform() lies in (0, 1], so log is
+  /// finite).
+  double normal() {
+    double radius = std::sqrt(-2.0 * std::log(1.0 - uniform()));
+    return radius * std::cos(2.0 * 3.14159265358979323846 * uniform());
+  }
+  /// Uniform in [0, bound).
+  int64_t below(int64_t bound) {
+    return static_cast<int64_t>(rng() % static_cast<uint64_t>(bound));
+  }
+
+private:
+  std::mt19937_64 rng;
+};
+
+Tensor initParam(zb::ParamOp param, uint64_t seed, Precision precision) {
+  std::string key = *getLeafKey(param);
+  Generator gen(seed, key);
+  double scale = param.getScale() ? param.getScale()->convertToDouble() : 0.0;
+  Tensor t = Tensor::zeros(getShape(param.getType()), precision);
+  for (int64_t i = 0; i < t.numElements(); ++i) {
+    switch (param.getInit()) {
+    case zb::InitKind::Zeros:
+      break;
+    case zb::InitKind::Ones:
+      t.set(i, 1.0);
+      break;
+    case zb::InitKind::Normal:
+      t.set(i, scale * gen.normal());
+      break;
+    case zb::InitKind::Uniform:
+      t.set(i, scale * (2.0 * gen.uniform() - 1.0));
+      break;
+    }
+  }
+  return t;
+}
+
+/// The block arguments, in every phase of `stage`, bound to `key`.
+void appendArgsWithKey(zb::StageOp stage, StringRef key,
+                       SmallVectorImpl<Value> &out) {
+  for (zb::PhaseOp phase : stage.getPhases())
+    for (auto [arg, argKey] : llvm::zip(phase.getBodyBlock().getArguments(),
+                                        phase.getArgKeyList()))
+      if (argKey == key)
+        out.push_back(arg);
+}
+
+/// The values that carry what `yield` yields under `key` to later readers:
+/// F.i / B.i within the stage, out.i as in.i of the next stage.
+void appendReadersOfYield(zb::YieldOp yield, StringRef key,
+                          SmallVectorImpl<Value> &out) {
+  std::optional<zb::PhaseKey> parsed = zb::PhaseKey::parse(key);
+  auto stage = yield->getParentOfType<zb::StageOp>();
+  if (!parsed || !stage)
+    return;
+  if (parsed->kind == zb::KeyKind::SavedF ||
+      parsed->kind == zb::KeyKind::SavedB)
+    appendArgsWithKey(stage, key, out);
+  if (parsed->kind == zb::KeyKind::Out)
+    if (auto next = dyn_cast_or_null<zb::StageOp>(stage->getNextNode()))
+      appendArgsWithKey(next, "in." + parsed->suffix, out);
+}
+
+/// The exclusive upper bound for integer data flowing into `roots`: the
+/// smallest vocab or class count among the ops that read it as indices or
+/// labels, followed through zb.cut and phase keys; 2 if there is none.
+int64_t indexBound(ArrayRef<Value> roots) {
+  std::optional<int64_t> bound;
+  auto tighten = [&](int64_t b) { bound = bound ? std::min(*bound, b) : b; };
+  SmallVector<Value> work(roots.begin(), roots.end());
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      unsigned n = use.getOperandNumber();
+      if (auto op = dyn_cast<zb::EmbeddingOp>(user); op && n == 0)
+        tighten(op.getTable().getType().getDimSize(0));
+      else if (auto op = dyn_cast<zb::EmbeddingGradOp>(user); op && n == 0)
+        tighten(static_cast<int64_t>(op.getVocab()));
+      else if (auto op = dyn_cast<zb::CrossEntropyOp>(user); op && n == 1)
+        tighten(op.getLogits().getType().getShape().back());
+      else if (auto op = dyn_cast<zb::CrossEntropyGradOp>(user); op && n == 1)
+        tighten(op.getLogits().getType().getShape().back());
+      else if (auto op = dyn_cast<zb::CutOp>(user))
+        work.push_back(op.getOutputs()[n]);
+      else if (auto op = dyn_cast<zb::YieldOp>(user))
+        appendReadersOfYield(op, op.getKeyList()[n], work);
+    }
+  }
+  return bound && *bound > 0 ? *bound : 2;
+}
+
+Tensor randomFeed(StringRef key, Type type, ArrayRef<Value> readers,
+                  uint64_t seed, Precision precision) {
+  Generator gen(seed, key);
+  Shape shape = getShape(type);
+  if (isa<FloatType>(cast<RankedTensorType>(type).getElementType())) {
+    Tensor t = Tensor::zeros(shape, precision);
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.set(i, gen.normal());
+    return t;
+  }
+  int64_t bound = indexBound(readers);
+  Tensor t = Tensor::intZeros(shape);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.setInt(i, gen.below(bound));
+  return t;
+}
+
+} // namespace
+
+TensorMap initParams(zb::ModelOp model, uint64_t seed, Precision precision) {
+  TensorMap params;
+  for (zb::ParamOp param : model.getBody().front().getOps<zb::ParamOp>())
+    params[*getLeafKey(param)] = initParam(param, seed, precision);
+  return params;
+}
+
+TensorMap initParams(zb::PipelineOp pipeline, uint64_t seed,
+                     Precision precision) {
+  TensorMap params;
+  for (zb::StageOp stage : pipeline.getBody().front().getOps<zb::StageOp>())
+    for (zb::ParamOp param : stage.getBody().front().getOps<zb::ParamOp>())
+      params[*getLeafKey(param)] = initParam(param, seed, precision);
+  return params;
+}
+
+TensorMap randomFeeds(zb::ModelOp model, uint64_t seed, Precision precision) {
+  TensorMap feeds;
+  for (Operation &op : model.getBody().front()) {
+    if (!isa<zb::InputOp, zb::LabelOp>(op))
+      continue;
+    std::string key = *getLeafKey(&op);
+    Value result = op.getResult(0);
+    feeds[key] = randomFeed(key, result.getType(), {result}, seed, precision);
+  }
+  return feeds;
+}
+
+TensorMap randomFeeds(zb::PipelineOp pipeline, uint64_t seed,
+                      Precision precision) {
+  // An input may be declared by several stages; its readers in all of them
+  // bound its range.
+  std::map<std::string, std::pair<Type, SmallVector<Value>>> leaves;
+  for (zb::StageOp stage : pipeline.getBody().front().getOps<zb::StageOp>())
+    for (Operation &op : stage.getBody().front()) {
+      if (!isa<zb::InputOp, zb::LabelOp>(op))
+        continue;
+      std::string key = *getLeafKey(&op);
+      auto &[type, readers] = leaves[key];
+      type = op.getResult(0).getType();
+      appendArgsWithKey(stage, key, readers);
+    }
+  TensorMap feeds;
+  for (auto &[key, leaf] : leaves)
+    feeds[key] = randomFeed(key, leaf.first, leaf.second, seed, precision);
+  return feeds;
+}
+
+std::vector<TensorMap> randomMicrobatches(zb::PipelineOp pipeline,
+                                          int64_t count, uint64_t seed,
+                                          Precision precision) {
+  std::vector<TensorMap> microbatches;
+  for (int64_t m = 0; m < count; ++m)
+    microbatches.push_back(
+        randomFeeds(pipeline, seed + static_cast<uint64_t>(m), precision));
+  return microbatches;
+}
+
+} // namespace zbc::interp

@@ -1,0 +1,145 @@
+//===- KernelSupport.h - helpers shared by the kernels ----------*- C++ -*-===//
+//
+// Precision dispatch, shape arithmetic and the pieces of math that a forward
+// kernel and its backward kernel both need (LayerNorm row statistics,
+// attention probabilities, log-sum-exp, index checks). Sharing them is what
+// makes a backward kernel recompute *exactly* what its forward computed, as
+// the backward op descriptions require ("recomputed from x").
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_LIB_INTERPRETER_KERNELSUPPORT_H
+#define ZBC_LIB_INTERPRETER_KERNELSUPPORT_H
+
+#include "zbc/Interpreter/Tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace zbc::interp::detail {
+
+/// Calls `fn(T{})` with T the C++ type of `precision`: the whole kernel body
+/// is then instantiated for float and for double.
+template <typename Fn>
+Tensor byPrecision(Precision precision, Fn &&fn) {
+  if (precision == Precision::F32)
+    return fn(float{});
+  return fn(double{});
+}
+
+/// Product of all but the last `dropped` dimensions (1 for too short shapes).
+inline int64_t leadingSize(const Shape &shape, size_t dropped = 1) {
+  int64_t n = 1;
+  for (size_t d = 0; d + dropped < shape.size(); ++d)
+    n *= shape[d];
+  return n;
+}
+
+inline int64_t lastDim(const Shape &shape) {
+  return shape.empty() ? 1 : shape.back();
+}
+
+/// The constants of the tanh form of GELU, 0.5 x (1 + tanh(c (x + a x^3))):
+/// c = sqrt(2 / pi) and a = 0.044715, rounded once to T.
+template <typename T>
+constexpr T kGeluScale = static_cast<T>(0.7978845608028654);
+template <typename T> constexpr T kGeluCubic = static_cast<T>(0.044715);
+
+/// Mean and 1/sqrt(biased variance + epsilon) of one LayerNorm row.
+template <typename T>
+void rowStats(const T *row, int64_t n, T epsilon, T &mean, T &rstd) {
+  T sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += row[i];
+  mean = sum / static_cast<T>(n);
+  T squares = 0;
+  for (int64_t i = 0; i < n; ++i)
+    squares += (row[i] - mean) * (row[i] - mean);
+  T variance = squares / static_cast<T>(n);
+  rstd = static_cast<T>(1) / std::sqrt(variance + epsilon);
+}
+
+/// log(sum(exp(row))), shifted by the row's maximum so that no exp overflows.
+template <typename T> T logSumExp(const T *row, int64_t n) {
+  T max = -std::numeric_limits<T>::infinity();
+  for (int64_t i = 0; i < n; ++i)
+    max = std::max(max, row[i]);
+  T sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::exp(row[i] - max);
+  return max + std::log(sum);
+}
+
+/// The layout of a packed qkv tensor [B, S, 3H] with `heads` heads of d.
+struct AttentionDims {
+  int64_t batch, seq, hidden, heads, headDim;
+  AttentionDims(const Shape &qkv, int64_t heads)
+      : batch(qkv[0]), seq(qkv[1]), hidden(qkv[2] / 3), heads(heads),
+        headDim(qkv[2] / 3 / heads) {}
+  /// Offsets in qkv of feature t of head h of q, k and v at (b, s).
+  int64_t q(int64_t b, int64_t s, int64_t h, int64_t t) const {
+    return (b * seq + s) * 3 * hidden + h * headDim + t;
+  }
+  int64_t k(int64_t b, int64_t s, int64_t h, int64_t t) const {
+    return q(b, s, h, t) + hidden;
+  }
+  int64_t v(int64_t b, int64_t s, int64_t h, int64_t t) const {
+    return q(b, s, h, t) + 2 * hidden;
+  }
+  /// Offset of feature t of head h in the [B, S, H] output at (b, s).
+  int64_t out(int64_t b, int64_t s, int64_t h, int64_t t) const {
+    return (b * seq + s) * hidden + h * headDim + t;
+  }
+};
+
+/// The causal attention probabilities of batch b, head h: P[i * S + j] for
+/// key position j <= query position i, 0 above the diagonal. Scores are
+/// q.k / sqrt(d); each row's softmax subtracts the row maximum first.
+template <typename T>
+std::vector<T> attentionProbs(const T *qkv, const AttentionDims &dims,
+                              int64_t b, int64_t h) {
+  int64_t S = dims.seq;
+  T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(dims.headDim));
+  std::vector<T> probs(S * S, 0);
+  for (int64_t i = 0; i < S; ++i) {
+    T *row = &probs[i * S];
+    T max = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j <= i; ++j) {
+      T score = 0;
+      for (int64_t t = 0; t < dims.headDim; ++t)
+        score += qkv[dims.q(b, i, h, t)] * qkv[dims.k(b, j, h, t)];
+      row[j] = score * scale;
+      max = std::max(max, row[j]);
+    }
+    T sum = 0;
+    for (int64_t j = 0; j <= i; ++j) {
+      row[j] = std::exp(row[j] - max);
+      sum += row[j];
+    }
+    for (int64_t j = 0; j <= i; ++j)
+      row[j] /= sum;
+  }
+  return probs;
+}
+
+/// The first position of `indices` whose value is outside [0, bound), with
+/// a message naming it; false if all are inside.
+inline bool findOutOfRange(const Tensor &indices, int64_t bound,
+                           const char *what, std::string &error) {
+  for (int64_t i = 0; i < indices.numElements(); ++i) {
+    int64_t value = indices.getInt(i);
+    if (value >= 0 && value < bound)
+      continue;
+    error = std::string(what) + " " + std::to_string(value) + " at " +
+            formatIndex(indices.shape(), i) + " is outside [0, " +
+            std::to_string(bound) + ")";
+    return true;
+  }
+  return false;
+}
+
+} // namespace zbc::interp::detail
+
+#endif // ZBC_LIB_INTERPRETER_KERNELSUPPORT_H

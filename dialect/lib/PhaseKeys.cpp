@@ -1,0 +1,91 @@
+//===- PhaseKeys.cpp - the keys by which zb phases exchange tensors -------===//
+//
+// Parsing and the who-may-read/who-may-yield rules of PhaseKeys.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace zbc;
+using namespace zbc::zb;
+
+namespace {
+struct KeySpelling {
+  KeyKind kind;
+  const char *prefix;
+  bool indexed; // the suffix is a decimal index, else a name
+};
+const KeySpelling kSpellings[] = {
+    {KeyKind::In, "in", true},         {KeyKind::Out, "out", true},
+    {KeyKind::DOut, "d_out", true},    {KeyKind::DIn, "d_in", true},
+    {KeyKind::Input, "input", false},  {KeyKind::Label, "label", false},
+    {KeyKind::Param, "param", false},  {KeyKind::Grad, "grad", false},
+    {KeyKind::SavedF, "F", true},      {KeyKind::SavedB, "B", true},
+};
+} // namespace
+
+std::optional<PhaseKey> PhaseKey::parse(StringRef key) {
+  if (key == "loss")
+    return PhaseKey{KeyKind::Loss, ""};
+  auto [prefix, suffix] = key.split('.');
+  if (suffix.empty())
+    return std::nullopt;
+  for (const KeySpelling &spelling : kSpellings) {
+    if (prefix != spelling.prefix)
+      continue;
+    if (spelling.indexed) {
+      unsigned index;
+      if (suffix.getAsInteger(10, index) || std::to_string(index) != suffix)
+        return std::nullopt;
+    }
+    return PhaseKey{spelling.kind, suffix.str()};
+  }
+  return std::nullopt;
+}
+
+std::string PhaseKey::str() const {
+  if (kind == KeyKind::Loss)
+    return "loss";
+  for (const KeySpelling &spelling : kSpellings)
+    if (spelling.kind == kind)
+      return std::string(spelling.prefix) + "." + suffix;
+  llvm_unreachable("unknown key kind");
+}
+
+bool zb::isExternalInputOf(KeyKind kind, ComputeKind phase) {
+  switch (kind) {
+  case KeyKind::In:
+  case KeyKind::Input:
+  case KeyKind::Label:
+  case KeyKind::Param:
+    return true;
+  case KeyKind::DOut:
+    return phase != ComputeKind::F;
+  default:
+    return false;
+  }
+}
+
+bool zb::isYieldableBy(KeyKind kind, ComputeKind phase) {
+  switch (phase) {
+  case ComputeKind::F:
+    return kind == KeyKind::Out || kind == KeyKind::Loss ||
+           kind == KeyKind::SavedF;
+  case ComputeKind::B:
+    // B yields parameter gradients only for ops kept out of W
+    // (zb.fuse_weight_grad, a selective split).
+    return kind == KeyKind::DIn || kind == KeyKind::SavedB ||
+           kind == KeyKind::Grad;
+  case ComputeKind::W:
+    return kind == KeyKind::Grad;
+  case ComputeKind::BW:
+    return kind == KeyKind::DIn || kind == KeyKind::Grad;
+  }
+  llvm_unreachable("unknown compute kind");
+}
+
+bool zb::isActivationKey(KeyKind kind) {
+  return kind != KeyKind::Param && kind != KeyKind::Grad;
+}

@@ -1,0 +1,118 @@
+//===- ZBGradients.cpp - gradient rules of the zb tensor ops --------------===//
+//
+// DifferentiableOpInterface for every model-level tensor op: given the
+// gradient dy of the op's result, build the gradients of its operands. The
+// rules are the ones documented on the backward ops (ZBBackwardOps.td) and in
+// the gradient table of dialect/docs/ZB.md. Forward values are fetched
+// through `forward`, so zb-autodiff sees (and stashes) exactly what each
+// rule needs. A rule may build gradients nobody needs (the input gradient
+// of a stage's first linear, say); zb-autodiff removes those as dead code.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Dialect/ZB/ZBOps.h"
+
+using namespace mlir;
+using namespace zbc::zb;
+
+#include "zbc/Dialect/ZB/ZBInterfaces.cpp.inc"
+
+namespace {
+using ForwardFn = llvm::function_ref<Value(Value)>;
+
+/// The result type a backward op gives to the gradient of `forwardValue`.
+RankedTensorType gradType(Value forwardValue) {
+  return cast<RankedTensorType>(forwardValue.getType());
+}
+} // namespace
+
+// y = x W:  dx = dy W^T (linear_grad_input),  dW = x^T dy (linear_grad_weight).
+void LinearOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
+                              SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  grads.push_back(LinearGradInputOp::create(b, loc, gradType(getInput()), dy,
+                                            forward(getWeight())));
+  grads.push_back(LinearGradWeightOp::create(b, loc, gradType(getWeight()),
+                                             forward(getInput()), dy));
+}
+
+// C = A B:  dA = dC B^T,  dB = A^T dC.
+void MatmulOp::buildGradients(OpBuilder &b, Value dc, ForwardFn forward,
+                              SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  grads.push_back(MatmulGradLhsOp::create(b, loc, gradType(getLhs()), dc,
+                                          forward(getRhs())));
+  grads.push_back(MatmulGradRhsOp::create(b, loc, gradType(getRhs()),
+                                          forward(getLhs()), dc));
+}
+
+// y = x + b:  dx = dy,  db = sum of dy over the leading dimensions.
+void BiasAddOp::buildGradients(OpBuilder &b, Value dy, ForwardFn,
+                               SmallVectorImpl<Value> &grads) {
+  grads.push_back(dy);
+  grads.push_back(BiasGradOp::create(b, getLoc(), gradType(getBias()), dy));
+}
+
+// c = a + b:  da = db = dc.
+void AddOp::buildGradients(OpBuilder &, Value dc, ForwardFn,
+                           SmallVectorImpl<Value> &grads) {
+  grads.push_back(dc);
+  grads.push_back(dc);
+}
+
+// y = max(x, 0):  dx = dy * (x > 0).
+void ReluOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
+                            SmallVectorImpl<Value> &grads) {
+  grads.push_back(ReluGradOp::create(b, getLoc(), gradType(getInput()), dy,
+                                     forward(getInput())));
+}
+
+// y = gelu(x):  dx = dy * gelu'(x).
+void GeluOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
+                            SmallVectorImpl<Value> &grads) {
+  grads.push_back(GeluGradOp::create(b, getLoc(), gradType(getInput()), dy,
+                                     forward(getInput())));
+}
+
+// y = gamma * xhat + beta:  dx (layernorm_grad_input), dgamma = sum(dy*xhat),
+// dbeta = sum(dy).
+void LayerNormOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
+                                 SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value x = forward(getInput());
+  grads.push_back(LayerNormGradInputOp::create(
+      b, loc, gradType(getInput()), dy, x, forward(getGamma()),
+      getEpsilonAttr()));
+  grads.push_back(LayerNormGradGammaOp::create(b, loc, gradType(getGamma()),
+                                               dy, x, getEpsilonAttr()));
+  grads.push_back(BiasGradOp::create(b, loc, gradType(getBeta()), dy));
+}
+
+// y = table[indices]:  no gradient for the indices; dtable scatter-adds dy.
+void EmbeddingOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
+                                 SmallVectorImpl<Value> &grads) {
+  grads.push_back(Value());
+  RankedTensorType table = gradType(getTable());
+  grads.push_back(EmbeddingGradOp::create(
+      b, getLoc(), table, forward(getIndices()), dy,
+      b.getI64IntegerAttr(table.getDimSize(0))));
+}
+
+// out = attention(qkv):  dqkv from the recomputed probabilities.
+void CausalAttentionOp::buildGradients(OpBuilder &b, Value dout,
+                                       ForwardFn forward,
+                                       SmallVectorImpl<Value> &grads) {
+  grads.push_back(CausalAttentionGradOp::create(
+      b, getLoc(), gradType(getQkv()), dout, forward(getQkv()),
+      getHeadsAttr()));
+}
+
+// loss = mean CE(logits, labels):  dlogits = dloss (softmax - onehot) / N.
+void CrossEntropyOp::buildGradients(OpBuilder &b, Value dloss,
+                                    ForwardFn forward,
+                                    SmallVectorImpl<Value> &grads) {
+  grads.push_back(CrossEntropyGradOp::create(
+      b, getLoc(), gradType(getLogits()), forward(getLogits()),
+      forward(getLabels()), dloss));
+  grads.push_back(Value());
+}

@@ -1,0 +1,40 @@
+//===- StageAnalysis.h - work and memory of a pipeline stage ------*- C++ -*-===//
+//
+// What a scheduler needs to know about each zb.stage: the cost of its F, B
+// and W phases (or fused BW), the activation memory one microbatch holds
+// after F and after B, and its parameter bytes. Memory follows from the
+// phase keys: a per-microbatch tensor is held from the phase that produces
+// (or receives) it until the last phase that reads it (PhaseKeys.h).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_ANALYSIS_STAGEANALYSIS_H
+#define ZBC_ANALYSIS_STAGEANALYSIS_H
+
+#include "zbc/Analysis/CostModel.h"
+
+#include <cstdint>
+
+namespace zbc::zb {
+class StageOp;
+} // namespace zbc::zb
+
+namespace zbc {
+
+struct StageFigures {
+  int64_t index = 0;
+  bool split = false; // B and W are separate phases
+  OpCost forward;     // F
+  OpCost inputGrad;   // B (or all of BW when not split)
+  OpCost weightGrad;  // W (zero when not split)
+  /// Activation bytes one microbatch holds once F is done (read later by
+  /// B/W/BW), and once B is done (read later by W; 0 when not split).
+  int64_t bytesAfterF = 0;
+  int64_t bytesAfterB = 0;
+  int64_t paramBytes = 0;
+};
+
+StageFigures analyzeStage(zb::StageOp stage);
+
+} // namespace zbc
+
+#endif // ZBC_ANALYSIS_STAGEANALYSIS_H

@@ -1,0 +1,104 @@
+//===- Passes.td - zbc compiler passes ----------------------*- tablegen -*-===//
+//
+// The passes that turn a zb.model into a staged, differentiated, split
+// zb.pipeline. Run them with zbc-opt (--zb-partition, ...) or through
+// `zbc split`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_PASSES_PASSES_TD
+#define ZBC_PASSES_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ZBPartitionPass : Pass<"zb-partition", "::mlir::ModuleOp"> {
+  let summary = "Cut each zb.model into pipeline stages";
+  let description = [{
+    A model that already has `zb.cut` ops keeps them (the user's cut points).
+    A model without cuts is cut into `stages` stages balanced by the cost
+    model: cuts go only where the fewest activations cross (layer
+    boundaries in a transformer), never after the loss starts reading
+    labels, and the cut positions minimise the most expensive stage.
+
+    Before (no cuts), `--zb-partition=stages=2`:
+    ```mlir
+    %a = zb.relu %h0 : tensor<8x64xf32>
+    %h1 = zb.linear %a, %w1 : ...
+    ```
+    After:
+    ```mlir
+    %a = zb.relu %h0 : tensor<8x64xf32>
+    %c = zb.cut %a : tensor<8x64xf32>
+    %h1 = zb.linear %c, %w1 : ...
+    ```
+    Candidate cut points are the gaps between body ops crossed by the
+    fewest non-leaf values (inputs, labels and parameters never cross: the
+    runtime loads them where they are used); among those, an exact dynamic
+    program picks the cuts that minimise the largest stage cost
+    (CostModel.h, forward FLOPs), then the sum of squared stage costs. Each
+    inserted `zb.cut` passes every value crossing its gap.
+
+    It is an error to ask for a stage count that differs from the cuts a
+    model already has, or for more stages than there are candidate gaps
+    (the message names the most stages possible).
+
+    With `report`, each stage's cost and its excess over the ideal
+    (total / stages) is emitted as a remark on the model, then the
+    imbalance (largest stage / ideal):
+    ```
+    remark: stage 0: 1.98e+05 FLOPs (48.9% of total, 2.1% under the ideal)
+    remark: stage 1: 2.07e+05 FLOPs (51.1% of total, +2.1% over the ideal)
+    remark: imbalance 1.021 (largest stage / ideal; total 4.05e+05 FLOPs over 2 stages)
+    ```
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"0",
+           "Number of stages (0: keep the model's own cuts)">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with every stage's cost and the imbalance">,
+  ];
+  let statistics = [
+    Statistic<"numCutsInserted", "cuts-inserted", "zb.cut ops inserted">,
+  ];
+}
+
+def ZBAutodiffPass : Pass<"zb-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Differentiate each zb.model into a zb.pipeline of F and BW phases";
+  let description = [{
+    Replaces every `zb.model` by a `zb.pipeline` with one `zb.stage` per
+    stage. Each stage gets an `F` phase (its forward ops) and a `BW` phase:
+    reverse-mode gradients built from each op's gradient rule
+    (DifferentiableOpInterface), seeded with `d_out.i` (or 1.0 for the
+    loss), yielding `d_in.i` and `grad.NAME`. Forward tensors a rule needs
+    are yielded by F as `F.i` keys and read by BW. An op without a gradient
+    rule is an error that names it.
+
+    ```mlir
+    zb.stage 1 {
+      %w = zb.param "w1" init normal(0.1) : tensor<64x8xf32>
+      zb.phase F(%in.0 = "in.0" : ..., %param.w1 = "param.w1" : ...) { ... }
+      zb.phase BW(%d = ..., ...) { ... zb.yield "d_in.0" = ..., "grad.w1" = ... }
+    }
+    ```
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+}
+
+def ZBSplitBackwardPass : Pass<"zb-split-backward", "::mlir::ModuleOp"> {
+  let summary = "Split every BW phase into B (input gradient) and W (weight gradient)";
+  let description = [{
+    W takes every backward op whose results feed only parameter gradients;
+    B keeps the rest, which computes `d_in.*` on the critical path. What W
+    reads from B becomes `B.i` keys. A forward op marked
+    `zb.fuse_weight_grad` keeps its weight-gradient work in B (a selective
+    split). The stage's activation memory after F and after B follows from
+    the keys each phase reads (`zbc split` reports it).
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+  let statistics = [
+    Statistic<"numWOps", "w-ops", "Backward ops moved to W">,
+    Statistic<"numBOps", "b-ops", "Backward ops kept in B">,
+  ];
+}
+
+#endif // ZBC_PASSES_PASSES_TD

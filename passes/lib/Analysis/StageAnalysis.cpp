@@ -1,0 +1,100 @@
+//===- StageAnalysis.cpp - work and memory of a pipeline stage ------------===//
+//
+// Costs are sums of getOpCost over each phase's ops. Memory is derived from
+// the phase keys (PhaseKeys.h): a per-microbatch tensor is live from the
+// point it becomes available (in/input/label when the microbatch starts,
+// d_out when the backward starts, a yielded key once its phase ends) until
+// the last phase that reads it. What is live between F and the backward is
+// the stage's M_B in the Zero Bubble paper's terms; what is live between B
+// and W is its M_W.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Analysis/StageAnalysis.h"
+
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Dialect/ZB/ZBOps.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace zbc;
+using namespace zbc::zb;
+
+static int64_t bytesOf(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() *
+         std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
+}
+
+static OpCost costOf(PhaseOp phase) {
+  OpCost cost;
+  for (Operation &op : phase.getBodyBlock().without_terminator())
+    cost += getOpCost(&op);
+  return cost;
+}
+
+namespace {
+/// When a per-microbatch key becomes available and when it is last read, as
+/// phase positions (0 = F, 1 = B or BW, 2 = W).
+struct Lifetime {
+  unsigned available = 0;
+  unsigned lastRead = 0;
+  bool read = false;
+  int64_t bytes = 0;
+};
+} // namespace
+
+StageFigures zbc::analyzeStage(StageOp stage) {
+  StageFigures figures;
+  figures.index = stage.getIndex();
+  SmallVector<PhaseOp> phases = stage.getPhases();
+  figures.split = phases.size() == 3;
+  figures.forward = costOf(phases[0]);
+  figures.inputGrad = costOf(phases[1]);
+  if (figures.split)
+    figures.weightGrad = costOf(phases[2]);
+  for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
+    figures.paramBytes += param.getNumBytes();
+
+  llvm::StringMap<Lifetime> lifetimes;
+  for (auto [position, phase] : llvm::enumerate(phases)) {
+    for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
+                                     phase.getArgKeyList())) {
+      KeyKind kind = PhaseKey::parse(key)->kind;
+      if (!isActivationKey(kind))
+        continue;
+      auto [it, inserted] = lifetimes.try_emplace(key);
+      Lifetime &life = it->second;
+      if (inserted) {
+        // Not yielded here: provided from outside. Received gradients
+        // arrive with the backward; data and activations with F.
+        life.available = kind == KeyKind::DOut ? 1 : 0;
+        life.bytes = bytesOf(arg.getType());
+      }
+      life.lastRead = position;
+      life.read = true;
+    }
+    for (auto [key, value] : llvm::zip(phase.getYield().getKeyList(),
+                                       phase.getYield().getValues())) {
+      if (!isActivationKey(PhaseKey::parse(key)->kind))
+        continue;
+      Lifetime &life = lifetimes[key];
+      life.available = position;
+      life.bytes = bytesOf(value.getType());
+    }
+  }
+  // Held after phase p: available by the end of p and read after p.
+  auto heldAfter = [&](unsigned p) {
+    int64_t bytes = 0;
+    for (auto &entry : lifetimes) {
+      const Lifetime &life = entry.getValue();
+      if (life.read && life.available <= p && life.lastRead > p)
+        bytes += life.bytes;
+    }
+    return bytes;
+  };
+  figures.bytesAfterF = heldAfter(0);
+  figures.bytesAfterB = figures.split ? heldAfter(1) : 0;
+  return figures;
+}

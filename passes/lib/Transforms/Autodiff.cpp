@@ -1,0 +1,352 @@
+//===- Autodiff.cpp - zb.model -> zb.pipeline with F and BW phases --------===//
+//
+// Reverse-mode differentiation of each stage of a model. For stage k the pass
+// builds a zb.stage holding
+//   - declarations of the inputs, labels and parameters the stage reads;
+//   - an F phase: the stage's forward ops, reading in.i / input.* / label.* /
+//     param.*, yielding out.i (the closing cut's operands), `loss` on the last
+//     stage, and F.j for every forward tensor the backward needs;
+//   - a BW phase: the gradient rules of the stage's ops in reverse order,
+//     seeded with d_out.i (or 1.0 for the loss), accumulating with zb.add
+//     where a value has several uses, yielding d_in.i and grad.NAME.
+// Forward values reach the backward only through `forward(v)`, which turns
+// each one into a BW argument: a leaf or in.i keeps its key, a computed value
+// becomes a stash key F.j. Dead gradient code (the input gradient of a
+// stage's first layer, say) is removed, and with it any stash it needed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Passes/Passes.h"
+
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Dialect/ZB/ZBOps.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "zb-autodiff"
+
+namespace zbc {
+#define GEN_PASS_DEF_ZBAUTODIFFPASS
+#include "zbc/Passes/Passes.h.inc"
+} // namespace zbc
+
+using namespace mlir;
+using namespace zbc;
+using namespace zbc::zb;
+
+/// The discardable attribute that keeps an op's weight-gradient work in B.
+static constexpr llvm::StringLiteral kFuseWeightGradAttr = "zb.fuse_weight_grad";
+
+namespace {
+
+/// The ops of one stage of a model and its boundaries.
+struct StageSlice {
+  unsigned index = 0;
+  SmallVector<Operation *> ops; // compute ops in program order
+  CutOp opening;                // null for stage 0
+  CutOp closing;                // null for the last stage
+  // Parameters written in this stage's range that nothing uses: they stay
+  // declared (the runtime still owns them) with a zero gradient.
+  SmallVector<ParamOp> unusedParams;
+};
+
+/// The key of a value that a stage reads from outside: a leaf's key, or
+/// in.i for the i-th result of the stage's opening cut.
+std::optional<std::string> externalKey(Value v, CutOp opening) {
+  Operation *def = v.getDefiningOp();
+  if (auto input = dyn_cast<InputOp>(def))
+    return "input." + input.getName().str();
+  if (auto label = dyn_cast<LabelOp>(def))
+    return "label." + label.getName().str();
+  if (auto param = dyn_cast<ParamOp>(def))
+    return "param." + param.getName().str();
+  if (opening && def == opening.getOperation())
+    return "in." + std::to_string(cast<OpResult>(v).getResultNumber());
+  return std::nullopt;
+}
+
+bool isFloatTensor(Value v) {
+  return isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+ArrayAttr keysAttr(Builder &b, ArrayRef<std::string> keys) {
+  return b.getStrArrayAttr(SmallVector<StringRef>(keys.begin(), keys.end()));
+}
+
+/// Builds the zb.stage of one slice.
+class StageBuilder {
+public:
+  StageBuilder(ModelOp model, StageSlice slice, bool isLast)
+      : model(model), slice(slice), isLast(isLast) {}
+
+  LogicalResult build(OpBuilder &b);
+
+private:
+  void collectExternals();
+  void buildForward(OpBuilder &b, Location loc);
+  LogicalResult buildBackward(OpBuilder &b, Location loc);
+  void finishForward(OpBuilder &b);
+
+  /// The BW argument for forward value `v`, created on first request.
+  Value forward(Value v);
+  void accumulate(Value v, Value grad, Location loc);
+
+  ModelOp model;
+  StageSlice slice;
+  bool isLast;
+
+  // Values the stage reads from outside, in first-use order, with keys.
+  SmallVector<Value> externals;
+  SmallVector<std::string> externalKeys;
+
+  PhaseOp fPhase, bwPhase;
+  IRMapping fMap;                         // model value -> F value
+  llvm::DenseMap<Value, Value> bwArgOf;   // model value -> BW argument
+  SmallVector<std::string> bwKeys;        // key of each BW argument
+  llvm::DenseMap<Value, Value> grads;     // model value -> its gradient
+  OpBuilder *bwBuilder = nullptr;
+};
+
+} // namespace
+
+void StageBuilder::collectExternals() {
+  llvm::DenseSet<Value> seen;
+  auto visit = [&](Value v) {
+    if (std::optional<std::string> key = externalKey(v, slice.opening))
+      if (seen.insert(v).second) {
+        externals.push_back(v);
+        externalKeys.push_back(*key);
+      }
+  };
+  for (Operation *op : slice.ops)
+    for (Value operand : op->getOperands())
+      visit(operand);
+  if (slice.closing)
+    for (Value operand : slice.closing.getInputs())
+      visit(operand);
+  if (isLast)
+    visit(model.getLossOp().getLoss());
+}
+
+void StageBuilder::buildForward(OpBuilder &b, Location loc) {
+  SmallVector<Type> types = llvm::to_vector(
+      llvm::map_range(externals, [](Value v) { return v.getType(); }));
+  fPhase = PhaseOp::create(b, loc, ComputeKind::F, keysAttr(b, externalKeys));
+  Block *body = b.createBlock(&fPhase.getBody(), {}, types,
+                              SmallVector<Location>(types.size(), loc));
+  for (auto [value, arg] : llvm::zip(externals, body->getArguments()))
+    fMap.map(value, arg);
+  for (Operation *op : slice.ops)
+    b.clone(*op, fMap);
+  b.setInsertionPointAfter(fPhase);
+}
+
+Value StageBuilder::forward(Value v) {
+  auto it = bwArgOf.find(v);
+  if (it != bwArgOf.end())
+    return it->second;
+  // Computed forward values get a provisional stash key; the keys are
+  // renumbered once dead code is gone.
+  std::string key = externalKey(v, slice.opening).value_or("F.?");
+  Value arg = bwPhase.getBodyBlock().addArgument(v.getType(), v.getLoc());
+  bwArgOf[v] = arg;
+  bwKeys.push_back(key);
+  return arg;
+}
+
+void StageBuilder::accumulate(Value v, Value grad, Location loc) {
+  if (!grad || !isFloatTensor(v))
+    return;
+  auto [it, inserted] = grads.try_emplace(v, grad);
+  if (!inserted)
+    it->second = AddOp::create(*bwBuilder, loc, it->second, grad);
+}
+
+LogicalResult StageBuilder::buildBackward(OpBuilder &b, Location loc) {
+  bwPhase = PhaseOp::create(b, loc, ComputeKind::BW, b.getStrArrayAttr({}));
+  Block *body = b.createBlock(&bwPhase.getBody());
+  bwBuilder = &b;
+
+  // Seeds: the gradients of what the stage sends on, or 1.0 for the loss.
+  if (isLast) {
+    Value loss = model.getLossOp().getLoss();
+    grads[loss] = FillOp::create(b, loc, cast<RankedTensorType>(loss.getType()),
+                                 b.getF64FloatAttr(1.0));
+  } else {
+    for (auto [i, out] : llvm::enumerate(slice.closing.getInputs())) {
+      if (!isFloatTensor(out))
+        continue;
+      Value arg = body->addArgument(out.getType(), loc);
+      bwKeys.push_back("d_out." + std::to_string(i));
+      accumulate(out, arg, loc);
+    }
+  }
+
+  auto forwardFn = [&](Value v) { return forward(v); };
+  for (Operation *op : llvm::reverse(slice.ops)) {
+    if (op->getNumResults() != 1)
+      continue;
+    auto it = grads.find(op->getResult(0));
+    if (it == grads.end())
+      continue; // does not reach what the stage sends on or the loss
+    auto rule = dyn_cast<DifferentiableOpInterface>(op);
+    if (!rule)
+      return op->emitOpError("has no gradient rule; zb-autodiff cannot "
+                             "differentiate through it");
+    Operation *before = body->empty() ? nullptr : &body->back();
+    SmallVector<Value> operandGrads;
+    rule.buildGradients(b, it->second, forwardFn, operandGrads);
+    if (op->hasAttr(kFuseWeightGradAttr)) {
+      auto first = before ? std::next(before->getIterator()) : body->begin();
+      for (Operation &created : llvm::make_range(first, body->end()))
+        created.setAttr(kFuseWeightGradAttr, b.getUnitAttr());
+    }
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+      accumulate(operand, grad, op->getLoc());
+  }
+
+  // Yield the input gradients (d_in.i) and parameter gradients (grad.NAME);
+  // what does not reach the loss gets an explicit zero.
+  SmallVector<Value> values;
+  SmallVector<std::string> keys;
+  auto gradOrZero = [&](Value v) -> Value {
+    if (Value g = grads.lookup(v))
+      return g;
+    return FillOp::create(b, loc, cast<RankedTensorType>(v.getType()),
+                          b.getF64FloatAttr(0.0));
+  };
+  if (slice.opening)
+    for (auto [i, in] : llvm::enumerate(slice.opening.getOutputs()))
+      if (isFloatTensor(in)) {
+        values.push_back(gradOrZero(in));
+        keys.push_back("d_in." + std::to_string(i));
+      }
+  for (auto [value, key] : llvm::zip(externals, externalKeys))
+    if (auto param = dyn_cast<ParamOp>(value.getDefiningOp())) {
+      values.push_back(gradOrZero(value));
+      keys.push_back("grad." + param.getName().str());
+    }
+  for (ParamOp param : slice.unusedParams) {
+    values.push_back(gradOrZero(param.getResult()));
+    keys.push_back("grad." + param.getName().str());
+  }
+  YieldOp::create(b, loc, values, keysAttr(b, keys));
+
+  // Remove dead gradient code, then the arguments only it read.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
+  return success();
+}
+
+void StageBuilder::finishForward(OpBuilder &b) {
+  Block &bwBody = bwPhase.getBodyBlock();
+  // Drop unused BW arguments; number the stashed forward values densely.
+  llvm::DenseMap<Value, Value> modelValueOf;
+  for (auto &[modelValue, arg] : bwArgOf)
+    modelValueOf[arg] = modelValue;
+  SmallVector<std::string> keys;
+  SmallVector<Value> stash;
+  llvm::BitVector dead(bwBody.getNumArguments());
+  for (BlockArgument arg : bwBody.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (arg.use_empty()) {
+      dead.set(i);
+      continue;
+    }
+    std::string key = bwKeys[i];
+    if (key == "F.?") {
+      key = "F." + std::to_string(stash.size());
+      stash.push_back(modelValueOf.lookup(arg));
+    }
+    keys.push_back(key);
+  }
+  bwBody.eraseArguments(dead);
+  bwPhase.setArgKeysAttr(keysAttr(b, keys));
+
+  // F yields what the next stage receives, the loss, and the stash.
+  SmallVector<Value> values;
+  SmallVector<std::string> yieldKeys;
+  if (slice.closing)
+    for (auto [i, out] : llvm::enumerate(slice.closing.getInputs())) {
+      values.push_back(fMap.lookup(out));
+      yieldKeys.push_back("out." + std::to_string(i));
+    }
+  if (isLast) {
+    values.push_back(fMap.lookup(model.getLossOp().getLoss()));
+    yieldKeys.push_back("loss");
+  }
+  for (auto [j, value] : llvm::enumerate(stash)) {
+    values.push_back(fMap.lookup(value));
+    yieldKeys.push_back("F." + std::to_string(j));
+  }
+  b.setInsertionPointToEnd(&fPhase.getBodyBlock());
+  YieldOp::create(b, fPhase.getLoc(), values, keysAttr(b, yieldKeys));
+}
+
+LogicalResult StageBuilder::build(OpBuilder &b) {
+  Location loc = model.getLoc();
+  auto stage = StageOp::create(b, loc, slice.index);
+  b.setInsertionPointToStart(&stage.getBody().emplaceBlock());
+  collectExternals();
+  // Declarations first, in model order, so the stage says what to load.
+  for (Operation &op : model.getBody().front())
+    if (isa<InputOp, LabelOp, ParamOp>(op) &&
+        (llvm::is_contained(externals, op.getResult(0)) ||
+         llvm::is_contained(slice.unusedParams, dyn_cast<ParamOp>(op))))
+      b.clone(op);
+  buildForward(b, loc);
+  if (failed(buildBackward(b, loc)))
+    return failure();
+  finishForward(b);
+  return success();
+}
+
+namespace {
+struct ZBAutodiffPass final
+    : zbc::impl::ZBAutodiffPassBase<ZBAutodiffPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+} // namespace
+
+/// Splits a model's body into its stages.
+static SmallVector<StageSlice> sliceStages(ModelOp model) {
+  SmallVector<StageSlice> slices(model.getNumStages());
+  for (auto [i, slice] : llvm::enumerate(slices))
+    slice.index = i;
+  unsigned stage = 0;
+  for (Operation &op : model.getBody().front()) {
+    if (auto cut = dyn_cast<CutOp>(op)) {
+      slices[stage].closing = cut;
+      slices[++stage].opening = cut;
+    } else if (auto param = dyn_cast<ParamOp>(op)) {
+      if (param->use_empty())
+        slices[stage].unusedParams.push_back(param);
+    } else if (!isa<InputOp, LabelOp, LossOp>(op)) {
+      slices[stage].ops.push_back(&op);
+    }
+  }
+  return slices;
+}
+
+void ZBAutodiffPass::runOnOperation() {
+  SmallVector<ModelOp> models(getOperation().getOps<ModelOp>());
+  for (ModelOp model : models) {
+    OpBuilder b(model);
+    auto pipeline = PipelineOp::create(b, model.getLoc(), model.getSymName());
+    b.setInsertionPointToStart(&pipeline.getBody().emplaceBlock());
+    SmallVector<StageSlice> slices = sliceStages(model);
+    for (const StageSlice &slice : slices) {
+      StageBuilder builder(model, slice, slice.index + 1 == slices.size());
+      if (failed(builder.build(b)))
+        return signalPassFailure();
+      b.setInsertionPointToEnd(&pipeline.getBody().front());
+    }
+    LLVM_DEBUG(llvm::dbgs() << "zb-autodiff: @" << model.getSymName() << ", "
+                            << slices.size() << " stages\n");
+    model.erase();
+  }
+}
