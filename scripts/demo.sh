@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up (packages, configure, build), then runs zbc on the
 # examples: builds the GPT from its C++ DSL program, checks that it matches
-# the hand-written IR, and prints the summary of every example model and
-# schedule.
+# the hand-written IR, prints the summary of every example model and
+# schedule, and splits the GPT's backward into B and W (per-stage FLOPs and
+# activation memory).
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 zbc_setup
@@ -23,3 +24,7 @@ fi
 
 echo
 "$bin/zbc" check examples/*.mlir
+
+echo
+echo "== Backward of the GPT split into B (input gradient) and W (weight gradient):"
+"$bin/zbc" split examples/gpt.mlir

@@ -375,6 +375,46 @@ TEST_F(CostModel, SaturatesInsteadOfOverflowing) {
 // zb-partition
 //===----------------------------------------------------------------------===//
 
+/// examples/gpt.mlir with its cuts removed, cut into 2, 4 and 8 stages: no
+/// stage exceeds the ideal (total / stages) by more than the largest layer,
+/// where a layer is one transformer block (a stage of the example between
+/// two cuts; the blocks are identical).
+TEST_F(Partition, BalancesTheExampleGPT) {
+  std::string path = std::string(ZBC_EXAMPLES_DIR) + "/gpt.mlir";
+  OwningOpRef<ModuleOp> original = parseSourceFile<ModuleOp>(path, &context);
+  ASSERT_TRUE(original);
+  std::vector<int64_t> exampleStages = stageCosts(getModel(*original));
+  ASSERT_EQ(exampleStages.size(), 4u);
+  int64_t blockCost = exampleStages[1];
+  EXPECT_EQ(exampleStages[2], blockCost);
+
+  for (int64_t stages : {2, 4, 8}) {
+    SCOPED_TRACE(std::to_string(stages) + " stages");
+    OwningOpRef<ModuleOp> module = original->clone();
+    ModelOp model = getModel(*module);
+    for (CutOp cut : llvm::make_early_inc_range(
+             model.getBody().front().getOps<CutOp>())) {
+      cut.replaceAllUsesWith(cut.getInputs());
+      cut.erase();
+    }
+    ASSERT_EQ(model.getNumStages(), 1u);
+    ASSERT_TRUE(succeeded(partition(*module, stages)));
+    ASSERT_EQ(model.getNumStages(), stages);
+    std::vector<int64_t> costs = stageCosts(model);
+    int64_t total = std::accumulate(costs.begin(), costs.end(), int64_t(0));
+    int64_t largest = *std::max_element(costs.begin(), costs.end());
+    EXPECT_LE(largest, total / stages + blockCost);
+    llvm::outs() << "[partition] examples/gpt.mlir, " << stages
+                 << " stages: max/ideal "
+                 << llvm::format("%.3f", double(largest) * stages / total)
+                 << ", (max - ideal) / block = "
+                 << llvm::format("%.2f", double(largest - total / stages) /
+                                             blockCost)
+                 << "\n";
+    llvm::outs().flush();
+  }
+}
+
 /// GPT-like models without cuts, cut into 2, 4 and 8 stages: every stage
 /// costs at most the ideal plus one layer, and only the residual stream (a
 /// single [b, s, h] tensor made by a residual add) crosses each cut.
