@@ -188,11 +188,13 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
-int64_t ParamOp::getNumBytes() {
-  RankedTensorType type = getResult().getType();
+int64_t zbc::zb::getNumBytes(Type tensorType) {
+  auto type = cast<RankedTensorType>(tensorType);
   return type.getNumElements() *
-         static_cast<int64_t>(type.getElementTypeBitWidth() / 8);
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
 }
+
+int64_t ParamOp::getNumBytes() { return zb::getNumBytes(getResult().getType()); }
 
 LogicalResult CutOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands,

@@ -20,13 +20,6 @@ using namespace mlir;
 using namespace zbc;
 using namespace zbc::zb;
 
-/// Bytes of a statically shaped tensor.
-static int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         static_cast<int64_t>(tensor.getElementTypeBitWidth() / 8);
-}
-
 /// "1536 B", "64.0 KiB", "3.25 MiB", ...
 static std::string formatBytes(int64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -116,7 +109,7 @@ void zbc::printModelSummary(ModelOp model, llvm::raw_ostream &os) {
       StringRef name = isa<InputOp>(leaf) ? cast<InputOp>(leaf).getName()
                                           : cast<LabelOp>(leaf).getName();
       os << " " << name << " " << leaf->getResult(0).getType() << " ("
-         << formatBytes(bytesOf(leaf->getResult(0).getType())) << ")";
+         << formatBytes(getNumBytes(leaf->getResult(0).getType())) << ")";
     }
     os << "\n";
   };
@@ -129,7 +122,7 @@ void zbc::printModelSummary(ModelOp model, llvm::raw_ostream &os) {
     for (Type type : stage.activationsOut) {
       if (!out.empty())
         out += ", ";
-      out += typeToString(type) + " (" + formatBytes(bytesOf(type)) + ")";
+      out += typeToString(type) + " (" + formatBytes(getNumBytes(type)) + ")";
     }
     if (out.empty())
       out = "(last stage)";

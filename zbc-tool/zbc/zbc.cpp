@@ -37,8 +37,8 @@ static cl::OptionCategory zbcCategory("zbc options");
 //===----------------------------------------------------------------------===//
 
 static cl::SubCommand checkCommand(
-    "check", "Parse and verify a zb model or schedule, then print a summary "
-             "(stages, parameters and their bytes, ops per stage)");
+    "check", "Parse and verify a zb model, pipeline or schedule, then print "
+             "a summary (stages, parameters and their bytes, ops per stage)");
 static cl::list<std::string> checkInputs(cl::Positional, cl::OneOrMore,
                                          cl::desc("<file.mlir>..."),
                                          cl::sub(checkCommand),
@@ -86,11 +86,14 @@ static int runCheck() {
       } else if (auto program = dyn_cast<zbc::zb::ProgramOp>(op)) {
         zbc::printProgramSummary(program, llvm::outs());
         any = true;
+      } else if (auto pipeline = dyn_cast<zbc::zb::PipelineOp>(op)) {
+        zbc::printSplitReport(pipeline, llvm::outs());
+        any = true;
       }
     }
     if (!any) {
       llvm::errs() << "zbc: error: " << path
-                   << " holds no 'zb.model' or 'zb.program'\n";
+                   << " holds no 'zb.model', 'zb.pipeline' or 'zb.program'\n";
       status = 1;
     }
   }

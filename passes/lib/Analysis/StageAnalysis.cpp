@@ -21,12 +21,6 @@ using namespace mlir;
 using namespace zbc;
 using namespace zbc::zb;
 
-static int64_t bytesOf(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
-}
-
 static OpCost costOf(PhaseOp phase) {
   OpCost cost;
   for (Operation &op : phase.getBodyBlock().without_terminator())
@@ -70,7 +64,7 @@ StageFigures zbc::analyzeStage(StageOp stage) {
         // Not yielded here: provided from outside. Received gradients
         // arrive with the backward; data and activations with F.
         life.available = kind == KeyKind::DOut ? 1 : 0;
-        life.bytes = bytesOf(arg.getType());
+        life.bytes = getNumBytes(arg.getType());
       }
       life.lastRead = position;
       life.read = true;
@@ -81,7 +75,7 @@ StageFigures zbc::analyzeStage(StageOp stage) {
         continue;
       Lifetime &life = lifetimes[key];
       life.available = position;
-      life.bytes = bytesOf(value.getType());
+      life.bytes = getNumBytes(value.getType());
     }
   }
   // Held after phase p: available by the end of p and read after p.

@@ -36,9 +36,6 @@ using namespace mlir;
 using namespace zbc;
 using namespace zbc::zb;
 
-/// The discardable attribute that keeps an op's weight-gradient work in B.
-static constexpr llvm::StringLiteral kFuseWeightGradAttr = "zb.fuse_weight_grad";
-
 namespace {
 
 /// The ops of one stage of a model and its boundaries.
@@ -198,10 +195,10 @@ LogicalResult StageBuilder::buildBackward(OpBuilder &b, Location loc) {
     Operation *before = body->empty() ? nullptr : &body->back();
     SmallVector<Value> operandGrads;
     rule.buildGradients(b, it->second, forwardFn, operandGrads);
-    if (op->hasAttr(kFuseWeightGradAttr)) {
+    if (op->hasAttr(kFuseWeightGradAttrName)) {
       auto first = before ? std::next(before->getIterator()) : body->begin();
       for (Operation &created : llvm::make_range(first, body->end()))
-        created.setAttr(kFuseWeightGradAttr, b.getUnitAttr());
+        created.setAttr(kFuseWeightGradAttrName, b.getUnitAttr());
     }
     for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
       accumulate(operand, grad, op->getLoc());

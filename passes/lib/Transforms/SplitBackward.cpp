@@ -32,8 +32,6 @@ using namespace mlir;
 using namespace zbc;
 using namespace zbc::zb;
 
-static constexpr llvm::StringLiteral kFuseWeightGradAttr = "zb.fuse_weight_grad";
-
 namespace {
 
 /// One side (B or W) of the split under construction.
@@ -115,7 +113,7 @@ void ZBSplitBackwardPass::splitStage(StageOp stage, PhaseOp bw) {
   // a W op or a grad.* yield.
   llvm::DenseSet<Operation *> isW;
   for (Operation &op : llvm::reverse(body.without_terminator())) {
-    if (op.hasAttr(kFuseWeightGradAttr) || op.use_empty())
+    if (op.hasAttr(kFuseWeightGradAttrName) || op.use_empty())
       continue;
     bool onlyFeedsWeightGrads = llvm::all_of(op.getUses(), [&](OpOperand &use) {
       Operation *user = use.getOwner();

@@ -34,4 +34,18 @@ class YieldOp;
 #define GET_OP_CLASSES
 #include "zbc/Dialect/ZB/ZBOps.h.inc"
 
+namespace zbc::zb {
+
+/// Bytes of a statically shaped tensor (elements x element width, at least
+/// one byte per element). Verified zb tensors stay below 2^50 bytes.
+int64_t getNumBytes(mlir::Type tensorType);
+
+/// A discardable unit attribute on a model-level op: keep the weight-gradient
+/// work of its gradient rule in B (a selective split). zb-autodiff copies it
+/// to the ops the rule builds; zb-split-backward keeps those in B.
+inline constexpr llvm::StringLiteral kFuseWeightGradAttrName =
+    "zb.fuse_weight_grad";
+
+} // namespace zbc::zb
+
 #endif // ZBC_DIALECT_ZB_ZBOPS_H
