@@ -13,9 +13,9 @@ ZBC_JOBS=${ZBC_JOBS:-2}
 # Every package zbc builds or tests with. MLIR/LLVM 22 come from Debian's
 # bookworm-security suite; CUDA is optional and never installed from here.
 ZBC_PACKAGES=(
-  cmake ninja-build g++ python3
+  cmake ninja-build g++ python3 pkg-config
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  libgtest-dev
+  libgtest-dev coinor-libcbc-dev
 )
 
 zbc_install_packages() {

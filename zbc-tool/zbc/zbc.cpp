@@ -4,11 +4,13 @@
 //
 //   zbc check MODEL.mlir    parse, verify and summarise a model or schedule
 //   zbc split MODEL.mlir    cut into stages, differentiate, split B/W, report
+//   zbc schedule ...        build/simulate/draw a schedule (ScheduleCommand.cpp)
 //
 // Errors name the place (file:line:col for IR), and every failure exits 1.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Options.h"
 #include "SplitReport.h"
 #include "Summary.h"
 
@@ -30,7 +32,8 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-static cl::OptionCategory zbcCategory("zbc options");
+cl::OptionCategory zbc::zbcCategory("zbc options");
+using zbc::zbcCategory;
 
 //===----------------------------------------------------------------------===//
 // zbc check
@@ -172,6 +175,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(zbcCategory);
   cl::HideUnrelatedOptions(zbcCategory, checkCommand);
   cl::HideUnrelatedOptions(zbcCategory, splitCommand);
+  cl::HideUnrelatedOptions(zbcCategory, zbc::scheduleCommand);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -184,6 +188,8 @@ int main(int argc, char **argv) {
     return runCheck();
   if (splitCommand)
     return runSplit();
+  if (zbc::scheduleCommand)
+    return zbc::runScheduleCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

@@ -101,4 +101,45 @@ def ZBSplitBackwardPass : Pass<"zb-split-backward", "::mlir::ModuleOp"> {
   ];
 }
 
+def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
+  let summary = "Order the F/B/W work of every rank by a named schedule";
+  let description = [{
+    For each split `zb.pipeline`, builds the named schedule from the
+    registry (passes/include/zbc/Schedule/Registry.h) with the stages' real
+    costs and activation memory (StageAnalysis: FLOPs as time, bytes after
+    F and after B as M_B and M_W), simulates and checks it, and writes a
+    `zb.program` next to the pipeline: one `zb.rank` per rank with its
+    `zb.compute` ops in execution order. Dependencies between ops of the
+    same rank become `after(...)` tokens; those across ranks are
+    zb-insert-p2p's to make explicit. An unknown schedule name is an error
+    that lists the registered ones.
+
+    ```mlir
+    zb.program @mlp_1f1b microbatches(2) placement [0, 1] attributes {...} {
+      zb.rank 0 {
+        %F0_0 = zb.compute F stage 0 mb 0
+        %F0_1 = zb.compute F stage 0 mb 1
+        %BW0_0 = zb.compute BW stage 0 mb 0 after(%F0_0)
+        ...
+    ```
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+  let options = [
+    Option<"kind", "kind", "std::string", /*default=*/"\"1f1b\"",
+           "Registered schedule name: gpipe, 1f1b, zb-h1, zb-auto, ...">,
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
+           "Microbatches per training step (required)">,
+    Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
+           "Stages per rank for interleaved-1f1b (V schedules use 2)">,
+    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
+           "Per-rank activation memory limit in bytes (0: none)">,
+    Option<"comm", "comm", "double", /*default=*/"0",
+           "Cost of a cross-rank transfer, in FLOP-equivalents">,
+    Option<"exactSeconds", "exact", "double", /*default=*/"0",
+           "zb-auto: refine with the ILP for at most this many seconds">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the simulated makespan, bubble and memory">,
+  ];
+}
+
 #endif // ZBC_PASSES_PASSES_TD

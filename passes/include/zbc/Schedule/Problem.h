@@ -1,0 +1,64 @@
+//===- Problem.h - what a pipeline schedule is built for ---------*- C++ -*-===//
+//
+// The inputs every schedule builder, the simulator and the CLI share: ranks,
+// stages and their placement, microbatches, per-stage times and activation
+// memory, the communication delay and the per-rank memory limit. Plain C++:
+// nothing here touches IR, so schedules are fast and unit-testable.
+//
+// Memory follows the Zero Bubble paper's accounting (../shared/SCHEDULES.md):
+// a microbatch's F on a stage adds memB (M_B); its B adds memW - memB, so the
+// microbatch then holds memW (M_W); its W frees memW. A fused BW frees memB.
+// Units are the caller's (bytes, or the paper's units); times likewise.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_PROBLEM_H
+#define ZBC_SCHEDULE_PROBLEM_H
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace zbc::sched {
+
+/// The work of one stage on one microbatch, or one part of it.
+enum class Kind { F, B, W, BW };
+const char *kindName(Kind kind);
+
+/// Cost and memory of one stage (per microbatch).
+struct StageCost {
+  double F = 1, B = 1, W = 1; // times
+  double memB = 1;            // held after F (M_B)
+  double memW = 1;            // held after B, until W (M_W)
+};
+
+/// How stages map to ranks.
+enum class Placement {
+  Linear,      // stages == ranks, stage s on rank s
+  Interleaved, // stages == v * ranks, stage s on rank s % ranks (Megatron)
+  V,           // stages == 2 * ranks, stage s on rank s for s < p, and on
+               // rank 2p - 1 - s after (the V shape: rank 0 holds the first
+               // and the last stage)
+};
+const char *placementName(Placement placement);
+
+/// A scheduling problem.
+struct Problem {
+  int ranks = 1;                 // p
+  int microbatches = 1;          // m
+  int virtualStages = 1;         // v: stages per rank (interleaved, V)
+  std::vector<StageCost> stages; // one per stage, ranks * virtualStages
+  double comm = 0;               // delay on every cross-rank edge
+  double memLimit = 0;           // per rank; 0: unlimited
+
+  int numStages() const { return static_cast<int>(stages.size()); }
+  /// Checks sizes, positivity and finiteness; the error names the field.
+  llvm::Error validate() const;
+};
+
+/// The rank holding each stage under `placement`.
+std::vector<int> placeStages(Placement placement, int ranks, int numStages);
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_PROBLEM_H

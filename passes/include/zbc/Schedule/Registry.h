@@ -1,0 +1,68 @@
+//===- Registry.h - the named schedules ---------------------------*- C++ -*-===//
+//
+// Every schedule zbc knows, by name: what it is, where it comes from, its
+// bubble and peak memory, and the function that builds it. `buildSchedule`
+// is the one entry point: it validates the problem, builds, verifies the
+// table and simulates it, so no schedule bypasses the checks. Adding a
+// schedule: dialect/docs/ZB.md, "Adding a schedule".
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_REGISTRY_H
+#define ZBC_SCHEDULE_REGISTRY_H
+
+#include "zbc/Schedule/Simulator.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <functional>
+#include <vector>
+
+namespace zbc::sched {
+
+/// Knobs some schedules read; the others ignore them.
+struct BuildOptions {
+  /// zb-auto: refine/certify the heuristic with the ILP (CBC) for at most
+  /// this many seconds (0: heuristic only).
+  double exactSeconds = 0;
+};
+
+/// What a builder returns besides the table: notes for the user, e.g. the
+/// exact mode's bound and gap.
+struct BuildReport {
+  std::vector<std::string> notes;
+};
+
+using BuildFn = std::function<llvm::Expected<ScheduleTable>(
+    const Problem &, const BuildOptions &, BuildReport &)>;
+
+struct ScheduleInfo {
+  const char *name;      // kebab-case, e.g. "zb-h1"
+  const char *summary;   // one line
+  const char *source;    // paper or system it comes from
+  const char *bubble;    // closed form or description
+  const char *memory;    // peak activation memory
+  Placement placement;   // how it places stages
+  bool usesVirtual;      // reads Problem::virtualStages (interleaved)
+  BuildFn build;
+};
+
+/// All registered schedules, sorted by name.
+const std::vector<ScheduleInfo> &registeredSchedules();
+/// The schedule called `name`, or null.
+const ScheduleInfo *lookupSchedule(llvm::StringRef name);
+
+struct BuiltSchedule {
+  ScheduleTable table;
+  SimResult sim;
+  BuildReport report;
+};
+
+/// Validates `problem` for schedule `name`, builds, verifies and simulates.
+/// An unknown name is an error that lists the registered ones.
+llvm::Expected<BuiltSchedule> buildSchedule(llvm::StringRef name,
+                                            const Problem &problem,
+                                            const BuildOptions &options = {});
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_REGISTRY_H

@@ -1,0 +1,48 @@
+//===- ScheduleTable.h - per-rank ordered F/B/W work --------------*- C++ -*-===//
+//
+// The output of every schedule builder: for each rank, the (kind, stage,
+// microbatch) actions it runs, in order, and which rank holds each stage.
+// `verify` checks what every schedule must satisfy, whatever built it:
+// each rank runs only stages it holds; every (stage, microbatch) gets exactly
+// one F and either one BW or one B and one W; F before B before W on a rank.
+// Cross-rank dependencies, deadlock and memory are the simulator's to check
+// (Simulator.h), since they depend on timing and the problem's limits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_SCHEDULETABLE_H
+#define ZBC_SCHEDULE_SCHEDULETABLE_H
+
+#include "zbc/Schedule/Problem.h"
+
+#include <string>
+#include <vector>
+
+namespace zbc::sched {
+
+struct Action {
+  Kind kind;
+  int stage;
+  int microbatch;
+  bool operator==(const Action &o) const {
+    return kind == o.kind && stage == o.stage && microbatch == o.microbatch;
+  }
+  /// "F(2,5)": kind(stage, microbatch), the papers' notation.
+  std::string str() const;
+};
+
+struct ScheduleTable {
+  int microbatches = 0;
+  std::vector<int> rankOfStage;            // size = number of stages
+  std::vector<std::vector<Action>> ranks;  // per rank, in execution order
+
+  int numRanks() const { return static_cast<int>(ranks.size()); }
+  int numStages() const { return static_cast<int>(rankOfStage.size()); }
+
+  /// Checks the per-rank invariants above; the error names the rank, the
+  /// action and the microbatch.
+  llvm::Error verify() const;
+};
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_SCHEDULETABLE_H

@@ -1,0 +1,51 @@
+//===- Simulator.h - event-driven timing of a schedule ------------*- C++ -*-===//
+//
+// Runs a ScheduleTable against a Problem's costs: every rank executes its
+// actions in order; an action starts once its rank is free and its
+// dependencies are done (plus `comm` when they ran on another rank):
+//   F(s, j)  after F(s-1, j)
+//   B(s, j)  after F(s, j) and the input gradient of stage s+1 for j
+//            (its B or BW; the last stage's after its own F)
+//   BW(s, j) likewise
+//   W(s, j)  after B(s, j)
+// It reports the makespan (the longest rank's span, first start to last
+// end), the bubble rate (makespan - m * busiest rank's F+B+W per
+// microbatch) / makespan (the Zero Bubble paper's definition), per-rank peak
+// memory and idle time. A schedule that breaks an invariant, deadlocks (no
+// rank can start its next action) or exceeds the memory limit is an error
+// that names the rank, the action and the microbatch.
+//
+// `simulate` checks its inputs itself (Problem::validate, the table's shape
+// against the problem, ScheduleTable::verify), since imported schedules
+// (parseCSV) reach it without buildSchedule. Memory is a running total per
+// rank in that rank's order, so it does not depend on timing; it is checked
+// before timing, with a relative tolerance of 1e-9 on the limit for
+// round-off. Cost: linear in the number of actions (Simulator.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_SIMULATOR_H
+#define ZBC_SCHEDULE_SIMULATOR_H
+
+#include "zbc/Schedule/ScheduleTable.h"
+
+namespace zbc::sched {
+
+struct TimedAction {
+  Action action;
+  double start, end;
+};
+
+struct SimResult {
+  std::vector<std::vector<TimedAction>> timeline; // per rank, in order
+  double makespan = 0;
+  double bubbleRate = 0;
+  std::vector<double> peakMemory; // per rank
+  std::vector<double> idle;       // per rank: span minus busy time
+};
+
+llvm::Expected<SimResult> simulate(const Problem &problem,
+                                   const ScheduleTable &table);
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_SIMULATOR_H

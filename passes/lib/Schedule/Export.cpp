@@ -1,0 +1,677 @@
+//===- Export.cpp - schedules in and out: table, JSON, SVG, traces, CSV ---===//
+//
+// Writes a simulated schedule in the formats `zbc schedule` offers and reads
+// PyTorch's schedule CSV back in, so a schedule from torch.distributed.
+// pipelining (or edited by hand) can be simulated and drawn like zbc's own.
+//
+// Numbers are printed with 12 significant digits: the simulator's times are
+// sums of the user's costs, and 17-digit output would show binary round-off
+// ("0.30000000000000004") that means nothing to a reader; 12 digits keep every
+// time the inputs can distinguish.
+//
+// The CSV follows torch/distributed/pipelining/schedules.py
+// (PipelineScheduleMulti._dump_csv / _load_csv, _Action.__repr__/from_str):
+// row r (0-based) is rank r's action list, one action per cell, written
+// [stage][type][microbatch] with global stage indices, type F (forward),
+// I (input gradient: our B), W (weight gradient), B (full backward: our BW).
+// An empty cell is PyTorch's None, an idle step, and carries nothing here:
+// the simulator derives idle time from dependencies. See parseCSV below for
+// what else PyTorch may write and how it is treated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Schedule/Export.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace zbc::sched;
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// A time or amount as text: 12 significant digits, so round-off stays
+/// hidden (file comment); "-0" prints as "0".
+static std::string num(double x) {
+  if (x == 0)
+    return "0";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.12g", x);
+  return buffer;
+}
+
+/// A number as a JSON token: num(), or null where JSON has no number.
+static std::string jsonNum(double x) {
+  return std::isfinite(x) ? num(x) : "null";
+}
+
+/// Busy time (sum of action durations) and span (first start to last end).
+static std::pair<double, double>
+busyAndSpan(const std::vector<TimedAction> &line) {
+  if (line.empty())
+    return {0, 0};
+  double busy = 0;
+  for (const TimedAction &t : line)
+    busy += t.end - t.start;
+  return {busy, line.back().end - line.front().start};
+}
+
+//===----------------------------------------------------------------------===//
+// Table
+//===----------------------------------------------------------------------===//
+
+void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
+                            const SimResult &sim, llvm::raw_ostream &os) {
+  int numRanks = table.numRanks();
+  os << "ranks " << numRanks << ", stages " << table.numStages()
+     << ", microbatches " << table.microbatches << "\n";
+  os << "rank of each stage:";
+  for (int rank : table.rankOfStage)
+    os << " " << rank;
+  os << "\n";
+  os << "comm " << num(problem.comm) << ", memory limit "
+     << (problem.memLimit > 0 ? num(problem.memLimit) : std::string("none"))
+     << "\n";
+  os << "makespan " << num(sim.makespan) << " (longest rank span)\n";
+  os << "bubble rate " << num(sim.bubbleRate) << " ("
+     << llvm::format("%.2f", 100 * sim.bubbleRate) << "%)\n\n";
+
+  // Per-rank facts, right-aligned under their headings.
+  const char *headings[] = {"rank", "busy", "idle", "span", "peak memory"};
+  std::vector<std::vector<std::string>> rows;
+  for (int r = 0; r < numRanks; ++r) {
+    auto [busy, span] = r < static_cast<int>(sim.timeline.size())
+                            ? busyAndSpan(sim.timeline[r])
+                            : std::pair<double, double>{0, 0};
+    auto at = [](const std::vector<double> &v, int i) {
+      return i < static_cast<int>(v.size()) ? num(v[i]) : std::string("-");
+    };
+    rows.push_back({std::to_string(r), num(busy), at(sim.idle, r), num(span),
+                    at(sim.peakMemory, r)});
+  }
+  size_t widths[5];
+  for (int c = 0; c < 5; ++c) {
+    widths[c] = strlen(headings[c]);
+    for (const auto &row : rows)
+      widths[c] = std::max(widths[c], row[c].size());
+  }
+  for (int c = 0; c < 5; ++c)
+    os << (c ? "  " : "") << llvm::right_justify(headings[c], widths[c]);
+  os << "\n";
+  for (const auto &row : rows) {
+    for (int c = 0; c < 5; ++c)
+      os << (c ? "  " : "") << llvm::right_justify(row[c], widths[c]);
+    os << "\n";
+  }
+
+  // The order, wrapped at 100 columns under a "rank N:" prefix.
+  os << "\norder (F forward, B input gradient, W weight gradient, "
+        "BW fused backward; (stage,microbatch)):\n";
+  const size_t lineWidth = 100;
+  for (int r = 0; r < numRanks; ++r) {
+    std::string prefix = "rank " + std::to_string(r) + ":";
+    std::string indent(prefix.size(), ' ');
+    os << prefix;
+    size_t column = prefix.size();
+    for (const Action &a : table.ranks[r]) {
+      std::string token = a.str();
+      if (column + 1 + token.size() > lineWidth && column > prefix.size()) {
+        os << "\n" << indent;
+        column = indent.size();
+      }
+      os << " " << token;
+      column += 1 + token.size();
+    }
+    os << "\n";
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
+                           const SimResult &sim, llvm::raw_ostream &os) {
+  llvm::json::OStream json(os);
+  // Numbers go through rawValue so they print as num() does, not with
+  // llvm::json's 17 digits.
+  auto number = [&](llvm::StringRef key, double x) {
+    json.attributeBegin(key);
+    json.rawValue(jsonNum(x));
+    json.attributeEnd();
+  };
+  auto numbers = [&](llvm::StringRef key, const std::vector<double> &xs) {
+    json.attributeArray(key, [&] {
+      for (double x : xs)
+        json.rawValue(jsonNum(x));
+    });
+  };
+  json.object([&] {
+    number("makespan", sim.makespan);
+    number("bubble_rate", sim.bubbleRate);
+    numbers("peak_memory", sim.peakMemory);
+    numbers("idle", sim.idle);
+    json.attribute("ranks", table.numRanks());
+    json.attribute("stages", table.numStages());
+    json.attribute("microbatches", table.microbatches);
+    number("comm", problem.comm);
+    number("memory_limit", problem.memLimit);
+    json.attributeArray("placement", [&] {
+      for (int rank : table.rankOfStage)
+        json.value(rank);
+    });
+    json.attributeArray("order", [&] {
+      for (const std::vector<TimedAction> &line : sim.timeline)
+        json.array([&] {
+          for (const TimedAction &t : line)
+            json.object([&] {
+              json.attribute("kind", kindName(t.action.kind));
+              json.attribute("stage", t.action.stage);
+              json.attribute("microbatch", t.action.microbatch);
+              number("start", t.start);
+              number("end", t.end);
+            });
+        });
+    });
+  });
+  os << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// SVG
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Fill colours after the Zero Bubble paper's figures: F blue, B teal, W
+/// green, fused BW purple; the darker shade marks a rank's second (odd)
+/// stage under interleaved and V placements.
+const char *fillColour(Kind kind, bool darker) {
+  switch (kind) {
+  case Kind::F:
+    return darker ? "#5b8fd9" : "#a9c8f5";
+  case Kind::B:
+    return darker ? "#2fa59c" : "#93e0da";
+  case Kind::W:
+    return darker ? "#5fae45" : "#b4e29f";
+  case Kind::BW:
+    return darker ? "#8b67c9" : "#cdb6ef";
+  }
+  return "#cccccc";
+}
+
+/// A round tick step (1, 2 or 5 times a power of ten) giving ~10 ticks.
+double tickStep(double range) {
+  double raw = range / 10;
+  double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double mult : {1.0, 2.0, 5.0})
+    if (mult * power >= raw)
+      return mult * power;
+  return 10 * power;
+}
+} // namespace
+
+static std::string px(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", x);
+  return buffer;
+}
+
+void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
+                          const SimResult &sim, llvm::raw_ostream &os) {
+  (void)problem;
+  // Layout in pixels: rank labels left of the plot, then one row per rank,
+  // the time axis and the legend below.
+  const double width = 1600, left = 70, right = 30, top = 40, rowHeight = 30,
+               boxHeight = 24;
+  int numRanks = static_cast<int>(sim.timeline.size());
+  double end = 0;
+  for (const auto &line : sim.timeline)
+    for (const TimedAction &t : line)
+      end = std::max(end, t.end);
+  if (end <= 0)
+    end = 1;
+  double scale = (width - left - right) / end;
+  double axisY = top + numRanks * rowHeight + 4;
+  double legendY = axisY + 38;
+  double height = legendY + 26;
+
+  // Which of its rank's stages each stage is (0, 1, ...), for the shade.
+  std::vector<int> chunk(table.numStages(), 0), held(table.numRanks(), 0);
+  for (int s = 0; s < table.numStages(); ++s)
+    chunk[s] = held[table.rankOfStage[s]]++;
+  bool severalPerRank = llvm::any_of(held, [](int n) { return n > 1; });
+
+  os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << px(width)
+     << "\" height=\"" << px(height) << "\" viewBox=\"0 0 " << px(width) << " "
+     << px(height) << "\" font-family=\"Helvetica, Arial, sans-serif\" "
+     << "style=\"background:#ffffff\">\n";
+  os << "<text x=\"" << px(left) << "\" y=\"22\" font-size=\"14\">" << numRanks
+     << " ranks, " << table.numStages() << " stages, " << table.microbatches
+     << " microbatches: makespan " << num(sim.makespan) << ", bubble rate "
+     << llvm::format("%.2f", 100 * sim.bubbleRate) << "%</text>\n";
+
+  // Only actions are <rect>s (legend swatches are paths), so tools can count
+  // or select them.
+  for (int r = 0; r < numRanks; ++r) {
+    double y = top + r * rowHeight + (rowHeight - boxHeight) / 2;
+    os << "<text x=\"" << px(left - 8) << "\" y=\"" << px(y + boxHeight / 2 + 4)
+       << "\" font-size=\"12\" text-anchor=\"end\">rank " << r << "</text>\n";
+    for (const TimedAction &t : sim.timeline[r]) {
+      const Action &a = t.action;
+      double x = left + t.start * scale, w = (t.end - t.start) * scale;
+      os << "<rect class=\"" << kindName(a.kind) << "\" x=\"" << px(x)
+         << "\" y=\"" << px(y) << "\" width=\"" << px(w) << "\" height=\""
+         << px(boxHeight) << "\" fill=\""
+         << fillColour(a.kind, chunk[a.stage] % 2 == 1)
+         << "\" stroke=\"#333333\" stroke-width=\"0.5\"><title>" << a.str()
+         << " " << num(t.start) << "-" << num(t.end) << "</title></rect>\n";
+      // The microbatch number, shrunk to fit; left out where even 6 px
+      // text would spill over the box (large schedules).
+      std::string label = std::to_string(a.microbatch);
+      double fontSize =
+          std::min(12.0, (w - 2) / (0.62 * static_cast<double>(label.size())));
+      if (fontSize >= 6)
+        os << "<text class=\"mb\" x=\"" << px(x + w / 2) << "\" y=\""
+           << px(y + boxHeight / 2 + fontSize * 0.35) << "\" font-size=\""
+           << px(fontSize) << "\" text-anchor=\"middle\">" << label
+           << "</text>\n";
+    }
+  }
+
+  // Time axis.
+  double plotRight = left + end * scale;
+  os << "<line x1=\"" << px(left) << "\" y1=\"" << px(axisY) << "\" x2=\""
+     << px(plotRight) << "\" y2=\"" << px(axisY)
+     << "\" stroke=\"#333333\" stroke-width=\"1\"/>\n";
+  double step = tickStep(end);
+  for (int i = 0; i * step <= end * (1 + 1e-9); ++i) {
+    double x = left + i * step * scale;
+    os << "<line x1=\"" << px(x) << "\" y1=\"" << px(axisY) << "\" x2=\""
+       << px(x) << "\" y2=\"" << px(axisY + 5)
+       << "\" stroke=\"#333333\" stroke-width=\"1\"/>\n";
+    os << "<text x=\"" << px(x) << "\" y=\"" << px(axisY + 18)
+       << "\" font-size=\"11\" text-anchor=\"middle\">" << num(i * step)
+       << "</text>\n";
+  }
+  os << "<text x=\"" << px(left - 8) << "\" y=\"" << px(axisY + 18)
+     << "\" font-size=\"11\" text-anchor=\"end\">time</text>\n";
+
+  // Legend.
+  struct Entry {
+    Kind kind;
+    const char *label;
+  };
+  const Entry entries[] = {{Kind::F, "F forward"},
+                           {Kind::B, "B input gradient"},
+                           {Kind::W, "W weight gradient"},
+                           {Kind::BW, "BW fused backward"}};
+  double x = left;
+  for (const Entry &e : entries) {
+    os << "<path d=\"M" << px(x) << " " << px(legendY - 11)
+       << " h14 v14 h-14 z\" fill=\"" << fillColour(e.kind, false)
+       << "\" stroke=\"#333333\" stroke-width=\"0.5\"/>\n";
+    os << "<text x=\"" << px(x + 20) << "\" y=\"" << px(legendY)
+       << "\" font-size=\"12\">" << e.label << "</text>\n";
+    x += 170;
+  }
+  if (severalPerRank)
+    os << "<text x=\"" << px(x) << "\" y=\"" << px(legendY)
+       << "\" font-size=\"12\">darker: a rank's 2nd (4th, ...) stage; "
+          "numbers: microbatch</text>\n";
+  else
+    os << "<text x=\"" << px(x) << "\" y=\"" << px(legendY)
+       << "\" font-size=\"12\">numbers: microbatch</text>\n";
+  os << "</svg>\n";
+}
+
+//===----------------------------------------------------------------------===//
+// Chrome trace
+//===----------------------------------------------------------------------===//
+
+void zbc::sched::writeChromeTrace(const Problem &problem,
+                                  const ScheduleTable &table,
+                                  const SimResult &sim, llvm::raw_ostream &os) {
+  (void)problem;
+  (void)table;
+  // One time unit is shown as one millisecond (the trace counts in us).
+  const double usPerUnit = 1000;
+  llvm::json::OStream json(os);
+  json.object([&] {
+    json.attribute("displayTimeUnit", "ms");
+    json.attributeArray("traceEvents", [&] {
+      json.object([&] {
+        json.attribute("name", "process_name");
+        json.attribute("ph", "M");
+        json.attribute("pid", 0);
+        json.attributeObject("args",
+                             [&] { json.attribute("name", "pipeline"); });
+      });
+      for (int r = 0; r < static_cast<int>(sim.timeline.size()); ++r) {
+        json.object([&] {
+          json.attribute("name", "thread_name");
+          json.attribute("ph", "M");
+          json.attribute("pid", 0);
+          json.attribute("tid", r);
+          json.attributeObject("args", [&] {
+            json.attribute("name", "rank " + std::to_string(r));
+          });
+        });
+        // Keep tracks in rank order whatever the viewer's default.
+        json.object([&] {
+          json.attribute("name", "thread_sort_index");
+          json.attribute("ph", "M");
+          json.attribute("pid", 0);
+          json.attribute("tid", r);
+          json.attributeObject("args",
+                               [&] { json.attribute("sort_index", r); });
+        });
+      }
+      for (int r = 0; r < static_cast<int>(sim.timeline.size()); ++r)
+        for (const TimedAction &t : sim.timeline[r])
+          json.object([&] {
+            json.attribute("name", std::string(kindName(t.action.kind)) +
+                                       std::to_string(t.action.microbatch));
+            json.attribute("cat", kindName(t.action.kind));
+            json.attribute("ph", "X");
+            json.attribute("pid", 0);
+            json.attribute("tid", r);
+            json.attributeBegin("ts");
+            json.rawValue(jsonNum(t.start * usPerUnit));
+            json.attributeEnd();
+            json.attributeBegin("dur");
+            json.rawValue(jsonNum((t.end - t.start) * usPerUnit));
+            json.attributeEnd();
+            json.attributeObject("args", [&] {
+              json.attribute("stage", t.action.stage);
+              json.attribute("microbatch", t.action.microbatch);
+            });
+          });
+    });
+  });
+  os << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// CSV (PyTorch's format; file comment)
+//===----------------------------------------------------------------------===//
+
+/// PyTorch's computation-type letter for each of our kinds.
+static const char *torchType(Kind kind) {
+  switch (kind) {
+  case Kind::F:
+    return "F";
+  case Kind::B:
+    return "I";
+  case Kind::W:
+    return "W";
+  case Kind::BW:
+    return "B";
+  }
+  return "?";
+}
+
+void zbc::sched::writeCSV(const ScheduleTable &table, llvm::raw_ostream &os) {
+  // Python's csv module ends rows with "\r\n"; PyTorch's reader (and ours)
+  // take either, and "\n" keeps the file friendly to diff and grep.
+  for (const std::vector<Action> &actions : table.ranks) {
+    llvm::ListSeparator comma(",");
+    for (const Action &a : actions)
+      os << comma << a.stage << torchType(a.kind) << a.microbatch;
+    os << "\n";
+  }
+}
+
+namespace {
+
+/// Where a cell came from, for messages: "line 2 (rank 1), cell 5 '0X3'".
+struct CellRef {
+  int line = 0; // 1-based; 0: none
+  int cell = 0; // 1-based
+  std::string text;
+  std::string str() const {
+    return "line " + std::to_string(line) + " (rank " +
+           std::to_string(line - 1) + "), cell " + std::to_string(cell) + " '" +
+           text + "'";
+  }
+};
+
+/// Splits one CSV line into cells as Python's csv.reader does for the
+/// cells PyTorch writes: commas separate; a double-quoted cell may hold
+/// commas and "" for a quote. Returns false on an unterminated quote.
+bool splitCells(llvm::StringRef line, llvm::SmallVectorImpl<std::string> &out) {
+  std::string cell;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c != '"')
+        cell += c;
+      else if (i + 1 < line.size() && line[i + 1] == '"')
+        cell += '"', ++i;
+      else
+        quoted = false;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(std::move(cell));
+      cell.clear();
+    } else {
+      cell += c;
+    }
+  }
+  out.push_back(std::move(cell));
+  return !quoted;
+}
+
+struct CSVParser {
+  int ranks, numStages, microbatches;
+  std::vector<int> rankOfStage;
+
+  /// One compute action "[stage][type][microbatch]" (already trimmed) from
+  /// `where` (which names the cell in messages).
+  llvm::Expected<Action> parseAction(llvm::StringRef text, const CellRef &where,
+                                     int rank) const {
+    auto error = [&](const llvm::Twine &why) {
+      return fail(where.str() + ": " + why);
+    };
+    llvm::StringRef rest = text;
+    llvm::StringRef stageText = rest.take_while(llvm::isDigit);
+    rest = rest.drop_front(stageText.size());
+    llvm::StringRef type =
+        rest.take_while([](char c) { return llvm::isAlpha(c) || c == '_'; });
+    rest = rest.drop_front(type.size());
+    llvm::StringRef mbText = rest.take_while(llvm::isDigit);
+    rest = rest.drop_front(mbText.size());
+    if (stageText.empty() || type.empty() || !rest.empty())
+      return error("malformed action '" + text +
+                   "'; expected [stage][type][microbatch], e.g. 0F3");
+
+    Kind kind;
+    if (type == "F")
+      kind = Kind::F;
+    else if (type == "I")
+      kind = Kind::B;
+    else if (type == "W")
+      kind = Kind::W;
+    else if (type == "B")
+      kind = Kind::BW;
+    else if (type == "SEND_F" || type == "RECV_F" || type == "SEND_B" ||
+             type == "RECV_B")
+      return error("communication op " + type +
+                   ": zbc infers sends and receives from the placement; give "
+                   "compute actions only (PyTorch's \"compute_only\" format)");
+    else if (type == "UNSHARD" || type == "RESHARD" || type == "REDUCE_GRAD")
+      return error(type + " is an FSDP/gradient-reduction op, which the "
+                          "simulator does not model; give compute actions "
+                          "only (PyTorch's \"compute_only\" format)");
+    else if (type == "OVERLAP_F_B")
+      return error("OVERLAP_F_B needs its sub-actions, as in "
+                   "(0F1;7B0)OVERLAP_F_B");
+    else
+      return error(
+          "unknown computation type '" + type + "' (expected F, I, W or B" +
+          (type == "BW" ? "; PyTorch writes a fused backward as B" : "") + ")");
+
+    unsigned stage, microbatch;
+    if (stageText.getAsInteger(10, stage) || stage >= unsigned(numStages))
+      return error("stage " + stageText + " out of range [0, " +
+                   llvm::Twine(numStages) + ")");
+    if (mbText.empty())
+      return error("the action has no microbatch");
+    if (mbText.getAsInteger(10, microbatch) ||
+        microbatch >= unsigned(microbatches))
+      return error("microbatch " + mbText + " out of range [0, " +
+                   llvm::Twine(microbatches) + ")");
+    if (rankOfStage[stage] != rank)
+      return error("stage " + llvm::Twine(stage) + " is on rank " +
+                   llvm::Twine(rankOfStage[stage]) +
+                   " under this placement, but the row is rank " +
+                   llvm::Twine(rank) + " (wrong placement?)");
+    return Action{kind, static_cast<int>(stage), static_cast<int>(microbatch)};
+  }
+
+  /// One cell: empty (an idle step), an action, or PyTorch's overlapped pair
+  /// "(0F7;7B3)OVERLAP_F_B", whose sub-actions are appended in order.
+  llvm::Error parseCell(llvm::StringRef text, const CellRef &where, int rank,
+                        std::vector<std::pair<Action, CellRef>> &out) const {
+    text = text.trim();
+    if (text.empty())
+      return llvm::Error::success();
+    if (!text.starts_with("(")) {
+      llvm::Expected<Action> a = parseAction(text, where, rank);
+      if (!a)
+        return a.takeError();
+      out.push_back({*a, where});
+      return llvm::Error::success();
+    }
+    size_t close = text.find(')');
+    if (close == llvm::StringRef::npos)
+      return fail(where.str() + ": malformed action: '(' without ')'");
+    llvm::StringRef type = text.drop_front(close + 1).trim();
+    if (type != "OVERLAP_F_B")
+      return fail(where.str() + ": '(...)" + type +
+                  "': only OVERLAP_F_B groups actions");
+    llvm::SmallVector<llvm::StringRef> parts;
+    text.slice(1, close).split(parts, ';');
+    for (llvm::StringRef part : parts) {
+      part = part.trim();
+      if (part.empty())
+        continue;
+      llvm::Expected<Action> a = parseAction(part, where, rank);
+      if (!a)
+        return a.takeError();
+      out.push_back({*a, where});
+    }
+    return llvm::Error::success();
+  }
+};
+
+} // namespace
+
+llvm::Expected<ScheduleTable> zbc::sched::parseCSV(llvm::StringRef text,
+                                                   int ranks, int numStages,
+                                                   int microbatches,
+                                                   Placement placement) {
+  if (ranks < 1 || numStages < 1 || microbatches < 1)
+    return fail("CSV: ranks, stages and microbatches must be at least 1, got " +
+                llvm::Twine(ranks) + ", " + llvm::Twine(numStages) + ", " +
+                llvm::Twine(microbatches));
+  bool placeable = placement == Placement::Linear ? numStages == ranks
+                   : placement == Placement::Interleaved
+                       ? numStages % ranks == 0
+                       : numStages == 2 * ranks;
+  if (!placeable)
+    return fail("CSV: " + llvm::Twine(numStages) + " stages cannot be placed " +
+                placementName(placement) + " on " + llvm::Twine(ranks) +
+                " ranks");
+  CSVParser parser{ranks, numStages, microbatches,
+                   placeStages(placement, ranks, numStages)};
+
+  // Rows as csv.reader yields them: every line is a row, even a blank one
+  // (a rank with no actions), except that the final line break ends the last
+  // row rather than starting an empty one.
+  text.consume_front("\xEF\xBB\xBF"); // a UTF-8 byte-order mark
+  llvm::SmallVector<llvm::StringRef> lines;
+  text.split(lines, '\n');
+  if (!lines.empty() && lines.back().empty())
+    lines.pop_back();
+  if (static_cast<int>(lines.size()) > ranks) {
+    bool blank =
+        llvm::all_of(llvm::ArrayRef(lines).drop_front(ranks),
+                     [](llvm::StringRef l) { return l.trim().empty(); });
+    return fail("CSV line " + llvm::Twine(ranks + 1) +
+                ": more rows than ranks (" + llvm::Twine(ranks) +
+                "); the format has one row per rank" +
+                (blank ? " (the extra lines are blank, but a blank line is "
+                         "still a row: a rank with no actions)"
+                       : ""));
+  }
+  if (static_cast<int>(lines.size()) < ranks)
+    return fail("CSV: " + llvm::Twine(lines.size()) + " rows for " +
+                llvm::Twine(ranks) + " ranks; the format has one row per rank");
+
+  ScheduleTable table;
+  table.microbatches = microbatches;
+  table.rankOfStage = parser.rankOfStage;
+  table.ranks.resize(ranks);
+  std::vector<std::pair<Action, CellRef>> parsed;
+  for (int r = 0; r < ranks; ++r) {
+    llvm::StringRef line = lines[r];
+    line.consume_back("\r");
+    llvm::SmallVector<std::string> cells;
+    if (!splitCells(line, cells))
+      return fail("CSV line " + llvm::Twine(r + 1) + " (rank " +
+                  llvm::Twine(r) + "): unterminated quote");
+    for (auto [c, cell] : llvm::enumerate(cells)) {
+      CellRef where{r + 1, static_cast<int>(c) + 1, cell};
+      if (llvm::Error error = parser.parseCell(cell, where, r, parsed))
+        return fail("CSV " + llvm::toString(std::move(error)));
+    }
+  }
+
+  // Duplicates and the old meaning of B, checked here because here the
+  // message can point at the cells.
+  auto key = [&](const Action &a) {
+    return (static_cast<uint64_t>(a.stage) * microbatches + a.microbatch) * 4 +
+           static_cast<uint64_t>(a.kind);
+  };
+  llvm::DenseMap<uint64_t, size_t> seen;
+  for (auto [i, entry] : llvm::enumerate(parsed)) {
+    auto [it, inserted] = seen.try_emplace(key(entry.first), i);
+    if (!inserted)
+      return fail("CSV " + entry.second.str() + ": " + entry.first.str() +
+                  " appears twice (also at " + parsed[it->second].second.str() +
+                  ")");
+  }
+  for (const auto &[a, where] : parsed) {
+    if (a.kind != Kind::BW)
+      continue;
+    auto w = seen.find(key(Action{Kind::W, a.stage, a.microbatch}));
+    if (w != seen.end())
+      return fail("CSV " + where.str() +
+                  ": B is a full backward (input and weight gradient) in "
+                  "PyTorch's format, but " +
+                  parsed[w->second].second.str() +
+                  " also runs W for it; write the input gradient as " +
+                  std::to_string(a.stage) + "I" + std::to_string(a.microbatch) +
+                  " (older PyTorch versions wrote B for it)");
+  }
+
+  for (auto &[a, where] : parsed)
+    table.ranks[where.line - 1].push_back(a);
+  if (llvm::Error error = table.verify())
+    return fail("CSV: " + llvm::toString(std::move(error)));
+  return std::move(table);
+}

@@ -1,0 +1,120 @@
+//===- Registry.cpp - the named schedules ---------------------------------===//
+//
+// One sorted line per schedule. buildSchedule is the single way in: problem
+// validation, the builder, ScheduleTable::verify and the simulator, in that
+// order, so every schedule is checked the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Schedule/Registry.h"
+
+#include "Builders.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace zbc::sched;
+
+const std::vector<ScheduleInfo> &zbc::sched::registeredSchedules() {
+  static const std::vector<ScheduleInfo> schedules = {
+      {"1f1b", "one forward, one fused backward (PipeDream-Flush)",
+       "Narayanan et al., PipeDream-2BW / Megatron-LM, 2021",
+       "(p-1)(F+B+W)", "p M_B", Placement::Linear, false, buildOneFOneB},
+      {"dualpipe-v",
+       "DualPipe on the V placement: the F of one microbatch overlapped with "
+       "the B of another",
+       "DeepSeek-V3 technical report, 2024 (DualPipe); the V variant from "
+       "deepseek-ai/DualPipe",
+       "(p/2-1)(F&B + B - 3W) with F&B overlapped; zbc's simulator runs "
+       "each pair as F then BW (no overlap gain)",
+       "(p+1) M_B (full-stage microbatches)",
+       Placement::V, false, buildDualPipeV},
+      {"gpipe", "all forwards, then all fused backwards",
+       "Huang et al., GPipe, NeurIPS 2019", "(p-1)(F+B+W)", "m M_B",
+       Placement::Linear, false, buildGPipe},
+      {"interleaved-1f1b",
+       "1F1B over v stages per rank, placed round-robin",
+       "Narayanan et al., Megatron-LM, SC 2021",
+       "(p-1)(F+B+W)/v with a full stage's F, B, W (m % p == 0)",
+       "p M_B + (p-1) M_B / v (full-stage microbatches)",
+       Placement::Interleaved, true, buildInterleaved1F1B},
+      {"v-half",
+       "controllable-memory V schedule at half of 1F1B's activation memory",
+       "Qi et al., Pipeline Parallelism with Controllable Memory, 2024",
+       "about p/(2m) of the step with equal costs",
+       "(p+2)//2 full-stage microbatches", Placement::V, false, buildVHalf},
+      {"v-min",
+       "controllable-memory V schedule at a third of 1F1B's activation memory",
+       "Qi et al., Pipeline Parallelism with Controllable Memory, 2024",
+       "about 2p/(3m) of the step with equal costs",
+       "(p+4)//3 full-stage microbatches", Placement::V, false, buildVMin},
+      {"zb-auto",
+       "automatic zero bubble under the memory limit (ZB-1p at p M_B, ZB-2p "
+       "at 2p M_B); optional exact refinement with CBC",
+       "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024",
+       "near zero for m >= 2p at 2p M_B", "the limit (default 2p M_B)",
+       Placement::Linear, false, buildZBAuto},
+      {"zb-h1", "handcrafted zero bubble at 1F1B's memory",
+       "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024",
+       "(p-1)(F+B-W) for m >= p, W <= F", "p M_B", Placement::Linear, false,
+       buildZBH1},
+      {"zb-h2", "handcrafted zero bubble with extra warm-up forwards",
+       "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024",
+       "(p-1)(F+B-2W) for m >= 2p-1, W <= F, 2W <= F+B", "(2p-1) M_B",
+       Placement::Linear, false, buildZBH2},
+      {"zb-v", "zero bubble on the V placement at 1F1B's memory",
+       "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024 (section 6); "
+       "Pipeline Parallelism with Controllable Memory, 2024",
+       "zero for m >= 2p when F = B = W and comm = 0",
+       "the limit (default p full-stage microbatches, 2p M_B of a chunk)",
+       Placement::V, false, buildZBV},
+  };
+  return schedules;
+}
+
+const ScheduleInfo *zbc::sched::lookupSchedule(llvm::StringRef name) {
+  for (const ScheduleInfo &info : registeredSchedules())
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<BuiltSchedule>
+zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
+                          const BuildOptions &options) {
+  const ScheduleInfo *info = lookupSchedule(name);
+  if (!info) {
+    std::string names;
+    for (const ScheduleInfo &s : registeredSchedules())
+      names += std::string(names.empty() ? "" : ", ") + s.name;
+    return fail("unknown schedule '" + name + "'; registered: " + names);
+  }
+  if (llvm::Error error = problem.validate())
+    return std::move(error);
+  int v = problem.virtualStages;
+  if (info->placement == Placement::Linear && v != 1)
+    return fail("schedule '" + name + "' runs one stage per rank; got " +
+                llvm::Twine(v) + " virtual stages per rank");
+  if (info->placement == Placement::V && v != 2)
+    return fail("schedule '" + name +
+                "' places two stages per rank in a V (--virtual 2); got " +
+                llvm::Twine(v));
+
+  BuiltSchedule built;
+  llvm::Expected<ScheduleTable> table =
+      info->build(problem, options, built.report);
+  if (!table)
+    return fail("schedule '" + name + "': " + llvm::toString(table.takeError()));
+  built.table = std::move(*table);
+  if (llvm::Error error = built.table.verify())
+    return fail("schedule '" + name + "' built an invalid table: " +
+                llvm::toString(std::move(error)));
+  llvm::Expected<SimResult> sim = simulate(problem, built.table);
+  if (!sim)
+    return fail("schedule '" + name + "': " + llvm::toString(sim.takeError()));
+  built.sim = std::move(*sim);
+  return std::move(built);
+}

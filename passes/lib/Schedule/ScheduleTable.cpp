@@ -1,0 +1,85 @@
+//===- ScheduleTable.cpp - invariants every schedule satisfies ------------===//
+
+#include "zbc/Schedule/ScheduleTable.h"
+
+#include <map>
+#include <tuple>
+
+using namespace zbc::sched;
+
+std::string Action::str() const {
+  return std::string(kindName(kind)) + "(" + std::to_string(stage) + "," +
+         std::to_string(microbatch) + ")";
+}
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error ScheduleTable::verify() const {
+  int numStages = this->numStages();
+  for (int s = 0; s < numStages; ++s)
+    if (rankOfStage[s] < 0 || rankOfStage[s] >= numRanks())
+      return fail("stage " + llvm::Twine(s) + " is placed on rank " +
+                  llvm::Twine(rankOfStage[s]) + ", outside [0, " +
+                  llvm::Twine(numRanks()) + ")");
+  // Position of each action on its rank, to check the order within a rank.
+  std::map<std::tuple<int, int, Kind>, size_t> position;
+  for (int r = 0; r < numRanks(); ++r) {
+    for (auto [i, a] : llvm::enumerate(ranks[r])) {
+      // A function, not a Twine variable: a Twine kept past its full
+      // expression points at destroyed temporaries; and the text is built
+      // only on error, not for every action.
+      auto where = [&, i = i, &a = a] {
+        return "rank " + std::to_string(r) + ", action " + std::to_string(i) +
+               " " + a.str() + ": ";
+      };
+      if (a.stage < 0 || a.stage >= numStages)
+        return fail(where() + "stage out of range [0, " +
+                    llvm::Twine(numStages) + ")");
+      if (a.microbatch < 0 || a.microbatch >= microbatches)
+        return fail(where() + "microbatch out of range [0, " +
+                    llvm::Twine(microbatches) + ")");
+      if (rankOfStage[a.stage] != r)
+        return fail(where() + "stage " + llvm::Twine(a.stage) +
+                    " is placed on rank " + llvm::Twine(rankOfStage[a.stage]));
+      if (!position.emplace(std::make_tuple(a.stage, a.microbatch, a.kind), i)
+               .second)
+        return fail(where() + "appears twice");
+    }
+  }
+  auto find = [&](int s, int j, Kind k) -> const size_t * {
+    auto it = position.find({s, j, k});
+    return it == position.end() ? nullptr : &it->second;
+  };
+  for (int s = 0; s < numStages; ++s) {
+    for (int j = 0; j < microbatches; ++j) {
+      auto where = [&] { // see above
+        return "rank " + std::to_string(rankOfStage[s]) + ", stage " +
+               std::to_string(s) + ", microbatch " + std::to_string(j) + ": ";
+      };
+      const size_t *f = find(s, j, Kind::F), *b = find(s, j, Kind::B),
+                   *w = find(s, j, Kind::W), *bw = find(s, j, Kind::BW);
+      if (!f)
+        return fail(where() + "no F");
+      if (bw && (b || w))
+        return fail(where() + "has BW and also B or W");
+      if (!bw && !(b && w))
+        return fail(where() + (b   ? "has B but no W"
+                               : w ? "has W but no B"
+                                   : "no backward (B+W or BW)"));
+      // Name both actions and their places in the rank's order.
+      auto ordered = [&](Kind first, size_t i, Kind second, size_t k) {
+        return Action{first, s, j}.str() + " (action " + std::to_string(i) +
+               ") runs before " + Action{second, s, j}.str() + " (action " +
+               std::to_string(k) + ")";
+      };
+      if (bw ? *bw < *f : *b < *f)
+        return fail(where() + ordered(bw ? Kind::BW : Kind::B, bw ? *bw : *b,
+                                      Kind::F, *f));
+      if (!bw && *w < *b)
+        return fail(where() + ordered(Kind::W, *w, Kind::B, *b));
+    }
+  }
+  return llvm::Error::success();
+}

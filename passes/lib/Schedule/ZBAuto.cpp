@@ -1,0 +1,919 @@
+//===- ZBAuto.cpp - zb-auto: automatic zero bubble under a memory limit ---===//
+//
+// ZB-1p / ZB-2p of the Zero Bubble paper, with the real per-stage costs.
+// Stage s runs on rank s. Three layers, each feeding the next:
+//
+//  1. A simulation-driven greedy (the paper's heuristic, made exact): ranks
+//     are advanced in global time order; a free rank runs B when its input
+//     gradient is there, F when its input activation is there and memory
+//     allows, and places W's into the idle gaps it would otherwise have
+//     (W has no successor, so a gap is filled once its length is known) or
+//     when memory is full. An F is only planned once the upstream stage has
+//     produced its input, at its real time: the reference code's bug with
+//     uneven stages cannot happen.
+//  2. Variants: like the paper's eight binary choices (B or F first, fill
+//     only whole gaps or any gap, run W's or wait for a B when memory is
+//     full) plus warm-up caps; the shortest makespan wins.
+//  3. Improvement (our edge): a search over per-rank knobs of the greedy
+//     (in-flight caps, gap fill), then an iterative repair of the per-rank
+//     orders that moves single ops and keeps a move only if the fast timing
+//     model says the longest rank span (then the sum of spans) got shorter.
+//
+// Every order is checked against the limit (Note [zb-auto memory] in
+// ZBAuto.h) and timed with the as-soon-as-possible rules of Simulator.h;
+// buildSchedule verifies and simulates the result again.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ZBAuto.h"
+
+#include "Builders.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+using namespace zbc::sched;
+using namespace zbc::sched::zbauto;
+
+static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static std::string num(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", x);
+  return buffer;
+}
+
+Instance Instance::from(const Problem &problem, double limit) {
+  Instance in;
+  in.p = problem.ranks;
+  in.m = problem.microbatches;
+  for (const StageCost &s : problem.stages) {
+    in.tF.push_back(s.F);
+    in.tB.push_back(s.B);
+    in.tW.push_back(s.W);
+    in.mB.push_back(s.memB);
+    in.mW.push_back(s.memW);
+  }
+  in.comm = problem.comm;
+  in.limit = limit;
+  return in;
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluator: as-soon-as-possible timing of per-rank orders
+//===----------------------------------------------------------------------===//
+
+Evaluator::Evaluator(const Instance &in) : in(in) {}
+
+const Timing &Evaluator::run(const Order &order, bool withStarts) {
+  const int p = in.p, m = in.m;
+  const double c = in.comm;
+  endF.assign(size_t(p) * m, -1);
+  endB.assign(size_t(p) * m, -1);
+  pos.assign(p, 0);
+  freeAt.assign(p, 0);
+  first.assign(p, -1);
+  if (withStarts)
+    for (auto &s : timing.start)
+      s.assign(size_t(p) * m, -1);
+  std::vector<char> queued(p, 1);
+  stack.clear();
+  for (int r = p - 1; r >= 0; --r)
+    stack.push_back(r);
+  timing.ok = false;
+  while (!stack.empty()) {
+    int r = stack.back();
+    stack.pop_back();
+    queued[r] = 0;
+    const std::vector<Op> &ord = order[r];
+    size_t i = pos[r];
+    double t = freeAt[r];
+    bool movedF = false, movedB = false;
+    const double *upF = r > 0 ? &endF[size_t(r - 1) * m] : nullptr;
+    const double *downB = r + 1 < p ? &endB[size_t(r + 1) * m] : nullptr;
+    double *myF = &endF[size_t(r) * m], *myB = &endB[size_t(r) * m];
+    for (; i < ord.size(); ++i) {
+      Op op = ord[i];
+      int j = op.mb;
+      double ready, dur;
+      if (op.kind == OpF) {
+        if (upF) {
+          if (upF[j] < 0)
+            break;
+          ready = upF[j] + c;
+        } else {
+          ready = 0;
+        }
+        dur = in.tF[r];
+      } else if (op.kind == OpB) {
+        if (myF[j] < 0)
+          return timing; // B before its F
+        ready = myF[j];
+        if (downB) {
+          if (downB[j] < 0)
+            break;
+          ready = std::max(ready, downB[j] + c);
+        }
+        dur = in.tB[r];
+      } else {
+        if (myB[j] < 0)
+          return timing; // W before its B
+        ready = myB[j];
+        dur = in.tW[r];
+      }
+      double s = std::max(t, ready);
+      t = s + dur;
+      if (first[r] < 0)
+        first[r] = s;
+      if (withStarts)
+        timing.start[op.kind][size_t(r) * m + j] = s;
+      if (op.kind == OpF) {
+        myF[j] = t;
+        movedF = true;
+      } else if (op.kind == OpB) {
+        myB[j] = t;
+        movedB = true;
+      }
+    }
+    pos[r] = static_cast<int>(i);
+    freeAt[r] = t;
+    if (movedF && r + 1 < p && !queued[r + 1]) {
+      queued[r + 1] = 1;
+      stack.push_back(r + 1);
+    }
+    if (movedB && r > 0 && !queued[r - 1]) {
+      queued[r - 1] = 1;
+      stack.push_back(r - 1);
+    }
+  }
+  timing.span.assign(p, 0);
+  timing.makespan = timing.sumSpan = 0;
+  for (int r = 0; r < p; ++r) {
+    if (pos[r] != static_cast<int>(order[r].size()))
+      return timing; // deadlock
+    timing.span[r] = order[r].empty() ? 0 : freeAt[r] - first[r];
+    timing.makespan = std::max(timing.makespan, timing.span[r]);
+    timing.sumSpan += timing.span[r];
+  }
+  timing.ok = true;
+  return timing;
+}
+
+std::vector<double> Evaluator::peaks(const Instance &in, const Order &order) {
+  std::vector<double> peak(in.p, 0);
+  for (int r = 0; r < in.p; ++r) {
+    double mem = 0;
+    for (Op op : order[r]) {
+      mem += in.delta(op.kind, r);
+      peak[r] = std::max(peak[r], mem);
+    }
+  }
+  return peak;
+}
+
+//===----------------------------------------------------------------------===//
+// The greedy
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The knobs of one greedy run.
+struct Params {
+  bool preferB = true;      // B before F when both are ready
+  double fill = 1.0;        // fill a gap with W if gap >= fill * T_W
+  bool waitWhenFull = false; // memory-blocked F: wait for a B, no forced W
+  double waitB = 0;         // skip an F if a B arrives within waitB * T_F
+  std::vector<int> cap;     // per rank: most F's ahead of B's (0: memory only)
+};
+
+class Greedy {
+public:
+  explicit Greedy(const Instance &in) : in(in) {
+    for (leaves = 1; leaves < in.p; leaves *= 2)
+      ;
+  }
+  /// Builds an order; false only on an internal inconsistency.
+  bool run(const Params &params, Order &order);
+
+private:
+  /// Each rank's next decision time, with a tournament tree over them for
+  /// the earliest: O(log p) per update and no stale events.
+  void setWake(int r, double t) {
+    wake[r] = t;
+    for (int node = (leaves + r) / 2; node >= 1; node /= 2) {
+      int a = winner[2 * node], b = winner[2 * node + 1];
+      winner[node] = wake[a] <= wake[b] ? a : b;
+    }
+  }
+  void wakeBy(int r, double t) {
+    t = std::max(t, freeAt[r]);
+    if (t < wake[r])
+      setWake(r, t);
+  }
+  void decide(int r, double now, const Params &params, Order &order);
+
+  const Instance &in;
+  int leaves = 1;
+  std::vector<double> wake;
+  std::vector<int> winner;
+  std::vector<double> endF, endB, freeAt, mem;
+  std::vector<int> nF, nB, nW;
+};
+
+} // namespace
+
+bool Greedy::run(const Params &params, Order &order) {
+  const int p = in.p, m = in.m;
+  endF.assign(size_t(p) * m, -1);
+  endB.assign(size_t(p) * m, -1);
+  freeAt.assign(p, 0);
+  mem.assign(p, 0);
+  nF.assign(p, 0);
+  nB.assign(p, 0);
+  nW.assign(p, 0);
+  order.resize(p);
+  for (auto &o : order) {
+    o.clear();
+    o.reserve(3 * size_t(m));
+  }
+  wake.assign(leaves, kInf);
+  winner.assign(2 * leaves, 0);
+  for (int i = 0; i < leaves; ++i)
+    winner[leaves + i] = i;
+  for (int node = leaves - 1; node >= 1; --node)
+    winner[node] = winner[2 * node];
+  setWake(0, 0);
+  for (int r = winner[1]; wake[r] < kInf; r = winner[1])
+    decide(r, wake[r], params, order);
+  for (int r = 0; r < p; ++r)
+    if (nW[r] != m)
+      return false;
+  return true;
+}
+
+void Greedy::decide(int r, double now, const Params &params, Order &order) {
+  const int p = in.p, m = in.m;
+  const double c = in.comm, limit = in.limit, slack = memSlack(limit);
+  const double tF = in.tF[r], tB = in.tB[r], tW = in.tW[r];
+  const double mB = in.mB[r], mW = in.mW[r];
+  const double eps = 1e-9 * (tF + tB + tW);
+  if (nW[r] == m) {
+    setWake(r, kInf); // done
+    return;
+  }
+  std::vector<Op> &ord = order[r];
+  int f = nF[r], b = nB[r];
+
+  auto placeW = [&](double &at) {
+    ord.push_back({OpW, nW[r]});
+    ++nW[r];
+    mem[r] -= mW;
+    at += tW;
+  };
+
+  if (f == m && b == m) { // only W's left: back to back
+    double at = freeAt[r];
+    while (nW[r] < m)
+      placeW(at);
+    freeAt[r] = at;
+    setWake(r, kInf);
+    return;
+  }
+
+  int cap = params.cap.empty() ? 0 : params.cap[r];
+  double readyF = kInf, readyB = kInf;
+  if (f < m && (cap <= 0 || f - b < cap)) {
+    if (r == 0)
+      readyF = 0;
+    else if (endF[size_t(r - 1) * m + f] >= 0)
+      readyF = endF[size_t(r - 1) * m + f] + c;
+  }
+  if (b < f) {
+    if (r == p - 1)
+      readyB = endF[size_t(r) * m + b];
+    else if (endB[size_t(r + 1) * m + b] >= 0)
+      readyB = endB[size_t(r + 1) * m + b] + c;
+  }
+  bool fReady = readyF <= now + eps, bReady = readyB <= now + eps;
+  // Not starting anything now: sleep until an input we know of arrives, or
+  // until a neighbour's commit wakes us.
+  auto wait = [&] {
+    double next = kInf;
+    if (readyF > now + eps)
+      next = readyF;
+    if (readyB > now + eps)
+      next = std::min(next, readyB);
+    setWake(r, next);
+  };
+  int pendingW = b - nW[r];
+  // W's an op needs first so that memory stays within the limit.
+  auto wNeeded = [&](double rise) {
+    double over = mem[r] + rise - limit;
+    if (over <= slack)
+      return 0;
+    return mW > 0 ? static_cast<int>(std::ceil((over - slack) / mW)) : m + 1;
+  };
+
+  int kind = -1, needW = 0;
+  if (bReady && (params.preferB || !fReady)) {
+    kind = OpB;
+  } else if (fReady) {
+    if (!bReady && readyB < now + params.waitB * tF) {
+      wait(); // the B is due soon: keep the rank free for it
+      return;
+    }
+    int k = wNeeded(std::max(mB, mW));
+    if (k == 0) {
+      kind = OpF;
+    } else if (bReady) {
+      kind = OpB;
+    } else if (k <= pendingW && !(params.waitWhenFull && b < f)) {
+      kind = OpF;
+      needW = k;
+    } else {
+      wait(); // for a B
+      return;
+    }
+  } else {
+    wait(); // nothing ready yet
+    return;
+  }
+  if (kind == OpB)
+    needW = std::min(pendingW, wNeeded(mW - mB));
+
+  // W's into the gap [freeAt, now), then the forced ones.
+  double at = freeAt[r];
+  while (nW[r] < b) {
+    if (needW <= 0) {
+      double gap = now - at;
+      if (gap <= eps || gap + eps < params.fill * tW)
+        break;
+    }
+    placeW(at);
+    --needW;
+  }
+  double start = std::max(at, now);
+  int j = kind == OpF ? f : b;
+  ord.push_back({static_cast<uint8_t>(kind), j});
+  if (kind == OpF) {
+    double end = start + tF;
+    endF[size_t(r) * m + j] = end;
+    mem[r] += mB;
+    ++nF[r];
+    freeAt[r] = end;
+    setWake(r, end);
+    if (r + 1 < p)
+      wakeBy(r + 1, end + c);
+  } else {
+    double end = start + tB;
+    endB[size_t(r) * m + j] = end;
+    mem[r] += mW - mB;
+    ++nB[r];
+    freeAt[r] = end;
+    setWake(r, end);
+    if (r > 0)
+      wakeBy(r - 1, end + c);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Repair: critical-path local search over the per-rank orders
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Spans sorted longest first: minimizing this vector lexicographically
+/// minimizes the makespan and, at equal makespan, the next-longest spans,
+/// which gives the search somewhere to go on plateaus.
+using Key = std::vector<double>;
+
+static Key keyOf(const Timing &t) {
+  Key k = t.span;
+  std::sort(k.begin(), k.end(), std::greater<>());
+  return k;
+}
+
+static bool keyLess(const Key &a, const Key &b) {
+  double tol = 1e-9 * std::max(1.0, b.empty() ? 1.0 : b[0]);
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] < b[i] - tol)
+      return true;
+    if (a[i] > b[i] + tol)
+      return false;
+  }
+  return false;
+}
+
+class Repair {
+public:
+  Repair(const Instance &in, Evaluator &eval) : in(in), eval(eval) {}
+
+  /// Improves `order` until no move on its critical path helps or `budget`
+  /// evaluations are spent; returns the evaluations used.
+  long run(Order &order, long budget);
+
+private:
+  struct Move {
+    int r, from, to;
+  };
+  bool memoryOk(const std::vector<Op> &ord, int r) const {
+    double mem = 0, limit = in.limit + memSlack(in.limit);
+    for (Op op : ord) {
+      mem += in.delta(op.kind, r);
+      if (mem > limit)
+        return false;
+    }
+    return true;
+  }
+  double startOf(Op op, int r) const {
+    return timing.start[op.kind][size_t(r) * in.m + op.mb];
+  }
+  double endOf(Op op, int r) const {
+    return startOf(op, r) + in.dur(op.kind, r);
+  }
+  /// Index in order[r] of op (kind, mb).
+  int &index(int kind, int r, int j) { return idx[kind][size_t(r) * in.m + j]; }
+  /// Lowest index op (kind, mb) on rank r may move to (its same-rank
+  /// predecessors: the previous op of its kind, its own F or B).
+  int lowestIndex(Op op, int r) {
+    int lo = 0;
+    if (op.mb > 0)
+      lo = index(op.kind, r, op.mb - 1) + 1;
+    if (op.kind == OpB)
+      lo = std::max(lo, index(OpF, r, op.mb) + 1);
+    if (op.kind == OpW)
+      lo = std::max(lo, index(OpB, r, op.mb) + 1);
+    return lo;
+  }
+  void candidates(const Order &order, std::vector<Move> &moves);
+
+  const Instance &in;
+  Evaluator &eval;
+  Timing timing;
+  std::vector<int> idx[3];
+};
+
+} // namespace
+
+void Repair::candidates(const Order &order, std::vector<Move> &moves) {
+  const int p = in.p, m = in.m;
+  const double c = in.comm, eps = 1e-9 * std::max(1.0, timing.makespan);
+  for (auto &v : idx)
+    v.assign(size_t(p) * m, -1);
+  for (int r = 0; r < p; ++r)
+    for (int i = 0, e = static_cast<int>(order[r].size()); i < e; ++i)
+      index(order[r][i].kind, r, order[r][i].mb) = i;
+  int crit = 0;
+  for (int r = 1; r < p; ++r)
+    if (timing.span[r] > timing.span[crit])
+      crit = r;
+  moves.clear();
+  int r = crit, i = static_cast<int>(order[crit].size()) - 1;
+  while (i >= 0) {
+    Op op = order[r][i];
+    int j = op.mb;
+    double s = startOf(op, r);
+    // The dependency that bounds this op, if any.
+    double ready = 0;
+    int dr = -1, di = -1;
+    if (op.kind == OpF) {
+      if (r > 0) {
+        ready = endOf({OpF, j}, r - 1) + c;
+        dr = r - 1;
+        di = index(OpF, r - 1, j);
+      }
+    } else if (op.kind == OpB) {
+      ready = endOf({OpF, j}, r);
+      dr = r;
+      di = index(OpF, r, j);
+      if (r + 1 < p && endOf({OpB, j}, r + 1) + c >= ready) {
+        ready = endOf({OpB, j}, r + 1) + c;
+        dr = r + 1;
+        di = index(OpB, r + 1, j);
+      }
+    } else {
+      ready = endOf({OpB, j}, r);
+      dr = r;
+      di = index(OpB, r, j);
+    }
+    double prevEnd = i > 0 ? endOf(order[r][i - 1], r) : -kInf;
+    if (dr >= 0 && ready >= s - eps) {
+      // Waits for its dependency. A gap before it can take the next W.
+      if (i > 0 && prevEnd < s - eps) {
+        for (int k = i + 1, e = static_cast<int>(order[r].size()); k < e; ++k)
+          if (order[r][k].kind == OpW) {
+            if (index(OpB, r, order[r][k].mb) < i)
+              moves.push_back({r, k, i});
+            break;
+          }
+      }
+      r = dr;
+      i = di;
+      continue;
+    }
+    if (i > 0 && prevEnd >= s - eps) {
+      // Waits for its rank: try running it earlier.
+      int lo = lowestIndex(op, r);
+      if (lo <= i - 1) {
+        moves.push_back({r, i, i - 1});
+        // The earliest position where it would not wait idle.
+        int k = i - 1;
+        while (k > lo && endOf(order[r][k - 1], r) > ready + eps)
+          --k;
+        if (k < i - 1)
+          moves.push_back({r, i, k});
+      }
+      --i;
+      continue;
+    }
+    break;
+  }
+}
+
+long Repair::run(Order &order, long budget) {
+  long used = 0;
+  std::vector<Move> moves;
+  timing = eval.run(order, true);
+  ++used;
+  if (!timing.ok)
+    return used;
+  Key best = keyOf(timing);
+  while (used < budget) {
+    candidates(order, moves);
+    bool improved = false;
+    for (const Move &mv : moves) {
+      if (used >= budget)
+        break;
+      std::vector<Op> &ord = order[mv.r];
+      auto rotate = [&](int from, int to) {
+        if (from > to)
+          std::rotate(ord.begin() + to, ord.begin() + from,
+                      ord.begin() + from + 1);
+        else
+          std::rotate(ord.begin() + from, ord.begin() + from + 1,
+                      ord.begin() + to + 1);
+      };
+      rotate(mv.from, mv.to);
+      if (memoryOk(ord, mv.r)) {
+        ++used;
+        const Timing &t = eval.run(order, true);
+        if (t.ok) {
+          Key k = keyOf(t);
+          if (keyLess(k, best)) {
+            best = std::move(k);
+            timing = t;
+            improved = true;
+            break;
+          }
+        }
+      }
+      rotate(mv.to, mv.from);
+    }
+    if (!improved)
+      break;
+  }
+  return used;
+}
+
+//===----------------------------------------------------------------------===//
+// The search driver
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Work is counted in op visits (one op timed once), so results do not
+/// depend on the machine's speed. A greedy run costs about kGreedyCost
+/// evaluations. The budget is the larger of kMinGreedyRuns greedy runs and
+/// kMinVisits visits: p = 32, m = 256 takes ~40 ms, p = 64, m = 1024 ~0.4 s.
+constexpr long kGreedyCost = 7;
+constexpr long kMinGreedyRuns = 40;
+constexpr long kMinVisits = 6'000'000;
+
+class Search {
+public:
+  explicit Search(const Instance &in)
+      : in(in), ops(3L * in.p * in.m), greedy(in), eval(in) {
+    budget = std::max(kMinGreedyRuns * kGreedyCost * ops, kMinVisits);
+  }
+
+  bool spent(double fraction = 1) const { return used >= fraction * budget; }
+
+  /// Times `order` and keeps it if it is among the best; false if it is
+  /// invalid or breaks the limit.
+  bool tryOrder(const Order &order, const Params *params = nullptr) {
+    used += ops;
+    std::vector<double> peak = Evaluator::peaks(in, order);
+    for (double x : peak)
+      if (x > in.limit + memSlack(in.limit))
+        return false;
+    const Timing &t = eval.run(order);
+    if (!t.ok)
+      return false;
+    Key key = keyOf(t);
+    if (pool.empty() || keyLess(key, pool[0].key))
+      bestParams = params ? *params : Params();
+    // Keep the kPool best distinct results for the repair.
+    for (const Entry &e : pool)
+      if (!keyLess(key, e.key) && !keyLess(e.key, key))
+        return true; // a tie: most likely the same order again
+    Entry entry{key, order, t.makespan};
+    auto at = std::find_if(pool.begin(), pool.end(), [&](const Entry &e) {
+      return keyLess(key, e.key);
+    });
+    pool.insert(at, std::move(entry));
+    if (pool.size() > kPool)
+      pool.pop_back();
+    return true;
+  }
+
+  /// Runs the greedy with `params`; returns the key and spans of its
+  /// result (empty key if it failed).
+  std::pair<Key, std::vector<double>> tryParams(const Params &params) {
+    used += kGreedyCost * ops;
+    ++greedyRuns;
+    if (!greedy.run(params, scratch) || !tryOrder(scratch, &params))
+      return {};
+    const Timing &t = eval.run(scratch);
+    used += ops;
+    return {keyOf(t), t.span};
+  }
+
+  /// Repairs the pool's orders, best first, with what is left.
+  void repairPool() {
+    Repair repair(in, eval);
+    std::vector<Entry> start = pool;
+    for (size_t i = 0; i < start.size() && !spent(); ++i) {
+      Order order = start[i].order;
+      long visits = (budget - used) / (static_cast<long>(start.size() - i));
+      if (i == 0)
+        visits = std::max(visits, (budget - used) / 2);
+      long evals = repair.run(order, std::max(1L, visits / ops));
+      used += evals * ops;
+      repairEvals += evals;
+      tryOrder(order);
+    }
+  }
+
+  struct Entry {
+    Key key;
+    Order order;
+    double makespan;
+  };
+  static constexpr size_t kPool = 3;
+
+  const Instance &in;
+  long ops, budget, used = 0;
+  Greedy greedy;
+  Evaluator eval;
+  Order scratch;
+  std::vector<Entry> pool; // best first
+  Params bestParams;
+  int greedyRuns = 0;
+  long repairEvals = 0;
+};
+
+/// Caps on F's in flight per rank, from memory alone.
+static std::vector<int> memoryCaps(const Instance &in) {
+  std::vector<int> cap(in.p);
+  for (int r = 0; r < in.p; ++r) {
+    double need = std::max(in.mB[r], in.mW[r]);
+    double fit = need > 0 ? std::floor((in.limit + memSlack(in.limit)) / need)
+                          : in.m;
+    cap[r] = static_cast<int>(std::clamp<double>(fit, 1, in.m));
+  }
+  return cap;
+}
+
+/// The caps that cover each rank's warm-up: the F's that fit between its
+/// first F and the arrival of its first B gradient, with the real per-stage
+/// costs and comm (F's arrive no faster than the slowest upstream stage).
+static std::vector<int> roundTripCaps(const Instance &in) {
+  const int p = in.p;
+  std::vector<double> first(p), arrive(p);
+  double t = 0;
+  for (int r = 0; r < p; ++r) {
+    first[r] = t;
+    t += in.tF[r] + in.comm;
+  }
+  double a = first[p - 1] + in.tF[p - 1];
+  for (int r = p - 1; r >= 0; --r) {
+    arrive[r] = a;
+    a += in.tB[r] + in.comm;
+  }
+  std::vector<int> cap(p);
+  double slowest = 0;
+  for (int r = 0; r < p; ++r) {
+    slowest = std::max(slowest, in.tF[r]);
+    double n = 1 + std::floor((arrive[r] - first[r] - in.tF[r]) / slowest + 1e-9);
+    cap[r] = static_cast<int>(std::clamp<double>(n, 1, in.m));
+  }
+  return cap;
+}
+
+} // namespace
+
+/// The heuristic: seeds, the paper's variants, cap families, coordinate
+/// descent on the caps, then the repair. Returns the best order.
+static Order searchOrders(const Problem &problem, const Instance &in,
+                          BuildReport &report) {
+  const int p = in.p;
+  Search search(in);
+
+  // Seeds: the handcrafted schedules, where they fit the limit, so zb-auto
+  // is never worse than ZB-H1 / ZB-H2 at the same memory.
+  for (auto *build : {buildZBH1, buildZBH2}) {
+    BuildReport ignored;
+    llvm::Expected<ScheduleTable> table = build(problem, {}, ignored);
+    if (!table) {
+      llvm::consumeError(table.takeError());
+      continue;
+    }
+    Order order(p);
+    bool linear = static_cast<int>(table->ranks.size()) == p;
+    for (int r = 0; linear && r < p; ++r)
+      for (const Action &a : table->ranks[r]) {
+        if (a.stage != r || a.kind == Kind::BW) {
+          linear = false;
+          break;
+        }
+        order[r].push_back({static_cast<uint8_t>(a.kind == Kind::F   ? OpF
+                                                 : a.kind == Kind::B ? OpB
+                                                                     : OpW),
+                            a.microbatch});
+      }
+    if (linear)
+      search.tryOrder(order);
+  }
+
+  // The paper's eight: B or F first, fill whole gaps or any gap, run W's or
+  // wait for a B when memory is full.
+  for (bool preferB : {true, false})
+    for (double fill : {1.0, 0.0})
+      for (bool waitWhenFull : {false, true}) {
+        Params params;
+        params.preferB = preferB;
+        params.fill = fill;
+        params.waitWhenFull = waitWhenFull;
+        search.tryParams(params);
+      }
+
+  // Warm-up caps: the round trip of each rank (ZB-2p's shape), a slope of
+  // one or two F's per rank down from the memory cap (ZB-H1's and ZB-H2's
+  // shapes), and their neighbours.
+  std::vector<int> memCap = memoryCaps(in), rtCap = roundTripCaps(in);
+  auto clampCaps = [&](std::vector<int> cap) {
+    for (int r = 0; r < p; ++r)
+      cap[r] = std::clamp(cap[r], 1, memCap[r]);
+    return cap;
+  };
+  auto slope = [&](double s, int offset) {
+    std::vector<int> cap(p);
+    for (int r = 0; r < p; ++r)
+      cap[r] = static_cast<int>(std::lround(memCap[0] + offset - s * r));
+    return clampCaps(cap);
+  };
+  auto shifted = [&](std::vector<int> cap, int d) {
+    for (int &x : cap)
+      x += d;
+    return clampCaps(cap);
+  };
+  std::vector<std::vector<int>> families = {
+      clampCaps(rtCap), slope(1, 0), slope(2, 0),  shifted(rtCap, -1),
+      shifted(rtCap, 1), slope(1, -1), slope(2, -1)};
+  struct Knobs {
+    bool preferB;
+    double fill, waitB;
+  };
+  const Knobs knobs[] = {{true, 0, 0},    {true, 1, 0},   {true, 0.5, 0},
+                         {true, 0, 0.5},  {true, 1, 0.5}, {false, 0, 0},
+                         {false, 1, 0}};
+  for (const Knobs &k : knobs)
+    for (const std::vector<int> &cap : families) {
+      if (search.spent(0.5))
+        break;
+      Params params;
+      params.preferB = k.preferB;
+      params.fill = k.fill;
+      params.waitB = k.waitB;
+      params.cap = cap;
+      search.tryParams(params);
+    }
+
+  // Coordinate descent on the best greedy run's caps, longest-span ranks
+  // first: a rank's span is mostly set by its own warm-up (one more F in
+  // flight trades its idle wait for the first B against delaying that B for
+  // the ranks upstream), so the critical rank's cap is the one to try.
+  Params cur = search.bestParams;
+  if (cur.cap.empty())
+    cur.cap = memCap;
+  auto [curKey, curSpan] = search.tryParams(cur);
+  while (!curKey.empty() && !search.spent(0.75)) {
+    std::vector<int> ranks(p);
+    for (int r = 0; r < p; ++r)
+      ranks[r] = r;
+    std::stable_sort(ranks.begin(), ranks.end(),
+                     [&](int a, int b) { return curSpan[a] > curSpan[b]; });
+    bool improved = false;
+    for (int r : ranks) {
+      for (int d : {1, -1}) {
+        Params t = cur;
+        t.cap[r] = std::clamp(t.cap[r] + d, 1, memCap[r]);
+        if (t.cap[r] == cur.cap[r] || search.spent(0.75))
+          continue;
+        auto [key, span] = search.tryParams(t);
+        if (!key.empty() && keyLess(key, curKey)) {
+          cur = std::move(t);
+          curKey = std::move(key);
+          curSpan = std::move(span);
+          improved = true;
+          break;
+        }
+      }
+      if (improved || search.spent(0.75))
+        break;
+    }
+    if (!improved)
+      break;
+  }
+  double greedyBest = search.pool[0].makespan;
+
+  search.repairPool();
+
+  const Params &b = search.bestParams;
+  std::string caps;
+  if (!b.cap.empty()) {
+    bool first = true;
+    for (int x : b.cap) {
+      caps += (first ? "" : ",") + std::to_string(x);
+      first = false;
+    }
+  }
+  report.notes.push_back(
+      "zb-auto heuristic: " + std::to_string(search.greedyRuns) +
+      " greedy runs (best makespan " + num(greedyBest) + "), " +
+      std::to_string(search.repairEvals) +
+      " repair evaluations (makespan " + num(search.pool[0].makespan) + ")");
+  return search.pool[0].order;
+}
+
+//===----------------------------------------------------------------------===//
+// buildZBAuto
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<ScheduleTable>
+zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
+                        BuildReport &report) {
+  const int p = problem.ranks, m = problem.microbatches;
+  double maxMB = 0, minLimit = 0;
+  for (const StageCost &s : problem.stages) {
+    maxMB = std::max(maxMB, s.memB);
+    minLimit = std::max({minLimit, s.memB, s.memW});
+  }
+  double limit = problem.memLimit;
+  if (limit <= 0) {
+    limit = std::max(2.0 * p * maxMB, minLimit);
+    report.notes.push_back("zb-auto: no memory limit given; planning for 2p "
+                           "M_B = " + num(limit) + " per rank (ZB-2p)");
+  }
+  if (limit + memSlack(limit) < minLimit)
+    return fail("memory limit " + num(limit) +
+                " is below the smallest feasible limit " + num(minLimit) +
+                ": every rank must hold one microbatch's activations, the "
+                "largest M_B (or M_W) of any stage");
+  if (limit <= 0) // every M_B and M_W is 0: memory constrains nothing
+    limit = 1;
+
+  Instance in = Instance::from(problem, limit);
+  Order order = searchOrders(problem, in, report);
+  if (options.exactSeconds > 0) {
+    Evaluator eval(in);
+    double heuristic = eval.run(order).makespan;
+    llvm::Expected<Order> exact =
+        solveExact(in, order, heuristic, options.exactSeconds, report);
+    if (!exact)
+      return exact.takeError();
+    order = std::move(*exact);
+  }
+
+  ScheduleTable table;
+  table.microbatches = m;
+  table.rankOfStage = placeStages(Placement::Linear, p, p);
+  table.ranks.resize(p);
+  for (int r = 0; r < p; ++r) {
+    table.ranks[r].reserve(order[r].size());
+    for (Op op : order[r])
+      table.ranks[r].push_back({op.kind == OpF   ? Kind::F
+                                : op.kind == OpB ? Kind::B
+                                                 : Kind::W,
+                                r, op.mb});
+  }
+  return table;
+}

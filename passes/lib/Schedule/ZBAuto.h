@@ -1,0 +1,89 @@
+//===- ZBAuto.h - internals shared by zb-auto's heuristic and ILP -*- C++ -*-===//
+//
+// Private to passes/lib/Schedule. zb-auto works on per-rank orders of
+// F/B/W ops (one stage per rank, Placement::Linear) and evaluates them with a
+// fast as-soon-as-possible timing model that matches Simulator.h's rules; the
+// exact mode (ZBAutoILP.cpp) starts from the heuristic's order and returns an
+// order too, so both go through the same conversion to a ScheduleTable.
+//
+// Note [zb-auto memory]: memory depends only on the per-rank order, never on
+// timing: F adds M_B, B adds M_W - M_B, W subtracts M_W, and the peak is the
+// largest prefix sum. An F is admitted only if, after it, every microbatch in
+// flight can still run its B (mem + max(M_B, M_W) <= limit), so a B is never
+// blocked by memory once the W's before it are flushed. The smallest feasible
+// limit is therefore max over stages of max(M_B, M_W).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_ZBAUTO_H
+#define ZBC_SCHEDULE_ZBAUTO_H
+
+#include "zbc/Schedule/Registry.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace zbc::sched::zbauto {
+
+/// Relative tolerance for memory comparisons (Note [zb-auto memory]).
+inline double memSlack(double limit) { return limit * 1e-12; }
+
+/// A linear-placement problem with its limit resolved.
+struct Instance {
+  int p = 0, m = 0;
+  std::vector<double> tF, tB, tW, mB, mW; // per rank (= stage)
+  double comm = 0;
+  double limit = 0; // per rank; always > 0 here
+
+  static Instance from(const Problem &problem, double limit);
+  double dur(int kind, int r) const {
+    return kind == 0 ? tF[r] : kind == 1 ? tB[r] : tW[r];
+  }
+  double delta(int kind, int r) const {
+    return kind == 0 ? mB[r] : kind == 1 ? mW[r] - mB[r] : -mW[r];
+  }
+};
+
+enum : uint8_t { OpF = 0, OpB = 1, OpW = 2 };
+struct Op {
+  uint8_t kind;
+  int mb;
+};
+using Order = std::vector<std::vector<Op>>; // per rank, in execution order
+
+/// Timing of an order under the as-soon-as-possible rules of Simulator.h.
+struct Timing {
+  bool ok = false;        // false: invalid order or deadlock
+  double makespan = 0;    // longest rank span
+  double sumSpan = 0;     // tie-breaker for the search
+  std::vector<double> span;
+  /// start[kind][r * m + j], filled only when asked for.
+  std::vector<double> start[3];
+};
+
+/// Evaluates orders; keeps its buffers between calls.
+class Evaluator {
+public:
+  explicit Evaluator(const Instance &in);
+  /// Times `order`; fills Timing::start when `withStarts`.
+  const Timing &run(const Order &order, bool withStarts = false);
+  /// Peak memory of each rank's order (Note [zb-auto memory]).
+  static std::vector<double> peaks(const Instance &in, const Order &order);
+
+private:
+  const Instance &in;
+  std::vector<double> endF, endB, endW;
+  std::vector<int> pos, stack;
+  std::vector<double> freeAt, first;
+  Timing timing;
+};
+
+/// The exact mode: the Zero Bubble paper's ILP solved with CBC, warm-started
+/// from `heuristic`. Returns the better order (or `heuristic`) and adds the
+/// bound and gap to `report`.
+llvm::Expected<Order> solveExact(const Instance &in, const Order &heuristic,
+                                 double heuristicMakespan, double seconds,
+                                 BuildReport &report);
+
+} // namespace zbc::sched::zbauto
+
+#endif // ZBC_SCHEDULE_ZBAUTO_H

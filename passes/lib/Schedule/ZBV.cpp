@@ -1,0 +1,707 @@
+//===- ZBV.cpp - ZB-V: zero bubble on the V placement ---------------------===//
+//
+// ZB-V (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, section 6;
+// also in "Pipeline Parallelism with Controllable Memory", 2024):
+// each rank holds two chunks in a V (Note [V chunks] below), and the split
+// backward (B, then W later) lets W fill what would be bubbles. With
+// T_F = T_B = T_W, no comm and a limit of 2p chunk activations (1F1B's
+// memory: p full-stage microbatches) it has no bubble at all once m >= 2p.
+//
+// The builder makes several candidate orders, times each with the real
+// costs (the simulator's rule, spanOf below) and keeps the shortest that
+// stays within the limit:
+//  - the handcrafted order (the one PyTorch's ScheduleZBVZeroBubble runs):
+//    warm-up forwards, then F B W per chunk in lockstep, then the cool-down.
+//    Exact for equal costs; it ignores costs and the limit, so it only
+//    counts where it stays within the limit.
+//  - a paced greedy over the dependency graph with the real per-chunk costs
+//    and comm, in the manner of the reference implementation's V greedy:
+//    a memory-bounded warm-up, then rounds of one B and one F per rank,
+//    W placed where the next input would leave the rank idle anyway, or
+//    when memory requires it; a few variants and a refinement pass that
+//    balances the ranks' idle time. Unlike the reference it checks every
+//    dependency and the limit as it goes: a variant that cannot continue
+//    is dropped, never emitted half-valid.
+//  - an event-driven list schedule, the fallback that is valid for every
+//    limit down to the minimum (Note [V memory reserve]).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Builders.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <string>
+
+using namespace zbc::sched;
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static std::string num(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", x);
+  return buffer;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Note [V chunks]
+// Rank r holds chunk 0 = stage r and chunk 1 = stage 2p-1-r (Problem.h,
+// Placement::V). Forwards run down chunk 0 (rank r-1 -> r) and back up
+// chunk 1 (rank r+1 -> r); rank p-1 turns around without a hop (its chunk 1
+// reads its own chunk 0). Backwards run the other way: down chunk 1 from
+// rank 0 (which holds the last stage and so needs nothing but its own F),
+// turning at rank p-1, and up chunk 0 back to rank 0.
+
+/// What an F or B of (rank, chunk) waits for on another (or the same) rank.
+struct Dep {
+  int rank, chunk;
+  bool cross; // pays comm
+};
+
+/// The V problem as the builders see it: per rank and chunk.
+struct VShape {
+  int p = 0, m = 0;
+  double comm = 0, limit = 0;
+  std::vector<std::array<StageCost, 2>> cost; // [rank][chunk]
+
+  int stage(int r, int c) const { return c == 0 ? r : 2 * p - 1 - r; }
+
+  std::optional<Dep> forwardDep(int r, int c) const {
+    if (c == 0)
+      return r > 0 ? std::optional<Dep>(Dep{r - 1, 0, true}) : std::nullopt;
+    return r < p - 1 ? Dep{r + 1, 1, true} : Dep{r, 0, false};
+  }
+  std::optional<Dep> backwardDep(int r, int c) const {
+    if (c == 1)
+      return r > 0 ? std::optional<Dep>(Dep{r - 1, 1, true}) : std::nullopt;
+    return r < p - 1 ? Dep{r + 1, 0, true} : Dep{r, 1, false};
+  }
+};
+
+enum K { KF = 0, KB = 1, KW = 2 };
+
+double duration(const StageCost &c, int k) {
+  return k == KF ? c.F : k == KB ? c.B : c.W;
+}
+double memDelta(const StageCost &c, int k) {
+  return k == KF ? c.memB : k == KB ? c.memW - c.memB : -c.memW;
+}
+Kind kindOf(int k) { return k == KF ? Kind::F : k == KB ? Kind::B : Kind::W; }
+
+// Note [V memory reserve]
+// A rank that fills its memory with chunk-0 forwards can deadlock: the
+// oldest microbatch still needs its chunk-1 forward (and then its B) there
+// before anything is freed. So a chunk-0 forward is admitted only if room
+// for one more chunk-1 microbatch remains afterwards:
+//   reserve = max(M_B1, M_W1, M_W0 - M_B0).
+// Forwards run in microbatch order per chunk, W can always run after its B
+// and, with M_W <= M_B (transformer layers: 32h against 34h + 5as), a B
+// never needs room; so the oldest unfinished microbatch can always take its
+// next step on every rank, and the list schedule never deadlocks for a
+// limit of at least M_B0 + reserve per rank, which is also the least any V
+// schedule needs (a rank holds both chunks of a microbatch at once, then
+// its chunk-1 M_W, then its chunk-0 M_W). With M_W > M_B a B may find no
+// room; the builder then reports that no candidate fits.
+double reserveOf(const std::array<StageCost, 2> &c) {
+  return std::max({c[1].memB, c[1].memW, c[0].memW - c[0].memB});
+}
+
+/// Per-rank bookkeeping shared by the greedy builders: counts, end times of
+/// each F and B, memory, the W queue and the order so far.
+struct State {
+  const VShape &v;
+  double tol; // the simulator's round-off allowance on the limit
+  std::vector<std::array<std::array<int, 2>, 3>> count; // [r][kind][chunk]
+  std::vector<double> ends; // [kind F/B][r][chunk][j], -1: not placed
+  std::vector<double> cur, mem;
+  std::vector<std::deque<int>> pendingW; // chunks, in B order
+  std::vector<std::vector<Action>> order;
+
+  explicit State(const VShape &v)
+      : v(v), tol(v.limit * (1 + 1e-9)), count(v.p),
+        ends(2 * size_t(v.p) * 2 * v.m, -1.0), cur(v.p, 0.0), mem(v.p, 0.0),
+        pendingW(v.p), order(v.p) {
+    for (auto &byKind : count)
+      for (auto &byChunk : byKind)
+        byChunk = {0, 0};
+  }
+
+  double &end(int k, int r, int c, int j) {
+    return ends[((size_t(k) * v.p + r) * 2 + c) * v.m + j];
+  }
+  int n(int k, int r, int c) const { return count[r][k][c]; }
+  bool placed(int k, int r, int c, int j) {
+    return j >= 0 && j < v.m && end(k, r, c, j) >= 0;
+  }
+  const StageCost &cost(int r, int c) const { return v.cost[r][c]; }
+
+  /// When (kind, r, c) for its next microbatch may start, ignoring the
+  /// rank's own clock; kInf if a dependency is not placed yet.
+  double readyAt(int k, int r, int c) {
+    int j = n(k, r, c);
+    if (j >= v.m)
+      return kInf;
+    double t = 0;
+    auto need = [&](int kk, int rr, int cc, bool cross) {
+      if (!placed(kk, rr, cc, j))
+        t = kInf;
+      else
+        t = std::max(t, end(kk, rr, cc, j) + (cross ? v.comm : 0));
+    };
+    if (k == KF) {
+      if (auto d = v.forwardDep(r, c))
+        need(KF, d->rank, d->chunk, d->cross);
+    } else if (k == KB) {
+      need(KF, r, c, false);
+      if (auto d = v.backwardDep(r, c))
+        need(KB, d->rank, d->chunk, d->cross);
+    } else {
+      need(KB, r, c, false);
+    }
+    return t;
+  }
+
+  bool fits(int r, int c, int k) const {
+    return mem[r] + memDelta(v.cost[r][c], k) <= tol;
+  }
+
+  /// Places (kind, r, c) for its next microbatch at the earliest time the
+  /// rank and the dependencies allow; false (nothing placed) if a dependency
+  /// is missing or memory would go over the limit.
+  bool put(int k, int r, int c, double *idle = nullptr) {
+    double ready = readyAt(k, r, c);
+    if (ready == kInf || !fits(r, c, k))
+      return false;
+    int j = n(k, r, c);
+    double start = std::max(cur[r], ready);
+    if (idle && !order[r].empty())
+      *idle += start - cur[r];
+    cur[r] = start + duration(cost(r, c), k);
+    if (k != KW)
+      end(k, r, c, j) = cur[r];
+    mem[r] += memDelta(cost(r, c), k);
+    order[r].push_back({kindOf(k), v.stage(r, c), j});
+    ++count[r][k][c];
+    if (k == KB)
+      pendingW[r].push_back(c);
+    return true;
+  }
+
+  bool putW(int r, double *idle = nullptr) {
+    if (pendingW[r].empty())
+      return false;
+    int c = pendingW[r].front();
+    if (!put(KW, r, c, idle))
+      return false;
+    pendingW[r].pop_front();
+    return true;
+  }
+  double nextWCost(int r) const {
+    return duration(v.cost[r][pendingW[r].front()], KW);
+  }
+  bool allBackwardsPlaced(int r) const {
+    return count[r][KB][0] == v.m && count[r][KB][1] == v.m;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The paced greedy
+//===----------------------------------------------------------------------===//
+
+struct GreedyResult {
+  std::vector<std::vector<Action>> order;
+  std::vector<double> idle; // per rank, after its first action
+  double maxIdle = 0;
+};
+
+/// One run of the paced greedy. `approved` (a previous run's idle per rank)
+/// lets a rank put a W into a wait that the busiest rank's idle time already
+/// covers (the reference's refinement); `fillB`/`fillF` also let it do so
+/// before a chunk-1 B / before a forward.
+std::optional<GreedyResult> pacedGreedy(const VShape &v, bool fillB, bool fillF,
+                                        const std::vector<double> *approved) {
+  int p = v.p, m = v.m;
+  State s(v);
+  std::vector<double> idle(p, 0.0);
+  double maxApproved =
+      approved ? *std::max_element(approved->begin(), approved->end()) : 0;
+  auto budget = [&](int r) {
+    double worst = *std::max_element(idle.begin(), idle.end());
+    if (approved)
+      worst = std::max(worst, maxApproved - (*approved)[r]);
+    return worst - idle[r];
+  };
+  auto put = [&](int k, int r, int c) { return s.put(k, r, c, &idle[r]); };
+  auto putW = [&](int r) { return s.putW(r, &idle[r]); };
+
+  // Warm-up 1: microbatch 0 down chunk 0, then back up chunk 1 while each
+  // rank fits extra chunk-0 forwards (on it and the ranks above it) into
+  // the wait for chunk 1, keeping room for the chunk-1 microbatches still
+  // to come back through it.
+  for (int r = 0; r < p; ++r)
+    if (!put(KF, r, 0))
+      return std::nullopt;
+  for (int r = p - 1; r >= 0; --r) {
+    if (r < p - 1) {
+      double arrival = s.end(KF, r + 1, 1, 0) + v.comm;
+      double reserve =
+          (2 + 2 * r) * std::max(s.cost(r, 0).memB, s.cost(r, 1).memB);
+      bool stop = false;
+      while (!stop && s.mem[r] + reserve <= s.tol &&
+             s.cur[r] + s.cost(r, 0).F <= arrival && s.n(KF, r, 0) < m - r) {
+        for (int q = 0; q <= r && !stop; ++q)
+          stop = s.n(KF, q, 0) < m && !put(KF, q, 0);
+      }
+    }
+    if (!put(KF, r, 1))
+      return std::nullopt;
+  }
+  // Warm-up 2: bring each rank's forwards level with the rank above it,
+  // alternating chunks over the ranks below, deepest first (so every
+  // dependency is placed first).
+  int chunk = 0;
+  for (int r = 1; r < p; ++r) {
+    int stalls = 0;
+    auto total = [&](int q) { return s.n(KF, q, 0) + s.n(KF, q, 1); };
+    while (stalls < 2 &&
+           (total(r) < total(r - 1) ||
+            (s.n(KF, r, 1) <= s.n(KF, r - 1, 1) && s.n(KF, r - 1, 1) < m))) {
+      bool any = false;
+      for (int q = p - 1; q >= r; --q)
+        if (s.n(KF, q, chunk) < m && put(KF, q, chunk))
+          any = true;
+      stalls = any ? 0 : stalls + 1;
+      chunk = 1 - chunk;
+    }
+  }
+
+  /// W's before an action whose input arrives at `arrival`: every W that
+  /// ends by then, and one more if the wait exceeds this rank's share.
+  auto fillBefore = [&](int r, double arrival, bool budgeted) {
+    while (!s.pendingW[r].empty() && arrival >= s.cur[r] + s.nextWCost(r))
+      if (!putW(r))
+        return;
+    if (budgeted && !s.pendingW[r].empty() && arrival - s.cur[r] > budget(r))
+      putW(r);
+  };
+  auto crossArrival = [&](int k, int r, int c) -> std::optional<double> {
+    auto d = k == KF ? v.forwardDep(r, c) : v.backwardDep(r, c);
+    int j = s.n(k, r, c);
+    if (!d || !d->cross || !s.placed(k, d->rank, d->chunk, j))
+      return std::nullopt;
+    return s.end(k, d->rank, d->chunk, j) + v.comm;
+  };
+  /// Frees memory with W's until `k` on chunk c fits.
+  auto makeRoom = [&](int r, int c, int k) {
+    while (!s.fits(r, c, k))
+      if (!putW(r))
+        return false;
+    return true;
+  };
+
+  // Rounds: one B and then one F per rank.
+  for (int stalls = 0; stalls < 2;) {
+    bool done = true;
+    for (int r = 0; r < p; ++r)
+      done = done && s.allBackwardsPlaced(r);
+    if (done)
+      break;
+    bool any = false;
+    // Which B each rank runs: chunk 1 first for each microbatch; chunk 0
+    // once its gradient from the rank below is placed (or chunk 1 is done).
+    std::vector<std::pair<int, int>> up, down; // (rank, chunk)
+    for (int r = 0; r < p; ++r) {
+      if (s.allBackwardsPlaced(r))
+        continue;
+      int b0 = s.n(KB, r, 0), b1 = s.n(KB, r, 1);
+      bool chunk0;
+      if (b0 >= b1)
+        chunk0 = false;
+      else if (r == p - 1)
+        chunk0 = true;
+      else
+        chunk0 = s.placed(KB, r + 1, 0, b0) || b1 >= m;
+      (chunk0 ? up : down).push_back({r, chunk0 ? 0 : 1});
+    }
+    // Chunk-0 gradients flow to lower ranks, chunk-1 to higher ones.
+    std::reverse(up.begin(), up.end());
+    up.insert(up.end(), down.begin(), down.end());
+    for (auto [r, c] : up) {
+      if (s.readyAt(KB, r, c) == kInf)
+        continue;
+      if (auto arrival = crossArrival(KB, r, c))
+        fillBefore(r, *arrival, c == 0 || fillB);
+      if (!makeRoom(r, c, KB))
+        continue;
+      any |= put(KB, r, c);
+    }
+    for (int r = 0; r < p; ++r) {
+      int f0 = s.n(KF, r, 0), f1 = s.n(KF, r, 1);
+      if (f1 >= m)
+        continue;
+      int c = -1;
+      if (f1 >= f0)
+        c = 0;
+      else if (r == p - 1 || s.placed(KF, r + 1, 1, f1))
+        c = 1;
+      else if (f0 < m && (r == 0 || s.placed(KF, r - 1, 0, f0)))
+        c = 0;
+      if (c < 0 || s.readyAt(KF, r, c) == kInf)
+        continue;
+      if (!makeRoom(r, c, KF))
+        continue; // no W to free memory yet: try again next round
+      if (auto arrival = crossArrival(KF, r, c))
+        fillBefore(r, *arrival, fillF);
+      any |= put(KF, r, c);
+    }
+    stalls = any ? 0 : stalls + 1;
+  }
+  for (int r = 0; r < p; ++r) {
+    if (!s.allBackwardsPlaced(r) || s.n(KF, r, 0) < m || s.n(KF, r, 1) < m)
+      return std::nullopt;
+    while (!s.pendingW[r].empty())
+      if (!putW(r))
+        return std::nullopt;
+  }
+  GreedyResult result;
+  result.order = std::move(s.order);
+  result.idle = idle;
+  result.maxIdle = *std::max_element(idle.begin(), idle.end());
+  return result;
+}
+
+/// The paced greedy with its refinement: rerun with the previous run's idle
+/// times approved while that lowers the worst rank's idle time.
+std::optional<GreedyResult> refinedGreedy(const VShape &v, bool fillB,
+                                          bool fillF) {
+  std::optional<GreedyResult> best = pacedGreedy(v, fillB, fillF, nullptr);
+  for (int i = 0; best && i < 16; ++i) {
+    std::optional<GreedyResult> next =
+        pacedGreedy(v, fillB, fillF, &best->idle);
+    if (!next || next->maxIdle >= best->maxIdle)
+      break;
+    best = std::move(next);
+  }
+  return best;
+}
+
+//===----------------------------------------------------------------------===//
+// The event-driven list schedule (fallback)
+//===----------------------------------------------------------------------===//
+
+/// Every rank, whenever it is free, runs a ready B (oldest microbatch
+/// first), else a ready F that fits the limit with the reserve (chunk 1
+/// first), else a pending W if the wait for the next input is at least
+/// `fill` W's long (or unknown). `forwardFirst` swaps B and F.
+std::optional<std::vector<std::vector<Action>>>
+listSchedule(const VShape &v, bool forwardFirst, double fill) {
+  int p = v.p, m = v.m;
+  State s(v);
+  std::vector<int> left(p, 6 * m);
+  std::vector<double> reserve(p);
+  for (int r = 0; r < p; ++r)
+    reserve[r] = reserveOf(v.cost[r]);
+
+  // Tries to run something on rank r at time t (s.cur[r] == t); returns
+  // kInf-or-wake time if it cannot, or -1 after running an action.
+  auto decide = [&](int r, double t) -> double {
+    auto ready = [&](int k, int c) {
+      double at = s.readyAt(k, r, c);
+      return at <= t;
+    };
+    auto tryB = [&]() {
+      int best = -1;
+      for (int c : {0, 1})
+        if (s.n(KB, r, c) < s.n(KF, r, c) && ready(KB, c) &&
+            (best < 0 || s.n(KB, r, c) < s.n(KB, r, best)))
+          best = c;
+      if (best < 0)
+        return false;
+      if (!s.fits(r, best, KB))
+        return s.putW(r);
+      return s.put(KB, r, best);
+    };
+    auto tryF = [&]() {
+      for (int c : {1, 0}) {
+        if (s.n(KF, r, c) >= m || !ready(KF, c))
+          continue;
+        double need = s.cost(r, c).memB + (c == 0 ? reserve[r] : 0);
+        if (s.mem[r] + need <= s.tol)
+          return s.put(KF, r, c);
+        if (s.putW(r))
+          return true;
+      }
+      return false;
+    };
+    if (forwardFirst ? (tryF() || tryB()) : (tryB() || tryF()))
+      return -1;
+    double wake = kInf;
+    for (int c : {0, 1}) {
+      for (int k : {KF, KB}) {
+        if (k == KB && s.n(KB, r, c) >= s.n(KF, r, c))
+          continue;
+        double at = s.readyAt(k, r, c);
+        if (at > t)
+          wake = std::min(wake, at);
+      }
+    }
+    if (!s.pendingW[r].empty() &&
+        (wake == kInf || wake - t >= fill * s.nextWCost(r)))
+      return s.putW(r) ? -1 : wake;
+    return wake;
+  };
+
+  // Each rank decides again at `at`: when it is free, or, while stalled,
+  // when its known input arrives or a neighbour (the only ranks its inputs
+  // come from) places something.
+  std::vector<double> at(p, 0.0);
+  std::vector<bool> stalled(p, false);
+  while (true) {
+    double t = kInf;
+    for (int r = 0; r < p; ++r)
+      if (left[r])
+        t = std::min(t, at[r]);
+    if (t == kInf)
+      break;
+    for (int r = 0; r < p; ++r) {
+      if (!left[r] || at[r] != t)
+        continue;
+      s.cur[r] = t; // idle until now
+      size_t before = s.order[r].size();
+      double wake = decide(r, t);
+      if (s.order[r].size() == before) {
+        stalled[r] = true;
+        at[r] = wake; // may be kInf: then only a neighbour wakes it
+        continue;
+      }
+      left[r] -= static_cast<int>(s.order[r].size() - before);
+      stalled[r] = false;
+      at[r] = s.cur[r];
+      for (int q : {r - 1, r + 1})
+        if (q >= 0 && q < p && stalled[q])
+          at[q] = std::min(at[q], s.cur[r] + v.comm);
+    }
+  }
+  for (int r = 0; r < p; ++r)
+    if (left[r])
+      return std::nullopt; // cannot happen (Note [V memory reserve])
+  return std::move(s.order);
+}
+
+//===----------------------------------------------------------------------===//
+// The handcrafted order
+//===----------------------------------------------------------------------===//
+
+/// Rank r: 2(p-r)-1 chunk-0 forwards; r pairs (chunk-1 F, chunk-0 F);
+/// p-r triples (chunk-1 F, B, W); then (chunk-0 F, B, W, chunk-1 F, B, W)
+/// until the forwards run out; r pairs of B (chunk 0, chunk 1); p-r pairs
+/// (chunk-0 B, W); the W's still owed. With m < 2p-1 it is built for 2p-1
+/// microbatches and the extra ones dropped, which keeps it valid (whole
+/// microbatches vanish, so no dependency or memory bound can break).
+std::vector<std::vector<Action>> handcrafted(int p, int m) {
+  int n = std::max(m, 2 * p - 1);
+  std::vector<std::vector<Action>> order(p);
+  for (int r = 0; r < p; ++r) {
+    int s0 = r, s1 = 2 * p - 1 - r;
+    int f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+    std::vector<Action> &o = order[r];
+    auto add = [&](Kind k, int stage, int j) {
+      if (j < m)
+        o.push_back({k, stage, j});
+    };
+    for (int i = 0; i < 2 * (p - r) - 1; ++i)
+      add(Kind::F, s0, f0++);
+    for (int i = 0; i < r; ++i) {
+      add(Kind::F, s1, f1++);
+      add(Kind::F, s0, f0++);
+    }
+    for (int i = 0; i < p - r; ++i) {
+      add(Kind::F, s1, f1++);
+      add(Kind::B, s1, b1);
+      add(Kind::W, s1, b1++);
+    }
+    while (f1 < f0 || f0 < n) {
+      if (f0 < n)
+        add(Kind::F, s0, f0++);
+      add(Kind::B, s0, b0);
+      add(Kind::W, s0, b0++);
+      add(Kind::F, s1, f1++);
+      add(Kind::B, s1, b1);
+      add(Kind::W, s1, b1++);
+    }
+    int w0 = b0, w1 = b1;
+    for (int i = 0; i < r; ++i) {
+      add(Kind::B, s0, b0++);
+      add(Kind::B, s1, b1++);
+    }
+    for (int i = 0; i < p - r; ++i) {
+      add(Kind::B, s0, b0++);
+      add(Kind::W, s0, w0++);
+    }
+    while (w1 < b1)
+      add(Kind::W, s1, w1++);
+    while (w0 < b0)
+      add(Kind::W, s0, w0++);
+  }
+  return order;
+}
+
+//===----------------------------------------------------------------------===//
+// Scoring candidates
+//===----------------------------------------------------------------------===//
+
+/// The makespan the simulator would report for `order` (each rank runs its
+/// actions in order, each as soon as the rank and its inputs allow, comm on
+/// cross-rank inputs; the longest rank span), or kInf if the order
+/// deadlocks or goes over the limit. The candidates are built here and so
+/// complete by construction; the one kept still goes through
+/// ScheduleTable::verify and the simulator in buildSchedule. (Scoring with
+/// simulate() itself costs a verify per candidate, which at p = 32,
+/// m = 256 is most of the build time.)
+double spanOf(const VShape &v, const std::vector<std::vector<Action>> &order) {
+  int p = v.p, m = v.m, stages = 2 * p;
+  auto rankOf = [&](int s) { return s < p ? s : stages - 1 - s; };
+  auto chunkOf = [&](int s) { return s < p ? 0 : 1; };
+  // End of each stage's F and input gradient (B or BW) per microbatch.
+  std::vector<double> doneF(size_t(stages) * m, -1), doneB(doneF);
+  std::vector<size_t> next(p, 0);
+  std::vector<double> freeAt(p, 0), first(p, -1), mem(p, 0);
+  double tol = v.limit * (1 + 1e-9);
+  size_t left = 0;
+  for (const auto &o : order)
+    left += o.size();
+  while (left) {
+    bool progress = false;
+    for (int r = 0; r < p; ++r) {
+      while (next[r] < order[r].size()) {
+        const Action &a = order[r][next[r]];
+        double ready = freeAt[r];
+        auto need = [&](const std::vector<double> &done, int s) {
+          double end = done[size_t(s) * m + a.microbatch];
+          if (end < 0)
+            return false;
+          ready = std::max(ready, end + (rankOf(s) != r ? v.comm : 0));
+          return true;
+        };
+        bool ok = true;
+        if (a.kind == Kind::F)
+          ok = a.stage == 0 || need(doneF, a.stage - 1);
+        else if (a.kind == Kind::W)
+          ok = need(doneB, a.stage);
+        else
+          ok = need(doneF, a.stage) &&
+               (a.stage == stages - 1 || need(doneB, a.stage + 1));
+        if (!ok)
+          break;
+        const StageCost &c = v.cost[r][chunkOf(a.stage)];
+        int k = a.kind == Kind::F ? KF : a.kind == Kind::W ? KW : KB;
+        double dur = a.kind == Kind::BW ? c.B + c.W : duration(c, k);
+        mem[r] += a.kind == Kind::BW ? -c.memB : memDelta(c, k);
+        if (mem[r] > tol)
+          return kInf;
+        if (first[r] < 0)
+          first[r] = ready;
+        freeAt[r] = ready + dur;
+        if (a.kind == Kind::F)
+          doneF[size_t(a.stage) * m + a.microbatch] = freeAt[r];
+        else if (a.kind != Kind::W)
+          doneB[size_t(a.stage) * m + a.microbatch] = freeAt[r];
+        ++next[r];
+        --left;
+        progress = true;
+      }
+    }
+    if (!progress)
+      return kInf; // deadlock
+  }
+  double span = 0;
+  for (int r = 0; r < p; ++r)
+    if (first[r] >= 0)
+      span = std::max(span, freeAt[r] - first[r]);
+  return span;
+}
+
+} // namespace
+
+llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
+                                                   const BuildOptions &,
+                                                   BuildReport &report) {
+  int p = problem.ranks;
+  if (problem.numStages() != 2 * p)
+    return fail("zb-v needs 2 stages per rank (the V), got " +
+                llvm::Twine(problem.numStages()) + " stages on " +
+                llvm::Twine(p) + " ranks");
+  VShape v;
+  v.p = p;
+  v.m = problem.microbatches;
+  v.comm = problem.comm;
+  v.cost.resize(p);
+  double maxChunkMemB = 0, minLimit = 0;
+  for (int r = 0; r < p; ++r) {
+    v.cost[r] = {problem.stages[v.stage(r, 0)], problem.stages[v.stage(r, 1)]};
+    maxChunkMemB =
+        std::max({maxChunkMemB, v.cost[r][0].memB, v.cost[r][1].memB});
+    minLimit = std::max(minLimit, v.cost[r][0].memB + reserveOf(v.cost[r]));
+  }
+  bool defaulted = problem.memLimit <= 0;
+  v.limit = defaulted ? 2 * p * maxChunkMemB : problem.memLimit;
+  if (v.limit < minLimit * (1 - 1e-9))
+    return fail("zb-v needs a memory limit of at least " + num(minLimit) +
+                " per rank (a chunk-0 activation plus room for one chunk-1 "
+                "microbatch), got " +
+                num(v.limit));
+
+  std::vector<std::pair<std::string, std::vector<std::vector<Action>>>>
+      candidates;
+  for (bool fillB : {true, false})
+    for (bool fillF : {true, false})
+      if (auto g = refinedGreedy(v, fillB, fillF))
+        candidates.push_back({std::string("greedy (fill-b ") +
+                                  (fillB ? "on" : "off") + ", fill-f " +
+                                  (fillF ? "on" : "off") + ")",
+                              std::move(g->order)});
+  candidates.push_back({"handcrafted", handcrafted(p, v.m)});
+  for (bool forwardFirst : {false, true})
+    for (double fill : {0.0, 1.0})
+      if (auto order = listSchedule(v, forwardFirst, fill))
+        candidates.push_back({std::string("list (") +
+                                  (forwardFirst ? "F" : "B") + " first, fill " +
+                                  num(fill) + ")",
+                              std::move(*order)});
+
+  // Time every candidate with the real costs and the limit; keep the
+  // shortest (the first of equals).
+  size_t best = candidates.size();
+  double bestSpan = kInf;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    double span = spanOf(v, candidates[i].second);
+    if (span < bestSpan) {
+      bestSpan = span;
+      best = i;
+    }
+  }
+  // Cannot happen at or above the least limit with M_W <= M_B (Note [V
+  // memory reserve]): the list schedule always fits.
+  if (best == candidates.size())
+    return fail("zb-v found no schedule within the memory limit " +
+                num(v.limit));
+  const std::string &bestName = candidates[best].first;
+  report.notes.push_back("zb-v: memory limit " + num(v.limit) + " per rank" +
+                         (defaulted ? " (default: 2p chunk M_B)" : "") +
+                         "; kept the " + bestName + " order, the shortest of " +
+                         std::to_string(candidates.size()) + " candidates");
+  ScheduleTable table;
+  table.microbatches = v.m;
+  table.rankOfStage = placeStages(Placement::V, p, 2 * p);
+  table.ranks = std::move(candidates[best].second);
+  return std::move(table);
+}

@@ -1,0 +1,208 @@
+//===- Schedule.cpp - zb.pipeline -> zb.program by a named schedule -------===//
+//
+// The bridge between the IR and the schedule library: the stage analysis
+// turns each stage into a StageCost (FLOPs as time, activation bytes after F
+// and after B as M_B and M_W), the registry builds, verifies and simulates
+// the schedule, and the table becomes a zb.program whose ranks list their
+// zb.compute ops in order. Same-rank dependencies are `after` tokens:
+// F(s,j) after F(s-1,j), B/BW(s,j) after F(s,j) and the backward of stage
+// s+1, W(s,j) after B(s,j), whenever the producer runs on the same rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Passes/Passes.h"
+
+#include "zbc/Analysis/StageAnalysis.h"
+#include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Schedule/Registry.h"
+
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#define DEBUG_TYPE "zb-schedule"
+
+namespace zbc {
+#define GEN_PASS_DEF_ZBSCHEDULEPASS
+#include "zbc/Passes/Passes.h.inc"
+} // namespace zbc
+
+using namespace mlir;
+using namespace zbc;
+using namespace zbc::zb;
+namespace sched = zbc::sched;
+
+namespace {
+
+struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
+  using Base::Base;
+  void runOnOperation() override;
+  LogicalResult schedulePipeline(PipelineOp pipeline);
+};
+
+sched::Kind toSchedKind(ComputeKind kind) {
+  switch (kind) {
+  case ComputeKind::F:
+    return sched::Kind::F;
+  case ComputeKind::B:
+    return sched::Kind::B;
+  case ComputeKind::W:
+    return sched::Kind::W;
+  case ComputeKind::BW:
+    return sched::Kind::BW;
+  }
+  llvm_unreachable("unknown kind");
+}
+
+ComputeKind toComputeKind(sched::Kind kind) {
+  switch (kind) {
+  case sched::Kind::F:
+    return ComputeKind::F;
+  case sched::Kind::B:
+    return ComputeKind::B;
+  case sched::Kind::W:
+    return ComputeKind::W;
+  case sched::Kind::BW:
+    return ComputeKind::BW;
+  }
+  llvm_unreachable("unknown kind");
+}
+
+/// A phase with no work (stage 0's B is empty: nothing upstream needs its
+/// input gradient) still gets one FLOP, so every action has a duration the
+/// schedule library accepts; it does not move the timeline visibly.
+double asTime(const OpCost &cost) {
+  return std::max<double>(1.0, static_cast<double>(cost.total()));
+}
+
+} // namespace
+
+LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
+  const sched::ScheduleInfo *info = sched::lookupSchedule(kind);
+  if (!info) {
+    std::string names;
+    for (const sched::ScheduleInfo &s : sched::registeredSchedules())
+      names += std::string(names.empty() ? "" : ", ") + s.name;
+    return pipeline.emitOpError("unknown schedule '")
+           << kind << "'; registered: " << names;
+  }
+  if (microbatches < 1)
+    return pipeline.emitOpError("needs microbatches=N (N >= 1) for "
+                                "zb-schedule, got ")
+           << static_cast<int64_t>(microbatches);
+
+  SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
+  int64_t numStages = stages.size();
+  int64_t v = info->placement == sched::Placement::V ? 2
+              : info->placement == sched::Placement::Interleaved
+                  ? static_cast<int64_t>(virtualStages)
+                  : 1;
+  if (v < 1 || numStages % v != 0)
+    return pipeline.emitOpError("has ")
+           << numStages << " stages, which schedule '" << kind
+           << "' cannot place " << v << " per rank";
+
+  sched::Problem problem;
+  problem.ranks = numStages / v;
+  problem.virtualStages = v;
+  problem.microbatches = microbatches;
+  problem.comm = comm;
+  problem.memLimit = memoryLimit;
+  for (StageOp stage : stages) {
+    StageFigures figures = analyzeStage(stage);
+    if (!figures.split)
+      return stage.emitOpError("has a fused BW phase; run zb-split-backward "
+                               "before zb-schedule");
+    sched::StageCost cost;
+    cost.F = asTime(figures.forward);
+    cost.B = asTime(figures.inputGrad);
+    cost.W = asTime(figures.weightGrad);
+    cost.memB = static_cast<double>(figures.bytesAfterF);
+    cost.memW = static_cast<double>(figures.bytesAfterB);
+    problem.stages.push_back(cost);
+  }
+
+  sched::BuildOptions options;
+  options.exactSeconds = exactSeconds;
+  llvm::Expected<sched::BuiltSchedule> built =
+      sched::buildSchedule(kind, problem, options);
+  if (!built)
+    return pipeline.emitOpError(llvm::toString(built.takeError()));
+
+  if (report) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "schedule '" << kind << "': makespan "
+       << llvm::format("%.4g", built->sim.makespan) << ", bubble rate "
+       << llvm::format("%.4f", built->sim.bubbleRate)
+       << ", peak memory per rank [";
+    llvm::interleaveComma(built->sim.peakMemory, os,
+                          [&](double m) { os << llvm::format("%.0f", m); });
+    os << "]";
+    for (const std::string &note : built->report.notes)
+      os << "; " << note;
+    emitRemark(pipeline.getLoc()) << text;
+  }
+
+  // The program: one rank per table row, computes in order, same-rank deps.
+  OpBuilder b(pipeline.getContext());
+  b.setInsertionPointAfter(pipeline);
+  Location loc = pipeline.getLoc();
+  SmallVector<int64_t> placement(built->table.rankOfStage.begin(),
+                                 built->table.rankOfStage.end());
+  // @<pipeline>_<schedule>, with the schedule's dashes made underscores so
+  // the symbol needs no quotes.
+  std::string name = (pipeline.getSymName() + "_" + kind).str();
+  std::replace(name.begin(), name.end(), '-', '_');
+  auto program = ProgramOp::create(
+      b, loc, b.getStringAttr(name),
+      b.getI64IntegerAttr(microbatches), b.getDenseI64ArrayAttr(placement));
+  program->setAttr("pipeline", FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
+  program->setAttr("schedule", b.getStringAttr(kind));
+  b.setInsertionPointToStart(&program.getBody().emplaceBlock());
+  for (auto [rank, actions] : llvm::enumerate(built->table.ranks)) {
+    auto rankOp = RankOp::create(b, loc, rank);
+    OpBuilder rb = OpBuilder::atBlockEnd(&rankOp.getBody().emplaceBlock());
+    std::map<std::tuple<int, int, sched::Kind>, Value> done;
+    auto dep = [&](int s, int j, sched::Kind k, SmallVectorImpl<Value> &deps) {
+      auto it = done.find({s, j, k});
+      if (it != done.end())
+        deps.push_back(it->second);
+    };
+    for (const sched::Action &a : actions) {
+      SmallVector<Value> deps;
+      int s = a.stage, j = a.microbatch;
+      switch (a.kind) {
+      case sched::Kind::F:
+        dep(s - 1, j, sched::Kind::F, deps);
+        break;
+      case sched::Kind::B:
+      case sched::Kind::BW:
+        dep(s, j, sched::Kind::F, deps);
+        dep(s + 1, j, sched::Kind::B, deps);
+        dep(s + 1, j, sched::Kind::BW, deps);
+        break;
+      case sched::Kind::W:
+        dep(s, j, sched::Kind::B, deps);
+        break;
+      }
+      auto compute = ComputeOp::create(rb, loc, toComputeKind(a.kind), s, j, deps);
+      done[{s, j, a.kind}] = compute.getDone();
+    }
+  }
+  return success();
+}
+
+void ZBSchedulePass::runOnOperation() {
+  SmallVector<PipelineOp> pipelines(getOperation().getOps<PipelineOp>());
+  if (pipelines.empty()) {
+    getOperation().emitError("zb-schedule found no 'zb.pipeline'; run "
+                             "zb-autodiff and zb-split-backward first");
+    return signalPassFailure();
+  }
+  for (PipelineOp pipeline : pipelines)
+    if (failed(schedulePipeline(pipeline)))
+      return signalPassFailure();
+}
