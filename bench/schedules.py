@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Schedules on the Zero Bubble paper's measured inputs, and scheduler speed.
+"""Schedules on the Zero Bubble paper's measured inputs.
 
 Runs `zbc schedule` for every registered schedule on every row of the Zero
-Bubble paper's table of measured costs (Qi et al., ICLR 2024), and prints
-markdown tables of the bubble rate and the peak activation memory (the
+Bubble paper's table of measured costs (Qi et al., ICLR 2024), and prints a
+markdown table of the bubble rate and the peak activation memory (the
 largest rank's, in units of one full stage's M_B), beside the paper's
-published bubble rates where it gives them. Then times the schedulers on
-large problems.
+published bubble rates where it gives them. The schedulers' speed is
+bench/schedule_speed.cpp's (zbc-bench-schedules).
 
 Usage: bench/schedules.py [path/to/zbc]   (after ./scripts/test.sh built it)
 """
@@ -99,23 +99,6 @@ def main():
         print(f"| {model} | {p} | {m} | " + " | ".join(cells) + " |")
     for e in errors:
         print(f"\nerror: {e}")
-
-    print("\nScheduler speed (one zbc schedule run, wall time incl. process start and simulation):\n")
-    print("| schedule | p | m | seconds |")
-    print("|---|---|---|---|")
-    for schedule, p, m, v in [("zb-auto", 32, 256, 1), ("zb-auto", 64, 1024, 1),
-                              ("zb-v", 32, 256, 2), ("v-half", 32, 256, 2),
-                              ("v-min", 32, 256, 2)]:
-        args = [ZBC, "schedule", "--schedule", schedule, "--ranks", str(p),
-                "--microbatches", str(m), "--virtual", str(v),
-                "--format", "json", "-o", os.devnull]
-        best = None
-        for _ in range(3):
-            start = time.perf_counter()
-            ok = subprocess.run(args, capture_output=True).returncode == 0
-            elapsed = time.perf_counter() - start
-            best = elapsed if best is None else min(best, elapsed)
-        print(f"| {schedule} | {p} | {m} | {best:.3f}{'' if ok else ' (error)'} |")
 
 
 if __name__ == "__main__":

@@ -33,14 +33,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Builders.h"
+#include "Support.h"
 
 #include <deque>
 
 using namespace zbc::sched;
-
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 namespace {
 

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Export.h"
+#include "Support.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -38,13 +39,9 @@
 
 using namespace zbc::sched;
 
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
 /// A time or amount as text: 12 significant digits, so round-off stays
 /// hidden (file comment); "-0" prints as "0".
-static std::string num(double x) {
+static std::string formatAmount(double x) {
   if (x == 0)
     return "0";
   char buffer[32];
@@ -52,9 +49,9 @@ static std::string num(double x) {
   return buffer;
 }
 
-/// A number as a JSON token: num(), or null where JSON has no number.
+/// A number as a JSON token: formatAmount(), or null where JSON has no number.
 static std::string jsonNum(double x) {
-  return std::isfinite(x) ? num(x) : "null";
+  return std::isfinite(x) ? formatAmount(x) : "null";
 }
 
 /// Busy time (sum of action durations) and span (first start to last end).
@@ -81,11 +78,11 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
   for (int rank : table.rankOfStage)
     os << " " << rank;
   os << "\n";
-  os << "comm " << num(problem.comm) << ", memory limit "
-     << (problem.memLimit > 0 ? num(problem.memLimit) : std::string("none"))
+  os << "comm " << formatAmount(problem.comm) << ", memory limit "
+     << (problem.memLimit > 0 ? formatAmount(problem.memLimit) : std::string("none"))
      << "\n";
-  os << "makespan " << num(sim.makespan) << " (longest rank span)\n";
-  os << "bubble rate " << num(sim.bubbleRate) << " ("
+  os << "makespan " << formatAmount(sim.makespan) << " (longest rank span)\n";
+  os << "bubble rate " << formatAmount(sim.bubbleRate) << " ("
      << llvm::format("%.2f", 100 * sim.bubbleRate) << "%)\n\n";
 
   // Per-rank facts, right-aligned under their headings.
@@ -96,9 +93,9 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
                             ? busyAndSpan(sim.timeline[r])
                             : std::pair<double, double>{0, 0};
     auto at = [](const std::vector<double> &v, int i) {
-      return i < static_cast<int>(v.size()) ? num(v[i]) : std::string("-");
+      return i < static_cast<int>(v.size()) ? formatAmount(v[i]) : std::string("-");
     };
-    rows.push_back({std::to_string(r), num(busy), at(sim.idle, r), num(span),
+    rows.push_back({std::to_string(r), formatAmount(busy), at(sim.idle, r), formatAmount(span),
                     at(sim.peakMemory, r)});
   }
   size_t widths[5];
@@ -145,7 +142,7 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
 void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
                            const SimResult &sim, llvm::raw_ostream &os) {
   llvm::json::OStream json(os);
-  // Numbers go through rawValue so they print as num() does, not with
+  // Numbers go through rawValue so they print as formatAmount() does, not with
   // llvm::json's 17 digits.
   auto number = [&](llvm::StringRef key, double x) {
     json.attributeBegin(key);
@@ -259,7 +256,7 @@ void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
      << "style=\"background:#ffffff\">\n";
   os << "<text x=\"" << px(left) << "\" y=\"22\" font-size=\"14\">" << numRanks
      << " ranks, " << table.numStages() << " stages, " << table.microbatches
-     << " microbatches: makespan " << num(sim.makespan) << ", bubble rate "
+     << " microbatches: makespan " << formatAmount(sim.makespan) << ", bubble rate "
      << llvm::format("%.2f", 100 * sim.bubbleRate) << "%</text>\n";
 
   // Only actions are <rect>s (legend swatches are paths), so tools can count
@@ -276,7 +273,7 @@ void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
          << px(boxHeight) << "\" fill=\""
          << fillColour(a.kind, chunk[a.stage] % 2 == 1)
          << "\" stroke=\"#333333\" stroke-width=\"0.5\"><title>" << a.str()
-         << " " << num(t.start) << "-" << num(t.end) << "</title></rect>\n";
+         << " " << formatAmount(t.start) << "-" << formatAmount(t.end) << "</title></rect>\n";
       // The microbatch number, shrunk to fit; left out where even 6 px
       // text would spill over the box (large schedules).
       std::string label = std::to_string(a.microbatch);
@@ -302,7 +299,7 @@ void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
        << px(x) << "\" y2=\"" << px(axisY + 5)
        << "\" stroke=\"#333333\" stroke-width=\"1\"/>\n";
     os << "<text x=\"" << px(x) << "\" y=\"" << px(axisY + 18)
-       << "\" font-size=\"11\" text-anchor=\"middle\">" << num(i * step)
+       << "\" font-size=\"11\" text-anchor=\"middle\">" << formatAmount(i * step)
        << "</text>\n";
   }
   os << "<text x=\"" << px(left - 8) << "\" y=\"" << px(axisY + 18)

@@ -1,6 +1,7 @@
 //===- Problem.cpp - scheduling problems: validation and placement --------===//
 
 #include "zbc/Schedule/Problem.h"
+#include "Support.h"
 
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,20 @@ const char *zbc::sched::kindName(Kind kind) {
   return "?";
 }
 
+double StageCost::time(Kind kind) const {
+  switch (kind) {
+  case Kind::F:
+    return F;
+  case Kind::B:
+    return B;
+  case Kind::W:
+    return W;
+  case Kind::BW:
+    return B + W;
+  }
+  return 0;
+}
+
 const char *zbc::sched::placementName(Placement placement) {
   switch (placement) {
   case Placement::Linear:
@@ -31,17 +46,6 @@ const char *zbc::sched::placementName(Placement placement) {
     return "V";
   }
   return "?";
-}
-
-/// A double as text, shortest form ("0.5", "1e+20", "nan").
-static std::string num(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", x);
-  return buffer;
-}
-
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
 llvm::Error Problem::validate() const {
@@ -63,19 +67,19 @@ llvm::Error Problem::validate() const {
     std::string where = "stage " + std::to_string(i) + ": ";
     if (!positive(s.F) || !positive(s.B) || !positive(s.W))
       return fail(where + "F, B and W times must be positive and finite, got F=" +
-                  num(s.F) + " B=" + num(s.B) +
-                  " W=" + num(s.W));
+                  formatNumber(s.F) + " B=" + formatNumber(s.B) +
+                  " W=" + formatNumber(s.W));
     if (!std::isfinite(s.memB) || !std::isfinite(s.memW) || s.memB < 0 ||
         s.memW < 0)
       return fail(where + "M_B and M_W must be finite and non-negative, got M_B=" +
-                  num(s.memB) + " M_W=" + num(s.memW));
+                  formatNumber(s.memB) + " M_W=" + formatNumber(s.memW));
   }
   if (!std::isfinite(comm) || comm < 0)
     return fail("comm must be finite and non-negative, got " +
-                num(comm));
+                formatNumber(comm));
   if (!std::isfinite(memLimit) || memLimit < 0)
     return fail("the memory limit must be finite and non-negative (0: none), "
-                "got " + num(memLimit));
+                "got " + formatNumber(memLimit));
   return llvm::Error::success();
 }
 

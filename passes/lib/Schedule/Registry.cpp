@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Registry.h"
+#include "Support.h"
 
 #include "Builders.h"
 
@@ -76,10 +77,6 @@ const ScheduleInfo *zbc::sched::lookupSchedule(llvm::StringRef name) {
     if (name == info.name)
       return &info;
   return nullptr;
-}
-
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
 llvm::Expected<BuiltSchedule>

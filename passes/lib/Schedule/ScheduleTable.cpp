@@ -1,6 +1,7 @@
 //===- ScheduleTable.cpp - invariants every schedule satisfies ------------===//
 
 #include "zbc/Schedule/ScheduleTable.h"
+#include "Support.h"
 
 #include <map>
 #include <tuple>
@@ -10,10 +11,6 @@ using namespace zbc::sched;
 std::string Action::str() const {
   return std::string(kindName(kind)) + "(" + std::to_string(stage) + "," +
          std::to_string(microbatch) + ")";
-}
-
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
 llvm::Error ScheduleTable::verify() const {

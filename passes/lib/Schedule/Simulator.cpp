@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Simulator.h"
+#include "Support.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
@@ -35,31 +36,6 @@
 #include <vector>
 
 using namespace zbc::sched;
-
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-/// A double as text, shortest form ("0.5", "12", "1e+20").
-static std::string num(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", x);
-  return buffer;
-}
-
-static double duration(const StageCost &cost, Kind kind) {
-  switch (kind) {
-  case Kind::F:
-    return cost.F;
-  case Kind::B:
-    return cost.B;
-  case Kind::W:
-    return cost.W;
-  case Kind::BW:
-    return cost.B + cost.W;
-  }
-  return 0;
-}
 
 /// The change in a rank's live activation memory when `kind` runs
 /// (Problem.h: F holds M_B; B trades it for M_W; W frees M_W; BW frees M_B).
@@ -171,7 +147,7 @@ struct Simulation {
           end += problem.comm;
         start = std::max(start, end);
       }
-      double end = start + duration(problem.stages[a.stage], a.kind);
+      double end = start + problem.stages[a.stage].time(a.kind);
       result.timeline[r].push_back({a, start, end});
       freeAt[r] = end;
       ++next[r];
@@ -272,9 +248,9 @@ static llvm::Error trackMemory(const Problem &problem,
         return fail("rank " + llvm::Twine(r) + ": " + a.str() + " (action " +
                     llvm::Twine(i) + ", microbatch " +
                     llvm::Twine(a.microbatch) + ") raises live memory to " +
-                    num(live) + ", over the limit " + num(problem.memLimit) +
-                    " (it adds " + num(memoryDelta(cost, a.kind)) + " to " +
-                    num(live - memoryDelta(cost, a.kind)) + ")");
+                    formatNumber(live) + ", over the limit " + formatNumber(problem.memLimit) +
+                    " (it adds " + formatNumber(memoryDelta(cost, a.kind)) + " to " +
+                    formatNumber(live - memoryDelta(cost, a.kind)) + ")");
     }
     result.peakMemory[r] = peak;
   }

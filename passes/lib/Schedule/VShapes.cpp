@@ -38,15 +38,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Builders.h"
+#include "Support.h"
 
 #include <algorithm>
 #include <array>
 
 using namespace zbc::sched;
-
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 namespace {
 

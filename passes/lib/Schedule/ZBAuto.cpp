@@ -29,12 +29,14 @@
 
 #include "Builders.h"
 
+#include "llvm/Support/Debug.h"
+
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <random>
+
+#define DEBUG_TYPE "zb-auto"
 
 using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
@@ -177,6 +179,62 @@ std::vector<double> Evaluator::peaks(const Instance &in, const Order &order) {
     }
   }
   return peak;
+}
+
+double zbc::sched::zbauto::lowerBound(const Instance &in) {
+  const int p = in.p, m = in.m;
+  const double c = in.comm, limit = in.limit + memSlack(in.limit);
+  // first[r]: when rank r's first F starts (nothing delays the F chain).
+  std::vector<double> first(p, 0);
+  for (int r = 1; r < p; ++r)
+    first[r] = first[r - 1] + in.tF[r - 1] + c;
+  double bound = 0;
+  for (int r = 0; r < p; ++r) {
+    double work = m * (in.tF[r] + in.tB[r] + in.tW[r]);
+    // Warm-up: B(r, 0) starts no earlier than the F chain down and the B
+    // chain back; before it the rank runs at most `fit` F's.
+    double firstB = first[p - 1] + in.tF[p - 1];
+    for (int k = r + 1; k < p; ++k)
+      firstB += in.tB[k] + c;
+    double fit = in.mB[r] > 0 ? std::min<double>(m, std::floor(limit / in.mB[r]))
+                              : m;
+    double idle = std::max(0.0, firstB - first[r] - fit * in.tF[r]);
+    // Cool-down: from the end of F(r, m-1) to the start of B(r, m-1) the
+    // microbatch goes down and back up; the rank can only run the B's and
+    // W's of what it holds then (limit - M_B of it).
+    if (fit < m) {
+      double roundTrip = 0;
+      for (int k = r + 1; k < p; ++k)
+        roundTrip += in.tF[k] + in.tB[k] + 2 * c;
+      double perMem = 0;
+      if (in.mB[r] > 0 && in.mW[r] > 0)
+        perMem = std::max((in.tB[r] + in.tW[r]) / in.mB[r],
+                          in.tW[r] / in.mW[r]);
+      double held = perMem > 0 ? std::min((limit - in.mB[r]) * perMem,
+                                          (m - 1) * (in.tB[r] + in.tW[r]))
+                               : (m - 1) * (in.tB[r] + in.tW[r]);
+      idle += std::max(0.0, roundTrip - held);
+    }
+    bound = std::max(bound, work + idle);
+    // Slots: at most `fit` microbatches are between their F and their B on
+    // rank r at once, and each stays there for its round trip, so the last B
+    // ends ceil(m / fit) round trips after the first F; one W follows.
+    if (fit >= 1) {
+      double stay = in.tF[r] + in.tB[r];
+      for (int k = r + 1; k < p; ++k)
+        stay += in.tF[k] + in.tB[k] + 2 * c;
+      bound = std::max(bound, std::ceil(m / fit) * stay + in.tW[r]);
+    }
+    // The last B of rank r ends after all of its F's and B's; then it
+    // travels up, and each rank s above still runs a W after it.
+    double t = first[r] + m * (in.tF[r] + in.tB[r]);
+    for (int s = r; s >= 0; --s) {
+      if (s < r)
+        t += c + in.tB[s];
+      bound = std::max(bound, t + in.tW[s] - first[s]);
+    }
+  }
+  return bound;
 }
 
 //===----------------------------------------------------------------------===//
@@ -590,48 +648,59 @@ long Repair::run(Order &order, long budget) {
 namespace {
 
 /// Work is counted in op visits (one op timed once), so results do not
-/// depend on the machine's speed. A greedy run costs about kGreedyCost
-/// evaluations. The budget is the larger of kMinGreedyRuns greedy runs and
-/// kMinVisits visits: p = 32, m = 256 takes ~40 ms, p = 64, m = 1024 ~0.4 s.
+/// depend on the machine's speed or load. A greedy run costs about
+/// kGreedyCost evaluations. The budget is kVisits visits for instances of up
+/// to kSmallOps ops, the same time spread thinner above that, and never
+/// fewer than kMinGreedyRuns greedy runs: p = 16, m = 48 gets ~500 greedy
+/// runs' worth (~50 ms), p = 32, m = 256 ~30 (~40 ms), p = 64, m = 1024 ~30
+/// (~0.4 s). The search also stops as soon as it meets the lower bound.
 constexpr long kGreedyCost = 7;
-constexpr long kMinGreedyRuns = 40;
-constexpr long kMinVisits = 6'000'000;
+constexpr long kMinGreedyRuns = 30;
+constexpr long kVisits = 8'000'000;
+constexpr long kSmallOps = 10'000;
 
 class Search {
 public:
   explicit Search(const Instance &in)
-      : in(in), ops(3L * in.p * in.m), greedy(in), eval(in) {
-    budget = std::max(kMinGreedyRuns * kGreedyCost * ops, kMinVisits);
+      : in(in), ops(3L * in.p * in.m), greedy(in), eval(in),
+        lower(lowerBound(in)) {
+    budget = std::max(kMinGreedyRuns * kGreedyCost * ops,
+                      kVisits * std::min(ops, kSmallOps) / ops);
   }
 
-  bool spent(double fraction = 1) const { return used >= fraction * budget; }
+  /// Whether the best meets the lower bound: nothing left to find.
+  bool optimal() const {
+    return !pool.empty() && pool[0].makespan <= lower * (1 + 1e-12);
+  }
+  /// Whether `fraction` of the budget is used, or there is no point going on.
+  bool spent(double fraction = 1) const {
+    return used >= fraction * budget || optimal();
+  }
 
-  /// Times `order` and keeps it if it is among the best; false if it is
-  /// invalid or breaks the limit.
-  bool tryOrder(const Order &order, const Params *params = nullptr) {
+  /// Times `order` and keeps it if it is among the kPool best; returns its
+  /// timing (valid until the next evaluation), or null if it is invalid or
+  /// breaks the limit.
+  const Timing *tryOrder(const Order &order) {
     used += ops;
-    std::vector<double> peak = Evaluator::peaks(in, order);
-    for (double x : peak)
+    for (double x : Evaluator::peaks(in, order))
       if (x > in.limit + memSlack(in.limit))
-        return false;
+        return nullptr;
     const Timing &t = eval.run(order);
     if (!t.ok)
-      return false;
+      return nullptr;
     Key key = keyOf(t);
-    if (pool.empty() || keyLess(key, pool[0].key))
-      bestParams = params ? *params : Params();
-    // Keep the kPool best distinct results for the repair.
     for (const Entry &e : pool)
       if (!keyLess(key, e.key) && !keyLess(e.key, key))
-        return true; // a tie: most likely the same order again
-    Entry entry{key, order, t.makespan};
+        return &t; // a tie: most likely the same order again
     auto at = std::find_if(pool.begin(), pool.end(), [&](const Entry &e) {
       return keyLess(key, e.key);
     });
-    pool.insert(at, std::move(entry));
-    if (pool.size() > kPool)
-      pool.pop_back();
-    return true;
+    if (at - pool.begin() < static_cast<long>(kPool)) {
+      pool.insert(at, Entry{std::move(key), order, t.makespan});
+      if (pool.size() > kPool)
+        pool.pop_back();
+    }
+    return &t;
   }
 
   /// Runs the greedy with `params`; returns the key and spans of its
@@ -639,11 +708,15 @@ public:
   std::pair<Key, std::vector<double>> tryParams(const Params &params) {
     used += kGreedyCost * ops;
     ++greedyRuns;
-    if (!greedy.run(params, scratch) || !tryOrder(scratch, &params))
+    const Timing *t = greedy.run(params, scratch) ? tryOrder(scratch) : nullptr;
+    if (!t)
       return {};
-    const Timing &t = eval.run(scratch);
-    used += ops;
-    return {keyOf(t), t.span};
+    Key key = keyOf(*t);
+    if (bestGreedyKey.empty() || keyLess(key, bestGreedyKey)) {
+      bestGreedyKey = key;
+      bestParams = params;
+    }
+    return {std::move(key), t->span};
   }
 
   /// Repairs the pool's orders, best first, with what is left.
@@ -675,9 +748,11 @@ public:
   Evaluator eval;
   Order scratch;
   std::vector<Entry> pool; // best first
-  Params bestParams;
+  Params bestParams; // of the best greedy run
+  Key bestGreedyKey;
   int greedyRuns = 0;
   long repairEvals = 0;
+  double lower;
 };
 
 /// Caps on F's in flight per rank, from memory alone.
@@ -752,6 +827,24 @@ static Order searchOrders(const Problem &problem, const Instance &in,
     if (linear)
       search.tryOrder(order);
   }
+  // And 1F1B with each W right after its B (the fused BW's timing, and no
+  // more memory when M_W <= M_B): zb-auto is never worse than 1F1B either.
+  {
+    Order order(p);
+    const int m = in.m;
+    for (int r = 0; r < p; ++r) {
+      int f = 0;
+      for (; f < std::min(m, p - r - 1); ++f)
+        order[r].push_back({OpF, f});
+      for (int i = 0; i < m; ++i) {
+        if (f < m)
+          order[r].push_back({OpF, f++});
+        order[r].push_back({OpB, i});
+        order[r].push_back({OpW, i});
+      }
+    }
+    search.tryOrder(order);
+  }
 
   // The paper's eight: B or F first, fill whole gaps or any gap, run W's or
   // wait for a B when memory is full.
@@ -764,6 +857,8 @@ static Order searchOrders(const Problem &problem, const Instance &in,
         params.waitWhenFull = waitWhenFull;
         search.tryParams(params);
       }
+  if (search.pool.empty())
+    return {}; // cannot happen: the greedy always completes
 
   // Warm-up caps: the round trip of each rank (ZB-2p's shape), a slope of
   // one or two F's per rank down from the memory cap (ZB-H1's and ZB-H2's
@@ -843,24 +938,27 @@ static Order searchOrders(const Problem &problem, const Instance &in,
     if (!improved)
       break;
   }
-  double greedyBest = search.pool[0].makespan;
+  double beforeRepair = search.pool[0].makespan;
+  LLVM_DEBUG(llvm::dbgs() << "zb-auto: " << search.greedyRuns
+                          << " greedy runs, best " << beforeRepair
+                          << ", lower bound " << search.lower << "\n");
 
   search.repairPool();
+  LLVM_DEBUG(llvm::dbgs() << "zb-auto: " << search.repairEvals
+                          << " repair evaluations, best "
+                          << search.pool[0].makespan << "; budget used "
+                          << search.used << " of " << search.budget
+                          << " op visits\n");
 
-  const Params &b = search.bestParams;
-  std::string caps;
-  if (!b.cap.empty()) {
-    bool first = true;
-    for (int x : b.cap) {
-      caps += (first ? "" : ",") + std::to_string(x);
-      first = false;
-    }
-  }
+  double best = search.pool[0].makespan;
   report.notes.push_back(
       "zb-auto heuristic: " + std::to_string(search.greedyRuns) +
-      " greedy runs (best makespan " + num(greedyBest) + "), " +
-      std::to_string(search.repairEvals) +
-      " repair evaluations (makespan " + num(search.pool[0].makespan) + ")");
+      " greedy runs (best before repair " + num(beforeRepair) + "), " +
+      std::to_string(search.repairEvals) + " repair evaluations; makespan " +
+      num(best) + ", lower bound " + num(search.lower) + " (gap " +
+      num(std::max(0.0, std::round(1e4 * (best - search.lower) / best) / 1e2)) +
+      "%)" +
+      (search.optimal() ? ", optimal" : ""));
   return search.pool[0].order;
 }
 
@@ -893,6 +991,8 @@ zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
 
   Instance in = Instance::from(problem, limit);
   Order order = searchOrders(problem, in, report);
+  if (order.empty())
+    return fail("zb-auto: the greedy found no schedule (internal error)");
   if (options.exactSeconds > 0) {
     Evaluator eval(in);
     double heuristic = eval.run(order).makespan;

@@ -77,6 +77,13 @@ private:
   Timing timing;
 };
 
+/// A lower bound on the makespan of any schedule (microbatch order or not):
+/// per rank, its work plus the idle it cannot avoid before its first B (only
+/// the F's that fit in memory can run) and between its last F and last B
+/// (only the B/W work that fits in memory can cover the round trip), and the
+/// last B of each rank travelling up to the ranks before it.
+double lowerBound(const Instance &in);
+
 /// The exact mode: the Zero Bubble paper's ILP solved with CBC, warm-started
 /// from `heuristic`. Returns the better order (or `heuristic`) and adds the
 /// bound and gap to `report`.

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Builders.h"
+#include "Support.h"
 
 #include <algorithm>
 #include <array>
@@ -38,16 +39,6 @@
 #include <string>
 
 using namespace zbc::sched;
-
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-static std::string num(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", x);
-  return buffer;
-}
 
 namespace {
 
@@ -655,10 +646,10 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
   bool defaulted = problem.memLimit <= 0;
   v.limit = defaulted ? 2 * p * maxChunkMemB : problem.memLimit;
   if (v.limit < minLimit * (1 - 1e-9))
-    return fail("zb-v needs a memory limit of at least " + num(minLimit) +
+    return fail("zb-v needs a memory limit of at least " + formatNumber(minLimit) +
                 " per rank (a chunk-0 activation plus room for one chunk-1 "
                 "microbatch), got " +
-                num(v.limit));
+                formatNumber(v.limit));
 
   std::vector<std::pair<std::string, std::vector<std::vector<Action>>>>
       candidates;
@@ -675,7 +666,7 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
       if (auto order = listSchedule(v, forwardFirst, fill))
         candidates.push_back({std::string("list (") +
                                   (forwardFirst ? "F" : "B") + " first, fill " +
-                                  num(fill) + ")",
+                                  formatNumber(fill) + ")",
                               std::move(*order)});
 
   // Time every candidate with the real costs and the limit; keep the
@@ -693,9 +684,9 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
   // memory reserve]): the list schedule always fits.
   if (best == candidates.size())
     return fail("zb-v found no schedule within the memory limit " +
-                num(v.limit));
+                formatNumber(v.limit));
   const std::string &bestName = candidates[best].first;
-  report.notes.push_back("zb-v: memory limit " + num(v.limit) + " per rank" +
+  report.notes.push_back("zb-v: memory limit " + formatNumber(v.limit) + " per rank" +
                          (defaulted ? " (default: 2p chunk M_B)" : "") +
                          "; kept the " + bestName + " order, the shortest of " +
                          std::to_string(candidates.size()) + " candidates");

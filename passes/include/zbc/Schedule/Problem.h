@@ -30,6 +30,9 @@ struct StageCost {
   double F = 1, B = 1, W = 1; // times
   double memB = 1;            // held after F (M_B)
   double memW = 1;            // held after B, until W (M_W)
+
+  /// How long an action of `kind` takes on this stage (BW: B + W).
+  double time(Kind kind) const;
 };
 
 /// How stages map to ranks.
