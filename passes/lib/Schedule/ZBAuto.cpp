@@ -1,31 +1,47 @@
 //===- ZBAuto.cpp - zb-auto: automatic zero bubble under a memory limit ---===//
 //
-// ZB-1p / ZB-2p of the Zero Bubble paper, with the real per-stage costs.
-// Stage s runs on rank s. Three layers, each feeding the next:
+// ZB-1p / ZB-2p of the Zero Bubble paper (Qi et al., ICLR 2024) with the
+// real per-stage costs and comm; stage s runs on rank s. The search works on
+// per-rank orders, times them with a fast as-soon-as-possible model that
+// follows Simulator.h's rules (Evaluator), and keeps the order whose longest
+// rank span is shortest:
 //
-//  1. A simulation-driven greedy (the paper's heuristic, made exact): ranks
-//     are advanced in global time order; a free rank runs B when its input
-//     gradient is there, F when its input activation is there and memory
-//     allows, and places W's into the idle gaps it would otherwise have
-//     (W has no successor, so a gap is filled once its length is known) or
-//     when memory is full. An F is only planned once the upstream stage has
-//     produced its input, at its real time: the reference code's bug with
-//     uneven stages cannot happen.
-//  2. Variants: like the paper's eight binary choices (B or F first, fill
-//     only whole gaps or any gap, run W's or wait for a B when memory is
-//     full) plus warm-up caps; the shortest makespan wins.
-//  3. Improvement (our edge): a search over per-rank knobs of the greedy
-//     (in-flight caps, gap fill), then an iterative repair of the per-rank
-//     orders that moves single ops and keeps a move only if the fast timing
-//     model says the longest rank span (then the sum of spans) got shorter.
+//  1. The greedy (the paper's heuristic, made exact). Ranks are advanced in
+//     global time order (a tournament tree over per-rank wake-up times); a
+//     free rank runs B when its input gradient is there, F when its input
+//     activation is there, memory allows and its in-flight cap does, and W
+//     into an idle gap at least `fill` T_W long (W has no successor, so a gap
+//     is filled once its length is known) or when memory is full. An F is
+//     planned only once the upstream stage has produced its input, at its
+//     real time: the reference heuristic's failure with uneven stages
+//     (../shared/SCHEDULES.md) cannot happen. W's left at the end run back
+//     to back.
+//  2. Seeds and variants. ZB-H1, ZB-H2 (the registry's builders) and 1F1B
+//     with each W after its B are tried where they fit the limit, so zb-auto
+//     is never worse than they are at their memory. Then the paper's eight
+//     binary choices (B or F first, fill whole gaps or any gap, run W's or
+//     wait for a B when memory is full), then warm-up caps (most F's in
+//     flight per rank): the F's that fit between a rank's first F and the
+//     arrival of its first B (ZB-2p's shape), one or two fewer per rank
+//     down from the memory cap (ZB-H1's and ZB-H2's), and their neighbours.
+//  3. Improvement. Coordinate descent on the best run's caps, longest-span
+//     ranks first (a rank's span is mostly its warm-up phase: one F more
+//     trades its wait for the first B against delaying that B upstream).
+//     Then a repair of the orders along the critical path: run an op that
+//     waited for its rank earlier, move a W into a gap; a move is kept only
+//     if the spans, sorted longest first, get lexicographically shorter.
 //
-// Every order is checked against the limit (Note [zb-auto memory] in
-// ZBAuto.h) and timed with the as-soon-as-possible rules of Simulator.h;
-// buildSchedule verifies and simulates the result again.
+// lowerBound (ZBAuto.h) stops the search when it is met and gives the gap
+// in the report; on the paper's inputs it proves ZB-1p optimal (it equals
+// ZB-H1) and ZB-2p within 0.4%. Work is budgeted in op visits, so the result
+// does not depend on the machine's speed. Memory: Note [zb-auto memory].
+// Known limit: zb-auto splits every backward; with M_W > M_B a B raises
+// memory, so at a limit that only fused BW's fit it can be slower than 1F1B.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ZBAuto.h"
+#include "Support.h"
 
 #include "Builders.h"
 
@@ -42,16 +58,6 @@ using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
 
 static constexpr double kInf = std::numeric_limits<double>::infinity();
-
-static llvm::Error fail(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-static std::string num(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", x);
-  return buffer;
-}
 
 Instance Instance::from(const Problem &problem, double limit) {
   Instance in;
@@ -372,7 +378,8 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
     setWake(r, next);
   };
   int pendingW = b - nW[r];
-  // W's an op needs first so that memory stays within the limit.
+  // W's an op needs first so that memory stays within the limit; an F is
+  // admitted only if its B can run later (Note [zb-auto memory]).
   auto wNeeded = [&](double rise) {
     double over = mem[r] + rise - limit;
     if (over <= slack)
@@ -953,10 +960,10 @@ static Order searchOrders(const Problem &problem, const Instance &in,
   double best = search.pool[0].makespan;
   report.notes.push_back(
       "zb-auto heuristic: " + std::to_string(search.greedyRuns) +
-      " greedy runs (best before repair " + num(beforeRepair) + "), " +
+      " greedy runs (best before repair " + formatNumber(beforeRepair) + "), " +
       std::to_string(search.repairEvals) + " repair evaluations; makespan " +
-      num(best) + ", lower bound " + num(search.lower) + " (gap " +
-      num(std::max(0.0, std::round(1e4 * (best - search.lower) / best) / 1e2)) +
+      formatNumber(best) + ", lower bound " + formatNumber(search.lower) + " (gap " +
+      formatNumber(std::max(0.0, std::round(1e4 * (best - search.lower) / best) / 1e2)) +
       "%)" +
       (search.optimal() ? ", optimal" : ""));
   return search.pool[0].order;
@@ -979,11 +986,11 @@ zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
   if (limit <= 0) {
     limit = std::max(2.0 * p * maxMB, minLimit);
     report.notes.push_back("zb-auto: no memory limit given; planning for 2p "
-                           "M_B = " + num(limit) + " per rank (ZB-2p)");
+                           "M_B = " + formatNumber(limit) + " per rank (ZB-2p)");
   }
   if (limit + memSlack(limit) < minLimit)
-    return fail("memory limit " + num(limit) +
-                " is below the smallest feasible limit " + num(minLimit) +
+    return fail("memory limit " + formatNumber(limit) +
+                " is below the smallest feasible limit " + formatNumber(minLimit) +
                 ": every rank must hold one microbatch's activations, the "
                 "largest M_B (or M_W) of any stage");
   if (limit <= 0) // every M_B and M_W is 0: memory constrains nothing

@@ -16,28 +16,43 @@
 //               M_W > M_B): its delta plus the deltas of the ops before it
 //               (a linear expression in the binaries) <= the limit.
 //
-// Reductions (documented in dialect/docs/ZB.md too):
+// Reductions (dialect/docs/ZB.md, "zb-auto: a heuristic, then optionally
+// the ILP"):
 //  * F's, B's and W's of a rank each run in microbatch order (every schedule
 //    zbc builds does; any schedule can be relabelled to F order and the rest
 //    follows in practice). So F(j) precedes B(k) and W(k) for j <= k, and
 //    the open pairs are F(j)/B(k) and W(i)/F(j), W(i)/B(k) with j, k > i.
-//  * A pair whose other order would break the limit on its own is fixed:
-//    F(j) before B(k) holds j - k + 1 activations; W(i) after F(j) holds
-//    microbatches i..j. A fixed prefix/suffix of a monotone family needs one
-//    precedence constraint, not one per pair.
+//  * A pair whose other order would break the limit on its own is fixed
+//    (Note [zb-auto memory]): F(j) before B(k) holds j - k + 1
+//    activations; W(i) after F(j) holds microbatches i..j. A fixed
+//    prefix/suffix of a monotone family needs one precedence constraint,
+//    not one per pair.
 //  * F(r, 0) is pinned at S_r: it is the first op of the rank and nothing
 //    else delays it in the simulator, so the ILP cannot shorten a span by
 //    starting a rank late. With that, for any order the ILP's optimum is the
 //    simulator's makespan, and the ILP's bound is a true lower bound for
 //    microbatch-ordered schedules.
-//  * Full mode leaves every open pair to CBC (p = 4, m = 8: ~350 binaries).
-//    Past kFullBinaries (p = 8, m = 24 would need ~20k) the model keeps the
+//  * Full mode leaves every open pair to CBC (p = 4, m = 8: ~300
+//    binaries). Past kFullBinaries (p = 8, m = 24 needs 5.4k at p M_B, 6.3k
+//    at 2p M_B, ~20k without the memory fixing) the model keeps the
 //    heuristic's F/B order and decides only where each W goes, within a
-//    window of K F's and B's around the heuristic's place; its bound is then
-//    a bound for that neighbourhood, and the note says so.
+//    window of K (6 down to 1) F's and B's around the heuristic's place;
+//    CBC's bound is then a bound for that neighbourhood, and the note says
+//    so. Past kWindowBinaries (p = 64, m = 1024) it only reports lowerBound.
 // Valid inequalities that tighten the LP: Z >= each rank's work; every E
 // has the lower bound of its dependency chains and of the rank's own ops
 // before it; E <= S_r + heuristic makespan (no better schedule ends later).
+// The reported bound is the larger of CBC's (full mode) and lowerBound.
+//
+// CBC 2.10 settings, each for a reason seen on these models: preprocessing
+// off (it crashes in CglPreProcess::postProcess at p = 8, m = 24); wall-
+// clock time (the limit is the user's seconds, CBC counts CPU by default);
+// the model is loaded in one call (row by row took 13 s at 42k rows); the
+// MIP start gives only the binaries set to 1 and only up to
+// kWarmStartColumns columns, since CBC's matching of a start to the columns
+// grows quadratically (+13 s at 37k columns); larger models get the
+// heuristic's makespan as a cutoff. CBC checks its clock between phases, so
+// it can overrun the limit by a fraction of a second.
 //
 // The best solution is turned back into per-rank orders by start time and
 // timed with the fast model; it replaces the heuristic only if it is
@@ -46,6 +61,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ZBAuto.h"
+#include "Support.h"
 
 #include <coin/Cbc_C_Interface.h>
 
@@ -66,7 +82,7 @@ static constexpr long kWindowBinaries = 30000;
 /// Largest model (columns) that gets the heuristic as a MIP start.
 static constexpr int kWarmStartColumns = 15000;
 
-static std::string num(double x) {
+static std::string formatNumber(double x) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.6g", x);
   return buffer;
@@ -192,19 +208,26 @@ long Formulation::plan(int windowSize) {
   for (int r = 0; r < p; ++r) {
     RankPlan &rp = ranks[r];
     double mB = in.mB[r], mW = in.mW[r], small = std::min(mB, mW);
-    // Heuristic positions.
-    std::vector<int> posF(m), posB(m), posW(m);
-    for (int i = 0, e = static_cast<int>(heuristic[r].size()); i < e; ++i) {
-      Op op = heuristic[r][i];
-      (op.kind == OpF ? posF : op.kind == OpB ? posB : posW)[op.mb] = i;
+    // The heuristic's order: F's before each B(k), F's and B's before each
+    // W(i).
+    rp.fBefore.assign(m, 0);
+    std::vector<int> fBeforeW(m), bBeforeW(m);
+    {
+      int nF = 0, nB = 0;
+      for (Op op : heuristic[r]) {
+        if (op.kind == OpF) {
+          ++nF;
+        } else if (op.kind == OpB) {
+          rp.fBefore[op.mb] = nF;
+          ++nB;
+        } else {
+          fBeforeW[op.mb] = nF;
+          bBeforeW[op.mb] = nB;
+        }
+      }
     }
     rp.xHi.assign(m, 0);
-    rp.fBefore.assign(m, 0);
     for (int k = 0; k < m; ++k) {
-      int before = 0;
-      for (int j = 0; j < m; ++j)
-        before += posF[j] < posB[k];
-      rp.fBefore[k] = before;
       if (full) {
         // F(j) before B(k) holds F's k..j in flight.
         int hi = k + 1;
@@ -231,11 +254,7 @@ long Formulation::plan(int windowSize) {
         ++zCap;
       int lo = i + 1, hiF = yCap, loB = i + 1, hiB = zCap;
       if (!full) {
-        int fb = 0, bb = 0; // F's and B's before W(i) in the heuristic
-        for (int j = 0; j < m; ++j) {
-          fb += posF[j] < posW[i];
-          bb += posB[j] < posW[i];
-        }
+        int fb = fBeforeW[i], bb = bBeforeW[i];
         lo = std::max(lo, fb - window);
         hiF = std::min(hiF, std::max(lo, fb + window));
         loB = std::max(loB, bb - window);
@@ -502,9 +521,9 @@ llvm::Expected<Order> zbc::sched::zbauto::solveExact(
   };
   double analytic = lowerBound(in);
   std::string prefix = "zb-auto exact (CBC " + std::string(Cbc_getVersion()) +
-                       "): heuristic makespan " + num(heuristicMakespan);
+                       "): heuristic makespan " + formatNumber(heuristicMakespan);
   if (heuristicMakespan <= analytic * (1 + 1e-9)) {
-    report.notes.push_back(prefix + " meets the lower bound " + num(analytic) +
+    report.notes.push_back(prefix + " meets the lower bound " + formatNumber(analytic) +
                            ": optimal, gap 0%; CBC not needed");
     return heuristic;
   }
@@ -528,8 +547,8 @@ llvm::Expected<Order> zbc::sched::zbauto::solveExact(
       report.notes.push_back(
           prefix + "; the ILP would need " + std::to_string(binaries) +
           " binaries even for W placement alone, too large: kept the "
-          "heuristic; lower bound " + num(analytic) + " (lowerBound in "
-          "ZBAuto.cpp), gap " + num(gap) + "%");
+          "heuristic; lower bound " + formatNumber(analytic) + " (lowerBound in "
+          "ZBAuto.cpp), gap " + formatNumber(gap) + "%");
       return heuristic;
     }
   }
@@ -581,8 +600,8 @@ llvm::Expected<Order> zbc::sched::zbauto::solveExact(
     if (fits && t.makespan < heuristicMakespan * (1 - 1e-12)) {
       best = t.makespan;
       result = std::move(order);
-      found = "better solution " + num(best) + " (ILP objective " +
-              num(Cbc_getObjValue(model.model)) + ")";
+      found = "better solution " + formatNumber(best) + " (ILP objective " +
+              formatNumber(Cbc_getObjValue(model.model)) + ")";
     }
   }
   // CBC's bound is a bound for all microbatch-ordered schedules in the full
@@ -593,13 +612,15 @@ llvm::Expected<Order> zbc::sched::zbauto::solveExact(
   double gap = std::max(0.0, std::round(1e4 * (best - bound) / best) / 1e2);
   std::string note = prefix + "; " + mode + ": " + std::to_string(binaries) +
                      " binaries, " + std::to_string(model.rows) + " rows, " +
-                     num(elapsed()) + " s" +
-                     (optimal ? ", proven optimal" : "") +
+                     formatNumber(elapsed()) + " s" +
+                     (optimal ? (form.full ? ", proven optimal"
+                            : ", optimal within the neighbourhood")
+               : "") +
       (warm ? ", warm-started" : ", heuristic as cutoff") + "; " + found +
-                     "; best " + num(best) + ", bound " + num(bound) +
-                     ", gap " + num(gap) + "%";
+                     "; best " + formatNumber(best) + ", bound " + formatNumber(bound) +
+                     ", gap " + formatNumber(gap) + "%";
   if (!form.full)
-    note += " (the neighbourhood's own bound: " + num(local) + ")";
+    note += " (the neighbourhood's own bound: " + formatNumber(local) + ")";
   report.notes.push_back(note);
   return result;
 }
