@@ -82,12 +82,6 @@ static constexpr long kWindowBinaries = 30000;
 /// Largest model (columns) that gets the heuristic as a MIP start.
 static constexpr int kWarmStartColumns = 15000;
 
-static std::string formatNumber(double x) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.6g", x);
-  return buffer;
-}
-
 namespace {
 
 /// A Cbc_Model that is freed on every path. Columns and rows are collected

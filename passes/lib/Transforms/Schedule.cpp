@@ -42,20 +42,6 @@ struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
   LogicalResult schedulePipeline(PipelineOp pipeline);
 };
 
-sched::Kind toSchedKind(ComputeKind kind) {
-  switch (kind) {
-  case ComputeKind::F:
-    return sched::Kind::F;
-  case ComputeKind::B:
-    return sched::Kind::B;
-  case ComputeKind::W:
-    return sched::Kind::W;
-  case ComputeKind::BW:
-    return sched::Kind::BW;
-  }
-  llvm_unreachable("unknown kind");
-}
-
 ComputeKind toComputeKind(sched::Kind kind) {
   switch (kind) {
   case sched::Kind::F:
