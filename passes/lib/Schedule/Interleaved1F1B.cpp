@@ -80,11 +80,7 @@ zbc::sched::buildInterleaved1F1B(const Problem &problem, const BuildOptions &,
   std::vector<std::pair<int, int>> order = forwardOrder(padded, v, p);
   int total = static_cast<int>(order.size());
 
-  ScheduleTable table;
-  table.microbatches = m;
-  table.rankOfStage =
-      placeStages(Placement::Interleaved, p, problem.numStages());
-  table.ranks.resize(p);
+  ScheduleTable table = ScheduleTable::empty(problem, Placement::Interleaved);
   for (int r = 0; r < p; ++r) {
     int warmup;
     if (v == 1)

@@ -25,10 +25,7 @@ llvm::Expected<ScheduleTable> zbc::sched::buildOneFOneB(const Problem &problem,
                                                         const BuildOptions &,
                                                         BuildReport &) {
   int p = problem.ranks, m = problem.microbatches;
-  ScheduleTable table;
-  table.microbatches = m;
-  table.rankOfStage = placeStages(Placement::Linear, p, problem.numStages());
-  table.ranks.resize(p);
+  ScheduleTable table = ScheduleTable::empty(problem, Placement::Linear);
   for (int r = 0; r < p; ++r) {
     std::vector<Action> &order = table.ranks[r];
     order.reserve(2 * m);

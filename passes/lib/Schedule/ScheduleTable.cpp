@@ -8,6 +8,16 @@
 
 using namespace zbc::sched;
 
+ScheduleTable ScheduleTable::empty(const Problem &problem,
+                                   Placement placement) {
+  ScheduleTable table;
+  table.microbatches = problem.microbatches;
+  table.rankOfStage =
+      placeStages(placement, problem.ranks, problem.numStages());
+  table.ranks.resize(problem.ranks);
+  return table;
+}
+
 std::string Action::str() const {
   return std::string(kindName(kind)) + "(" + std::to_string(stage) + "," +
          std::to_string(microbatch) + ")";

@@ -77,10 +77,7 @@ llvm::Expected<ScheduleTable> buildFromSlots(const Problem &problem,
     return fail(llvm::Twine(name) + " needs 2 stages per rank (the V), got " +
                 llvm::Twine(problem.numStages()) + " stages on " +
                 llvm::Twine(d) + " ranks");
-  ScheduleTable table;
-  table.microbatches = m;
-  table.rankOfStage = placeStages(Placement::V, d, 2 * d);
-  table.ranks.resize(d);
+  ScheduleTable table = ScheduleTable::empty(problem, Placement::V);
   for (int i = 0; i < d; ++i) {
     Offsets o = offsets(d, i);
     std::array<bool, 6> taken{};

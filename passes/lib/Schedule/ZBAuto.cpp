@@ -976,7 +976,7 @@ static Order searchOrders(const Problem &problem, const Instance &in,
 llvm::Expected<ScheduleTable>
 zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
                         BuildReport &report) {
-  const int p = problem.ranks, m = problem.microbatches;
+  const int p = problem.ranks;
   double maxMB = 0, minLimit = 0;
   for (const StageCost &s : problem.stages) {
     maxMB = std::max(maxMB, s.memB);
@@ -1010,10 +1010,7 @@ zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
     order = std::move(*exact);
   }
 
-  ScheduleTable table;
-  table.microbatches = m;
-  table.rankOfStage = placeStages(Placement::Linear, p, p);
-  table.ranks.resize(p);
+  ScheduleTable table = ScheduleTable::empty(problem, Placement::Linear);
   for (int r = 0; r < p; ++r) {
     table.ranks[r].reserve(order[r].size());
     for (Op op : order[r])

@@ -61,10 +61,7 @@ static ScheduleTable buildZB(const Problem &problem, bool h2) {
   int p = problem.ranks, m = problem.microbatches;
   int extra = h2 ? std::clamp(m - p, 0, p - 1) : 0;
 
-  ScheduleTable table;
-  table.microbatches = m;
-  table.rankOfStage = placeStages(Placement::Linear, p, problem.numStages());
-  table.ranks.resize(p);
+  ScheduleTable table = ScheduleTable::empty(problem, Placement::Linear);
   for (int r = 0; r < p; ++r) {
     int warmup = std::min(p - r - 1 + std::min(p - r - 1, extra), m);
     int lag = r + std::min(r, extra);

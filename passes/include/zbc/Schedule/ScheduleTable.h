@@ -35,6 +35,10 @@ struct ScheduleTable {
   std::vector<int> rankOfStage;            // size = number of stages
   std::vector<std::vector<Action>> ranks;  // per rank, in execution order
 
+  /// A table for `problem` with its stages placed and every rank's order
+  /// still empty: where builders start.
+  static ScheduleTable empty(const Problem &problem, Placement placement);
+
   int numRanks() const { return static_cast<int>(ranks.size()); }
   int numStages() const { return static_cast<int>(rankOfStage.size()); }
 
