@@ -2,8 +2,8 @@
 # Sets everything up (packages, configure, build), then runs zbc on the
 # examples: builds the GPT from its C++ DSL program, checks that it matches
 # the hand-written IR, prints the summary of every example model and
-# schedule, and splits the GPT's backward into B and W (per-stage FLOPs and
-# activation memory).
+# schedule, splits the GPT's backward into B and W (per-stage FLOPs and
+# activation memory), schedules it with zb-auto, and draws ZB-H1.
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 zbc_setup
@@ -28,3 +28,15 @@ echo
 echo
 echo "== Backward of the GPT split into B (input gradient) and W (weight gradient):"
 "$bin/zbc" split examples/gpt.mlir
+
+echo
+echo "== The GPT scheduled with zb-auto (8 microbatches), per-rank work:"
+"$bin/zbc-opt" examples/gpt.mlir --zb-backward \
+  --zb-schedule="kind=zb-auto microbatches=8 report=true" -o "$out/gpt-scheduled.mlir"
+"$bin/zbc" check "$out/gpt-scheduled.mlir" | sed -n '/^program/,$p'
+
+echo
+echo "== ZB-H1 on 4 ranks, 8 microbatches (unit costs):"
+"$bin/zbc" schedule --schedule zb-h1 --ranks 4 --microbatches 8 | head -12
+"$bin/zbc" schedule --schedule zb-h1 --ranks 4 --microbatches 8 --format svg -o zb-h1.svg
+echo "   timeline drawn in ./zb-h1.svg"
