@@ -37,6 +37,6 @@ echo "== The GPT scheduled with zb-auto (8 microbatches), per-rank work:"
 
 echo
 echo "== ZB-H1 on 4 ranks, 8 microbatches (unit costs):"
-"$bin/zbc" schedule --schedule zb-h1 --ranks 4 --microbatches 8 | head -12
+"$bin/zbc" schedule --schedule zb-h1 --ranks 4 --microbatches 8 | sed -n 1,12p
 "$bin/zbc" schedule --schedule zb-h1 --ranks 4 --microbatches 8 --format svg -o "$ZBC_BUILD_DIR/zb-h1.svg"
 echo "   timeline drawn in $ZBC_BUILD_DIR/zb-h1.svg"
