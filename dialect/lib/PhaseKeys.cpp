@@ -6,6 +6,8 @@
 
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 
+#include "zbc/Dialect/ZB/ZBOps.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace zbc;
@@ -88,4 +90,14 @@ bool zb::isYieldableBy(KeyKind kind, ComputeKind phase) {
 
 bool zb::isActivationKey(KeyKind kind) {
   return kind != KeyKind::Param && kind != KeyKind::Grad;
+}
+
+std::optional<std::string> zb::getLeafKey(mlir::Operation *op) {
+  if (auto input = dyn_cast<InputOp>(op))
+    return "input." + input.getName().str();
+  if (auto label = dyn_cast<LabelOp>(op))
+    return "label." + label.getName().str();
+  if (auto param = dyn_cast<ParamOp>(op))
+    return "param." + param.getName().str();
+  return std::nullopt;
 }

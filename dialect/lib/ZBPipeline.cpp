@@ -232,17 +232,6 @@ PhaseOp StageOp::getPhase(ComputeKind kind) {
   return {};
 }
 
-/// The key under which phases read a declared input, label or parameter.
-static std::optional<std::string> getDeclaredKey(Operation *op) {
-  if (auto input = dyn_cast<InputOp>(op))
-    return "input." + input.getName().str();
-  if (auto label = dyn_cast<LabelOp>(op))
-    return "label." + label.getName().str();
-  if (auto param = dyn_cast<ParamOp>(op))
-    return "param." + param.getName().str();
-  return std::nullopt;
-}
-
 /// Checks one key a phase of `stage` yields against what the stage declares
 /// and has seen so far, then records it as available.
 static LogicalResult verifyYieldedKey(PhaseOp phase, StringRef key, Type type,
@@ -284,7 +273,7 @@ LogicalResult StageOp::verifyRegions() {
   llvm::StringMap<Operation *> declared;
   llvm::StringSet<> declaredNames; // inputs, labels, params: one namespace
   for (Operation &op : getBody().front()) {
-    if (std::optional<std::string> key = getDeclaredKey(&op)) {
+    if (std::optional<std::string> key = getLeafKey(&op)) {
       if (!kinds.empty())
         return op.emitOpError("must be declared before the stage's phases");
       if (!declaredNames.insert(PhaseKey::parse(*key)->suffix).second)

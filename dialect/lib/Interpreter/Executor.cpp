@@ -10,7 +10,7 @@
 
 #include "Executor.h"
 
-#include "LeafKeys.h"
+#include "IRHelpers.h"
 
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Interpreter/Kernels.h"

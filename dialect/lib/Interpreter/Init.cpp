@@ -16,7 +16,7 @@
 
 #include "zbc/Interpreter/Interpreter.h"
 
-#include "LeafKeys.h"
+#include "IRHelpers.h"
 
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
@@ -29,7 +29,7 @@
 using namespace mlir;
 
 namespace zbc::interp {
-using detail::getLeafKey;
+using zb::getLeafKey;
 using detail::getShape;
 
 namespace {

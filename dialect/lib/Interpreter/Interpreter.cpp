@@ -11,7 +11,7 @@
 #include "zbc/Interpreter/Interpreter.h"
 
 #include "Executor.h"
-#include "LeafKeys.h"
+#include "IRHelpers.h"
 
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
@@ -36,7 +36,7 @@ FailureOr<Tensor> runModel(zb::ModelOp model, const TensorMap &feeds,
         return *value;
       return ex.error(&op) << "reads a value the interpreter has not computed";
     }
-    std::optional<std::string> key = detail::getLeafKey(&op);
+    std::optional<std::string> key = zb::getLeafKey(&op);
     if (!key) {
       if (failed(ex.execute(&op)))
         return failure();
@@ -149,7 +149,7 @@ static LogicalResult seedStage(zb::StageOp stage, const TensorMap &microbatch,
                                const TensorMap &params, TensorMap &env,
                                const std::string &context) {
   for (Operation &op : stage.getBody().front()) {
-    std::optional<std::string> key = detail::getLeafKey(&op);
+    std::optional<std::string> key = zb::getLeafKey(&op);
     if (!key)
       continue;
     const TensorMap &source = isa<zb::ParamOp>(op) ? params : microbatch;

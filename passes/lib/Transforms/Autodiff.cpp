@@ -53,12 +53,8 @@ struct StageSlice {
 /// in.i for the i-th result of the stage's opening cut.
 std::optional<std::string> externalKey(Value v, CutOp opening) {
   Operation *def = v.getDefiningOp();
-  if (auto input = dyn_cast<InputOp>(def))
-    return "input." + input.getName().str();
-  if (auto label = dyn_cast<LabelOp>(def))
-    return "label." + label.getName().str();
-  if (auto param = dyn_cast<ParamOp>(def))
-    return "param." + param.getName().str();
+  if (std::optional<std::string> key = getLeafKey(def))
+    return key;
   if (opening && def == opening.getOperation())
     return "in." + std::to_string(cast<OpResult>(v).getResultNumber());
   return std::nullopt;

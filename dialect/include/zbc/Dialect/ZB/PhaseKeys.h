@@ -29,6 +29,10 @@
 #include <optional>
 #include <string>
 
+namespace mlir {
+class Operation;
+} // namespace mlir
+
 namespace zbc::zb {
 
 enum class KeyKind {
@@ -63,6 +67,10 @@ bool isYieldableBy(KeyKind kind, ComputeKind phase);
 /// True for keys whose tensors are per microbatch and held between phases:
 /// everything but parameters and their gradients.
 bool isActivationKey(KeyKind kind);
+
+/// The key a leaf op is fed under: "input.x" for zb.input "x", "label.y" for
+/// zb.label "y", "param.w" for zb.param "w"; nullopt for any other op.
+std::optional<std::string> getLeafKey(mlir::Operation *op);
 
 } // namespace zbc::zb
 
