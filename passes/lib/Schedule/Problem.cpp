@@ -36,6 +36,20 @@ double StageCost::time(Kind kind) const {
   return 0;
 }
 
+double StageCost::memoryDelta(Kind kind) const {
+  switch (kind) {
+  case Kind::F:
+    return memB;
+  case Kind::B:
+    return memW - memB;
+  case Kind::W:
+    return -memW;
+  case Kind::BW:
+    return -memB;
+  }
+  return 0;
+}
+
 const char *zbc::sched::placementName(Placement placement) {
   switch (placement) {
   case Placement::Linear:

@@ -37,22 +37,6 @@
 
 using namespace zbc::sched;
 
-/// The change in a rank's live activation memory when `kind` runs
-/// (Problem.h: F holds M_B; B trades it for M_W; W frees M_W; BW frees M_B).
-static double memoryDelta(const StageCost &cost, Kind kind) {
-  switch (kind) {
-  case Kind::F:
-    return cost.memB;
-  case Kind::B:
-    return cost.memW - cost.memB;
-  case Kind::W:
-    return -cost.memW;
-  case Kind::BW:
-    return -cost.memB;
-  }
-  return 0;
-}
-
 namespace {
 
 /// What other actions wait for. Only two products cross actions: a stage's
@@ -242,15 +226,15 @@ static llvm::Error trackMemory(const Problem &problem,
     double live = 0, peak = 0;
     for (auto [i, a] : llvm::enumerate(table.ranks[r])) {
       const StageCost &cost = problem.stages[a.stage];
-      live += memoryDelta(cost, a.kind);
+      live += cost.memoryDelta(a.kind);
       peak = std::max(peak, live);
       if (problem.memLimit > 0 && live > limit)
         return fail("rank " + llvm::Twine(r) + ": " + a.str() + " (action " +
                     llvm::Twine(i) + ", microbatch " +
                     llvm::Twine(a.microbatch) + ") raises live memory to " +
                     formatNumber(live) + ", over the limit " + formatNumber(problem.memLimit) +
-                    " (it adds " + formatNumber(memoryDelta(cost, a.kind)) + " to " +
-                    formatNumber(live - memoryDelta(cost, a.kind)) + ")");
+                    " (it adds " + formatNumber(cost.memoryDelta(a.kind)) + " to " +
+                    formatNumber(live - cost.memoryDelta(a.kind)) + ")");
     }
     result.peakMemory[r] = peak;
   }

@@ -80,13 +80,9 @@ struct VShape {
 
 enum K { KF = 0, KB = 1, KW = 2 };
 
-double duration(const StageCost &c, int k) {
-  return k == KF ? c.F : k == KB ? c.B : c.W;
-}
-double memDelta(const StageCost &c, int k) {
-  return k == KF ? c.memB : k == KB ? c.memW - c.memB : -c.memW;
-}
 Kind kindOf(int k) { return k == KF ? Kind::F : k == KB ? Kind::B : Kind::W; }
+double duration(const StageCost &c, int k) { return c.time(kindOf(k)); }
+double memDelta(const StageCost &c, int k) { return c.memoryDelta(kindOf(k)); }
 
 // Note [V memory reserve]
 // A rank that fills its memory with chunk-0 forwards can deadlock: the
@@ -594,9 +590,8 @@ double spanOf(const VShape &v, const std::vector<std::vector<Action>> &order) {
         if (!ok)
           break;
         const StageCost &c = v.cost[r][chunkOf(a.stage)];
-        int k = a.kind == Kind::F ? KF : a.kind == Kind::W ? KW : KB;
-        double dur = a.kind == Kind::BW ? c.B + c.W : duration(c, k);
-        mem[r] += a.kind == Kind::BW ? -c.memB : memDelta(c, k);
+        double dur = c.time(a.kind);
+        mem[r] += c.memoryDelta(a.kind);
         if (mem[r] > tol)
           return kInf;
         if (first[r] < 0)

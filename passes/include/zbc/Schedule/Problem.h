@@ -33,6 +33,9 @@ struct StageCost {
 
   /// How long an action of `kind` takes on this stage (BW: B + W).
   double time(Kind kind) const;
+  /// How an action of `kind` changes its rank's live activation memory
+  /// (F holds M_B; B trades it for M_W; W frees M_W; BW frees M_B).
+  double memoryDelta(Kind kind) const;
 };
 
 /// How stages map to ranks.
