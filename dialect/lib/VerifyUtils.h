@@ -17,10 +17,12 @@ mlir::LogicalResult
 verifyInferredResult(mlir::Operation *op,
                      mlir::FailureOr<mlir::RankedTensorType> inferred);
 
-/// Checks that `type` has no zero dimension and a byte size zbc can plan
-/// memory for (at most 2^50); `what` names it in the error ("result type").
-mlir::LogicalResult verifyTensorSize(mlir::Operation *op,
-                                     mlir::RankedTensorType type,
+/// Checks that `type` is a tensor zbc can plan memory for: statically
+/// shaped, of an element type zb computes in (f16, bf16, f32, f64, i32,
+/// i64), with no zero dimension and at most 2^50 bytes
+/// (limits::kMaxTensorBytes); `what` names it in the error ("result type").
+/// Safe on any type: block arguments reach here unconstrained by ODS.
+mlir::LogicalResult verifyTensorSize(mlir::Operation *op, mlir::Type type,
                                      llvm::StringRef what);
 
 } // namespace zbc::zb

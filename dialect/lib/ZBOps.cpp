@@ -13,6 +13,7 @@
 #include "zbc/Dialect/ZB/ZBOps.h"
 
 #include "VerifyUtils.h"
+#include "zbc/Support/Limits.h"
 
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
@@ -70,20 +71,26 @@ void ParamOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getResult(), getName());
 }
 
-/// The largest tensor a model may hold. Memory is planned in int64 bytes;
-/// the cap keeps every sum of sizes far from overflow.
-static constexpr int64_t kMaxTensorBytes = int64_t(1) << 50; // 1 PiB
-
-LogicalResult zbc::zb::verifyTensorSize(Operation *op, RankedTensorType type,
+LogicalResult zbc::zb::verifyTensorSize(Operation *op, Type type,
                                         StringRef what) {
-  int64_t bytesPerElement = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  int64_t bytes = bytesPerElement;
-  for (int64_t dim : type.getShape()) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  Type element = tensor ? tensor.getElementType() : Type();
+  bool zbElement = element && (element.isF16() || element.isBF16() ||
+                               element.isF32() || element.isF64() ||
+                               element.isInteger(32) || element.isInteger(64));
+  if (!tensor || !tensor.hasStaticShape() || !zbElement)
+    return op->emitOpError(what)
+           << " " << type
+           << " is not a statically shaped tensor of f16, bf16, f32, f64, "
+              "i32 or i64";
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  for (int64_t dim : tensor.getShape()) {
     if (dim == 0)
       return op->emitOpError(what) << " " << type << " has a zero dimension";
-    if (bytes > kMaxTensorBytes / dim)
+    if (bytes > limits::kMaxTensorBytes / dim)
       return op->emitOpError(what)
-             << " " << type << " is larger than 2^50 bytes";
+             << " " << type << " is larger than 2^50 bytes (the largest "
+                               "tensor zbc plans memory for)";
     bytes *= dim;
   }
   return success();
@@ -97,7 +104,7 @@ LogicalResult ModelOp::verifyRegions() {
       return op.emitOpError("cannot appear in a 'zb.model'; a model holds "
                             "only zb model-level ops");
     for (Type type : op.getResultTypes())
-      if (failed(verifyTensorSize(&op, cast<RankedTensorType>(type), "result type")))
+      if (failed(verifyTensorSize(&op, type, "result type")))
         return failure();
   }
 

@@ -125,7 +125,7 @@ LogicalResult PhaseOp::verify() {
                                << " argument keys for a different number "
                                   "of arguments";
   for (Type type : getBodyBlock().getArgumentTypes())
-    if (failed(verifyTensorSize(*this, cast<RankedTensorType>(type),
+    if (failed(verifyTensorSize(*this, type,
                                 "argument type")))
       return failure();
   // Which keys are external and which come from earlier phases is the

@@ -26,6 +26,6 @@ zb.model @three {
 // UNKNOWN: schedule-errors.mlir:11:1: error: 'zb.pipeline' op unknown schedule 'zb-h7'; registered: 1f1b, dualpipe-v, gpipe, interleaved-1f1b, v-half, v-min, zb-auto, zb-h1, zb-h2, zb-v
 // V: error: 'zb.pipeline' op has 3 stages, which schedule 'zb-v' cannot place 2 per rank
 // FUSED: error: 'zb.stage' op has a fused BW phase; run zb-split-backward before zb-schedule
-// MB: error: 'zb.pipeline' op needs microbatches=N (N >= 1) for zb-schedule, got 0
+// MB: error: 'zb.pipeline' op needs microbatches=N with N in [1, 1048576] for zb-schedule, got 0
 // NOPIPE: error: zb-schedule found no 'zb.pipeline'; run zb-autodiff and zb-split-backward first
 // LIMIT: error: 'zb.pipeline' op schedule 'zb-auto': {{.*}}smallest feasible

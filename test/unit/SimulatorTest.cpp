@@ -336,7 +336,7 @@ TEST(Simulator, RejectsMismatchedProblem) {
                 .find("2 microbatches, the problem has 3"),
             std::string::npos);
   Problem bad = uniform(2, 2);
-  bad.stages[1].B = 0;
+  bad.stages[1].F = 0; // B and W may be 0 (no work); F may not
   EXPECT_NE(simulateError(bad, table).find("stage 1"), std::string::npos);
 }
 
@@ -557,6 +557,22 @@ TEST(Export, CSVReadsWhatPyTorchWrites) {
   EXPECT_DOUBLE_EQ(sim.makespan, 18);
 }
 
+// Tests that blank lines after the last row are not ranks (an editor's
+// trailing newlines), while a blank row in between is a rank with no work,
+// and that scanCSV sizes the problem from the rows and cells.
+TEST(Export, CSVTrailingBlankLinesAreNotRanks) {
+  llvm::Expected<ScheduleTable> table =
+      parseCSV("0F0,0B0\n1F0,1B0\n\n  \r\n", 2, 2, 1, Placement::Linear);
+  ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_EQ(table->numRanks(), 2);
+
+  CSVShape shape = scanCSV("0F0,0F1,0I0\n1F0,(1F1;1I0)OVERLAP_F_B,1W3\n\n");
+  EXPECT_EQ(shape.rows, 2);
+  EXPECT_EQ(shape.stages, 2);
+  EXPECT_EQ(shape.microbatches, 4);
+  EXPECT_EQ(scanCSV("").rows, 0);
+}
+
 std::string csvError(llvm::StringRef text, int ranks = 2, int stages = 2,
                      int microbatches = 1,
                      Placement placement = Placement::Linear) {
@@ -595,12 +611,11 @@ TEST(Export, CSVErrorsNameRowAndColumn) {
                    "line 2 (rank 1), cell 2 '0B0': stage 0 is on rank 0");
   EXPECT_CSV_ERROR("0F0,0B0\n1F0,1B0\n1F0\n",
                    "CSV line 3: more rows than ranks (2)");
-  EXPECT_CSV_ERROR("0F0,0B0\n1F0,1B0\n\n", "the extra lines are blank");
   EXPECT_CSV_ERROR("0F0,0B0\n", "1 rows for 2 ranks");
   EXPECT_CSV_ERROR("0F0,0SEND_F0,0B0\n1RECV_F0,1F0,1B0\n",
                    "cell 2 '0SEND_F0': communication op SEND_F: zbc infers");
   EXPECT_CSV_ERROR("0F0,0B0\n1F0,1B0,1F0\n",
-                   "line 2 (rank 1), cell 3 '1F0': F(1,0) appears twice "
+                   "line 2 (rank 1), cell 3 '1F0': 1F0 appears twice "
                    "(also at line 2 (rank 1), cell 1 '1F0')");
   EXPECT_CSV_ERROR("0F0,0B0,0W0\n1F0,1I0,1W0\n",
                    "cell 2 '0B0': B is a full backward");
@@ -608,10 +623,10 @@ TEST(Export, CSVErrorsNameRowAndColumn) {
   EXPECT_CSV_ERROR("0F0,(0B0)FOO\n1F0,1B0\n", "only OVERLAP_F_B groups");
   EXPECT_CSV_ERROR("0F0,\"0B0\n1F0,1B0\n", "line 1 (rank 0): unterminated");
   // Well-formed cells, but the order or the table is wrong: verify's
-  // message (0B0 is a full backward, BW(0,0)).
+  // message, in the CSV's own notation.
   EXPECT_CSV_ERROR("0B0,0F0\n1F0,1B0\n",
-                   "CSV: rank 0, stage 0, microbatch 0: BW(0,0) (action 0) "
-                   "runs before F(0,0) (action 1)");
+                   "CSV: rank 0, stage 0, microbatch 0: 0B0 (action 0) "
+                   "runs before 0F0 (action 1)");
   EXPECT_CSV_ERROR("0F0,0B0\n1F0\n", "CSV: rank 1, stage 1, microbatch 0: no "
                                      "backward");
   std::string error = csvError("0F0\n", 1, 2, 1, Placement::Linear);

@@ -46,9 +46,10 @@ namespace {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// p ranks in a V (2p stages), m microbatches, every chunk costing `chunk`.
+/// p ranks in a V (2p stages), m microbatches, every chunk costing `chunk`;
+/// no limit given: the schedule's default.
 Problem vProblem(int p, int m, StageCost chunk = {}, double comm = 0,
-                 double memLimit = 0) {
+                 std::optional<double> memLimit = std::nullopt) {
   Problem problem;
   problem.ranks = p;
   problem.microbatches = m;
@@ -410,7 +411,7 @@ TEST(VSchedulePaperRows, ZBVBeatsZBH1) {
                                b.sim.peakMemory.end()) /
              fullStage;
     };
-    expectPeaksAtMost(*zbv, v.memLimit, "zb-v " + what);
+    expectPeaksAtMost(*zbv, v.limit(), "zb-v " + what);
     expectPeaksAtMost(*half, (row.p + 2) / 2 * fullStage, "v-half " + what);
     expectPeaksAtMost(*vmin, (row.p + 4) / 3 * fullStage, "v-min " + what);
     expectPeaksAtMost(*dual, (row.p + 1) * fullStage, "dualpipe-v " + what);

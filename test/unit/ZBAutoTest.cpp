@@ -129,7 +129,7 @@ TEST_P(ZBAutoPaper, MatchesOrBeatsThePaper) {
     std::string where = row.name() + " ZB-" + std::to_string(k) + "p";
     std::optional<BuiltSchedule> zb = build("zb-auto", problem);
     ASSERT_TRUE(zb) << where;
-    expectWithinLimit(*zb, problem.memLimit, where);
+    expectWithinLimit(*zb, problem.limit(), where);
 
     // The handcrafted schedule at (about) the same memory, as our simulator
     // measures it: ZB-H1 holds p M_B, ZB-H2 (2p-1) M_B.
@@ -138,7 +138,7 @@ TEST_P(ZBAutoPaper, MatchesOrBeatsThePaper) {
     std::optional<BuiltSchedule> hand =
         build(k == 1 ? "zb-h1" : "zb-h2", unlimited);
     ASSERT_TRUE(hand) << where;
-    EXPECT_LE(peak(*hand), problem.memLimit * (1 + 1e-12)) << where;
+    EXPECT_LE(peak(*hand), problem.limit() * (1 + 1e-12)) << where;
     EXPECT_LE(zb->sim.bubbleRate, hand->sim.bubbleRate + 1e-9) << where;
 
     double published = k == 1 ? row.zb1p : row.zb2p;
@@ -212,16 +212,16 @@ TEST(ZBAuto, UnevenStagesWithinLimitAndNotWorseThan1F1B) {
                           (slowFirst ? " slow first stage" : "");
       std::optional<BuiltSchedule> zb = build("zb-auto", problem);
       ASSERT_TRUE(zb) << where;
-      expectWithinLimit(*zb, problem.memLimit, where);
+      expectWithinLimit(*zb, problem.limit(), where);
       std::optional<BuiltSchedule> ofob = build("1f1b", problem);
       ASSERT_TRUE(ofob) << where;
       EXPECT_LE(zb->sim.makespan, ofob->sim.makespan * (1 + 1e-12)) << where;
       // And at twice the memory (ZB-2p's), still within it.
       Problem roomy = problem;
-      roomy.memLimit = 2 * problem.memLimit;
+      roomy.memLimit = 2 * problem.limit();
       std::optional<BuiltSchedule> zb2 = build("zb-auto", roomy);
       ASSERT_TRUE(zb2) << where;
-      expectWithinLimit(*zb2, roomy.memLimit, where + " at 2p");
+      expectWithinLimit(*zb2, roomy.limit(), where + " at 2p");
       EXPECT_LE(zb2->sim.makespan, ofob->sim.makespan * (1 + 1e-12)) << where;
     }
 }
@@ -238,7 +238,7 @@ TEST(ZBAuto, RespectsEveryLimit) {
                           (slowFirst ? ", slow first stage" : "");
       std::optional<BuiltSchedule> zb = build("zb-auto", problem);
       ASSERT_TRUE(zb) << where;
-      expectWithinLimit(*zb, problem.memLimit, where);
+      expectWithinLimit(*zb, problem.limit(), where);
     }
   }
 }
@@ -263,14 +263,24 @@ TEST(ZBAuto, InfeasibleLimitNamesTheSmallest) {
   expectWithinLimit(*zb, 3, "limit 3");
 }
 
-// Tests that without a limit zb-auto plans for 2p M_B (ZB-2p) and says so.
+// Tests that without a limit zb-auto plans for 2p M_B (ZB-2p) and says so,
+// and that a limit of 0 means none: no worse than the default, and allowed
+// to hold more.
 TEST(ZBAuto, DefaultLimitIsTwoPMB) {
   Problem problem = uneven(6, 24, false);
-  problem.memLimit = 0;
+  problem.memLimit.reset();
   std::optional<BuiltSchedule> zb = build("zb-auto", problem);
   ASSERT_TRUE(zb);
-  EXPECT_TRUE(hasNote(*zb, "2p M_B"));
+  EXPECT_EQ(zb->memLimitOrigin, "zb-auto default: 2p max(M_B, M_W)");
+  EXPECT_DOUBLE_EQ(zb->problem.limit(), 2 * 6 * maxMemB(problem));
   expectWithinLimit(*zb, 2 * 6 * maxMemB(problem), "default limit");
+
+  problem.memLimit = 0;
+  std::optional<BuiltSchedule> none = build("zb-auto", problem);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->memLimitOrigin, "none");
+  EXPECT_EQ(none->problem.limit(), 0);
+  EXPECT_LE(none->sim.makespan, zb->sim.makespan * (1 + 1e-12));
 }
 
 // Tests small shapes: one rank, one microbatch, fewer microbatches than
@@ -283,7 +293,7 @@ TEST(ZBAuto, SmallShapes) {
       std::string where = "p=" + std::to_string(p) + " m=" + std::to_string(m);
       std::optional<BuiltSchedule> zb = build("zb-auto", problem);
       ASSERT_TRUE(zb) << where;
-      expectWithinLimit(*zb, problem.memLimit, where);
+      expectWithinLimit(*zb, problem.limit(), where);
       std::optional<BuiltSchedule> ofob = build("1f1b", problem);
       ASSERT_TRUE(ofob) << where;
       EXPECT_LE(zb->sim.makespan, ofob->sim.makespan * (1 + 1e-12)) << where;
@@ -325,7 +335,7 @@ TEST(ZBAuto, ExactModeReportsBoundAndGap) {
                        std::chrono::steady_clock::now() - start)
                        .count();
   ASSERT_TRUE(exact);
-  expectWithinLimit(*exact, problem.memLimit, "exact");
+  expectWithinLimit(*exact, problem.limit(), "exact");
   EXPECT_LE(exact->sim.makespan, heuristic->sim.makespan * (1 + 1e-12));
   EXPECT_TRUE(hasNote(*exact, "zb-auto exact"));
   EXPECT_TRUE(hasNote(*exact, "heuristic makespan"));
@@ -362,7 +372,7 @@ TEST(ZBAuto, SpeedLog) {
       problem.ranks = p;
       problem.microbatches = m;
       problem.stages.assign(p, problem.stages[0]);
-      problem.memLimit = 0;
+      problem.memLimit.reset(); // the default, 2p M_B
       if (hard) {
         for (int s = 0; s < p; ++s) {
           problem.stages[s].F *= 0.8 + 0.05 * (s % 7);

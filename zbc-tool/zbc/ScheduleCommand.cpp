@@ -14,15 +14,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Numbers.h"
 #include "Options.h"
 
+#include "zbc/Schedule/CostFile.h"
 #include "zbc/Schedule/Export.h"
 #include "zbc/Schedule/Registry.h"
+#include "zbc/Support/Limits.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -49,18 +51,19 @@ cl::opt<std::string> scheduleName("schedule",
                                   cl::sub(scheduleCommand), cl::cat(zbcCategory));
 cl::opt<bool> listSchedules("list", cl::desc("List the registered schedules"),
                             cl::sub(scheduleCommand), cl::cat(zbcCategory));
-cl::opt<int> ranksOpt("ranks", cl::desc("Pipeline ranks p"),
-                      cl::value_desc("P"), cl::sub(scheduleCommand),
-                      cl::cat(zbcCategory));
-cl::opt<int> microbatchesOpt("microbatches",
-                             cl::desc("Microbatches per step m"),
-                             cl::value_desc("M"), cl::sub(scheduleCommand),
-                             cl::cat(zbcCategory));
-cl::opt<int> virtualOpt("virtual",
-                        cl::desc("Stages per rank v (interleaved: any; V "
-                                 "schedules: 2); costs are then per stage"),
-                        cl::value_desc("V"), cl::sub(scheduleCommand),
-                        cl::cat(zbcCategory));
+// Numbers are read as text and parsed strictly (Numbers.h), so that a bad
+// value is an error naming the option and the range accepted.
+cl::opt<std::string> ranksOpt("ranks", cl::desc("Pipeline ranks p (1 to 2^20)"),
+                              cl::value_desc("P"), cl::sub(scheduleCommand),
+                              cl::cat(zbcCategory));
+cl::opt<std::string> microbatchesOpt(
+    "microbatches", cl::desc("Microbatches per step m (1 to 2^20)"),
+    cl::value_desc("M"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
+cl::opt<std::string> virtualOpt(
+    "virtual",
+    cl::desc("Stages per rank v (interleaved: any; V schedules: 2); costs "
+             "are then per stage"),
+    cl::value_desc("V"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
 cl::opt<std::string> costOpt(
     "cost", cl::desc("Times of every stage: F=..,B=..,W=..,comm=.."),
     cl::value_desc("list"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
@@ -72,16 +75,17 @@ cl::opt<std::string> costFile(
     cl::desc("JSON with ranks, microbatches, per-stage F/B/W/M_B/M_W lists and "
              "comm (command-line values override it)"),
     cl::value_desc("file"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
-cl::opt<double> memLimitOpt("mem-limit",
-                            cl::desc("Per-rank activation memory limit "
-                                     "(0: none; zb-auto default: 2p M_B)"),
-                            cl::value_desc("X"), cl::sub(scheduleCommand),
-                            cl::cat(zbcCategory));
-cl::opt<double> exactOpt("exact",
-                         cl::desc("zb-auto: refine with the ILP (CBC) for at "
-                                  "most this many seconds; report bound and gap"),
-                         cl::value_desc("seconds"), cl::init(0),
-                         cl::sub(scheduleCommand), cl::cat(zbcCategory));
+cl::opt<std::string> memLimitOpt(
+    "mem-limit",
+    cl::desc("Per-rank activation memory limit (0: none; default: the "
+             "schedule's own, zb-auto 2p max(M_B, M_W), zb-v 2p chunk M_B; "
+             "the others none)"),
+    cl::value_desc("X"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
+cl::opt<std::string> exactOpt(
+    "exact",
+    cl::desc("zb-auto: refine with the ILP (CBC) for at most this many "
+             "seconds (0: off); report bound and gap"),
+    cl::value_desc("seconds"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
 cl::opt<std::string> importFile(
     "import",
     cl::desc("Simulate and check this schedule CSV (PyTorch pipelining "
@@ -109,95 +113,93 @@ Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
 
-/// Parses "K=v,K=v" into numbers; keys outside `allowed` are errors.
+/// Parses "K=v,K=v" into numbers in [0, kMaxAmount]; keys outside
+/// `allowed` are errors.
 Expected<StringMap<double>> parseAssignments(StringRef option, StringRef text,
                                              ArrayRef<StringRef> allowed) {
   StringMap<double> values;
   SmallVector<StringRef> items;
   text.split(items, ',', -1, /*KeepEmpty=*/false);
+  if (items.empty())
+    return fail("--" + option + ": expected K=v pairs (keys " +
+                join(allowed, ", ") + "), got '" + text + "'");
   for (StringRef item : items) {
     auto [key, value] = item.split('=');
     key = key.trim();
     if (!is_contained(allowed, key))
       return fail("--" + option + ": unknown key '" + key + "' (expected " +
                   join(allowed, ", ") + ")");
-    double number;
-    if (value.trim().getAsDouble(number))
-      return fail("--" + option + ": '" + item + "' needs a number after '='");
-    values[key] = number;
+    Expected<double> number = zbc::parseNumber(
+        ("--" + option + " " + key).str(), value, 0, zbc::limits::kMaxAmount);
+    if (!number)
+      return number.takeError();
+    values[key] = *number;
   }
   return values;
 }
 
-/// Reads a list of numbers, or one number for every stage.
-Expected<std::vector<double>> readList(const json::Object &object,
-                                       StringRef key) {
-  std::vector<double> out;
-  const json::Value *value = object.get(key);
-  if (!value)
-    return out;
-  if (std::optional<double> one = value->getAsNumber())
-    return std::vector<double>{*one};
-  const json::Array *array = value->getAsArray();
-  if (!array)
-    return fail("cost file: '" + key + "' must be a number or a list of numbers");
-  for (const json::Value &item : *array) {
-    std::optional<double> number = item.getAsNumber();
-    if (!number)
-      return fail("cost file: '" + key + "' must hold numbers only");
-    out.push_back(*number);
-  }
-  return out;
+/// Reads an integer option into `field` if it was given.
+Error readCount(const cl::opt<std::string> &option, int64_t max,
+                std::optional<int64_t> &field) {
+  if (!option.getNumOccurrences())
+    return Error::success();
+  Expected<int64_t> n =
+      zbc::parseInteger(("--" + option.ArgStr).str(), option, 1, max);
+  if (!n)
+    return n.takeError();
+  field = *n;
+  return Error::success();
 }
 
-/// Builds the problem from the cost file, then the command line.
-Expected<Problem> readProblem() {
+/// The shape an imported CSV gives when --ranks/--microbatches are left out.
+struct ImportShape {
+  std::optional<int64_t> ranks, microbatches, virtualStages;
+};
+
+/// Builds the problem from the cost file, then the command line; with
+/// --import, sizes the command line and the file leave out come from the
+/// CSV (`inferred`).
+Expected<Problem> readProblem(const ImportShape &inferred) {
   Problem problem;
+  std::optional<int64_t> ranks, microbatches, virtualStages;
   std::vector<double> f, b, w, mb, mw;
   if (!costFile.empty()) {
     std::string error;
     std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(costFile, &error);
     if (!file)
       return fail(error);
-    Expected<json::Value> parsed = json::parse(file->getBuffer());
+    Expected<CostFile> parsed = parseCostFile(file->getBuffer(), costFile);
     if (!parsed)
-      return fail(costFile + ": " + toString(parsed.takeError()));
-    const json::Object *object = parsed->getAsObject();
-    if (!object)
-      return fail(costFile + ": expected a JSON object");
-    static const SmallVector<StringRef> known = {
-        "ranks", "microbatches", "virtual", "F",   "B",
-        "W",     "comm",         "M_B",     "M_W", "mem_limit"};
-    for (const auto &entry : *object)
-      if (!is_contained(known, StringRef(entry.first)))
-        return fail(costFile + ": unknown key '" + StringRef(entry.first) +
-                    "' (expected " + join(known, ", ") + ")");
-    if (std::optional<int64_t> v = object->getInteger("ranks"))
-      problem.ranks = *v;
-    if (std::optional<int64_t> v = object->getInteger("microbatches"))
-      problem.microbatches = *v;
-    if (std::optional<int64_t> v = object->getInteger("virtual"))
-      problem.virtualStages = *v;
-    if (std::optional<double> v = object->getNumber("comm"))
-      problem.comm = *v;
-    if (std::optional<double> v = object->getNumber("mem_limit"))
-      problem.memLimit = *v;
-    for (auto [key, list] : {std::pair<StringRef, std::vector<double> *>{"F", &f},
-                             {"B", &b}, {"W", &w}, {"M_B", &mb}, {"M_W", &mw}}) {
-      Expected<std::vector<double>> values = readList(*object, key);
-      if (!values)
-        return values.takeError();
-      *list = std::move(*values);
-    }
+      return parsed.takeError();
+    ranks = parsed->ranks;
+    microbatches = parsed->microbatches;
+    virtualStages = parsed->virtualStages;
+    if (parsed->comm)
+      problem.comm = *parsed->comm;
+    problem.memLimit = parsed->memLimit;
+    f = parsed->F, b = parsed->B, w = parsed->W;
+    mb = parsed->memB, mw = parsed->memW;
   }
-  if (ranksOpt.getNumOccurrences())
-    problem.ranks = ranksOpt;
-  if (microbatchesOpt.getNumOccurrences())
-    problem.microbatches = microbatchesOpt;
-  if (virtualOpt.getNumOccurrences())
-    problem.virtualStages = virtualOpt;
-  if (memLimitOpt.getNumOccurrences())
-    problem.memLimit = memLimitOpt;
+  if (Error e = readCount(ranksOpt, zbc::limits::kMaxRanks, ranks))
+    return std::move(e);
+  if (Error e = readCount(microbatchesOpt, zbc::limits::kMaxMicrobatches,
+                          microbatches))
+    return std::move(e);
+  if (Error e = readCount(virtualOpt, zbc::limits::kMaxStages, virtualStages))
+    return std::move(e);
+  if (!ranks)
+    ranks = inferred.ranks;
+  if (!microbatches)
+    microbatches = inferred.microbatches;
+  if (!virtualStages)
+    virtualStages = inferred.virtualStages;
+  if (memLimitOpt.getNumOccurrences()) {
+    Expected<double> limit = zbc::parseNumber("--mem-limit", memLimitOpt, 0,
+                                              zbc::limits::kMaxAmount);
+    if (!limit)
+      return limit.takeError();
+    problem.memLimit = *limit;
+  }
   if (!costOpt.empty()) {
     Expected<StringMap<double>> costs =
         parseAssignments("cost", costOpt, {"F", "B", "W", "comm"});
@@ -220,14 +222,15 @@ Expected<Problem> readProblem() {
       mw = {mem->lookup("W")};
   }
 
-  // Defaults: unit times, M_B = M_W = 1 (memory in units of M_B).
+  // Sizes are checked before the stages are allocated. Defaults: one rank,
+  // one microbatch, unit times, M_B = M_W = 1 (memory in units of M_B).
+  if (Error error = checkProblemSize(ranks.value_or(1), virtualStages.value_or(1),
+                                     microbatches.value_or(1)))
+    return std::move(error);
+  problem.ranks = ranks.value_or(1);
+  problem.microbatches = microbatches.value_or(1);
+  problem.virtualStages = virtualStages.value_or(1);
   int stages = problem.ranks * problem.virtualStages;
-  if (problem.ranks < 1 || problem.virtualStages < 1 ||
-      problem.microbatches < 1)
-    return fail("--ranks, --microbatches and --virtual must be at least 1 "
-                "(got " + Twine(problem.ranks) + ", " +
-                Twine(problem.microbatches) + ", " +
-                Twine(problem.virtualStages) + ")");
   problem.stages.assign(stages, StageCost{});
   for (auto [key, list, field] :
        {std::tuple<StringRef, std::vector<double> *, double StageCost::*>{
@@ -236,12 +239,14 @@ Expected<Problem> readProblem() {
         {"M_B", &mb, &StageCost::memB}, {"M_W", &mw, &StageCost::memW}}) {
     if (list->empty())
       continue;
-    if (list->size() != 1 && static_cast<int>(list->size()) != stages)
+    if (list->size() != 1 && static_cast<int64_t>(list->size()) != stages)
       return fail(key + " has " + Twine(list->size()) + " values for " +
                   Twine(stages) + " stages (give one, or one per stage)");
     for (int s = 0; s < stages; ++s)
       problem.stages[s].*field = (*list)[list->size() == 1 ? 0 : s];
   }
+  if (Error error = problem.validate())
+    return std::move(error);
   return problem;
 }
 
@@ -268,43 +273,72 @@ void printList(raw_ostream &os) {
 }
 
 Error run() {
-  Expected<Problem> problem = readProblem();
+  // An imported CSV is read first: its rows and cells size the problem where
+  // the command line and the cost file do not.
+  std::unique_ptr<MemoryBuffer> csv;
+  ImportShape inferred;
+  if (!importFile.empty()) {
+    std::string error;
+    csv = mlir::openInputFile(importFile, &error);
+    if (!csv)
+      return fail(error);
+    CSVShape shape = scanCSV(csv->getBuffer());
+    if (shape.rows > 0)
+      inferred.ranks = shape.rows;
+    if (shape.microbatches > 0)
+      inferred.microbatches = shape.microbatches;
+    // Stages per rank: two in a V; else as many as the cells name per row.
+    if (placementOpt == "v")
+      inferred.virtualStages = 2;
+    else if (shape.rows > 0 && shape.stages > shape.rows &&
+             shape.stages % shape.rows == 0)
+      inferred.virtualStages = shape.stages / shape.rows;
+    for (const cl::Option *ignored :
+         {static_cast<const cl::Option *>(&scheduleName),
+          static_cast<const cl::Option *>(&exactOpt)})
+      if (ignored->getNumOccurrences())
+        errs() << "zbc: warning: --" << ignored->ArgStr
+               << " is ignored with --import (the CSV is the schedule)\n";
+  }
+  Expected<Problem> problem = readProblem(inferred);
   if (!problem)
     return problem.takeError();
 
-  ScheduleTable table;
-  SimResult sim;
-  std::vector<std::string> notes;
-  if (!importFile.empty()) {
-    if (Error error = problem->validate())
-      return error;
+  BuiltSchedule built;
+  if (csv) {
     Expected<Placement> placement = importPlacement(*problem);
     if (!placement)
       return placement.takeError();
-    std::string error;
-    std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(importFile, &error);
-    if (!file)
-      return fail(error);
     Expected<ScheduleTable> parsed =
-        parseCSV(file->getBuffer(), problem->ranks, problem->numStages(),
+        parseCSV(csv->getBuffer(), problem->ranks, problem->numStages(),
                  problem->microbatches, *placement);
     if (!parsed)
       return fail(importFile + ": " + toString(parsed.takeError()));
-    table = std::move(*parsed);
-    Expected<SimResult> simulated = simulate(*problem, table);
+    built.problem = *problem;
+    built.memLimitOrigin = problem->limit() > 0 ? "given" : "none";
+    built.table = std::move(*parsed);
+    Expected<SimResult> simulated = simulate(built.problem, built.table);
     if (!simulated)
       return fail(importFile + ": " + toString(simulated.takeError()));
-    sim = std::move(*simulated);
+    built.sim = std::move(*simulated);
   } else {
     BuildOptions options;
-    options.exactSeconds = exactOpt;
-    Expected<BuiltSchedule> built = buildSchedule(scheduleName, *problem, options);
-    if (!built)
-      return built.takeError();
-    table = std::move(built->table);
-    sim = std::move(built->sim);
-    notes = std::move(built->report.notes);
+    if (exactOpt.getNumOccurrences()) {
+      Expected<double> seconds = zbc::parseNumber(
+          "--exact", exactOpt, 0, zbc::limits::kMaxSolverSeconds);
+      if (!seconds)
+        return seconds.takeError();
+      options.exactSeconds = *seconds;
+    }
+    Expected<BuiltSchedule> result = buildSchedule(scheduleName, *problem, options);
+    if (!result)
+      return result.takeError();
+    built = std::move(*result);
   }
+  const Problem &solved = built.problem;
+  const ScheduleTable &table = built.table;
+  const SimResult &sim = built.sim;
+  const std::vector<std::string> &notes = built.report.notes;
 
   std::string error;
   std::unique_ptr<ToolOutputFile> out = mlir::openOutputFile(outputFile, &error);
@@ -312,18 +346,18 @@ Error run() {
     return fail(error);
   switch (formatOpt) {
   case Format::Table:
-    writeTable(*problem, table, sim, out->os());
+    writeTable(solved, table, sim, out->os(), built.memLimitOrigin);
     for (const std::string &note : notes)
       out->os() << "note: " << note << "\n";
     break;
   case Format::JSON:
-    writeJSON(*problem, table, sim, out->os());
+    writeJSON(solved, table, sim, out->os(), built.memLimitOrigin);
     break;
   case Format::SVG:
-    writeSVG(*problem, table, sim, out->os());
+    writeSVG(solved, table, sim, out->os());
     break;
   case Format::Chrome:
-    writeChromeTrace(*problem, table, sim, out->os());
+    writeChromeTrace(solved, table, sim, out->os());
     break;
   case Format::CSV:
     writeCSV(table, out->os());

@@ -15,10 +15,14 @@
 using namespace mlir;
 using namespace zbc;
 
-void zbc::printSplitReport(zb::PipelineOp pipeline, llvm::raw_ostream &os) {
+LogicalResult zbc::printSplitReport(zb::PipelineOp pipeline,
+                                    llvm::raw_ostream &os) {
   SmallVector<StageFigures> stages;
-  for (zb::StageOp stage : pipeline.getBody().front().getOps<zb::StageOp>())
+  for (zb::StageOp stage : pipeline.getBody().front().getOps<zb::StageOp>()) {
     stages.push_back(analyzeStage(stage));
+    if (failed(verifyCostable(stage, stages.back())))
+      return failure();
+  }
 
   os << "pipeline @" << pipeline.getSymName() << ": " << stages.size()
      << (stages.size() == 1 ? " stage" : " stages")
@@ -48,4 +52,5 @@ void zbc::printSplitReport(zb::PipelineOp pipeline, llvm::raw_ostream &os) {
     total.paramBytes += s.paramBytes;
   }
   row("total", total);
+  return success();
 }

@@ -8,6 +8,7 @@
 #ifndef ZBC_TOOL_SPLITREPORT_H
 #define ZBC_TOOL_SPLITREPORT_H
 
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace zbc::zb {
@@ -15,7 +16,9 @@ class PipelineOp;
 } // namespace zbc::zb
 
 namespace zbc {
-void printSplitReport(zb::PipelineOp pipeline, llvm::raw_ostream &os);
+/// Fails (with an error on the stage) when a stage is too large to cost.
+mlir::LogicalResult printSplitReport(zb::PipelineOp pipeline,
+                                     llvm::raw_ostream &os);
 } // namespace zbc
 
 #endif // ZBC_TOOL_SPLITREPORT_H

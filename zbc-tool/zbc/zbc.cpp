@@ -90,7 +90,8 @@ static int runCheck() {
         zbc::printProgramSummary(program, llvm::outs());
         any = true;
       } else if (auto pipeline = dyn_cast<zbc::zb::PipelineOp>(op)) {
-        zbc::printSplitReport(pipeline, llvm::outs());
+        if (failed(zbc::printSplitReport(pipeline, llvm::outs())))
+          status = 1;
         any = true;
       }
     }
@@ -151,7 +152,8 @@ static int runSplit() {
     return 1;
   llvm::outs() << "== " << splitInput << "\n";
   for (auto pipeline : module->getOps<zbc::zb::PipelineOp>())
-    zbc::printSplitReport(pipeline, llvm::outs());
+    if (failed(zbc::printSplitReport(pipeline, llvm::outs())))
+      return 1;
   if (!splitOutput.empty()) {
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> out =

@@ -92,3 +92,21 @@ StageFigures zbc::analyzeStage(StageOp stage) {
   figures.bytesAfterB = figures.split ? heldAfter(1) : 0;
   return figures;
 }
+
+const char *StageFigures::saturatedPhase() const {
+  if (forward.saturated())
+    return "F";
+  if (inputGrad.saturated())
+    return split ? "B" : "BW";
+  if (weightGrad.saturated())
+    return "W";
+  return nullptr;
+}
+
+LogicalResult zbc::verifyCostable(StageOp stage, const StageFigures &figures) {
+  if (const char *phase = figures.saturatedPhase())
+    return stage.emitOpError("has more than 2^63-1 FLOPs in its ")
+           << phase << " phase; zbc cannot cost (or schedule) a stage that "
+                       "large";
+  return success();
+}

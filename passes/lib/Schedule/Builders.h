@@ -28,6 +28,11 @@ ZBC_DECLARE_BUILDER(buildVMin)             // VShapes.cpp
 ZBC_DECLARE_BUILDER(buildDualPipeV)        // DualPipeV.cpp
 #undef ZBC_DECLARE_BUILDER
 
+/// The limits zb-auto and zb-v plan for when the user gives none
+/// (ScheduleInfo::defaultMemLimit).
+double zbAutoDefaultMemLimit(const Problem &problem); // 2p max(M_B, M_W)
+double zbvDefaultMemLimit(const Problem &problem);    // 2p chunk M_B
+
 } // namespace zbc::sched
 
 #endif // ZBC_SCHEDULE_BUILDERS_H

@@ -1,23 +1,12 @@
-//===- Export.cpp - schedules in and out: table, JSON, SVG, traces, CSV ---===//
+//===- Export.cpp - schedules out: table, JSON, SVG, Chrome trace ---------===//
 //
-// Writes a simulated schedule in the formats `zbc schedule` offers and reads
-// PyTorch's schedule CSV back in, so a schedule from torch.distributed.
-// pipelining (or edited by hand) can be simulated and drawn like zbc's own.
+// Writes a simulated schedule in the formats `zbc schedule` offers; PyTorch's
+// schedule CSV, both directions, is TorchCSV.cpp's.
 //
 // Numbers are printed with 12 significant digits: the simulator's times are
 // sums of the user's costs, and 17-digit output would show binary round-off
 // ("0.30000000000000004") that means nothing to a reader; 12 digits keep every
 // time the inputs can distinguish.
-//
-// The CSV follows torch/distributed/pipelining/schedules.py
-// (PipelineScheduleMulti._dump_csv / _load_csv, _Action.__repr__/from_str):
-// row r (0-based) is rank r's action list, one action per cell, written
-// [stage][type][microbatch] with global stage indices, type F (forward),
-// I (input gradient: our B), W (weight gradient), B (full backward: our BW).
-// An empty cell is PyTorch's None, an idle step, and carries nothing here:
-// the simulator derives idle time from dependencies. See parseCSV below for
-// what else PyTorch may write and how it is treated.
-//
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Export.h"
@@ -69,8 +58,14 @@ busyAndSpan(const std::vector<TimedAction> &line) {
 // Table
 //===----------------------------------------------------------------------===//
 
+/// "given"/"none" need no comment; a default names its rule.
+static bool isDefaultOrigin(llvm::StringRef origin) {
+  return !origin.empty() && origin != "given" && origin != "none";
+}
+
 void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
-                            const SimResult &sim, llvm::raw_ostream &os) {
+                            const SimResult &sim, llvm::raw_ostream &os,
+                            llvm::StringRef memLimitOrigin) {
   int numRanks = table.numRanks();
   os << "ranks " << numRanks << ", stages " << table.numStages()
      << ", microbatches " << table.microbatches << "\n";
@@ -79,8 +74,10 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
     os << " " << rank;
   os << "\n";
   os << "comm " << formatAmount(problem.comm) << ", memory limit "
-     << (problem.memLimit > 0 ? formatAmount(problem.memLimit) : std::string("none"))
-     << "\n";
+     << (problem.limit() > 0 ? formatAmount(problem.limit()) : std::string("none"));
+  if (isDefaultOrigin(memLimitOrigin))
+    os << " (" << memLimitOrigin << ")";
+  os << "\n";
   os << "makespan " << formatAmount(sim.makespan) << " (longest rank span)\n";
   os << "bubble rate " << formatAmount(sim.bubbleRate) << " ("
      << llvm::format("%.2f", 100 * sim.bubbleRate) << "%)\n\n";
@@ -140,7 +137,8 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
 //===----------------------------------------------------------------------===//
 
 void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
-                           const SimResult &sim, llvm::raw_ostream &os) {
+                           const SimResult &sim, llvm::raw_ostream &os,
+                           llvm::StringRef memLimitOrigin) {
   llvm::json::OStream json(os);
   // Numbers go through rawValue so they print as formatAmount() does, not with
   // llvm::json's 17 digits.
@@ -164,7 +162,11 @@ void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
     json.attribute("stages", table.numStages());
     json.attribute("microbatches", table.microbatches);
     number("comm", problem.comm);
-    number("memory_limit", problem.memLimit);
+    number("memory_limit", problem.limit());
+    json.attribute("memory_limit_origin",
+                   memLimitOrigin.empty()
+                       ? (problem.limit() > 0 ? "given" : "none")
+                       : memLimitOrigin);
     json.attributeArray("placement", [&] {
       for (int rank : table.rankOfStage)
         json.value(rank);
@@ -398,277 +400,4 @@ void zbc::sched::writeChromeTrace(const Problem &problem,
     });
   });
   os << "\n";
-}
-
-//===----------------------------------------------------------------------===//
-// CSV (PyTorch's format; file comment)
-//===----------------------------------------------------------------------===//
-
-/// PyTorch's computation-type letter for each of our kinds.
-static const char *torchType(Kind kind) {
-  switch (kind) {
-  case Kind::F:
-    return "F";
-  case Kind::B:
-    return "I";
-  case Kind::W:
-    return "W";
-  case Kind::BW:
-    return "B";
-  }
-  return "?";
-}
-
-void zbc::sched::writeCSV(const ScheduleTable &table, llvm::raw_ostream &os) {
-  // Python's csv module ends rows with "\r\n"; PyTorch's reader (and ours)
-  // take either, and "\n" keeps the file friendly to diff and grep.
-  for (const std::vector<Action> &actions : table.ranks) {
-    llvm::ListSeparator comma(",");
-    for (const Action &a : actions)
-      os << comma << a.stage << torchType(a.kind) << a.microbatch;
-    os << "\n";
-  }
-}
-
-namespace {
-
-/// Where a cell came from, for messages: "line 2 (rank 1), cell 5 '0X3'".
-struct CellRef {
-  int line = 0; // 1-based; 0: none
-  int cell = 0; // 1-based
-  std::string text;
-  std::string str() const {
-    return "line " + std::to_string(line) + " (rank " +
-           std::to_string(line - 1) + "), cell " + std::to_string(cell) + " '" +
-           text + "'";
-  }
-};
-
-/// Splits one CSV line into cells as Python's csv.reader does for the
-/// cells PyTorch writes: commas separate; a double-quoted cell may hold
-/// commas and "" for a quote. Returns false on an unterminated quote.
-bool splitCells(llvm::StringRef line, llvm::SmallVectorImpl<std::string> &out) {
-  std::string cell;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted) {
-      if (c != '"')
-        cell += c;
-      else if (i + 1 < line.size() && line[i + 1] == '"')
-        cell += '"', ++i;
-      else
-        quoted = false;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      out.push_back(std::move(cell));
-      cell.clear();
-    } else {
-      cell += c;
-    }
-  }
-  out.push_back(std::move(cell));
-  return !quoted;
-}
-
-struct CSVParser {
-  int ranks, numStages, microbatches;
-  std::vector<int> rankOfStage;
-
-  /// One compute action "[stage][type][microbatch]" (already trimmed) from
-  /// `where` (which names the cell in messages).
-  llvm::Expected<Action> parseAction(llvm::StringRef text, const CellRef &where,
-                                     int rank) const {
-    auto error = [&](const llvm::Twine &why) {
-      return fail(where.str() + ": " + why);
-    };
-    llvm::StringRef rest = text;
-    llvm::StringRef stageText = rest.take_while(llvm::isDigit);
-    rest = rest.drop_front(stageText.size());
-    llvm::StringRef type =
-        rest.take_while([](char c) { return llvm::isAlpha(c) || c == '_'; });
-    rest = rest.drop_front(type.size());
-    llvm::StringRef mbText = rest.take_while(llvm::isDigit);
-    rest = rest.drop_front(mbText.size());
-    if (stageText.empty() || type.empty() || !rest.empty())
-      return error("malformed action '" + text +
-                   "'; expected [stage][type][microbatch], e.g. 0F3");
-
-    Kind kind;
-    if (type == "F")
-      kind = Kind::F;
-    else if (type == "I")
-      kind = Kind::B;
-    else if (type == "W")
-      kind = Kind::W;
-    else if (type == "B")
-      kind = Kind::BW;
-    else if (type == "SEND_F" || type == "RECV_F" || type == "SEND_B" ||
-             type == "RECV_B")
-      return error("communication op " + type +
-                   ": zbc infers sends and receives from the placement; give "
-                   "compute actions only (PyTorch's \"compute_only\" format)");
-    else if (type == "UNSHARD" || type == "RESHARD" || type == "REDUCE_GRAD")
-      return error(type + " is an FSDP/gradient-reduction op, which the "
-                          "simulator does not model; give compute actions "
-                          "only (PyTorch's \"compute_only\" format)");
-    else if (type == "OVERLAP_F_B")
-      return error("OVERLAP_F_B needs its sub-actions, as in "
-                   "(0F1;7B0)OVERLAP_F_B");
-    else
-      return error(
-          "unknown computation type '" + type + "' (expected F, I, W or B" +
-          (type == "BW" ? "; PyTorch writes a fused backward as B" : "") + ")");
-
-    unsigned stage, microbatch;
-    if (stageText.getAsInteger(10, stage) || stage >= unsigned(numStages))
-      return error("stage " + stageText + " out of range [0, " +
-                   llvm::Twine(numStages) + ")");
-    if (mbText.empty())
-      return error("the action has no microbatch");
-    if (mbText.getAsInteger(10, microbatch) ||
-        microbatch >= unsigned(microbatches))
-      return error("microbatch " + mbText + " out of range [0, " +
-                   llvm::Twine(microbatches) + ")");
-    if (rankOfStage[stage] != rank)
-      return error("stage " + llvm::Twine(stage) + " is on rank " +
-                   llvm::Twine(rankOfStage[stage]) +
-                   " under this placement, but the row is rank " +
-                   llvm::Twine(rank) + " (wrong placement?)");
-    return Action{kind, static_cast<int>(stage), static_cast<int>(microbatch)};
-  }
-
-  /// One cell: empty (an idle step), an action, or PyTorch's overlapped pair
-  /// "(0F7;7B3)OVERLAP_F_B", whose sub-actions are appended in order.
-  llvm::Error parseCell(llvm::StringRef text, const CellRef &where, int rank,
-                        std::vector<std::pair<Action, CellRef>> &out) const {
-    text = text.trim();
-    if (text.empty())
-      return llvm::Error::success();
-    if (!text.starts_with("(")) {
-      llvm::Expected<Action> a = parseAction(text, where, rank);
-      if (!a)
-        return a.takeError();
-      out.push_back({*a, where});
-      return llvm::Error::success();
-    }
-    size_t close = text.find(')');
-    if (close == llvm::StringRef::npos)
-      return fail(where.str() + ": malformed action: '(' without ')'");
-    llvm::StringRef type = text.drop_front(close + 1).trim();
-    if (type != "OVERLAP_F_B")
-      return fail(where.str() + ": '(...)" + type +
-                  "': only OVERLAP_F_B groups actions");
-    llvm::SmallVector<llvm::StringRef> parts;
-    text.slice(1, close).split(parts, ';');
-    for (llvm::StringRef part : parts) {
-      part = part.trim();
-      if (part.empty())
-        continue;
-      llvm::Expected<Action> a = parseAction(part, where, rank);
-      if (!a)
-        return a.takeError();
-      out.push_back({*a, where});
-    }
-    return llvm::Error::success();
-  }
-};
-
-} // namespace
-
-llvm::Expected<ScheduleTable> zbc::sched::parseCSV(llvm::StringRef text,
-                                                   int ranks, int numStages,
-                                                   int microbatches,
-                                                   Placement placement) {
-  if (ranks < 1 || numStages < 1 || microbatches < 1)
-    return fail("CSV: ranks, stages and microbatches must be at least 1, got " +
-                llvm::Twine(ranks) + ", " + llvm::Twine(numStages) + ", " +
-                llvm::Twine(microbatches));
-  bool placeable = placement == Placement::Linear ? numStages == ranks
-                   : placement == Placement::Interleaved
-                       ? numStages % ranks == 0
-                       : numStages == 2 * ranks;
-  if (!placeable)
-    return fail("CSV: " + llvm::Twine(numStages) + " stages cannot be placed " +
-                placementName(placement) + " on " + llvm::Twine(ranks) +
-                " ranks");
-  CSVParser parser{ranks, numStages, microbatches,
-                   placeStages(placement, ranks, numStages)};
-
-  // Rows as csv.reader yields them: every line is a row, even a blank one
-  // (a rank with no actions), except that the final line break ends the last
-  // row rather than starting an empty one.
-  text.consume_front("\xEF\xBB\xBF"); // a UTF-8 byte-order mark
-  llvm::SmallVector<llvm::StringRef> lines;
-  text.split(lines, '\n');
-  if (!lines.empty() && lines.back().empty())
-    lines.pop_back();
-  if (static_cast<int>(lines.size()) > ranks) {
-    bool blank =
-        llvm::all_of(llvm::ArrayRef(lines).drop_front(ranks),
-                     [](llvm::StringRef l) { return l.trim().empty(); });
-    return fail("CSV line " + llvm::Twine(ranks + 1) +
-                ": more rows than ranks (" + llvm::Twine(ranks) +
-                "); the format has one row per rank" +
-                (blank ? " (the extra lines are blank, but a blank line is "
-                         "still a row: a rank with no actions)"
-                       : ""));
-  }
-  if (static_cast<int>(lines.size()) < ranks)
-    return fail("CSV: " + llvm::Twine(lines.size()) + " rows for " +
-                llvm::Twine(ranks) + " ranks; the format has one row per rank");
-
-  ScheduleTable table;
-  table.microbatches = microbatches;
-  table.rankOfStage = parser.rankOfStage;
-  table.ranks.resize(ranks);
-  std::vector<std::pair<Action, CellRef>> parsed;
-  for (int r = 0; r < ranks; ++r) {
-    llvm::StringRef line = lines[r];
-    line.consume_back("\r");
-    llvm::SmallVector<std::string> cells;
-    if (!splitCells(line, cells))
-      return fail("CSV line " + llvm::Twine(r + 1) + " (rank " +
-                  llvm::Twine(r) + "): unterminated quote");
-    for (auto [c, cell] : llvm::enumerate(cells)) {
-      CellRef where{r + 1, static_cast<int>(c) + 1, cell};
-      if (llvm::Error error = parser.parseCell(cell, where, r, parsed))
-        return fail("CSV " + llvm::toString(std::move(error)));
-    }
-  }
-
-  // Duplicates and the old meaning of B, checked here because here the
-  // message can point at the cells.
-  auto key = [&](const Action &a) {
-    return (static_cast<uint64_t>(a.stage) * microbatches + a.microbatch) * 4 +
-           static_cast<uint64_t>(a.kind);
-  };
-  llvm::DenseMap<uint64_t, size_t> seen;
-  for (auto [i, entry] : llvm::enumerate(parsed)) {
-    auto [it, inserted] = seen.try_emplace(key(entry.first), i);
-    if (!inserted)
-      return fail("CSV " + entry.second.str() + ": " + entry.first.str() +
-                  " appears twice (also at " + parsed[it->second].second.str() +
-                  ")");
-  }
-  for (const auto &[a, where] : parsed) {
-    if (a.kind != Kind::BW)
-      continue;
-    auto w = seen.find(key(Action{Kind::W, a.stage, a.microbatch}));
-    if (w != seen.end())
-      return fail("CSV " + where.str() +
-                  ": B is a full backward (input and weight gradient) in "
-                  "PyTorch's format, but " +
-                  parsed[w->second].second.str() +
-                  " also runs W for it; write the input gradient as " +
-                  std::to_string(a.stage) + "I" + std::to_string(a.microbatch) +
-                  " (older PyTorch versions wrote B for it)");
-  }
-
-  for (auto &[a, where] : parsed)
-    table.ranks[where.line - 1].push_back(a);
-  if (llvm::Error error = table.verify())
-    return fail("CSV: " + llvm::toString(std::move(error)));
-  return std::move(table);
 }

@@ -3,6 +3,8 @@
 #include "zbc/Schedule/Problem.h"
 #include "Support.h"
 
+#include "zbc/Support/Limits.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -62,38 +64,62 @@ const char *zbc::sched::placementName(Placement placement) {
   return "?";
 }
 
+llvm::Error zbc::sched::checkProblemSize(int64_t ranks, int64_t virtualStages,
+                                         int64_t microbatches) {
+  using namespace zbc::limits;
+  auto range = [](const char *what, int64_t value, int64_t max) -> llvm::Error {
+    if (value >= 1 && value <= max)
+      return llvm::Error::success();
+    return fail(llvm::Twine(what) + " must be in [1, " + llvm::Twine(max) +
+                "], got " + llvm::Twine(value));
+  };
+  if (llvm::Error e = range("ranks", ranks, kMaxRanks))
+    return e;
+  if (llvm::Error e = range("virtual stages per rank", virtualStages, kMaxStages))
+    return e;
+  if (llvm::Error e = range("microbatches", microbatches, kMaxMicrobatches))
+    return e;
+  // Both factors are at most 2^20 here, so the products fit in int64.
+  int64_t stages = ranks * virtualStages;
+  if (stages > kMaxStages)
+    return fail("ranks x virtual stages = " + llvm::Twine(stages) +
+                " stages; at most " + llvm::Twine(kMaxStages) + " are accepted");
+  if (stages * microbatches > kMaxStageMicrobatches)
+    return fail("stages x microbatches = " + llvm::Twine(stages) + " x " +
+                llvm::Twine(microbatches) + " = " +
+                llvm::Twine(stages * microbatches) +
+                " (stage, microbatch) pairs; at most " +
+                llvm::Twine(kMaxStageMicrobatches) + " are accepted");
+  return llvm::Error::success();
+}
+
 llvm::Error Problem::validate() const {
-  if (ranks < 1)
-    return fail("ranks must be at least 1, got " + llvm::Twine(ranks));
-  if (microbatches < 1)
-    return fail("microbatches must be at least 1, got " +
-                llvm::Twine(microbatches));
-  if (virtualStages < 1)
-    return fail("virtual stages per rank must be at least 1, got " +
-                llvm::Twine(virtualStages));
+  if (llvm::Error error = checkProblemSize(ranks, virtualStages, microbatches))
+    return error;
   if (numStages() != ranks * virtualStages)
     return fail("expected " + llvm::Twine(ranks * virtualStages) +
                 " stages (ranks x virtual stages), got " +
                 llvm::Twine(numStages()));
-  auto positive = [](double x) { return std::isfinite(x) && x > 0; };
+  auto amount = [](double x) {
+    return std::isfinite(x) && x >= 0 && x <= limits::kMaxAmount;
+  };
+  const std::string range = "[0, " + formatNumber(limits::kMaxAmount) + "]";
   for (auto [i, s] : llvm::enumerate(stages)) {
     // A std::string: a Twine variable would outlive its temporaries.
     std::string where = "stage " + std::to_string(i) + ": ";
-    if (!positive(s.F) || !positive(s.B) || !positive(s.W))
-      return fail(where + "F, B and W times must be positive and finite, got F=" +
-                  formatNumber(s.F) + " B=" + formatNumber(s.B) +
-                  " W=" + formatNumber(s.W));
-    if (!std::isfinite(s.memB) || !std::isfinite(s.memW) || s.memB < 0 ||
-        s.memW < 0)
-      return fail(where + "M_B and M_W must be finite and non-negative, got M_B=" +
+    if (!amount(s.F) || s.F == 0 || !amount(s.B) || !amount(s.W))
+      return fail(where + "F must be in (0, " + formatNumber(limits::kMaxAmount) +
+                  "] and B and W in " + range + ", got F=" + formatNumber(s.F) +
+                  " B=" + formatNumber(s.B) + " W=" + formatNumber(s.W));
+    if (!amount(s.memB) || !amount(s.memW))
+      return fail(where + "M_B and M_W must be in " + range + ", got M_B=" +
                   formatNumber(s.memB) + " M_W=" + formatNumber(s.memW));
   }
-  if (!std::isfinite(comm) || comm < 0)
-    return fail("comm must be finite and non-negative, got " +
-                formatNumber(comm));
-  if (!std::isfinite(memLimit) || memLimit < 0)
-    return fail("the memory limit must be finite and non-negative (0: none), "
-                "got " + formatNumber(memLimit));
+  if (!amount(comm))
+    return fail("comm must be in " + range + ", got " + formatNumber(comm));
+  if (memLimit && !amount(*memLimit))
+    return fail("the memory limit must be in " + range + " (0: none), got " +
+                formatNumber(*memLimit));
   return llvm::Error::success();
 }
 

@@ -52,8 +52,10 @@ const std::vector<ScheduleInfo> &zbc::sched::registeredSchedules() {
        "automatic zero bubble under the memory limit (ZB-1p at p M_B, ZB-2p "
        "at 2p M_B); optional exact refinement with CBC",
        "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024",
-       "near zero for m >= 2p at 2p M_B", "the limit (default 2p M_B)",
-       Placement::Linear, false, buildZBAuto},
+       "near zero for m >= 2p at 2p M_B",
+       "the limit (default 2p max(M_B, M_W) of the heaviest stage)",
+       Placement::Linear, false, buildZBAuto, zbAutoDefaultMemLimit,
+       "2p max(M_B, M_W)"},
       {"zb-h1", "handcrafted zero bubble at 1F1B's memory",
        "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024",
        "(p-1)(F+B-W) for m >= p, W <= F", "p M_B", Placement::Linear, false,
@@ -67,7 +69,7 @@ const std::vector<ScheduleInfo> &zbc::sched::registeredSchedules() {
        "Pipeline Parallelism with Controllable Memory, 2024",
        "zero for m >= 2p when F = B = W and comm = 0",
        "the limit (default p full-stage microbatches, 2p M_B of a chunk)",
-       Placement::V, false, buildZBV},
+       Placement::V, false, buildZBV, zbvDefaultMemLimit, "2p chunk M_B"},
   };
   return schedules;
 }
@@ -101,15 +103,24 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
                 llvm::Twine(v));
 
   BuiltSchedule built;
+  built.problem = problem;
+  built.memLimitOrigin = problem.limit() > 0 ? "given" : "none";
+  if (!problem.memLimit) {
+    built.problem.memLimit =
+        info->defaultMemLimit ? info->defaultMemLimit(problem) : 0.0;
+    if (*built.problem.memLimit > 0)
+      built.memLimitOrigin =
+          std::string(info->name) + " default: " + info->defaultMemLimitRule;
+  }
   llvm::Expected<ScheduleTable> table =
-      info->build(problem, options, built.report);
+      info->build(built.problem, options, built.report);
   if (!table)
     return fail("schedule '" + name + "': " + llvm::toString(table.takeError()));
   built.table = std::move(*table);
   if (llvm::Error error = built.table.verify())
     return fail("schedule '" + name + "' built an invalid table: " +
                 llvm::toString(std::move(error)));
-  llvm::Expected<SimResult> sim = simulate(problem, built.table);
+  llvm::Expected<SimResult> sim = simulate(built.problem, built.table);
   if (!sim)
     return fail("schedule '" + name + "': " + llvm::toString(sim.takeError()));
   built.sim = std::move(*sim);

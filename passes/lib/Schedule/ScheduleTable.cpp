@@ -3,6 +3,8 @@
 #include "zbc/Schedule/ScheduleTable.h"
 #include "Support.h"
 
+#include "zbc/Schedule/TorchCSV.h"
+
 #include <map>
 #include <tuple>
 
@@ -23,6 +25,10 @@ std::string Action::str() const {
          std::to_string(microbatch) + ")";
 }
 
+std::string ScheduleTable::name(const Action &action) const {
+  return notation == Notation::CSV ? csvCell(action) : action.str();
+}
+
 llvm::Error ScheduleTable::verify() const {
   int numStages = this->numStages();
   for (int s = 0; s < numStages; ++s)
@@ -39,7 +45,7 @@ llvm::Error ScheduleTable::verify() const {
       // only on error, not for every action.
       auto where = [&, i = i, &a = a] {
         return "rank " + std::to_string(r) + ", action " + std::to_string(i) +
-               " " + a.str() + ": ";
+               " " + name(a) + ": ";
       };
       if (a.stage < 0 || a.stage >= numStages)
         return fail(where() + "stage out of range [0, " +
@@ -77,8 +83,8 @@ llvm::Error ScheduleTable::verify() const {
                                    : "no backward (B+W or BW)"));
       // Name both actions and their places in the rank's order.
       auto ordered = [&](Kind first, size_t i, Kind second, size_t k) {
-        return Action{first, s, j}.str() + " (action " + std::to_string(i) +
-               ") runs before " + Action{second, s, j}.str() + " (action " +
+        return name(Action{first, s, j}) + " (action " + std::to_string(i) +
+               ") runs before " + name(Action{second, s, j}) + " (action " +
                std::to_string(k) + ")";
       };
       if (bw ? *bw < *f : *b < *f)

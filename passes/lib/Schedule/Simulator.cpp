@@ -174,9 +174,9 @@ struct Simulation {
       int s = stageOfKey(k), j = k % microbatches;
       Action needed{makerKind[k], s, j};
       auto [producer, position] = maker[k];
-      message += "\n  rank " + std::to_string(r) + ": " + a.str() +
+      message += "\n  rank " + std::to_string(r) + ": " + table.name(a) +
                  " (action " + std::to_string(next[r]) + ", microbatch " +
-                 std::to_string(a.microbatch) + ") waits for " + needed.str();
+                 std::to_string(a.microbatch) + ") waits for " + table.name(needed);
       if (producer < 0) {
         message += ", which no rank runs"; // verify() rules this out
       } else if (producer == r) {
@@ -187,7 +187,7 @@ struct Simulation {
         message += " on rank " + std::to_string(producer) + " (action " +
                    std::to_string(position) + "), ";
         message += next[producer] < other.size()
-                       ? "which is stuck at " + other[next[producer]].str() +
+                       ? "which is stuck at " + table.name(other[next[producer]]) +
                              " (action " + std::to_string(next[producer]) + ")"
                        : std::string("which finished without it");
       }
@@ -220,7 +220,7 @@ static llvm::Error trackMemory(const Problem &problem,
                                const ScheduleTable &table, SimResult &result) {
   // Sums of deltas that cancel exactly on paper (F then B then W) leave
   // round-off in binary; a limit met on paper must not fail by 1 ulp.
-  double limit = problem.memLimit * (1 + 1e-9);
+  double limit = problem.limit() * (1 + 1e-9);
   result.peakMemory.assign(table.numRanks(), 0.0);
   for (int r = 0; r < table.numRanks(); ++r) {
     double live = 0, peak = 0;
@@ -228,11 +228,11 @@ static llvm::Error trackMemory(const Problem &problem,
       const StageCost &cost = problem.stages[a.stage];
       live += cost.memoryDelta(a.kind);
       peak = std::max(peak, live);
-      if (problem.memLimit > 0 && live > limit)
-        return fail("rank " + llvm::Twine(r) + ": " + a.str() + " (action " +
+      if (problem.limit() > 0 && live > limit)
+        return fail("rank " + llvm::Twine(r) + ": " + table.name(a) + " (action " +
                     llvm::Twine(i) + ", microbatch " +
                     llvm::Twine(a.microbatch) + ") raises live memory to " +
-                    formatNumber(live) + ", over the limit " + formatNumber(problem.memLimit) +
+                    formatNumber(live) + ", over the limit " + formatNumber(problem.limit()) +
                     " (it adds " + formatNumber(cost.memoryDelta(a.kind)) + " to " +
                     formatNumber(live - cost.memoryDelta(a.kind)) + ")");
     }

@@ -973,26 +973,33 @@ static Order searchOrders(const Problem &problem, const Instance &in,
 // buildZBAuto
 //===----------------------------------------------------------------------===//
 
+/// The most any rank can hold: every microbatch alive at its largest.
+static double heaviestMicrobatch(const Problem &problem) {
+  double most = 0;
+  for (const StageCost &s : problem.stages)
+    most = std::max({most, s.memB, s.memW});
+  return most;
+}
+
+double zbc::sched::zbAutoDefaultMemLimit(const Problem &problem) {
+  return 2.0 * problem.ranks * heaviestMicrobatch(problem);
+}
+
 llvm::Expected<ScheduleTable>
 zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
                         BuildReport &report) {
   const int p = problem.ranks;
-  double maxMB = 0, minLimit = 0;
-  for (const StageCost &s : problem.stages) {
-    maxMB = std::max(maxMB, s.memB);
-    minLimit = std::max({minLimit, s.memB, s.memW});
-  }
-  double limit = problem.memLimit;
-  if (limit <= 0) {
-    limit = std::max(2.0 * p * maxMB, minLimit);
-    report.notes.push_back("zb-auto: no memory limit given; planning for 2p "
-                           "M_B = " + formatNumber(limit) + " per rank (ZB-2p)");
-  }
-  if (limit + memSlack(limit) < minLimit)
+  double heaviest = heaviestMicrobatch(problem);
+  double limit = problem.limit();
+  if (limit > 0 && limit + memSlack(limit) < heaviest)
     return fail("memory limit " + formatNumber(limit) +
-                " is below the smallest feasible limit " + formatNumber(minLimit) +
+                " is below the smallest feasible limit " + formatNumber(heaviest) +
                 ": every rank must hold one microbatch's activations, the "
                 "largest M_B (or M_W) of any stage");
+  // No limit: plan for one that no order can reach (every microbatch alive
+  // at once), so the search is the unconstrained one.
+  if (limit <= 0)
+    limit = problem.microbatches * heaviest;
   if (limit <= 0) // every M_B and M_W is 0: memory constrains nothing
     limit = 1;
 

@@ -618,6 +618,13 @@ double spanOf(const VShape &v, const std::vector<std::vector<Action>> &order) {
 
 } // namespace
 
+double zbc::sched::zbvDefaultMemLimit(const Problem &problem) {
+  double maxChunkMemB = 0;
+  for (const StageCost &s : problem.stages)
+    maxChunkMemB = std::max(maxChunkMemB, s.memB);
+  return 2.0 * problem.ranks * maxChunkMemB;
+}
+
 llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
                                                    const BuildOptions &,
                                                    BuildReport &report) {
@@ -631,15 +638,18 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
   v.m = problem.microbatches;
   v.comm = problem.comm;
   v.cost.resize(p);
-  double maxChunkMemB = 0, minLimit = 0;
+  double minLimit = 0;
   for (int r = 0; r < p; ++r) {
     v.cost[r] = {problem.stages[v.stage(r, 0)], problem.stages[v.stage(r, 1)]};
-    maxChunkMemB =
-        std::max({maxChunkMemB, v.cost[r][0].memB, v.cost[r][1].memB});
     minLimit = std::max(minLimit, v.cost[r][0].memB + reserveOf(v.cost[r]));
   }
-  bool defaulted = problem.memLimit <= 0;
-  v.limit = defaulted ? 2 * p * maxChunkMemB : problem.memLimit;
+  // No limit: one that no order can reach (every microbatch alive on both
+  // chunks at their largest).
+  double most = 0;
+  for (const StageCost &s : problem.stages)
+    most = std::max({most, s.memB, s.memW});
+  bool unlimited = problem.limit() <= 0;
+  v.limit = unlimited ? std::max(2.0 * v.m * most, minLimit) : problem.limit();
   if (v.limit < minLimit * (1 - 1e-9))
     return fail("zb-v needs a memory limit of at least " + formatNumber(minLimit) +
                 " per rank (a chunk-0 activation plus room for one chunk-1 "
@@ -681,8 +691,8 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
     return fail("zb-v found no schedule within the memory limit " +
                 formatNumber(v.limit));
   const std::string &bestName = candidates[best].first;
-  report.notes.push_back("zb-v: memory limit " + formatNumber(v.limit) + " per rank" +
-                         (defaulted ? " (default: 2p chunk M_B)" : "") +
+  report.notes.push_back("zb-v: memory limit " +
+                         (unlimited ? std::string("none") : formatNumber(v.limit) + " per rank") +
                          "; kept the " + bestName + " order, the shortest of " +
                          std::to_string(candidates.size()) + " candidates");
   ScheduleTable table;

@@ -15,10 +15,12 @@
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Schedule/Registry.h"
+#include "zbc/Support/Limits.h"
 
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -56,10 +58,11 @@ ComputeKind toComputeKind(sched::Kind kind) {
   llvm_unreachable("unknown kind");
 }
 
-/// A phase with no work (stage 0's B is empty: nothing upstream needs its
-/// input gradient) still gets one FLOP, so every action has a duration the
-/// schedule library accepts; it does not move the timeline visibly.
-double asTime(const OpCost &cost) {
+/// FLOPs as a schedule time. An F with no FLOPs (a stage of data movement
+/// only) still gets one, as the schedule library requires F > 0; B and W
+/// are exact: a stage whose upstream needs no input gradient has no B work,
+/// one without parameters no W work, and both cost 0.
+double asForwardTime(const OpCost &cost) {
   return std::max<double>(1.0, static_cast<double>(cost.total()));
 }
 
@@ -74,10 +77,26 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
     return pipeline.emitOpError("unknown schedule '")
            << kind << "'; registered: " << names;
   }
-  if (microbatches < 1)
-    return pipeline.emitOpError("needs microbatches=N (N >= 1) for "
-                                "zb-schedule, got ")
+  if (microbatches < 1 || microbatches > limits::kMaxMicrobatches)
+    return pipeline.emitOpError("needs microbatches=N with N in [1, ")
+           << limits::kMaxMicrobatches << "] for zb-schedule, got "
            << static_cast<int64_t>(microbatches);
+  auto amount = [](double x) {
+    return std::isfinite(x) && x >= 0 && x <= limits::kMaxAmount;
+  };
+  if (!(memoryLimit == -1 || amount(memoryLimit)))
+    return pipeline.emitOpError("memory-limit must be -1 (the schedule's "
+                                "default), 0 (none) or a number of bytes up "
+                                "to 1e30, got ")
+           << static_cast<double>(memoryLimit);
+  if (!amount(comm))
+    return pipeline.emitOpError("comm must be in [0, 1e30], got ")
+           << static_cast<double>(comm);
+  if (!(std::isfinite(exactSeconds) && exactSeconds >= 0 &&
+        exactSeconds <= limits::kMaxSolverSeconds))
+    return pipeline.emitOpError("exact must be in [0, ")
+           << limits::kMaxSolverSeconds << "] seconds (0: off), got "
+           << static_cast<double>(exactSeconds);
 
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   int64_t numStages = stages.size();
@@ -85,26 +104,32 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
               : info->placement == sched::Placement::Interleaved
                   ? static_cast<int64_t>(virtualStages)
                   : 1;
-  if (v < 1 || numStages % v != 0)
+  if (v < 1 || v > limits::kMaxStages || numStages % v != 0)
     return pipeline.emitOpError("has ")
            << numStages << " stages, which schedule '" << kind
            << "' cannot place " << v << " per rank";
+  if (llvm::Error error =
+          sched::checkProblemSize(numStages / v, v, microbatches))
+    return pipeline.emitOpError(llvm::toString(std::move(error)));
 
   sched::Problem problem;
   problem.ranks = numStages / v;
   problem.virtualStages = v;
   problem.microbatches = microbatches;
   problem.comm = comm;
-  problem.memLimit = memoryLimit;
+  if (memoryLimit != -1)
+    problem.memLimit = memoryLimit;
   for (StageOp stage : stages) {
     StageFigures figures = analyzeStage(stage);
     if (!figures.split)
       return stage.emitOpError("has a fused BW phase; run zb-split-backward "
                                "before zb-schedule");
+    if (failed(verifyCostable(stage, figures)))
+      return failure();
     sched::StageCost cost;
-    cost.F = asTime(figures.forward);
-    cost.B = asTime(figures.inputGrad);
-    cost.W = asTime(figures.weightGrad);
+    cost.F = asForwardTime(figures.forward);
+    cost.B = static_cast<double>(figures.inputGrad.total());
+    cost.W = static_cast<double>(figures.weightGrad.total());
     cost.memB = static_cast<double>(figures.bytesAfterF);
     cost.memW = static_cast<double>(figures.bytesAfterB);
     problem.stages.push_back(cost);
@@ -123,7 +148,14 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
     os << "schedule '" << kind << "': makespan "
        << llvm::format("%.4g", built->sim.makespan) << ", bubble rate "
        << llvm::format("%.4f", built->sim.bubbleRate)
-       << ", peak memory per rank [";
+       << ", memory limit ";
+    if (built->problem.limit() > 0)
+      os << llvm::format("%.0f", built->problem.limit());
+    else
+      os << "none";
+    if (built->memLimitOrigin != "given" && built->memLimitOrigin != "none")
+      os << " (" << built->memLimitOrigin << ")";
+    os << ", peak memory per rank [";
     llvm::interleaveComma(built->sim.peakMemory, os,
                           [&](double m) { os << llvm::format("%.0f", m); });
     os << "]";

@@ -32,6 +32,11 @@ struct OpCost {
   int64_t matmulFlops = 0;      // 2*M*N*K per matrix product
   int64_t elementwiseFlops = 0; // a few FLOPs per element touched
   int64_t total() const { return addFlops(matmulFlops, elementwiseFlops); }
+  /// True once a count has saturated: the true number is unknown, and no
+  /// schedule or report may use it (the passes that read costs refuse it).
+  bool saturated() const {
+    return total() == std::numeric_limits<int64_t>::max();
+  }
   OpCost &operator+=(const OpCost &o) {
     matmulFlops = addFlops(matmulFlops, o.matmulFlops);
     elementwiseFlops = addFlops(elementwiseFlops, o.elementwiseFlops);

@@ -12,6 +12,8 @@
 
 #include "zbc/Analysis/CostModel.h"
 
+#include "mlir/Support/LogicalResult.h"
+
 #include <cstdint>
 
 namespace zbc::zb {
@@ -31,9 +33,18 @@ struct StageFigures {
   int64_t bytesAfterF = 0;
   int64_t bytesAfterB = 0;
   int64_t paramBytes = 0;
+
+  /// The phase whose FLOP count saturated ("F", "B", "W", "BW"), or null.
+  const char *saturatedPhase() const;
 };
 
 StageFigures analyzeStage(zb::StageOp stage);
+
+/// Emits an error on `stage` and fails if a FLOP count of `figures`
+/// saturated (a model too large to cost in int64), so no consumer of the
+/// cost model works on a clamped number.
+mlir::LogicalResult verifyCostable(zb::StageOp stage,
+                                   const StageFigures &figures);
 
 } // namespace zbc
 

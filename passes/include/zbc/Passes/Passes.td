@@ -128,15 +128,17 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     Option<"kind", "kind", "std::string", /*default=*/"\"1f1b\"",
            "Registered schedule name: gpipe, 1f1b, zb-h1, zb-auto, ...">,
     Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
-           "Microbatches per training step (required)">,
+           "Microbatches per training step (required; 1 to 2^20)">,
     Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
            "Stages per rank for interleaved-1f1b (V schedules use 2)">,
-    Option<"memoryLimit", "memory-limit", "double", /*default=*/"0",
-           "Per-rank activation memory limit in bytes (0: none)">,
+    Option<"memoryLimit", "memory-limit", "double", /*default=*/"-1",
+           "Per-rank activation memory limit in bytes (0: none; -1, the "
+           "default: the schedule's own, e.g. zb-auto's 2p max(M_B, M_W))">,
     Option<"comm", "comm", "double", /*default=*/"0",
            "Cost of a cross-rank transfer, in FLOP-equivalents">,
     Option<"exactSeconds", "exact", "double", /*default=*/"0",
-           "zb-auto: refine with the ILP for at most this many seconds">,
+           "zb-auto: refine with the ILP for at most this many seconds "
+           "(0: off; at most 86400)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the simulated makespan, bubble and memory">,
   ];

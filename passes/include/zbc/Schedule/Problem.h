@@ -16,6 +16,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ namespace zbc::sched {
 enum class Kind { F, B, W, BW };
 const char *kindName(Kind kind);
 
-/// Cost and memory of one stage (per microbatch).
+/// Cost and memory of one stage (per microbatch). F is positive; B and W may
+/// be 0 (a stage whose upstream needs no input gradient has no B work, and
+/// one without parameters no W work).
 struct StageCost {
   double F = 1, B = 1, W = 1; // times
   double memB = 1;            // held after F (M_B)
@@ -55,12 +58,26 @@ struct Problem {
   int virtualStages = 1;         // v: stages per rank (interleaved, V)
   std::vector<StageCost> stages; // one per stage, ranks * virtualStages
   double comm = 0;               // delay on every cross-rank edge
-  double memLimit = 0;           // per rank; 0: unlimited
+  /// Per-rank memory limit. 0: none. Unset: the schedule's default (zb-auto
+  /// and zb-v have one, ScheduleInfo::defaultMemLimit; the others none);
+  /// buildSchedule resolves it before the builder runs.
+  std::optional<double> memLimit;
 
   int numStages() const { return static_cast<int>(stages.size()); }
-  /// Checks sizes, positivity and finiteness; the error names the field.
+  /// The limit in force: 0 when none.
+  double limit() const { return memLimit.value_or(0); }
+  /// Checks sizes (against zbc/Support/Limits.h), signs and finiteness; the
+  /// error names the field and the range accepted.
   llvm::Error validate() const;
 };
+
+/// Checks a problem's sizes before anything is allocated for them: ranks,
+/// virtual stages per rank and microbatches at least 1 and at most the
+/// ceilings of zbc/Support/Limits.h, and so are their products (stages,
+/// stage-microbatch pairs). Takes int64 so that callers check what the
+/// user wrote before narrowing it to Problem's ints.
+llvm::Error checkProblemSize(int64_t ranks, int64_t virtualStages,
+                             int64_t microbatches);
 
 /// The rank holding each stage under `placement`.
 std::vector<int> placeStages(Placement placement, int ranks, int numStages);

@@ -44,6 +44,10 @@ struct ScheduleInfo {
   Placement placement;   // how it places stages
   bool usesVirtual;      // reads Problem::virtualStages (interleaved)
   BuildFn build;
+  /// The limit the schedule plans for when the problem leaves it unset, and
+  /// how it is derived ("2p max(M_B, M_W)"); null: none (no limit).
+  double (*defaultMemLimit)(const Problem &) = nullptr;
+  const char *defaultMemLimitRule = nullptr;
 };
 
 /// All registered schedules, sorted by name.
@@ -52,12 +56,20 @@ const std::vector<ScheduleInfo> &registeredSchedules();
 const ScheduleInfo *lookupSchedule(llvm::StringRef name);
 
 struct BuiltSchedule {
+  /// The problem as built: its memory limit resolved (never unset), so the
+  /// table, the simulation and every writer agree on it.
+  Problem problem;
+  /// Where the limit came from: "given", "none" (0, or unset for a schedule
+  /// without a default) or the default's rule ("zb-auto default: 2p
+  /// max(M_B, M_W)").
+  std::string memLimitOrigin;
   ScheduleTable table;
   SimResult sim;
   BuildReport report;
 };
 
-/// Validates `problem` for schedule `name`, builds, verifies and simulates.
+/// Validates `problem` for schedule `name`, resolves an unset memory limit
+/// to the schedule's default (or none), builds, verifies and simulates.
 /// An unknown name is an error that lists the registered ones.
 llvm::Expected<BuiltSchedule> buildSchedule(llvm::StringRef name,
                                             const Problem &problem,

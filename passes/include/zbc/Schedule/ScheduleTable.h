@@ -31,6 +31,11 @@ struct Action {
 };
 
 struct ScheduleTable {
+  /// How messages name actions: the papers' "B(1,3)", or the cell of
+  /// PyTorch's CSV, "1I3", for a table read from one (parseCSV), so that an
+  /// error about an imported schedule speaks the file's language.
+  enum class Notation { Papers, CSV };
+  Notation notation = Notation::Papers;
   int microbatches = 0;
   std::vector<int> rankOfStage;            // size = number of stages
   std::vector<std::vector<Action>> ranks;  // per rank, in execution order
@@ -40,6 +45,8 @@ struct ScheduleTable {
   static ScheduleTable empty(const Problem &problem, Placement placement);
 
   int numRanks() const { return static_cast<int>(ranks.size()); }
+  /// `action` in this table's notation, for messages.
+  std::string name(const Action &action) const;
   int numStages() const { return static_cast<int>(rankOfStage.size()); }
 
   /// Checks the per-rank invariants above; the error names the rank, the

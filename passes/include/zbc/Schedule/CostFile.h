@@ -1,0 +1,49 @@
+//===- CostFile.h - the JSON cost file of `zbc schedule` ----------*- C++ -*-===//
+//
+// A cost file describes a scheduling problem (Problem.h) in JSON:
+//
+//   {"ranks": 4, "microbatches": 8, "virtual": 1, "comm": 0.1,
+//    "mem_limit": 8, "F": [1, 1, 1, 1.2], "B": 1, "W": 0.5,
+//    "M_B": 1, "M_W": 0.5}
+//
+// Every key is optional; an unknown key is an error. `ranks`, `microbatches`
+// and `virtual` are integers in [1, 2^20]; `comm` and `mem_limit` (0: none)
+// numbers in [0, 1e30]; `F`, `B`, `W`, `M_B` and `M_W` one number (every
+// stage) or a list with one per stage. A field of the wrong type is an error
+// naming the key, the type found and the type expected; the document may nest
+// at most limits::kMaxJSONDepth deep (the reader recurses). Ranges of costs
+// against each other (F > 0, the list length) are Problem::validate's and
+// the command line's, since flags may override the file.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_COSTFILE_H
+#define ZBC_SCHEDULE_COSTFILE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace zbc::sched {
+
+struct CostFile {
+  std::optional<int64_t> ranks, microbatches, virtualStages;
+  std::optional<double> comm, memLimit;
+  /// Empty: not given; one value: every stage; else one per stage.
+  std::vector<double> F, B, W, memB, memW;
+};
+
+/// Parses `text`; `name` (the file's path) starts every message.
+llvm::Expected<CostFile> parseCostFile(llvm::StringRef text,
+                                       llvm::StringRef name);
+
+/// Fails with "NAME:LINE:COL: ..." if `text` nests arrays and objects deeper
+/// than `maxDepth` (strings are skipped), before a recursive reader sees it.
+llvm::Error checkJSONDepth(llvm::StringRef text, llvm::StringRef name,
+                           int maxDepth);
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_COSTFILE_H

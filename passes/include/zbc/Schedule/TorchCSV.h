@@ -1,0 +1,54 @@
+//===- TorchCSV.h - PyTorch's schedule CSV, written and read ------*- C++ -*-===//
+//
+// torch.distributed.pipelining's schedule CSV (`_dump_csv`/`_load_csv`):
+// one row per rank, one action per cell, "[stage][type][microbatch]" with
+// global stage indices; type F (forward), I (input gradient: zbc's B), W
+// (weight gradient), B (full backward: zbc's BW). Both directions live in
+// TorchCSV.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_TORCHCSV_H
+#define ZBC_SCHEDULE_TORCHCSV_H
+
+#include "zbc/Schedule/ScheduleTable.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace zbc::sched {
+
+/// The CSV cell of one action: "0F3", "1I2", "1W2", "1B2".
+std::string csvCell(const Action &action);
+
+/// One row per rank, one cell per action, no empty cells; rows end with
+/// "\n" (Python's csv module writes "\r\n"; both read the same).
+void writeCSV(const ScheduleTable &table, llvm::raw_ostream &os);
+
+/// What a CSV's cells say about the problem it was written for, so that
+/// `zbc schedule --import` needs no --ranks or --microbatches: the number
+/// of rows (trailing blank lines are not rows), and one past the largest
+/// stage and microbatch that any well-formed cell names (0 when none).
+struct CSVShape {
+  int64_t rows = 0, stages = 0, microbatches = 0;
+};
+CSVShape scanCSV(llvm::StringRef text);
+
+/// Reads a schedule CSV (the format writeCSV writes, and what PyTorch's
+/// _dump_csv writes for compute-only schedules). Stages are placed by
+/// `placement` over `ranks` ranks (PyTorch infers the placement from the
+/// file; here a cell whose stage sits on another rank is an error); the
+/// microbatch count is the problem's. Empty cells (PyTorch's idle steps) are
+/// skipped, and so are blank lines after the last row; "(0F7;7B3)
+/// OVERLAP_F_B" pairs are read as their sub-actions in order (the simulator
+/// does not model the overlap). Malformed cells, unknown types,
+/// communication or FSDP ops, out-of-range stages or microbatches,
+/// duplicates and row-count mismatches are errors naming the line (rank)
+/// and cell; the returned table has passed ScheduleTable::verify and names
+/// actions in the CSV's notation (ScheduleTable::Notation::CSV).
+llvm::Expected<ScheduleTable> parseCSV(llvm::StringRef text, int ranks,
+                                       int numStages, int microbatches,
+                                       Placement placement);
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_TORCHCSV_H
