@@ -265,6 +265,22 @@ int64_t ProgramOp::getNumRanks() {
 LogicalResult ProgramOp::verify() {
   if (getPlacement().empty())
     return emitOpError("placement must name the rank of at least one stage");
+  // The same ceilings as every other way into a schedule (Limits.h), so
+  // that no later pass sizes anything by an absurd count.
+  int64_t microbatches = getMicrobatches();
+  if (microbatches > limits::kMaxMicrobatches)
+    return emitOpError("has ")
+           << microbatches << " microbatches; at most "
+           << limits::kMaxMicrobatches << " are accepted";
+  int64_t stages = getPlacement().size();
+  if (stages > limits::kMaxStages)
+    return emitOpError("places ") << stages << " stages; at most "
+                                  << limits::kMaxStages << " are accepted";
+  if (stages * microbatches > limits::kMaxStageMicrobatches)
+    return emitOpError("has ")
+           << stages << " stages x " << microbatches
+           << " microbatches; at most " << limits::kMaxStageMicrobatches
+           << " (stage, microbatch) pairs are accepted";
   for (auto [stage, rank] : llvm::enumerate(getPlacement()))
     if (rank < 0)
       return emitOpError("placement of stage ")

@@ -76,7 +76,9 @@ zb.model @passthrough {
 // zb.fuse_weight_grad stays in B, next to the rest of its gradient.
 zb.model @fused {
   %x = zb.input "x" : tensor<4x8xf32>
-  %c = zb.cut %x : tensor<4x8xf32>
+  %w0 = zb.param "w0" init normal(0.1) : tensor<8x8xf32>
+  %h0 = zb.linear %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %c = zb.cut %h0 : tensor<4x8xf32>
   %y = zb.label "y" : tensor<4xi64>
   %w = zb.param "w" init normal(0.1) : tensor<8x8xf32>
   %v = zb.param "v" init normal(0.1) : tensor<8x3xf32>

@@ -37,7 +37,7 @@ std::string t(std::initializer_list<int64_t> dims, const char *elt = "f32") {
   return out + elt + ">";
 }
 
-/// Three stages: a relu feeding the cut, one GPT layer, and a head with the
+/// Three stages: a bias add feeding the cut, one GPT layer, and a head with the
 /// loss. The layer sits between two cuts, as every middle stage does.
 std::string gptLayerModel(const Shape &c, bool fuseLayerNormGrads = false) {
   int64_t b = c.b, s = c.s, h = c.h;
@@ -64,7 +64,10 @@ std::string gptLayerModel(const Shape &c, bool fuseLayerNormGrads = false) {
   std::string m = "zb.model @layer {\n";
   m += "  %x = zb.input \"x\" : " + x + "\n";
   m += "  %y = zb.label \"y\" : " + t({b, s}, "i64") + "\n";
-  m += "  %x0 = zb.relu %x : " + x + "\n";
+  // Stage 0 has a parameter, so the layer's input gradient is needed (a
+  // middle stage, as in the paper), not dropped (Note [No gradient upstream]).
+  m += "  %bx = zb.param \"bx\" init zeros : " + v + "\n";
+  m += "  %x0 = zb.bias_add %x, %bx : (" + x + ", " + v + ") -> " + x + "\n";
   m += "  %in = zb.cut %x0 : " + x + "\n";
   m += "  %g1 = zb.param \"g1\" init ones : " + v + "\n";
   m += "  %b1 = zb.param \"b1\" init zeros : " + v + "\n";

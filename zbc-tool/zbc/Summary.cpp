@@ -8,7 +8,9 @@
 
 #include "Summary.h"
 
+#include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Schedule/Simulator.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
@@ -158,7 +160,8 @@ void zbc::printModelSummary(ModelOp model, llvm::raw_ostream &os) {
   }
 }
 
-void zbc::printProgramSummary(ProgramOp program, llvm::raw_ostream &os) {
+LogicalResult zbc::printProgramSummary(ProgramOp program,
+                                       llvm::raw_ostream &os) {
   os << "program @" << program.getSymName() << ": " << program.getNumRanks()
      << " ranks, " << program.getNumStages() << " stages, "
      << program.getMicrobatches() << " microbatches, placement [";
@@ -188,4 +191,33 @@ void zbc::printProgramSummary(ProgramOp program, llvm::raw_ostream &os) {
                        static_cast<long long>(sends),
                        static_cast<long long>(recvs));
   }
+
+  // The compute order, checked by the schedule library as a table: the
+  // simulator needs equal costs only to find a wait that never ends.
+  sched::ScheduleTable table = tableOfProgram(program);
+  llvm::Error error = table.verify();
+  int64_t ranks = program.getNumRanks(), stages = program.getNumStages();
+  bool simulated = false;
+  if (!error && stages % ranks == 0) {
+    sched::Problem unit;
+    unit.ranks = ranks;
+    unit.virtualStages = stages / ranks;
+    unit.microbatches = table.microbatches;
+    unit.stages.assign(stages, sched::StageCost{});
+    llvm::Expected<sched::SimResult> sim = sched::simulate(unit, table);
+    if (!sim)
+      error = sim.takeError();
+    simulated = true;
+  }
+  if (error)
+    return program.emitError("compute order of program @")
+           << program.getSymName() << ": " << llvm::toString(std::move(error));
+  os << "\n  checked: every F and B+W (or BW) present once, F before B "
+        "before W on each rank"
+     << (simulated ? ", cross-rank dependencies satisfiable (simulated with "
+                     "unit costs)"
+                   : "")
+     << "\n  not checked: that transfers match and cannot deadlock, and "
+        "memory (zb-verify-schedule, planned)\n";
+  return success();
 }

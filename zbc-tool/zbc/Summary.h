@@ -8,6 +8,7 @@
 #ifndef ZBC_TOOL_SUMMARY_H
 #define ZBC_TOOL_SUMMARY_H
 
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace zbc::zb {
@@ -17,7 +18,12 @@ class ProgramOp;
 
 namespace zbc {
 void printModelSummary(zb::ModelOp model, llvm::raw_ostream &os);
-void printProgramSummary(zb::ProgramOp program, llvm::raw_ostream &os);
+/// Also checks the program's compute order with the schedule library (every
+/// F/B/W present once, in order on each rank, cross-rank dependencies
+/// satisfiable) and says what it did not check; fails, with an error at the
+/// program, if the order is wrong.
+mlir::LogicalResult printProgramSummary(zb::ProgramOp program,
+                                        llvm::raw_ostream &os);
 } // namespace zbc
 
 #endif // ZBC_TOOL_SUMMARY_H

@@ -87,7 +87,8 @@ static int runCheck() {
         zbc::printModelSummary(model, llvm::outs());
         any = true;
       } else if (auto program = dyn_cast<zbc::zb::ProgramOp>(op)) {
-        zbc::printProgramSummary(program, llvm::outs());
+        if (failed(zbc::printProgramSummary(program, llvm::outs())))
+          status = 1;
         any = true;
       } else if (auto pipeline = dyn_cast<zbc::zb::PipelineOp>(op)) {
         if (failed(zbc::printSplitReport(pipeline, llvm::outs())))

@@ -105,8 +105,8 @@ const char *StageFigures::saturatedPhase() const {
 
 LogicalResult zbc::verifyCostable(StageOp stage, const StageFigures &figures) {
   if (const char *phase = figures.saturatedPhase())
-    return stage.emitOpError("has more than 2^63-1 FLOPs in its ")
-           << phase << " phase; zbc cannot cost (or schedule) a stage that "
-                       "large";
+    return stage.emitOpError("stage ")
+           << figures.index << " has more than 2^63-1 FLOPs in its " << phase
+           << " phase; zbc cannot cost (or schedule) a stage that large";
   return success();
 }

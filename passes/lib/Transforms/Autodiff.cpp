@@ -44,6 +44,13 @@ struct StageSlice {
   SmallVector<Operation *> ops; // compute ops in program order
   CutOp opening;                // null for stage 0
   CutOp closing;                // null for the last stage
+  // Whether some earlier stage needs this stage's input gradient (d_in): it
+  // has parameters, or an earlier one does. Where none does, the stage
+  // sends no gradient back, so its B has no work (Note [No gradient
+  // upstream]).
+  bool upstreamNeedsGrad = false;
+  // Whether this stage uses a parameter.
+  bool hasParams = false;
   // Parameters written in this stage's range that nothing uses: they stay
   // declared (the runtime still owns them) with a zero gradient.
   SmallVector<ParamOp> unusedParams;
@@ -163,11 +170,14 @@ LogicalResult StageBuilder::buildBackward(OpBuilder &b, Location loc) {
   bwBuilder = &b;
 
   // Seeds: the gradients of what the stage sends on, or 1.0 for the loss.
+  // A stage that neither has parameters nor feeds an upstream one receives
+  // no gradient: nothing would use it.
+  bool receivesGrad = slice.hasParams || slice.upstreamNeedsGrad;
   if (isLast) {
     Value loss = model.getLossOp().getLoss();
     grads[loss] = FillOp::create(b, loc, cast<RankedTensorType>(loss.getType()),
                                  b.getF64FloatAttr(1.0));
-  } else {
+  } else if (receivesGrad) {
     for (auto [i, out] : llvm::enumerate(slice.closing.getInputs())) {
       if (!isFloatTensor(out))
         continue;
@@ -210,18 +220,27 @@ LogicalResult StageBuilder::buildBackward(OpBuilder &b, Location loc) {
     return FillOp::create(b, loc, cast<RankedTensorType>(v.getType()),
                           b.getF64FloatAttr(0.0));
   };
-  if (slice.opening)
+  if (slice.opening && slice.upstreamNeedsGrad)
     for (auto [i, in] : llvm::enumerate(slice.opening.getOutputs()))
       if (isFloatTensor(in)) {
         values.push_back(gradOrZero(in));
         keys.push_back("d_in." + std::to_string(i));
       }
+  // A parameter that does not reach the loss is legal (it trains to
+  // nothing) but almost always a mistake in the model: say so where it is.
   for (auto [value, key] : llvm::zip(externals, externalKeys))
     if (auto param = dyn_cast<ParamOp>(value.getDefiningOp())) {
+      if (!grads.count(value))
+        param.emitWarning("parameter '")
+            << param.getName()
+            << "' does not reach the loss; its gradient is always zero";
       values.push_back(gradOrZero(value));
       keys.push_back("grad." + param.getName().str());
     }
   for (ParamOp param : slice.unusedParams) {
+    param.emitWarning("parameter '")
+        << param.getName()
+        << "' is never used; its gradient is always zero";
     values.push_back(gradOrZero(param.getResult()));
     keys.push_back("grad." + param.getName().str());
   }
@@ -320,8 +339,15 @@ static SmallVector<StageSlice> sliceStages(ModelOp model) {
         slices[stage].unusedParams.push_back(param);
     } else if (!isa<InputOp, LabelOp, LossOp>(op)) {
       slices[stage].ops.push_back(&op);
+      if (llvm::any_of(op.getOperands(), [](Value v) {
+            return isa_and_nonnull<ParamOp>(v.getDefiningOp());
+          }))
+        slices[stage].hasParams = true;
     }
   }
+  for (size_t k = 1; k < slices.size(); ++k)
+    slices[k].upstreamNeedsGrad =
+        slices[k - 1].hasParams || slices[k - 1].upstreamNeedsGrad;
   return slices;
 }
 
@@ -332,7 +358,14 @@ void ZBAutodiffPass::runOnOperation() {
     auto pipeline = PipelineOp::create(b, model.getLoc(), model.getSymName());
     b.setInsertionPointToStart(&pipeline.getBody().emplaceBlock());
     SmallVector<StageSlice> slices = sliceStages(model);
-    for (const StageSlice &slice : slices) {
+    for (StageSlice &slice : slices) {
+      // Legal (the rank passes on what it receives) but never what a user
+      // wants from a pipeline rank.
+      if (slice.ops.empty() && slice.closing)
+        slice.closing.emitWarning("this 'zb.cut' ends stage ")
+            << slice.index << ", which computes nothing: its rank only "
+            << "passes on what it receives (a 'zb.cut' straight on an input, "
+            << "or right after another cut)";
       StageBuilder builder(model, slice, slice.index + 1 == slices.size());
       if (failed(builder.build(b)))
         return signalPassFailure();

@@ -296,6 +296,10 @@ LogicalResult ZBPartitionPass::partition(ModelOp model) {
     return success();
 
   ModelBody body(model);
+  // A saturated prefix sum would balance on clamped numbers.
+  if (body.prefix.back() == std::numeric_limits<int64_t>::max())
+    return model.emitOpError("cannot be balanced into stages: its FLOP count "
+                             "exceeds 2^63-1");
   Candidates candidates = findCandidates(body);
   size_t numCuts = static_cast<size_t>(stages) - 1;
   if (numCuts > candidates.afterOp.size()) {

@@ -12,6 +12,7 @@
 
 #include "zbc/Passes/Passes.h"
 
+#include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Schedule/Registry.h"
@@ -21,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <tuple>
 
@@ -43,20 +45,6 @@ struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
   void runOnOperation() override;
   LogicalResult schedulePipeline(PipelineOp pipeline);
 };
-
-ComputeKind toComputeKind(sched::Kind kind) {
-  switch (kind) {
-  case sched::Kind::F:
-    return ComputeKind::F;
-  case sched::Kind::B:
-    return ComputeKind::B;
-  case sched::Kind::W:
-    return ComputeKind::W;
-  case sched::Kind::BW:
-    return ComputeKind::BW;
-  }
-  llvm_unreachable("unknown kind");
-}
 
 /// FLOPs as a schedule time. An F with no FLOPs (a stage of data movement
 /// only) still gets one, as the schedule library requires F > 0; B and W
@@ -84,19 +72,26 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
   auto amount = [](double x) {
     return std::isfinite(x) && x >= 0 && x <= limits::kMaxAmount;
   };
+  // Diagnostics print doubles in scientific notation; options read better
+  // as typed.
+  auto typed = [](double x) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%g", x);
+    return std::string(buffer);
+  };
   if (!(memoryLimit == -1 || amount(memoryLimit)))
     return pipeline.emitOpError("memory-limit must be -1 (the schedule's "
                                 "default), 0 (none) or a number of bytes up "
                                 "to 1e30, got ")
-           << static_cast<double>(memoryLimit);
+           << typed(memoryLimit);
   if (!amount(comm))
     return pipeline.emitOpError("comm must be in [0, 1e30], got ")
-           << static_cast<double>(comm);
+           << typed(comm);
   if (!(std::isfinite(exactSeconds) && exactSeconds >= 0 &&
         exactSeconds <= limits::kMaxSolverSeconds))
-    return pipeline.emitOpError("exact must be in [0, ")
-           << limits::kMaxSolverSeconds << "] seconds (0: off), got "
-           << static_cast<double>(exactSeconds);
+    return pipeline.emitOpError("exact must be in [0, 86400] seconds (0: "
+                                "off), got ")
+           << typed(exactSeconds);
 
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   int64_t numStages = stages.size();
