@@ -48,8 +48,9 @@ struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
 
 /// FLOPs as a schedule time. An F with no FLOPs (a stage of data movement
 /// only) still gets one, as the schedule library requires F > 0; B and W
-/// are exact: a stage whose upstream needs no input gradient has no B work,
-/// one without parameters no W work, and both cost 0.
+/// are exact: a stage whose upstream needs no input gradient has no B work
+/// (Note [No gradient upstream]), one without parameters no W work, and
+/// both cost 0.
 double asForwardTime(const OpCost &cost) {
   return std::max<double>(1.0, static_cast<double>(cost.total()));
 }

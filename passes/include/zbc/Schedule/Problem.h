@@ -27,8 +27,9 @@ enum class Kind { F, B, W, BW };
 const char *kindName(Kind kind);
 
 /// Cost and memory of one stage (per microbatch). F is positive; B and W may
-/// be 0 (a stage whose upstream needs no input gradient has no B work, and
-/// one without parameters no W work).
+/// be 0 (a stage whose upstream needs no input gradient has no B work, Note
+/// [No gradient upstream] in dialect/docs/ZB.md; one without parameters no W
+/// work).
 struct StageCost {
   double F = 1, B = 1, W = 1; // times
   double memB = 1;            // held after F (M_B)
