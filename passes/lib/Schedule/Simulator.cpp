@@ -25,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Simulator.h"
+#include "zbc/Schedule/Dependences.h"
 #include "Support.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -39,19 +40,13 @@ using namespace zbc::sched;
 
 namespace {
 
-/// What other actions wait for. Only two products cross actions: a stage's
-/// forward output F(s, j) and its input gradient (from B(s, j) or the fused
-/// BW(s, j), whichever the table has). W(s, j) waits for B(s, j), which is
-/// the input-gradient product too; nothing waits for W.
-enum Product { Forward = 0, InputGrad = 1 };
-
 struct Simulation {
   const Problem &problem;
   const ScheduleTable &table;
   int numStages, microbatches, numRanks;
 
   /// End time of each product, indexed by key(); negative: not done yet
-  /// (times are never negative: the clock starts at 0 and costs are > 0).
+  /// (times are never negative: the clock starts at 0 and costs are >= 0).
   std::vector<double> doneAt;
   /// Ranks parked on each product: an intrusive list through nextParked,
   /// since a rank is parked on at most one product at a time.
@@ -68,44 +63,22 @@ struct Simulation {
         firstParked(doneAt.size(), -1), nextParked(numRanks, -1),
         parkedOn(numRanks, -1), next(numRanks, 0), freeAt(numRanks, 0.0) {}
 
-  int key(Product product, int stage, int microbatch) const {
-    return (static_cast<int>(product) * numStages + stage) * microbatches +
-           microbatch;
+  int key(const ProductRef &d) const {
+    return static_cast<int>(productIndex(d, numStages, microbatches));
   }
 
-  /// The products `action` needs, as keys: at most two.
+  /// The products `a` needs, as keys (Dependences.h): at most two.
   int dependencies(const Action &a, int keys[2]) const {
     int n = 0;
-    switch (a.kind) {
-    case Kind::F:
-      if (a.stage > 0)
-        keys[n++] = key(Forward, a.stage - 1, a.microbatch);
-      break;
-    case Kind::B:
-    case Kind::BW:
-      keys[n++] = key(Forward, a.stage, a.microbatch);
-      if (a.stage + 1 < numStages)
-        keys[n++] = key(InputGrad, a.stage + 1, a.microbatch);
-      break;
-    case Kind::W:
-      keys[n++] = key(InputGrad, a.stage, a.microbatch);
-      break;
-    }
+    forEachDependence(a, numStages,
+                      [&](const ProductRef &d) { keys[n++] = key(d); });
     return n;
   }
 
-  /// The product `action` finishes, or -1 (W).
+  /// The product `a` finishes, or -1 (W).
   int product(const Action &a) const {
-    switch (a.kind) {
-    case Kind::F:
-      return key(Forward, a.stage, a.microbatch);
-    case Kind::B:
-    case Kind::BW:
-      return key(InputGrad, a.stage, a.microbatch);
-    case Kind::W:
-      return -1;
-    }
-    return -1;
+    std::optional<ProductRef> made = productOf(a);
+    return made ? key(*made) : -1;
   }
 
   int stageOfKey(int k) const { return (k / microbatches) % numStages; }

@@ -63,13 +63,7 @@ Instance Instance::from(const Problem &problem, double limit) {
   Instance in;
   in.p = problem.ranks;
   in.m = problem.microbatches;
-  for (const StageCost &s : problem.stages) {
-    in.tF.push_back(s.F);
-    in.tB.push_back(s.B);
-    in.tW.push_back(s.W);
-    in.mB.push_back(s.memB);
-    in.mW.push_back(s.memW);
-  }
+  in.cost = problem.stages;
   in.comm = problem.comm;
   in.limit = limit;
   return in;
@@ -105,49 +99,36 @@ const Timing &Evaluator::run(const Order &order, bool withStarts) {
     size_t i = pos[r];
     double t = freeAt[r];
     bool movedF = false, movedB = false;
-    const double *upF = r > 0 ? &endF[size_t(r - 1) * m] : nullptr;
-    const double *downB = r + 1 < p ? &endB[size_t(r + 1) * m] : nullptr;
-    double *myF = &endF[size_t(r) * m], *myB = &endB[size_t(r) * m];
     for (; i < ord.size(); ++i) {
       Op op = ord[i];
       int j = op.mb;
-      double ready, dur;
-      if (op.kind == OpF) {
-        if (upF) {
-          if (upF[j] < 0)
-            break;
-          ready = upF[j] + c;
-        } else {
-          ready = 0;
-        }
-        dur = in.tF[r];
-      } else if (op.kind == OpB) {
-        if (myF[j] < 0)
-          return timing; // B before its F
-        ready = myF[j];
-        if (downB) {
-          if (downB[j] < 0)
-            break;
-          ready = std::max(ready, downB[j] + c);
-        }
-        dur = in.tB[r];
-      } else {
-        if (myB[j] < 0)
-          return timing; // W before its B
-        ready = myB[j];
-        dur = in.tW[r];
-      }
+      // The latest of its dependences (Dependences.h): one of this rank
+      // not done yet is an invalid order, one of another rank a wait.
+      double ready = 0;
+      bool waits = false, invalid = false;
+      forEachProducer(in, op.kind, r, [&](int q, Kind made) {
+        double end = (made == Kind::F ? endF : endB)[size_t(q) * m + j];
+        if (end < 0)
+          (q == r ? invalid : waits) = true;
+        else
+          ready = std::max(ready, end + (q == r ? 0 : c));
+      });
+      if (invalid)
+        return timing; // B before its F, or W before its B
+      if (waits)
+        break;
+      double dur = in.cost[r].time(op.kind);
       double s = std::max(t, ready);
       t = s + dur;
       if (first[r] < 0)
         first[r] = s;
       if (withStarts)
-        timing.start[op.kind][size_t(r) * m + j] = s;
-      if (op.kind == OpF) {
-        myF[j] = t;
+        timing.start[slot(op.kind)][size_t(r) * m + j] = s;
+      if (op.kind == Kind::F) {
+        endF[size_t(r) * m + j] = t;
         movedF = true;
-      } else if (op.kind == OpB) {
-        myB[j] = t;
+      } else if (op.kind == Kind::B) {
+        endB[size_t(r) * m + j] = t;
         movedB = true;
       }
     }
@@ -180,7 +161,7 @@ std::vector<double> Evaluator::peaks(const Instance &in, const Order &order) {
   for (int r = 0; r < in.p; ++r) {
     double mem = 0;
     for (Op op : order[r]) {
-      mem += in.delta(op.kind, r);
+      mem += in.cost[r].memoryDelta(op.kind);
       peak[r] = std::max(peak[r], mem);
     }
   }
@@ -193,32 +174,32 @@ double zbc::sched::zbauto::lowerBound(const Instance &in) {
   // first[r]: when rank r's first F starts (nothing delays the F chain).
   std::vector<double> first(p, 0);
   for (int r = 1; r < p; ++r)
-    first[r] = first[r - 1] + in.tF[r - 1] + c;
+    first[r] = first[r - 1] + in.cost[r - 1].F + c;
   double bound = 0;
   for (int r = 0; r < p; ++r) {
-    double work = m * (in.tF[r] + in.tB[r] + in.tW[r]);
+    double work = m * (in.cost[r].F + in.cost[r].B + in.cost[r].W);
     // Warm-up: B(r, 0) starts no earlier than the F chain down and the B
     // chain back; before it the rank runs at most `fit` F's.
-    double firstB = first[p - 1] + in.tF[p - 1];
+    double firstB = first[p - 1] + in.cost[p - 1].F;
     for (int k = r + 1; k < p; ++k)
-      firstB += in.tB[k] + c;
-    double fit = in.mB[r] > 0 ? std::min<double>(m, std::floor(limit / in.mB[r]))
+      firstB += in.cost[k].B + c;
+    double fit = in.cost[r].memB > 0 ? std::min<double>(m, std::floor(limit / in.cost[r].memB))
                               : m;
-    double idle = std::max(0.0, firstB - first[r] - fit * in.tF[r]);
+    double idle = std::max(0.0, firstB - first[r] - fit * in.cost[r].F);
     // Cool-down: from the end of F(r, m-1) to the start of B(r, m-1) the
     // microbatch goes down and back up; the rank can only run the B's and
     // W's of what it holds then (limit - M_B of it).
     if (fit < m) {
       double roundTrip = 0;
       for (int k = r + 1; k < p; ++k)
-        roundTrip += in.tF[k] + in.tB[k] + 2 * c;
+        roundTrip += in.cost[k].F + in.cost[k].B + 2 * c;
       double perMem = 0;
-      if (in.mB[r] > 0 && in.mW[r] > 0)
-        perMem = std::max((in.tB[r] + in.tW[r]) / in.mB[r],
-                          in.tW[r] / in.mW[r]);
-      double held = perMem > 0 ? std::min((limit - in.mB[r]) * perMem,
-                                          (m - 1) * (in.tB[r] + in.tW[r]))
-                               : (m - 1) * (in.tB[r] + in.tW[r]);
+      if (in.cost[r].memB > 0 && in.cost[r].memW > 0)
+        perMem = std::max((in.cost[r].B + in.cost[r].W) / in.cost[r].memB,
+                          in.cost[r].W / in.cost[r].memW);
+      double held = perMem > 0 ? std::min((limit - in.cost[r].memB) * perMem,
+                                          (m - 1) * (in.cost[r].B + in.cost[r].W))
+                               : (m - 1) * (in.cost[r].B + in.cost[r].W);
       idle += std::max(0.0, roundTrip - held);
     }
     bound = std::max(bound, work + idle);
@@ -226,18 +207,18 @@ double zbc::sched::zbauto::lowerBound(const Instance &in) {
     // rank r at once, and each stays there for its round trip, so the last B
     // ends ceil(m / fit) round trips after the first F; one W follows.
     if (fit >= 1) {
-      double stay = in.tF[r] + in.tB[r];
+      double stay = in.cost[r].F + in.cost[r].B;
       for (int k = r + 1; k < p; ++k)
-        stay += in.tF[k] + in.tB[k] + 2 * c;
-      bound = std::max(bound, std::ceil(m / fit) * stay + in.tW[r]);
+        stay += in.cost[k].F + in.cost[k].B + 2 * c;
+      bound = std::max(bound, std::ceil(m / fit) * stay + in.cost[r].W);
     }
     // The last B of rank r ends after all of its F's and B's; then it
     // travels up, and each rank s above still runs a W after it.
-    double t = first[r] + m * (in.tF[r] + in.tB[r]);
+    double t = first[r] + m * (in.cost[r].F + in.cost[r].B);
     for (int s = r; s >= 0; --s) {
       if (s < r)
-        t += c + in.tB[s];
-      bound = std::max(bound, t + in.tW[s] - first[s]);
+        t += c + in.cost[s].B;
+      bound = std::max(bound, t + in.cost[s].W - first[s]);
     }
   }
   return bound;
@@ -326,8 +307,8 @@ bool Greedy::run(const Params &params, Order &order) {
 void Greedy::decide(int r, double now, const Params &params, Order &order) {
   const int p = in.p, m = in.m;
   const double c = in.comm, limit = in.limit, slack = memSlack(limit);
-  const double tF = in.tF[r], tB = in.tB[r], tW = in.tW[r];
-  const double mB = in.mB[r], mW = in.mW[r];
+  const double tF = in.cost[r].F, tB = in.cost[r].B, tW = in.cost[r].W;
+  const double mB = in.cost[r].memB, mW = in.cost[r].memW;
   const double eps = 1e-9 * (tF + tB + tW);
   if (nW[r] == m) {
     setWake(r, kInf); // done
@@ -337,7 +318,7 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
   int f = nF[r], b = nB[r];
 
   auto placeW = [&](double &at) {
-    ord.push_back({OpW, nW[r]});
+    ord.push_back({Kind::W, nW[r]});
     ++nW[r];
     mem[r] -= mW;
     at += tW;
@@ -352,20 +333,22 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
     return;
   }
 
+  // When the next F and the next B may start: the latest of their
+  // dependences (Dependences.h), kInf while one is not placed.
+  auto readyAt = [&](Kind kind, int j) {
+    double ready = 0;
+    forEachProducer(in, kind, r, [&](int q, Kind made) {
+      double end = (made == Kind::F ? endF : endB)[size_t(q) * m + j];
+      ready = end < 0 ? kInf : std::max(ready, end + (q == r ? 0 : c));
+    });
+    return ready;
+  };
   int cap = params.cap.empty() ? 0 : params.cap[r];
   double readyF = kInf, readyB = kInf;
-  if (f < m && (cap <= 0 || f - b < cap)) {
-    if (r == 0)
-      readyF = 0;
-    else if (endF[size_t(r - 1) * m + f] >= 0)
-      readyF = endF[size_t(r - 1) * m + f] + c;
-  }
-  if (b < f) {
-    if (r == p - 1)
-      readyB = endF[size_t(r) * m + b];
-    else if (endB[size_t(r + 1) * m + b] >= 0)
-      readyB = endB[size_t(r + 1) * m + b] + c;
-  }
+  if (f < m && (cap <= 0 || f - b < cap))
+    readyF = readyAt(Kind::F, f);
+  if (b < f)
+    readyB = readyAt(Kind::B, b);
   bool fReady = readyF <= now + eps, bReady = readyB <= now + eps;
   // Not starting anything now: sleep until an input we know of arrives, or
   // until a neighbour's commit wakes us.
@@ -387,9 +370,10 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
     return mW > 0 ? static_cast<int>(std::ceil((over - slack) / mW)) : m + 1;
   };
 
-  int kind = -1, needW = 0;
+  Kind kind = Kind::F;
+  int needW = 0;
   if (bReady && (params.preferB || !fReady)) {
-    kind = OpB;
+    kind = Kind::B;
   } else if (fReady) {
     if (!bReady && readyB < now + params.waitB * tF) {
       wait(); // the B is due soon: keep the rank free for it
@@ -397,11 +381,11 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
     }
     int k = wNeeded(std::max(mB, mW));
     if (k == 0) {
-      kind = OpF;
+      kind = Kind::F;
     } else if (bReady) {
-      kind = OpB;
+      kind = Kind::B;
     } else if (k <= pendingW && !(params.waitWhenFull && b < f)) {
-      kind = OpF;
+      kind = Kind::F;
       needW = k;
     } else {
       wait(); // for a B
@@ -411,7 +395,7 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
     wait(); // nothing ready yet
     return;
   }
-  if (kind == OpB)
+  if (kind == Kind::B)
     needW = std::min(pendingW, wNeeded(mW - mB));
 
   // W's into the gap [freeAt, now), then the forced ones.
@@ -426,9 +410,9 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
     --needW;
   }
   double start = std::max(at, now);
-  int j = kind == OpF ? f : b;
-  ord.push_back({static_cast<uint8_t>(kind), j});
-  if (kind == OpF) {
+  int j = kind == Kind::F ? f : b;
+  ord.push_back({kind, j});
+  if (kind == Kind::F) {
     double end = start + tF;
     endF[size_t(r) * m + j] = end;
     mem[r] += mB;
@@ -492,30 +476,33 @@ private:
   bool memoryOk(const std::vector<Op> &ord, int r) const {
     double mem = 0, limit = in.limit + memSlack(in.limit);
     for (Op op : ord) {
-      mem += in.delta(op.kind, r);
+      mem += in.cost[r].memoryDelta(op.kind);
       if (mem > limit)
         return false;
     }
     return true;
   }
   double startOf(Op op, int r) const {
-    return timing.start[op.kind][size_t(r) * in.m + op.mb];
+    return timing.start[slot(op.kind)][size_t(r) * in.m + op.mb];
   }
   double endOf(Op op, int r) const {
-    return startOf(op, r) + in.dur(op.kind, r);
+    return startOf(op, r) + in.cost[r].time(op.kind);
   }
   /// Index in order[r] of op (kind, mb).
-  int &index(int kind, int r, int j) { return idx[kind][size_t(r) * in.m + j]; }
-  /// Lowest index op (kind, mb) on rank r may move to (its same-rank
-  /// predecessors: the previous op of its kind, its own F or B).
+  int &index(Kind kind, int r, int j) {
+    return idx[slot(kind)][size_t(r) * in.m + j];
+  }
+  /// Lowest index op (kind, mb) on rank r may move to: after the previous
+  /// op of its kind (zb-auto keeps microbatch order) and after the ops of
+  /// this rank it depends on (Dependences.h: its own F, or its own B).
   int lowestIndex(Op op, int r) {
     int lo = 0;
     if (op.mb > 0)
       lo = index(op.kind, r, op.mb - 1) + 1;
-    if (op.kind == OpB)
-      lo = std::max(lo, index(OpF, r, op.mb) + 1);
-    if (op.kind == OpW)
-      lo = std::max(lo, index(OpB, r, op.mb) + 1);
+    forEachProducer(in, op.kind, r, [&](int q, Kind made) {
+      if (q == r)
+        lo = std::max(lo, index(made, r, op.mb) + 1);
+    });
     return lo;
   }
   void candidates(const Order &order, std::vector<Move> &moves);
@@ -546,36 +533,25 @@ void Repair::candidates(const Order &order, std::vector<Move> &moves) {
     Op op = order[r][i];
     int j = op.mb;
     double s = startOf(op, r);
-    // The dependency that bounds this op, if any.
+    // The dependence that bounds this op, if any (the latest; of equals,
+    // the last the rule names, which is the one on another rank).
     double ready = 0;
     int dr = -1, di = -1;
-    if (op.kind == OpF) {
-      if (r > 0) {
-        ready = endOf({OpF, j}, r - 1) + c;
-        dr = r - 1;
-        di = index(OpF, r - 1, j);
+    forEachProducer(in, op.kind, r, [&](int q, Kind made) {
+      double at = endOf({made, j}, q) + (q == r ? 0 : c);
+      if (dr < 0 || at >= ready) {
+        ready = at;
+        dr = q;
+        di = index(made, q, j);
       }
-    } else if (op.kind == OpB) {
-      ready = endOf({OpF, j}, r);
-      dr = r;
-      di = index(OpF, r, j);
-      if (r + 1 < p && endOf({OpB, j}, r + 1) + c >= ready) {
-        ready = endOf({OpB, j}, r + 1) + c;
-        dr = r + 1;
-        di = index(OpB, r + 1, j);
-      }
-    } else {
-      ready = endOf({OpB, j}, r);
-      dr = r;
-      di = index(OpB, r, j);
-    }
+    });
     double prevEnd = i > 0 ? endOf(order[r][i - 1], r) : -kInf;
     if (dr >= 0 && ready >= s - eps) {
       // Waits for its dependency. A gap before it can take the next W.
       if (i > 0 && prevEnd < s - eps) {
         for (int k = i + 1, e = static_cast<int>(order[r].size()); k < e; ++k)
-          if (order[r][k].kind == OpW) {
-            if (index(OpB, r, order[r][k].mb) < i)
+          if (order[r][k].kind == Kind::W) {
+            if (index(Kind::B, r, order[r][k].mb) < i)
               moves.push_back({r, k, i});
             break;
           }
@@ -766,7 +742,7 @@ public:
 static std::vector<int> memoryCaps(const Instance &in) {
   std::vector<int> cap(in.p);
   for (int r = 0; r < in.p; ++r) {
-    double need = std::max(in.mB[r], in.mW[r]);
+    double need = std::max(in.cost[r].memB, in.cost[r].memW);
     double fit = need > 0 ? std::floor((in.limit + memSlack(in.limit)) / need)
                           : in.m;
     cap[r] = static_cast<int>(std::clamp<double>(fit, 1, in.m));
@@ -783,18 +759,18 @@ static std::vector<int> roundTripCaps(const Instance &in) {
   double t = 0;
   for (int r = 0; r < p; ++r) {
     first[r] = t;
-    t += in.tF[r] + in.comm;
+    t += in.cost[r].F + in.comm;
   }
-  double a = first[p - 1] + in.tF[p - 1];
+  double a = first[p - 1] + in.cost[p - 1].F;
   for (int r = p - 1; r >= 0; --r) {
     arrive[r] = a;
-    a += in.tB[r] + in.comm;
+    a += in.cost[r].B + in.comm;
   }
   std::vector<int> cap(p);
   double slowest = 0;
   for (int r = 0; r < p; ++r) {
-    slowest = std::max(slowest, in.tF[r]);
-    double n = 1 + std::floor((arrive[r] - first[r] - in.tF[r]) / slowest + 1e-9);
+    slowest = std::max(slowest, in.cost[r].F);
+    double n = 1 + std::floor((arrive[r] - first[r] - in.cost[r].F) / slowest + 1e-9);
     cap[r] = static_cast<int>(std::clamp<double>(n, 1, in.m));
   }
   return cap;
@@ -826,10 +802,7 @@ static Order searchOrders(const Problem &problem, const Instance &in,
           linear = false;
           break;
         }
-        order[r].push_back({static_cast<uint8_t>(a.kind == Kind::F   ? OpF
-                                                 : a.kind == Kind::B ? OpB
-                                                                     : OpW),
-                            a.microbatch});
+        order[r].push_back({a.kind, a.microbatch});
       }
     if (linear)
       search.tryOrder(order);
@@ -842,12 +815,12 @@ static Order searchOrders(const Problem &problem, const Instance &in,
     for (int r = 0; r < p; ++r) {
       int f = 0;
       for (; f < std::min(m, p - r - 1); ++f)
-        order[r].push_back({OpF, f});
+        order[r].push_back({Kind::F, f});
       for (int i = 0; i < m; ++i) {
         if (f < m)
-          order[r].push_back({OpF, f++});
-        order[r].push_back({OpB, i});
-        order[r].push_back({OpW, i});
+          order[r].push_back({Kind::F, f++});
+        order[r].push_back({Kind::B, i});
+        order[r].push_back({Kind::W, i});
       }
     }
     search.tryOrder(order);
@@ -1021,10 +994,7 @@ zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
   for (int r = 0; r < p; ++r) {
     table.ranks[r].reserve(order[r].size());
     for (Op op : order[r])
-      table.ranks[r].push_back({op.kind == OpF   ? Kind::F
-                                : op.kind == OpB ? Kind::B
-                                                 : Kind::W,
-                                r, op.mb});
+      table.ranks[r].push_back({op.kind, r, op.mb});
   }
   return table;
 }

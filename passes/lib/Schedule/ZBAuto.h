@@ -17,6 +17,7 @@
 #ifndef ZBC_SCHEDULE_ZBAUTO_H
 #define ZBC_SCHEDULE_ZBAUTO_H
 
+#include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Registry.h"
 
 #include <cstdint>
@@ -30,24 +31,32 @@ inline double memSlack(double limit) { return limit * 1e-12; }
 /// A linear-placement problem with its limit resolved.
 struct Instance {
   int p = 0, m = 0;
-  std::vector<double> tF, tB, tW, mB, mW; // per rank (= stage)
+  std::vector<StageCost> cost; // per rank (= stage)
   double comm = 0;
   double limit = 0; // per rank; always > 0 here
 
   static Instance from(const Problem &problem, double limit);
-  double dur(int kind, int r) const {
-    return kind == 0 ? tF[r] : kind == 1 ? tB[r] : tW[r];
-  }
-  double delta(int kind, int r) const {
-    return kind == 0 ? mB[r] : kind == 1 ? mW[r] - mB[r] : -mW[r];
-  }
 };
 
-enum : uint8_t { OpF = 0, OpB = 1, OpW = 2 };
+/// One op of a rank's order: F, B or W (zb-auto always splits) of a
+/// microbatch; the rank is the stage.
 struct Op {
-  uint8_t kind;
+  Kind kind;
   int mb;
 };
+/// Index of an op's kind in per-kind arrays ([3]: F, B, W).
+inline int slot(Kind kind) { return static_cast<int>(kind); }
+
+/// Calls `fn(rank, kind)` for the op each dependence of `kind` on rank r
+/// waits for, by the rule of Dependences.h on the linear placement: the
+/// product of stage s is made on rank s, an activation by its F and an
+/// input gradient by its B.
+template <typename Fn>
+inline void forEachProducer(const Instance &in, Kind kind, int r, Fn &&fn) {
+  forEachDependence(Action{kind, r, 0}, in.p, [&](const ProductRef &d) {
+    fn(d.stage, d.product == Product::Activation ? Kind::F : Kind::B);
+  });
+}
 using Order = std::vector<std::vector<Op>>; // per rank, in execution order
 
 /// Timing of an order under the as-soon-as-possible rules of Simulator.h.

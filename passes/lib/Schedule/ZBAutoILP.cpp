@@ -196,12 +196,12 @@ long Formulation::plan(int windowSize) {
   full = windowSize <= 0;
   first.assign(p, 0);
   for (int r = 1; r < p; ++r)
-    first[r] = first[r - 1] + in.tF[r - 1] + in.comm;
+    first[r] = first[r - 1] + in.cost[r - 1].F + in.comm;
   ranks.assign(p, {});
   long binaries = 0;
   for (int r = 0; r < p; ++r) {
     RankPlan &rp = ranks[r];
-    double mB = in.mB[r], mW = in.mW[r], small = std::min(mB, mW);
+    double mB = in.cost[r].memB, mW = in.cost[r].memW, small = std::min(mB, mW);
     // The heuristic's order: F's before each B(k), F's and B's before each
     // W(i).
     rp.fBefore.assign(m, 0);
@@ -209,9 +209,9 @@ long Formulation::plan(int windowSize) {
     {
       int nF = 0, nB = 0;
       for (Op op : heuristic[r]) {
-        if (op.kind == OpF) {
+        if (op.kind == Kind::F) {
           ++nF;
-        } else if (op.kind == OpB) {
+        } else if (op.kind == Kind::B) {
           rp.fBefore[op.mb] = nF;
           ++nB;
         } else {
@@ -269,40 +269,46 @@ void Formulation::build(CbcModel &model) {
   const double c = in.comm;
   double maxT = 0;
   for (int r = 0; r < p; ++r)
-    maxT = std::max({maxT, in.tF[r], in.tB[r], in.tW[r]});
+    maxT = std::max({maxT, in.cost[r].F, in.cost[r].B, in.cost[r].W});
   const double bigM = makespan + maxT;
 
-  // Lower bounds on end times from the dependency chains and each rank's
-  // own earlier ops.
-  std::vector<std::vector<double>> lbF(p, std::vector<double>(m)),
-      lbB(p, std::vector<double>(m)), lbW(p, std::vector<double>(m));
-  for (int r = 0; r < p; ++r)
-    for (int j = 0; j < m; ++j) {
-      double v = first[r] + (j + 1) * in.tF[r];
-      if (r > 0)
-        v = std::max(v, lbF[r - 1][j] + c + in.tF[r]);
-      if (j > 0)
-        v = std::max(v, lbF[r][j - 1] + in.tF[r]);
-      lbF[r][j] = v;
-    }
-  for (int r = p - 1; r >= 0; --r)
-    for (int j = 0; j < m; ++j) {
-      double v = std::max(lbF[r][j] + in.tB[r],
-                          first[r] + (j + 1) * (in.tF[r] + in.tB[r]));
-      if (r + 1 < p)
-        v = std::max(v, lbB[r + 1][j] + c + in.tB[r]);
-      if (j > 0)
-        v = std::max(v, lbB[r][j - 1] + in.tB[r]);
-      lbB[r][j] = v;
-    }
+  // Lower bounds on end times from the dependences (Dependences.h) and each
+  // rank's own earlier ops. The sweep visits every producer first: F down
+  // the ranks, then B back up, then W.
+  std::vector<std::vector<double>> lb[3];
+  for (auto &byRank : lb)
+    byRank.assign(p, std::vector<double>(m));
+  auto bound = [&](Kind kind, int r, int j) {
+    const StageCost &cost = in.cost[r];
+    double t = cost.time(kind);
+    // Microbatch order: the op of j-1 of this kind, and the first j+1 of
+    // them (with the F's before each B) from the rank's first start.
+    double v = j > 0 ? lb[slot(kind)][r][j - 1] + t : 0;
+    if (kind == Kind::F)
+      v = std::max(v, first[r] + (j + 1) * cost.F);
+    else if (kind == Kind::B)
+      v = std::max(v, first[r] + (j + 1) * (cost.F + cost.B));
+    forEachProducer(in, kind, r, [&](int q, Kind made) {
+      v = std::max(v, lb[slot(made)][q][j] + (q == r ? 0 : c) + t);
+    });
+    lb[slot(kind)][r][j] = v;
+  };
   for (int r = 0; r < p; ++r)
     for (int j = 0; j < m; ++j)
-      lbW[r][j] = std::max(lbB[r][j], j > 0 ? lbW[r][j - 1] : 0.0) + in.tW[r];
+      bound(Kind::F, r, j);
+  for (int r = p - 1; r >= 0; --r)
+    for (int j = 0; j < m; ++j)
+      bound(Kind::B, r, j);
+  for (int r = 0; r < p; ++r)
+    for (int j = 0; j < m; ++j)
+      bound(Kind::W, r, j);
+  const auto &lbF = lb[slot(Kind::F)], &lbB = lb[slot(Kind::B)],
+             &lbW = lb[slot(Kind::W)];
 
   // Objective column first.
   double work = 0;
   for (int r = 0; r < p; ++r)
-    work = std::max(work, m * (in.tF[r] + in.tB[r] + in.tW[r]));
+    work = std::max(work, m * (in.cost[r].F + in.cost[r].B + in.cost[r].W));
   zCol = model.addCol(work, makespan * (1 + 1e-9), 1, false);
 
   // Bounds are widened by a hair so that the warm start, timed with sums in
@@ -348,16 +354,20 @@ void Formulation::build(CbcModel &model) {
 
   for (int r = 0; r < p; ++r) {
     RankPlan &rp = ranks[r];
-    double tF = in.tF[r], tB = in.tB[r], tW = in.tW[r];
-    double mB = in.mB[r], mW = in.mW[r];
+    double tF = in.cost[r].F, tB = in.cost[r].B, tW = in.cost[r].W;
+    double mB = in.cost[r].memB, mW = in.cost[r].memW;
     model.addRow({{zCol, 1}, {rp.eW[m - 1], -1}}, 'G', -first[r]);
+    auto endCol = [&](Kind kind, int q, int j) {
+      const RankPlan &plan = ranks[q];
+      return kind == Kind::F ? plan.eF[j] : kind == Kind::B ? plan.eB[j] : plan.eW[j];
+    };
     for (int j = 0; j < m; ++j) {
-      if (r > 0)
-        before(ranks[r - 1].eF[j], rp.eF[j], tF + c);
-      if (r + 1 < p)
-        before(ranks[r + 1].eB[j], rp.eB[j], tB + c);
-      before(rp.eF[j], rp.eB[j], tB);
-      before(rp.eB[j], rp.eW[j], tW);
+      // The dependences (Dependences.h), with comm across ranks.
+      for (Kind kind : {Kind::F, Kind::B, Kind::W})
+        forEachProducer(in, kind, r, [&](int q, Kind made) {
+          before(endCol(made, q, j), endCol(kind, r, j),
+                 in.cost[r].time(kind) + (q == r ? 0 : c));
+        });
       if (j + 1 < m) {
         before(rp.eF[j], rp.eF[j + 1], tF);
         before(rp.eB[j], rp.eB[j + 1], tB);
@@ -468,17 +478,17 @@ void Formulation::warmStart(CbcModel &model, const Timing &timing) {
   };
   for (int r = 0; r < in.p; ++r) {
     const RankPlan &rp = ranks[r];
-    auto start = [&](int kind, int j) {
-      return timing.start[kind][size_t(r) * m + j];
+    auto start = [&](Kind kind, int j) {
+      return timing.start[slot(kind)][size_t(r) * m + j];
     };
     for (int k = 0; k < m; ++k)
       for (int j = k + 1; j < rp.xHi[k]; ++j)
-        set(rp.x[k][j - k - 1], start(OpF, j) < start(OpB, k) ? 1 : 0);
+        set(rp.x[k][j - k - 1], start(Kind::F, j) < start(Kind::B, k) ? 1 : 0);
     for (int i = 0; i < m; ++i) {
       for (int j = rp.yLo[i]; j < rp.yHi[i]; ++j)
-        set(rp.y[i][j - rp.yLo[i]], start(OpW, i) < start(OpF, j) ? 1 : 0);
+        set(rp.y[i][j - rp.yLo[i]], start(Kind::W, i) < start(Kind::F, j) ? 1 : 0);
       for (int k = rp.zLo[i]; k < rp.zHi[i]; ++k)
-        set(rp.z[i][k - rp.zLo[i]], start(OpW, i) < start(OpB, k) ? 1 : 0);
+        set(rp.z[i][k - rp.zLo[i]], start(Kind::W, i) < start(Kind::B, k) ? 1 : 0);
     }
   }
   Cbc_setMIPStartI(model.model, static_cast<int>(cols.size()), cols.data(),
@@ -491,9 +501,9 @@ Order Formulation::extract(const double *solution) const {
     const RankPlan &rp = ranks[r];
     std::vector<std::pair<double, Op>> ops;
     for (int j = 0; j < in.m; ++j) {
-      ops.push_back({solution[rp.eF[j]] - in.tF[r], {OpF, j}});
-      ops.push_back({solution[rp.eB[j]] - in.tB[r], {OpB, j}});
-      ops.push_back({solution[rp.eW[j]] - in.tW[r], {OpW, j}});
+      ops.push_back({solution[rp.eF[j]] - in.cost[r].F, {Kind::F, j}});
+      ops.push_back({solution[rp.eB[j]] - in.cost[r].B, {Kind::B, j}});
+      ops.push_back({solution[rp.eW[j]] - in.cost[r].W, {Kind::W, j}});
     }
     std::stable_sort(ops.begin(), ops.end(), [](const auto &a, const auto &b) {
       return a.first < b.first;

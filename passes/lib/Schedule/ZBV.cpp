@@ -30,6 +30,8 @@
 #include "Builders.h"
 #include "Support.h"
 
+#include "zbc/Schedule/Dependences.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -66,23 +68,32 @@ struct VShape {
 
   int stage(int r, int c) const { return c == 0 ? r : 2 * p - 1 - r; }
 
+  /// Where stage s sits, seen from rank `from`.
+  Dep place(int s, int from) const {
+    int rank = s < p ? s : 2 * p - 1 - s;
+    return Dep{rank, s < p ? 0 : 1, rank != from};
+  }
+  /// The (rank, chunk) whose F (B) the F (B) of (r, c) waits for, by the
+  /// rule of Dependences.h (its own F aside); none at the ends of the V.
   std::optional<Dep> forwardDep(int r, int c) const {
-    if (c == 0)
-      return r > 0 ? std::optional<Dep>(Dep{r - 1, 0, true}) : std::nullopt;
-    return r < p - 1 ? Dep{r + 1, 1, true} : Dep{r, 0, false};
+    return otherDep(Kind::F, r, c);
   }
   std::optional<Dep> backwardDep(int r, int c) const {
-    if (c == 1)
-      return r > 0 ? std::optional<Dep>(Dep{r - 1, 1, true}) : std::nullopt;
-    return r < p - 1 ? Dep{r + 1, 0, true} : Dep{r, 1, false};
+    return otherDep(Kind::B, r, c);
+  }
+  std::optional<Dep> otherDep(Kind k, int r, int c) const {
+    std::optional<Dep> dep;
+    int s = stage(r, c);
+    forEachDependence(Action{k, s, 0}, 2 * p, [&](const ProductRef &d) {
+      if (d.stage != s)
+        dep = place(d.stage, r);
+    });
+    return dep;
   }
 };
 
-enum K { KF = 0, KB = 1, KW = 2 };
-
-Kind kindOf(int k) { return k == KF ? Kind::F : k == KB ? Kind::B : Kind::W; }
-double duration(const StageCost &c, int k) { return c.time(kindOf(k)); }
-double memDelta(const StageCost &c, int k) { return c.memoryDelta(kindOf(k)); }
+/// Index of a kind in the per-kind arrays below (F, B, W; zb-v never fuses).
+int slot(Kind k) { return static_cast<int>(k); }
 
 // Note [V memory reserve]
 // A rank that fills its memory with chunk-0 forwards can deadlock: the
@@ -122,49 +133,46 @@ struct State {
         byChunk = {0, 0};
   }
 
-  double &end(int k, int r, int c, int j) {
-    return ends[((size_t(k) * v.p + r) * 2 + c) * v.m + j];
+  double &end(Kind k, int r, int c, int j) {
+    return ends[((size_t(slot(k)) * v.p + r) * 2 + c) * v.m + j];
   }
-  int n(int k, int r, int c) const { return count[r][k][c]; }
-  bool placed(int k, int r, int c, int j) {
+  int n(Kind k, int r, int c) const { return count[r][slot(k)][c]; }
+  bool placed(Kind k, int r, int c, int j) {
     return j >= 0 && j < v.m && end(k, r, c, j) >= 0;
   }
   const StageCost &cost(int r, int c) const { return v.cost[r][c]; }
 
   /// When (kind, r, c) for its next microbatch may start, ignoring the
-  /// rank's own clock; kInf if a dependency is not placed yet.
-  double readyAt(int k, int r, int c) {
+  /// rank's own clock; kInf if a dependency is not placed yet. The
+  /// dependences are Dependences.h's, mapped to (rank, chunk).
+  double readyAt(Kind k, int r, int c) {
     int j = n(k, r, c);
     if (j >= v.m)
       return kInf;
     double t = 0;
-    auto need = [&](int kk, int rr, int cc, bool cross) {
-      if (!placed(kk, rr, cc, j))
-        t = kInf;
-      else
-        t = std::max(t, end(kk, rr, cc, j) + (cross ? v.comm : 0));
-    };
-    if (k == KF) {
-      if (auto d = v.forwardDep(r, c))
-        need(KF, d->rank, d->chunk, d->cross);
-    } else if (k == KB) {
-      need(KF, r, c, false);
-      if (auto d = v.backwardDep(r, c))
-        need(KB, d->rank, d->chunk, d->cross);
-    } else {
-      need(KB, r, c, false);
-    }
+    forEachDependence(Action{k, v.stage(r, c), j}, 2 * v.p,
+                      [&](const ProductRef &d) {
+                        Dep at = v.place(d.stage, r);
+                        Kind maker = d.product == Product::Activation
+                                         ? Kind::F
+                                         : Kind::B;
+                        if (!placed(maker, at.rank, at.chunk, j))
+                          t = kInf;
+                        else
+                          t = std::max(t, end(maker, at.rank, at.chunk, j) +
+                                              (at.cross ? v.comm : 0));
+                      });
     return t;
   }
 
-  bool fits(int r, int c, int k) const {
-    return mem[r] + memDelta(v.cost[r][c], k) <= tol;
+  bool fits(int r, int c, Kind k) const {
+    return mem[r] + v.cost[r][c].memoryDelta(k) <= tol;
   }
 
   /// Places (kind, r, c) for its next microbatch at the earliest time the
   /// rank and the dependencies allow; false (nothing placed) if a dependency
   /// is missing or memory would go over the limit.
-  bool put(int k, int r, int c, double *idle = nullptr) {
+  bool put(Kind k, int r, int c, double *idle = nullptr) {
     double ready = readyAt(k, r, c);
     if (ready == kInf || !fits(r, c, k))
       return false;
@@ -172,13 +180,13 @@ struct State {
     double start = std::max(cur[r], ready);
     if (idle && !order[r].empty())
       *idle += start - cur[r];
-    cur[r] = start + duration(cost(r, c), k);
-    if (k != KW)
+    cur[r] = start + cost(r, c).time(k);
+    if (k != Kind::W)
       end(k, r, c, j) = cur[r];
-    mem[r] += memDelta(cost(r, c), k);
-    order[r].push_back({kindOf(k), v.stage(r, c), j});
-    ++count[r][k][c];
-    if (k == KB)
+    mem[r] += cost(r, c).memoryDelta(k);
+    order[r].push_back({k, v.stage(r, c), j});
+    ++count[r][slot(k)][c];
+    if (k == Kind::B)
       pendingW[r].push_back(c);
     return true;
   }
@@ -187,16 +195,16 @@ struct State {
     if (pendingW[r].empty())
       return false;
     int c = pendingW[r].front();
-    if (!put(KW, r, c, idle))
+    if (!put(Kind::W, r, c, idle))
       return false;
     pendingW[r].pop_front();
     return true;
   }
   double nextWCost(int r) const {
-    return duration(v.cost[r][pendingW[r].front()], KW);
+    return v.cost[r][pendingW[r].front()].W;
   }
   bool allBackwardsPlaced(int r) const {
-    return count[r][KB][0] == v.m && count[r][KB][1] == v.m;
+    return count[r][slot(Kind::B)][0] == v.m && count[r][slot(Kind::B)][1] == v.m;
   }
 };
 
@@ -227,7 +235,7 @@ std::optional<GreedyResult> pacedGreedy(const VShape &v, bool fillB, bool fillF,
       worst = std::max(worst, maxApproved - (*approved)[r]);
     return worst - idle[r];
   };
-  auto put = [&](int k, int r, int c) { return s.put(k, r, c, &idle[r]); };
+  auto put = [&](Kind k, int r, int c) { return s.put(k, r, c, &idle[r]); };
   auto putW = [&](int r) { return s.putW(r, &idle[r]); };
 
   // Warm-up 1: microbatch 0 down chunk 0, then back up chunk 1 while each
@@ -235,21 +243,21 @@ std::optional<GreedyResult> pacedGreedy(const VShape &v, bool fillB, bool fillF,
   // the wait for chunk 1, keeping room for the chunk-1 microbatches still
   // to come back through it.
   for (int r = 0; r < p; ++r)
-    if (!put(KF, r, 0))
+    if (!put(Kind::F, r, 0))
       return std::nullopt;
   for (int r = p - 1; r >= 0; --r) {
     if (r < p - 1) {
-      double arrival = s.end(KF, r + 1, 1, 0) + v.comm;
+      double arrival = s.end(Kind::F, r + 1, 1, 0) + v.comm;
       double reserve =
           (2 + 2 * r) * std::max(s.cost(r, 0).memB, s.cost(r, 1).memB);
       bool stop = false;
       while (!stop && s.mem[r] + reserve <= s.tol &&
-             s.cur[r] + s.cost(r, 0).F <= arrival && s.n(KF, r, 0) < m - r) {
+             s.cur[r] + s.cost(r, 0).F <= arrival && s.n(Kind::F, r, 0) < m - r) {
         for (int q = 0; q <= r && !stop; ++q)
-          stop = s.n(KF, q, 0) < m && !put(KF, q, 0);
+          stop = s.n(Kind::F, q, 0) < m && !put(Kind::F, q, 0);
       }
     }
-    if (!put(KF, r, 1))
+    if (!put(Kind::F, r, 1))
       return std::nullopt;
   }
   // Warm-up 2: bring each rank's forwards level with the rank above it,
@@ -258,13 +266,13 @@ std::optional<GreedyResult> pacedGreedy(const VShape &v, bool fillB, bool fillF,
   int chunk = 0;
   for (int r = 1; r < p; ++r) {
     int stalls = 0;
-    auto total = [&](int q) { return s.n(KF, q, 0) + s.n(KF, q, 1); };
+    auto total = [&](int q) { return s.n(Kind::F, q, 0) + s.n(Kind::F, q, 1); };
     while (stalls < 2 &&
            (total(r) < total(r - 1) ||
-            (s.n(KF, r, 1) <= s.n(KF, r - 1, 1) && s.n(KF, r - 1, 1) < m))) {
+            (s.n(Kind::F, r, 1) <= s.n(Kind::F, r - 1, 1) && s.n(Kind::F, r - 1, 1) < m))) {
       bool any = false;
       for (int q = p - 1; q >= r; --q)
-        if (s.n(KF, q, chunk) < m && put(KF, q, chunk))
+        if (s.n(Kind::F, q, chunk) < m && put(Kind::F, q, chunk))
           any = true;
       stalls = any ? 0 : stalls + 1;
       chunk = 1 - chunk;
@@ -280,15 +288,15 @@ std::optional<GreedyResult> pacedGreedy(const VShape &v, bool fillB, bool fillF,
     if (budgeted && !s.pendingW[r].empty() && arrival - s.cur[r] > budget(r))
       putW(r);
   };
-  auto crossArrival = [&](int k, int r, int c) -> std::optional<double> {
-    auto d = k == KF ? v.forwardDep(r, c) : v.backwardDep(r, c);
+  auto crossArrival = [&](Kind k, int r, int c) -> std::optional<double> {
+    auto d = k == Kind::F ? v.forwardDep(r, c) : v.backwardDep(r, c);
     int j = s.n(k, r, c);
     if (!d || !d->cross || !s.placed(k, d->rank, d->chunk, j))
       return std::nullopt;
     return s.end(k, d->rank, d->chunk, j) + v.comm;
   };
   /// Frees memory with W's until `k` on chunk c fits.
-  auto makeRoom = [&](int r, int c, int k) {
+  auto makeRoom = [&](int r, int c, Kind k) {
     while (!s.fits(r, c, k))
       if (!putW(r))
         return false;
@@ -309,51 +317,51 @@ std::optional<GreedyResult> pacedGreedy(const VShape &v, bool fillB, bool fillF,
     for (int r = 0; r < p; ++r) {
       if (s.allBackwardsPlaced(r))
         continue;
-      int b0 = s.n(KB, r, 0), b1 = s.n(KB, r, 1);
+      int b0 = s.n(Kind::B, r, 0), b1 = s.n(Kind::B, r, 1);
       bool chunk0;
       if (b0 >= b1)
         chunk0 = false;
       else if (r == p - 1)
         chunk0 = true;
       else
-        chunk0 = s.placed(KB, r + 1, 0, b0) || b1 >= m;
+        chunk0 = s.placed(Kind::B, r + 1, 0, b0) || b1 >= m;
       (chunk0 ? up : down).push_back({r, chunk0 ? 0 : 1});
     }
     // Chunk-0 gradients flow to lower ranks, chunk-1 to higher ones.
     std::reverse(up.begin(), up.end());
     up.insert(up.end(), down.begin(), down.end());
     for (auto [r, c] : up) {
-      if (s.readyAt(KB, r, c) == kInf)
+      if (s.readyAt(Kind::B, r, c) == kInf)
         continue;
-      if (auto arrival = crossArrival(KB, r, c))
+      if (auto arrival = crossArrival(Kind::B, r, c))
         fillBefore(r, *arrival, c == 0 || fillB);
-      if (!makeRoom(r, c, KB))
+      if (!makeRoom(r, c, Kind::B))
         continue;
-      any |= put(KB, r, c);
+      any |= put(Kind::B, r, c);
     }
     for (int r = 0; r < p; ++r) {
-      int f0 = s.n(KF, r, 0), f1 = s.n(KF, r, 1);
+      int f0 = s.n(Kind::F, r, 0), f1 = s.n(Kind::F, r, 1);
       if (f1 >= m)
         continue;
       int c = -1;
       if (f1 >= f0)
         c = 0;
-      else if (r == p - 1 || s.placed(KF, r + 1, 1, f1))
+      else if (r == p - 1 || s.placed(Kind::F, r + 1, 1, f1))
         c = 1;
-      else if (f0 < m && (r == 0 || s.placed(KF, r - 1, 0, f0)))
+      else if (f0 < m && (r == 0 || s.placed(Kind::F, r - 1, 0, f0)))
         c = 0;
-      if (c < 0 || s.readyAt(KF, r, c) == kInf)
+      if (c < 0 || s.readyAt(Kind::F, r, c) == kInf)
         continue;
-      if (!makeRoom(r, c, KF))
+      if (!makeRoom(r, c, Kind::F))
         continue; // no W to free memory yet: try again next round
-      if (auto arrival = crossArrival(KF, r, c))
+      if (auto arrival = crossArrival(Kind::F, r, c))
         fillBefore(r, *arrival, fillF);
-      any |= put(KF, r, c);
+      any |= put(Kind::F, r, c);
     }
     stalls = any ? 0 : stalls + 1;
   }
   for (int r = 0; r < p; ++r) {
-    if (!s.allBackwardsPlaced(r) || s.n(KF, r, 0) < m || s.n(KF, r, 1) < m)
+    if (!s.allBackwardsPlaced(r) || s.n(Kind::F, r, 0) < m || s.n(Kind::F, r, 1) < m)
       return std::nullopt;
     while (!s.pendingW[r].empty())
       if (!putW(r))
@@ -401,29 +409,29 @@ listSchedule(const VShape &v, bool forwardFirst, double fill) {
   // Tries to run something on rank r at time t (s.cur[r] == t); returns
   // kInf-or-wake time if it cannot, or -1 after running an action.
   auto decide = [&](int r, double t) -> double {
-    auto ready = [&](int k, int c) {
+    auto ready = [&](Kind k, int c) {
       double at = s.readyAt(k, r, c);
       return at <= t;
     };
     auto tryB = [&]() {
       int best = -1;
       for (int c : {0, 1})
-        if (s.n(KB, r, c) < s.n(KF, r, c) && ready(KB, c) &&
-            (best < 0 || s.n(KB, r, c) < s.n(KB, r, best)))
+        if (s.n(Kind::B, r, c) < s.n(Kind::F, r, c) && ready(Kind::B, c) &&
+            (best < 0 || s.n(Kind::B, r, c) < s.n(Kind::B, r, best)))
           best = c;
       if (best < 0)
         return false;
-      if (!s.fits(r, best, KB))
+      if (!s.fits(r, best, Kind::B))
         return s.putW(r);
-      return s.put(KB, r, best);
+      return s.put(Kind::B, r, best);
     };
     auto tryF = [&]() {
       for (int c : {1, 0}) {
-        if (s.n(KF, r, c) >= m || !ready(KF, c))
+        if (s.n(Kind::F, r, c) >= m || !ready(Kind::F, c))
           continue;
         double need = s.cost(r, c).memB + (c == 0 ? reserve[r] : 0);
         if (s.mem[r] + need <= s.tol)
-          return s.put(KF, r, c);
+          return s.put(Kind::F, r, c);
         if (s.putW(r))
           return true;
       }
@@ -433,8 +441,8 @@ listSchedule(const VShape &v, bool forwardFirst, double fill) {
       return -1;
     double wake = kInf;
     for (int c : {0, 1}) {
-      for (int k : {KF, KB}) {
-        if (k == KB && s.n(KB, r, c) >= s.n(KF, r, c))
+      for (Kind k : {Kind::F, Kind::B}) {
+        if (k == Kind::B && s.n(Kind::B, r, c) >= s.n(Kind::F, r, c))
           continue;
         double at = s.readyAt(k, r, c);
         if (at > t)
@@ -572,21 +580,16 @@ double spanOf(const VShape &v, const std::vector<std::vector<Action>> &order) {
       while (next[r] < order[r].size()) {
         const Action &a = order[r][next[r]];
         double ready = freeAt[r];
-        auto need = [&](const std::vector<double> &done, int s) {
-          double end = done[size_t(s) * m + a.microbatch];
-          if (end < 0)
-            return false;
-          ready = std::max(ready, end + (rankOf(s) != r ? v.comm : 0));
-          return true;
-        };
         bool ok = true;
-        if (a.kind == Kind::F)
-          ok = a.stage == 0 || need(doneF, a.stage - 1);
-        else if (a.kind == Kind::W)
-          ok = need(doneB, a.stage);
-        else
-          ok = need(doneF, a.stage) &&
-               (a.stage == stages - 1 || need(doneB, a.stage + 1));
+        forEachDependence(a, stages, [&](const ProductRef &d) {
+          const std::vector<double> &done =
+              d.product == Product::Activation ? doneF : doneB;
+          double end = done[size_t(d.stage) * m + a.microbatch];
+          if (end < 0)
+            ok = false;
+          else
+            ready = std::max(ready, end + (rankOf(d.stage) != r ? v.comm : 0));
+        });
         if (!ok)
           break;
         const StageCost &c = v.cost[r][chunkOf(a.stage)];

@@ -4,9 +4,8 @@
 // turns each stage into a StageCost (FLOPs as time, activation bytes after F
 // and after B as M_B and M_W), the registry builds, verifies and simulates
 // the schedule, and the table becomes a zb.program whose ranks list their
-// zb.compute ops in order. Same-rank dependencies are `after` tokens:
-// F(s,j) after F(s-1,j), B/BW(s,j) after F(s,j) and the backward of stage
-// s+1, W(s,j) after B(s,j), whenever the producer runs on the same rank.
+// zb.compute ops in order. The dependences of Dependences.h whose producer
+// runs on the same rank become `after` tokens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +14,7 @@
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Support/Limits.h"
 
@@ -23,8 +23,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <tuple>
 
 #define DEBUG_TYPE "zb-schedule"
 
@@ -179,31 +177,23 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
   for (auto [rank, actions] : llvm::enumerate(built->table.ranks)) {
     auto rankOp = RankOp::create(b, loc, rank);
     OpBuilder rb = OpBuilder::atBlockEnd(&rankOp.getBody().emplaceBlock());
-    std::map<std::tuple<int, int, sched::Kind>, Value> done;
-    auto dep = [&](int s, int j, sched::Kind k, SmallVectorImpl<Value> &deps) {
-      auto it = done.find({s, j, k});
-      if (it != done.end())
-        deps.push_back(it->second);
+    // The token of each product made on this rank (Dependences.h); a
+    // product of another rank is zb-insert-p2p's to bring.
+    llvm::DenseMap<int64_t, Value> made;
+    int numStages = built->table.numStages();
+    auto index = [&](const sched::ProductRef &d) {
+      return sched::productIndex(d, numStages, built->table.microbatches);
     };
     for (const sched::Action &a : actions) {
       SmallVector<Value> deps;
+      sched::forEachDependence(a, numStages, [&](const sched::ProductRef &d) {
+        if (Value token = made.lookup(index(d)))
+          deps.push_back(token);
+      });
       int s = a.stage, j = a.microbatch;
-      switch (a.kind) {
-      case sched::Kind::F:
-        dep(s - 1, j, sched::Kind::F, deps);
-        break;
-      case sched::Kind::B:
-      case sched::Kind::BW:
-        dep(s, j, sched::Kind::F, deps);
-        dep(s + 1, j, sched::Kind::B, deps);
-        dep(s + 1, j, sched::Kind::BW, deps);
-        break;
-      case sched::Kind::W:
-        dep(s, j, sched::Kind::B, deps);
-        break;
-      }
       auto compute = ComputeOp::create(rb, loc, toComputeKind(a.kind), s, j, deps);
-      done[{s, j, a.kind}] = compute.getDone();
+      if (std::optional<sched::ProductRef> d = sched::productOf(a))
+        made[index(*d)] = compute.getDone();
     }
   }
   return success();

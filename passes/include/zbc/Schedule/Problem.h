@@ -16,14 +16,17 @@
 
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace zbc::sched {
 
-/// The work of one stage on one microbatch, or one part of it.
-enum class Kind { F, B, W, BW };
+/// The work of one stage on one microbatch, or one part of it: the one F/B/W
+/// kind of the schedule library (the IR's zb::ComputeKind converts at the
+/// edge, zbc/Analysis/ProgramTable.h).
+enum class Kind : uint8_t { F, B, W, BW };
 const char *kindName(Kind kind);
 
 /// Cost and memory of one stage (per microbatch). F is positive; B and W may

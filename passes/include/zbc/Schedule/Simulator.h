@@ -2,12 +2,9 @@
 //
 // Runs a ScheduleTable against a Problem's costs: every rank executes its
 // actions in order; an action starts once its rank is free and its
-// dependencies are done (plus `comm` when they ran on another rank):
-//   F(s, j)  after F(s-1, j)
-//   B(s, j)  after F(s, j) and the input gradient of stage s+1 for j
-//            (its B or BW; the last stage's after its own F)
-//   BW(s, j) likewise
-//   W(s, j)  after B(s, j)
+// dependencies are done (plus `comm` when they ran on another rank), by the
+// one rule of Dependences.h: F(s, j) after F(s-1, j); B or BW(s, j) after
+// F(s, j) and the input gradient of stage s+1; W(s, j) after B(s, j).
 // It reports the makespan (the longest rank's span, first start to last
 // end), the bubble rate (makespan - m * busiest rank's F+B+W per
 // microbatch) / makespan (the Zero Bubble paper's definition), per-rank peak

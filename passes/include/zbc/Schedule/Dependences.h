@@ -1,0 +1,98 @@
+//===- Dependences.h - what waits for what: the one rule ----------*- C++ -*-===//
+//
+// The dependence rule of every pipeline schedule, in one place, as CIRCT's
+// Scheduling/Problems.h keeps dependences first-class for both its
+// algorithms and verifyPrecedence(). The schedulers (zb-auto's evaluator and
+// ILP, zb-v), the simulator, zb-schedule's `after` tokens, zb-insert-p2p and
+// zb-verify-schedule all ask it, so none of them spells the rule again.
+//
+// Actions exchange two products per (stage, microbatch):
+//   Activation(s, j)  the forward output of stage s, made by F(s, j);
+//   InputGrad(s, j)   the gradient of stage s's input, made by B(s, j) or by
+//                     the fused BW(s, j), whichever the table has.
+// and wait for them:
+//   F(s, j)     needs Activation(s-1, j)                  (none for s = 0)
+//   B/BW(s, j)  needs Activation(s, j)   (its own F: the stash)
+//               and   InputGrad(s+1, j)                   (none for the last)
+//   W(s, j)     needs InputGrad(s, j)    (its B: what B hands W)
+// A product of another rank crosses the network (comm, a transfer); one of
+// the same rank is an `after` token. Plain C++: no IR, no allocation.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_DEPENDENCES_H
+#define ZBC_SCHEDULE_DEPENDENCES_H
+
+#include "zbc/Schedule/ScheduleTable.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace zbc::sched {
+
+enum class Product : uint8_t { Activation = 0, InputGrad = 1 };
+
+struct ProductRef {
+  Product product;
+  int stage;
+  int microbatch;
+  bool operator==(const ProductRef &o) const {
+    return product == o.product && stage == o.stage &&
+           microbatch == o.microbatch;
+  }
+};
+
+/// The product `kind` makes: F an activation, B and BW an input gradient,
+/// W none.
+inline std::optional<Product> productMadeBy(Kind kind) {
+  switch (kind) {
+  case Kind::F:
+    return Product::Activation;
+  case Kind::B:
+  case Kind::BW:
+    return Product::InputGrad;
+  case Kind::W:
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// The product action `a` makes, if any.
+inline std::optional<ProductRef> productOf(const Action &a) {
+  if (std::optional<Product> made = productMadeBy(a.kind))
+    return ProductRef{*made, a.stage, a.microbatch};
+  return std::nullopt;
+}
+
+/// Calls `fn(ProductRef)` for each product `a` needs, in a fixed order (at
+/// most two), on a pipeline of `numStages` stages.
+template <typename Fn>
+inline void forEachDependence(const Action &a, int numStages, Fn &&fn) {
+  switch (a.kind) {
+  case Kind::F:
+    if (a.stage > 0)
+      fn(ProductRef{Product::Activation, a.stage - 1, a.microbatch});
+    return;
+  case Kind::B:
+  case Kind::BW:
+    fn(ProductRef{Product::Activation, a.stage, a.microbatch});
+    if (a.stage + 1 < numStages)
+      fn(ProductRef{Product::InputGrad, a.stage + 1, a.microbatch});
+    return;
+  case Kind::W:
+    fn(ProductRef{Product::InputGrad, a.stage, a.microbatch});
+    return;
+  }
+}
+
+/// A dense index for a product of a pipeline with `numStages` stages and
+/// `microbatches` microbatches: [0, 2 * numStages * microbatches).
+inline int64_t productIndex(const ProductRef &d, int numStages,
+                            int microbatches) {
+  return (static_cast<int64_t>(d.product) * numStages + d.stage) *
+             microbatches +
+         d.microbatch;
+}
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_DEPENDENCES_H
