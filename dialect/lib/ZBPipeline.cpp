@@ -276,9 +276,12 @@ LogicalResult StageOp::verifyRegions() {
     if (std::optional<std::string> key = getLeafKey(&op)) {
       if (!kinds.empty())
         return op.emitOpError("must be declared before the stage's phases");
-      if (!declaredNames.insert(PhaseKey::parse(*key)->suffix).second)
+      std::optional<PhaseKey> parsed = PhaseKey::parse(*key);
+      if (!parsed) // the only way a leaf's key fails to parse
+        return op.emitOpError("needs a non-empty name");
+      if (!declaredNames.insert(parsed->suffix).second)
         return op.emitOpError("declares the name '")
-               << PhaseKey::parse(*key)->suffix << "' twice";
+               << parsed->suffix << "' twice";
       declared[*key] = &op;
       continue;
     }

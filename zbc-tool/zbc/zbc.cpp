@@ -10,11 +10,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Numbers.h"
 #include "Options.h"
 #include "SplitReport.h"
 #include "Summary.h"
 
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Support/IRNesting.h"
+#include "zbc/Support/Limits.h"
 #include "zbc/Passes/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -56,6 +59,9 @@ static OwningOpRef<ModuleOp> parseFile(StringRef path, MLIRContext &context,
     llvm::errs() << "zbc: error: " << error << "\n";
     return {};
   }
+  // MLIR's parser recurses per bracket: refuse absurd nesting first.
+  if (failed(zbc::checkIRNesting(*file, path)))
+    return {};
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }
@@ -117,11 +123,11 @@ static cl::opt<std::string> splitInput(cl::Positional, cl::Required,
                                        cl::desc("<model.mlir>"),
                                        cl::sub(splitCommand),
                                        cl::cat(zbcCategory));
-static cl::opt<int64_t> splitStages(
+static cl::opt<std::string> splitStages(
     "stages",
     cl::desc("Stages for a model without zb.cut ops (default: keep the "
              "model's cuts)"),
-    cl::init(0), cl::sub(splitCommand), cl::cat(zbcCategory));
+    cl::value_desc("N"), cl::sub(splitCommand), cl::cat(zbcCategory));
 static cl::opt<std::string> splitOutput("o",
                                         cl::desc("Also write the split IR here"),
                                         cl::value_desc("file"),
@@ -129,10 +135,15 @@ static cl::opt<std::string> splitOutput("o",
                                         cl::cat(zbcCategory));
 
 static int runSplit() {
-  if (splitStages < 0) {
-    llvm::errs() << "zbc: error: --stages must be 0 or more, got "
-                 << splitStages << "\n";
-    return 1;
+  int64_t stages = 0;
+  if (splitStages.getNumOccurrences()) {
+    llvm::Expected<int64_t> n = zbc::parseInteger(
+        "--stages", splitStages, 0, zbc::limits::kMaxStages);
+    if (!n) {
+      llvm::errs() << "zbc: error: " << llvm::toString(n.takeError()) << "\n";
+      return 1;
+    }
+    stages = *n;
   }
   MLIRContext context;
   setUpContext(context);
@@ -147,7 +158,7 @@ static int runSplit() {
   }
   PassManager pm(&context);
   zbc::BackwardPipelineOptions options;
-  options.stages = splitStages;
+  options.stages = stages;
   zbc::buildBackwardPipeline(pm, options);
   if (failed(pm.run(*module)))
     return 1;
@@ -183,9 +194,26 @@ int main(int argc, char **argv) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
   });
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "zbc: compile, check and simulate pipeline-parallel training schedules\n");
+  // llvm::cl's messages name the option but not that they are errors; make
+  // them read as every other zbc error ("zbc: error: ...", exit 1).
+  std::string clErrors;
+  llvm::raw_string_ostream clStream(clErrors);
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "zbc: compile, check and simulate pipeline-parallel training "
+          "schedules\n",
+          &clStream)) {
+    SmallVector<StringRef> lines;
+    StringRef(clErrors).split(lines, '\n', -1, /*KeepEmpty=*/false);
+    for (StringRef line : lines) {
+      line = line.trim();
+      line.consume_front("zbc: ");
+      llvm::errs() << (line.starts_with("Did you mean") ? "zbc: note: "
+                                                        : "zbc: error: ")
+                   << line << "\n";
+    }
+    return 1;
+  }
 
   if (checkCommand)
     return runCheck();

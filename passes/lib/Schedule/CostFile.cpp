@@ -9,6 +9,7 @@
 #include "Support.h"
 
 #include "zbc/Support/Limits.h"
+#include "zbc/Support/NestingDepth.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -22,34 +23,12 @@ namespace json = llvm::json;
 
 llvm::Error zbc::sched::checkJSONDepth(llvm::StringRef text,
                                        llvm::StringRef name, int maxDepth) {
-  int depth = 0, line = 1, column = 0;
-  bool inString = false, escaped = false;
-  for (char c : text) {
-    ++column;
-    if (c == '\n') {
-      ++line;
-      column = 0;
-    }
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > maxDepth)
-        return fail(name + ":" + llvm::Twine(line) + ":" + llvm::Twine(column) +
-                    ": JSON nested deeper than " + llvm::Twine(maxDepth) +
-                    " levels");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
+  if (std::optional<TextPosition> at = findExcessNesting(
+          std::string_view(text.data(), text.size()), maxDepth,
+          NestingSyntax::JSON))
+    return fail(name + ":" + llvm::Twine(at->line) + ":" +
+                llvm::Twine(at->column) + ": JSON nested deeper than " +
+                llvm::Twine(maxDepth) + " levels");
   return llvm::Error::success();
 }
 

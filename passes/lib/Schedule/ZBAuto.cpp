@@ -349,7 +349,9 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
     readyF = readyAt(Kind::F, f);
   if (b < f)
     readyB = readyAt(Kind::B, b);
-  bool fReady = readyF <= now + eps, bReady = readyB <= now + eps;
+  // Not ready is kInf, and stays not ready even when `now` overflows.
+  bool fReady = readyF < kInf && readyF <= now + eps;
+  bool bReady = readyB < kInf && readyB <= now + eps;
   // Not starting anything now: sleep until an input we know of arrives, or
   // until a neighbour's commit wakes us.
   auto wait = [&] {

@@ -3494,3 +3494,17 @@ zb.pipeline @phase_zero_dim {
     }
   }
 }
+
+// -----
+
+// Tests that a stage's declaration needs a non-empty name too (its key,
+// "param.", would name nothing).
+zb.pipeline @p {
+  zb.stage 0 {
+    // expected-error @+1 {{'zb.param' op needs a non-empty name}}
+    %w = zb.param "" init zeros : tensor<4xf32>
+    zb.phase F() {
+      zb.yield
+    }
+  }
+}

@@ -38,8 +38,11 @@ constexpr int64_t kMaxStageMicrobatches = int64_t(1) << 21;
 constexpr double kMaxAmount = 1e30;
 /// Bytes of one tensor.
 constexpr int64_t kMaxTensorBytes = int64_t(1) << 50;
-/// Nesting depth of a JSON document (a cost file needs 2).
+/// Nesting depth of a JSON document (a cost file needs 2) and of IR text
+/// (brackets of every kind; zb models need about 8). Both parsers recurse
+/// per level (NestingDepth.h).
 constexpr int kMaxJSONDepth = 64;
+constexpr int kMaxIRDepth = 256;
 /// Seconds for a solver's time budget (`--exact`): one day.
 constexpr double kMaxSolverSeconds = 86400;
 
