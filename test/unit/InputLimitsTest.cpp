@@ -36,14 +36,14 @@ TEST(Limits, CheckedArithmetic) {
 }
 
 TEST(Limits, ProblemSizesAtTheirCeilings) {
-  const int64_t max = limits::kMaxRanks;
-  EXPECT_EQ(errorOf(checkProblemSize(max, 1, 2)), "");
-  EXPECT_EQ(errorOf(checkProblemSize(max + 1, 1, 1)),
-            "ranks must be in [1, 1048576], got 1048577");
+  const int64_t maxRanks = limits::kMaxRanks;
+  EXPECT_EQ(errorOf(checkProblemSize(maxRanks, 2, 256)), "");
+  EXPECT_EQ(errorOf(checkProblemSize(maxRanks + 1, 1, 1)),
+            "ranks must be in [1, 4096], got 4097");
   EXPECT_EQ(errorOf(checkProblemSize(1, 1, 0)),
             "microbatches must be in [1, 1048576], got 0");
-  EXPECT_EQ(errorOf(checkProblemSize(1024, 1024, 1)), "");
-  EXPECT_NE(errorOf(checkProblemSize(1024, 1025, 1)).find("at most 1048576"),
+  EXPECT_EQ(errorOf(checkProblemSize(1, 1, limits::kMaxMicrobatches)), "");
+  EXPECT_NE(errorOf(checkProblemSize(4096, 3, 1)).find("at most 8192"),
             std::string::npos);
   EXPECT_EQ(errorOf(checkProblemSize(1024, 1, 2048)), "");
   EXPECT_NE(errorOf(checkProblemSize(1024, 1, 2049)).find("at most 2097152"),
@@ -87,9 +87,9 @@ TEST(CostFile, WrongTypesNameKeyFoundAndExpected) {
     return errorOf(parseCostFile(text, "c.json"));
   };
   EXPECT_EQ(error(R"({"ranks": true})"),
-            "c.json: 'ranks' must be an integer in [1, 1048576], got a boolean");
+            "c.json: 'ranks' must be an integer in [1, 4096], got a boolean");
   EXPECT_EQ(error(R"({"virtual": 0})"),
-            "c.json: 'virtual' must be an integer in [1, 1048576], got 0");
+            "c.json: 'virtual' must be an integer in [1, 8192], got 0");
   EXPECT_EQ(error(R"({"microbatches": 1e30})"),
             "c.json: 'microbatches' must be an integer in [1, 1048576], got 1e+30");
   EXPECT_EQ(error(R"({"comm": {"a": 1}})"),

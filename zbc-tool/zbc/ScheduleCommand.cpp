@@ -53,7 +53,7 @@ cl::opt<bool> listSchedules("list", cl::desc("List the registered schedules"),
                             cl::sub(scheduleCommand), cl::cat(zbcCategory));
 // Numbers are read as text and parsed strictly (Numbers.h), so that a bad
 // value is an error naming the option and the range accepted.
-cl::opt<std::string> ranksOpt("ranks", cl::desc("Pipeline ranks p (1 to 2^20)"),
+cl::opt<std::string> ranksOpt("ranks", cl::desc("Pipeline ranks p (1 to 4096)"),
                               cl::value_desc("P"), cl::sub(scheduleCommand),
                               cl::cat(zbcCategory));
 cl::opt<std::string> microbatchesOpt(

@@ -210,7 +210,10 @@ runPipelineStep(zb::PipelineOp pipeline,
     for (size_t k = numStages; k-- > 0;) {
       if (k + 1 < numStages)
         passAlong(envs[k + 1], zb::KeyKind::DIn, envs[k], "d_out");
-      for (zb::PhaseOp phase : llvm::drop_begin(stages[k].getPhases()))
+      // getPhases() returns a vector by value: keep it alive for the loop
+      // (drop_begin of a temporary dangles; ASan found it).
+      SmallVector<zb::PhaseOp> phases = stages[k].getPhases();
+      for (zb::PhaseOp phase : llvm::drop_begin(phases))
         if (failed(runVerifiedPhase(phase, envs[k], precision, context(k))))
           return failure();
       for (const auto &[key, tensor] : envs[k]) {

@@ -79,7 +79,7 @@ llvm::Error zbc::sched::checkProblemSize(int64_t ranks, int64_t virtualStages,
     return e;
   if (llvm::Error e = range("microbatches", microbatches, kMaxMicrobatches))
     return e;
-  // Both factors are at most 2^20 here, so the products fit in int64.
+  // Every factor is within its ceiling here, so the products fit in int64.
   int64_t stages = ranks * virtualStages;
   if (stages > kMaxStages)
     return fail("ranks x virtual stages = " + llvm::Twine(stages) +

@@ -7,10 +7,13 @@
 //
 // Why these numbers: every schedule, the simulator and the IR hold all
 // actions of a step at once (up to three per (stage, microbatch) pair). At
-// 2^21 pairs a schedule builds in seconds and about a gigabyte; far beyond
-// any pipeline anyone runs (p = 64, m = 1024 is 2^16 pairs). Ranks, stages
-// and microbatches are each capped at 2^20 so that products of two of them
-// in int64 never overflow and every index fits in `int`. Amounts (times,
+// 2^21 pairs a schedule builds in at most about 25 s (zb-v; most in a few)
+// and a gigabyte; far beyond any pipeline anyone runs (p = 64, m = 1024 is
+// 2^16 pairs). Some builders are quadratic in the number of ranks (zb-v and
+// dualpipe-v warm up rank by rank, zb-auto's bound sums over the ranks
+// below each rank), so ranks stop at 2^12 and stages at 2^13, where the
+// worst of them still takes seconds; microbatches may go to 2^20. Every
+// product of two ceilings fits int64 and every index fits `int`. Amounts (times,
 // costs, memory) are capped at 1e30 so that sums over all actions of a step
 // stay finite in double. Tensors are capped at 2^50 bytes (1 PiB), so sums
 // of tensor sizes in int64 bytes never overflow either.
@@ -27,9 +30,9 @@
 namespace zbc::limits {
 
 /// Pipeline ranks p.
-constexpr int64_t kMaxRanks = int64_t(1) << 20;
+constexpr int64_t kMaxRanks = int64_t(1) << 12;
 /// Pipeline stages (ranks x virtual stages per rank).
-constexpr int64_t kMaxStages = int64_t(1) << 20;
+constexpr int64_t kMaxStages = int64_t(1) << 13;
 /// Microbatches per training step m.
 constexpr int64_t kMaxMicrobatches = int64_t(1) << 20;
 /// (stage, microbatch) pairs per step: stages x microbatches.

@@ -7,7 +7,8 @@
 //    "M_B": 1, "M_W": 0.5}
 //
 // Every key is optional; an unknown key is an error. `ranks`, `microbatches`
-// and `virtual` are integers in [1, 2^20]; `comm` and `mem_limit` (0: none)
+// and `virtual` are integers in [1, 2^12], [1, 2^20] and [1, 2^13]
+// (zbc/Support/Limits.h); `comm` and `mem_limit` (0: none)
 // numbers in [0, 1e30]; `F`, `B`, `W`, `M_B` and `M_W` one number (every
 // stage) or a list with one per stage. A field of the wrong type is an error
 // naming the key, the type found and the type expected; the document may nest
