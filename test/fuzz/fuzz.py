@@ -722,43 +722,62 @@ LLVM_CL_MESSAGE = re.compile(
 SIGNAL_NAMES = {s.value: s.name for s in signal.Signals}
 
 
+def function_name(frame):
+    """'ns::f' from 'ns::f<T>(int) const (/lib/x.so+0x12)' or 'in ns::f(int) file.cpp:3'."""
+    frame = re.sub(r"^in\s+", "", frame).replace("(anonymous namespace)", "{anonymous}")
+    frame = re.sub(r"\s+(\(/|/|\.\.?/)\S*$", "", frame)  # (module+offset), file:line
+    frame = re.sub(r"\s+[\w.+-]+:\d+(:\d+)?$", "", frame)  # Verifier.cpp.o:0:0
+    depth, name = 0, ""
+    for c in frame:  # drop template arguments and parameter lists
+        if c in "<(":
+            depth += 1
+        elif c in ">)":
+            depth -= 1
+        elif depth == 0:
+            name += c
+    name = re.sub(r"\s+const$", "", name.strip())
+    return "" if name.startswith("0x") else name[:100]
+
+
 def recursion(stderr):
-    """'stack overflow, recursion in X' when one frame fills the trace."""
-    counts = {}
+    """'stack overflow, recursion in F' when one frame fills the trace."""
+    counts, names = {}, {}
     for line in stderr.splitlines():
         m = re.match(r"\s*#\d+\s+0x[0-9a-f]+\s+(.*)$", line)
         if m:
             where = re.search(r"\(([^()\s]*\+0x[0-9a-f]+)\)\s*$", m.group(1))
             key = where.group(1).rsplit("/", 1)[-1] if where else m.group(1)
             counts[key] = counts.get(key, 0) + 1
+            names[key] = names.get(key) or function_name(m.group(1))
     if not counts:
         return ""
     key, n = max(counts.items(), key=lambda kv: kv[1])
-    return f"stack overflow, recursion in {key[:100]}" if n >= 16 else ""
+    return f"stack overflow, recursion in {names[key] or key[:100]}" if n >= 16 else ""
 
 
 def top_frame(stderr):
     """The first stack frame below the signal handler, and the first of zbc's
-    own below that: 'mlir::FloatType::getWidth < zbc::zb::verifyTensorSize'."""
-    frames = []
+    own below that: 'mlir::FloatType::getWidth < zbc::zb::verifyTensorSize'.
+    Without symbols (a corrupted heap stops the symbolizer): 'zbc+0x1234'."""
+    frames, own, raw = [], None, None
     for line in stderr.splitlines():
-        m = re.match(r"\s*#\d+\s+0x[0-9a-f]+\s+(?:in\s+)?(.*)$", line)
-        if not m or HANDLER_FRAME.search(line):
+        m = re.match(r"\s*#\d+\s+0x[0-9a-f]+\s+(.*)$", line)
+        if not m:
             continue
-        frame = re.sub(r"\s+(\(/|/)\S*$", "", m.group(1))  # (module+offset), file:line
-        depth = 0
-        name = ""
-        for c in frame:  # drop template arguments and parameter lists
-            if c in "<(":
-                depth += 1
-            elif c in ">)":
-                depth -= 1
-            elif depth == 0:
-                name += c
-        frames.append(name.strip()[:100])
+        place = re.search(r"\(([^()\s]*\+0x[0-9a-f]+)\)\s*$", line)
+        if (raw is None and place and not re.search(r"/lib(c|LLVM|stdc\+\+|asan|ubsan)[.-]", line)
+                and "__interceptor" not in line):
+            raw = place.group(1).rsplit("/", 1)[-1]
+        if HANDLER_FRAME.search(line):
+            continue
+        name = function_name(m.group(1))
+        if not name:
+            continue
+        frames.append(name)
+        if own is None and ("zbc::" in name or re.search(r"/(dialect|passes|zbc-tool)/", line)):
+            own = name
     if not frames:
-        return ""
-    own = next((f for f in frames if f.startswith(("zbc::", "(anonymous namespace)"))), None)
+        return raw or ""
     return frames[0] if own in (None, frames[0]) else f"{frames[0]} < {own}"
 
 
@@ -797,14 +816,17 @@ def judge(case, rc, stderr, timed_out, timeout):
             # summary's first frame (often the signal handler's syscall).
             return ("sanitizer", f"{words[0]} {words[1]}: "
                     + (recursion(stderr) or top_frame(stderr) or "no stack"))
-        detail = re.sub(r"(\S*/)+", "", sanitizer.group(1))    # directories
-        detail = re.sub(r"\(.*\)$", "", detail)               # parameters
+        detail = sanitizer.group(1).replace("(anonymous namespace)", "{anonymous}")
+        detail = re.sub(r"\s*\([^()\s]*\+0x[0-9a-f]+\)", "", detail)  # (module+offset)
+        detail = re.sub(r"(\S*/)+", "", detail)                       # directories
+        detail = re.sub(r"\(.*\)( const)?\s*$", "", detail)          # parameters
         return ("sanitizer", detail[:200])
     if rc < 0 or rc >= 128:
         sig = -rc if rc < 0 else rc - 128
         kind = "abort" if sig == signal.SIGABRT else f"signal {SIGNAL_NAMES.get(sig, sig)}"
         why = next((re.sub(r"\d+", "N", l.strip())[:160] for l in stderr.splitlines()
-                    if "LLVM ERROR" in l or "terminate called" in l or "Assertion" in l), "")
+                    if re.search(r"LLVM ERROR|terminate called|Assertion|double free|corrupted|"
+                                 r"free\(\)|malloc\(\)|munmap_chunk|stack smashing", l)), "")
         where = recursion(stderr) or top_frame(stderr)
         return (kind, " | ".join(x for x in (why, where) if x) or "no stack")
     marker = next((m for m in CRASH_MARKERS if m in stderr), None)
@@ -928,9 +950,11 @@ class Report:
             old.unlink()
         tail = [l for l in stderr.splitlines() if l.strip()][:12]
         with open(self.crash_dir / f"{name}.cmd", "w", encoding="utf-8") as f:
+            signature = "".join(c if c.isprintable() else "?" for c in signature)
             f.write(f"# {signature}\n# rc {rc}{' (timed out)' if timed_out else ''}; seed input: {case.origin}\n")
             for line in tail:
-                f.write(f"# | {line[:200]}\n")
+                line = "".join(c if c.isprintable() else "?" for c in line[:200])
+                f.write(f"# | {line}\n")
             f.write(display_command(case) + "\n")
         if case.data is not None:
             (self.crash_dir / f"{name}{case.suffix}").write_bytes(case.data.encode("latin-1"))
