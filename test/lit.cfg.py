@@ -11,7 +11,8 @@ from lit.llvm.subst import ToolSubst
 config.name = "ZBC"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+# fuzz/ holds fuzzer seeds and reproducers (run by fuzz.py under ctest), not lit tests.
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "fuzz"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.zbc_obj_root, "test")
 
