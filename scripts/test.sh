@@ -21,10 +21,8 @@ source "$(dirname "$0")/setup.sh"
 
 speed_tests='^(Simulator\.LargeScheduleIsFast|VScheduleTiming\.LargeBuildsAreFast)$'
 # Tests that fail under the sanitizers because of a reported product bug,
-# skipped there until it is fixed; delete the pattern with the fix.
-#   dialect/lib/Interpreter/Interpreter.cpp:213: stack-use-after-scope (a
-#   range-for over llvm::drop_begin of the temporary StageOp::getPhases()).
-known_sanitizer_failures='^(Interpreter\.Pipeline|GradientCheckGPT\.|Ops/GradientCheck\.)'
+# skipped there until it is fixed; delete the pattern with the fix. None now.
+known_sanitizer_failures=''
 
 zbc_setup
 status=0

@@ -1,0 +1,15 @@
+# zbc cost: abort: terminate called after throwing an instance of 'std::length_error' | std::_Function_handler::_M_invoke < zbc::sched::buildSchedule
+# rc -6; seed input: test/fuzz/corpus/cost/unit-p4-m8.json
+# | terminate called after throwing an instance of 'std::length_error'
+# |   what():  vector::reserve
+# | PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/ and include the crash backtrace and instructions to reproduce the bug.
+# | Stack dump:
+# | 0.?Program arguments: /work/wt-fuzz/build/bin/zbc schedule --cost-file /tmp/zbc-fuzz-bzcd0hrp/worker2/input.json
+# |  #0 0x00007f64110b8786 llvm::sys::PrintStackTrace(llvm::raw_ostream&, int) (/usr/lib/llvm-22/lib/libLLVM.so.22.1+0x4eb8786)
+# |  #1 0x00007f64110b5fd3 llvm::sys::RunSignalHandlers() (/usr/lib/llvm-22/lib/libLLVM.so.22.1+0x4eb5fd3)
+# |  #2 0x00007f64110b94f4 (/usr/lib/llvm-22/lib/libLLVM.so.22.1+0x4eb94f4)
+# |  #3 0x00007f640c05a050 (/lib/x86_64-linux-gnu/libc.so.6+0x3c050)
+# |  #4 0x00007f640c0a8eec __pthread_kill_implementation ./nptl/./nptl/pthread_kill.c:44:76
+# |  #5 0x00007f640c059fb2 raise ./signal/../sysdeps/posix/raise.c:27:6
+# |  #6 0x00007f640c044472 abort ./stdlib/./stdlib/abort.c:81:7
+zbc schedule --cost-file @INPUT@

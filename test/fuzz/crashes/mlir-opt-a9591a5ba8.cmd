@@ -1,0 +1,15 @@
+# zbc-opt mlir-opt: signal SIGSEGV: mlir::FloatType::getWidth < zbc::zb::verifyTensorSize
+# rc -11; seed input: test/Dialect/ZB/invalid.mlir#128
+# | PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/ and include the crash backtrace and instructions to reproduce the bug.
+# | Stack dump:
+# | 0.?Program arguments: /work/wt-fuzz/build/bin/zbc-opt /tmp/zbc-fuzz-bzcd0hrp/worker1/input.mlir
+# |  #0 0x00007f1d4a2b8786 llvm::sys::PrintStackTrace(llvm::raw_ostream&, int) (/usr/lib/llvm-22/lib/libLLVM.so.22.1+0x4eb8786)
+# |  #1 0x00007f1d4a2b5fd3 llvm::sys::RunSignalHandlers() (/usr/lib/llvm-22/lib/libLLVM.so.22.1+0x4eb5fd3)
+# |  #2 0x00007f1d4a2b94f4 (/usr/lib/llvm-22/lib/libLLVM.so.22.1+0x4eb94f4)
+# |  #3 0x00007f1d44e5a050 (/lib/x86_64-linux-gnu/libc.so.6+0x3c050)
+# |  #4 0x000055d0015faaf8 mlir::FloatType::getWidth() (/work/wt-fuzz/build/bin/zbc-opt+0x32faf8)
+# |  #5 0x000055d001634980 mlir::Type::getIntOrFloatBitWidth() const (/work/wt-fuzz/build/bin/zbc-opt+0x369980)
+# |  #6 0x000055d00133772e zbc::zb::verifyTensorSize(mlir::Operation*, mlir::RankedTensorType, llvm::StringRef) (/work/wt-fuzz/build/bin/zbc-opt+0x6c72e)
+# |  #7 0x000055d001359e75 zbc::zb::PhaseOp::verify() (/work/wt-fuzz/build/bin/zbc-opt+0x8ee75)
+# |  #8 0x000055d001327107 mlir::Op<zbc::zb::PhaseOp, mlir::OpTrait::OneRegion, mlir::OpTrait::ZeroResults, mlir::OpTrait::ZeroSuccessors, mlir::OpTrait::ZeroOperands, mlir::OpTrait::HasParent<zbc::zb::St
+zbc-opt @INPUT@
