@@ -9,38 +9,38 @@
 zb.program @mlp_1f1b microbatches(4) placement [0, 1] {
   zb.rank 0 {
     %F0_0 = zb.compute F stage 0 mb 0
-    %act0 = zb.send act stage 0 mb 0 to 1 after(%F0_0)
+    %act0 = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<8x64xf32> after(%F0_0)
     %F0_1 = zb.compute F stage 0 mb 1
-    %act1 = zb.send act stage 0 mb 1 to 1 after(%F0_1)
-    %grad0 = zb.recv grad stage 1 mb 0 from 1
+    %act1 = zb.send act stage 0 mb 1 to 1 "out.0" : tensor<8x64xf32> after(%F0_1)
+    %grad0 = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<8x64xf32>
     %BW0_0 = zb.compute BW stage 0 mb 0 after(%F0_0, %grad0)
     %F0_2 = zb.compute F stage 0 mb 2
-    %act2 = zb.send act stage 0 mb 2 to 1 after(%F0_2)
-    %grad1 = zb.recv grad stage 1 mb 1 from 1
+    %act2 = zb.send act stage 0 mb 2 to 1 "out.0" : tensor<8x64xf32> after(%F0_2)
+    %grad1 = zb.recv grad stage 1 mb 1 from 1 "d_in.0" : tensor<8x64xf32>
     %BW0_1 = zb.compute BW stage 0 mb 1 after(%F0_1, %grad1)
     %F0_3 = zb.compute F stage 0 mb 3
-    %act3 = zb.send act stage 0 mb 3 to 1 after(%F0_3)
-    %grad2 = zb.recv grad stage 1 mb 2 from 1
+    %act3 = zb.send act stage 0 mb 3 to 1 "out.0" : tensor<8x64xf32> after(%F0_3)
+    %grad2 = zb.recv grad stage 1 mb 2 from 1 "d_in.0" : tensor<8x64xf32>
     %BW0_2 = zb.compute BW stage 0 mb 2 after(%F0_2, %grad2)
-    %grad3 = zb.recv grad stage 1 mb 3 from 1
+    %grad3 = zb.recv grad stage 1 mb 3 from 1 "d_in.0" : tensor<8x64xf32>
     %BW0_3 = zb.compute BW stage 0 mb 3 after(%F0_3, %grad3)
   }
   zb.rank 1 {
-    %act0 = zb.recv act stage 0 mb 0 from 0
+    %act0 = zb.recv act stage 0 mb 0 from 0 "out.0" : tensor<8x64xf32>
     %F1_0 = zb.compute F stage 1 mb 0 after(%act0)
     %BW1_0 = zb.compute BW stage 1 mb 0 after(%F1_0)
-    %grad0 = zb.send grad stage 1 mb 0 to 0 after(%BW1_0)
-    %act1 = zb.recv act stage 0 mb 1 from 0
+    %grad0 = zb.send grad stage 1 mb 0 to 0 "d_in.0" : tensor<8x64xf32> after(%BW1_0)
+    %act1 = zb.recv act stage 0 mb 1 from 0 "out.0" : tensor<8x64xf32>
     %F1_1 = zb.compute F stage 1 mb 1 after(%act1)
     %BW1_1 = zb.compute BW stage 1 mb 1 after(%F1_1)
-    %grad1 = zb.send grad stage 1 mb 1 to 0 after(%BW1_1)
-    %act2 = zb.recv act stage 0 mb 2 from 0
+    %grad1 = zb.send grad stage 1 mb 1 to 0 "d_in.0" : tensor<8x64xf32> after(%BW1_1)
+    %act2 = zb.recv act stage 0 mb 2 from 0 "out.0" : tensor<8x64xf32>
     %F1_2 = zb.compute F stage 1 mb 2 after(%act2)
     %BW1_2 = zb.compute BW stage 1 mb 2 after(%F1_2)
-    %grad2 = zb.send grad stage 1 mb 2 to 0 after(%BW1_2)
-    %act3 = zb.recv act stage 0 mb 3 from 0
+    %grad2 = zb.send grad stage 1 mb 2 to 0 "d_in.0" : tensor<8x64xf32> after(%BW1_2)
+    %act3 = zb.recv act stage 0 mb 3 from 0 "out.0" : tensor<8x64xf32>
     %F1_3 = zb.compute F stage 1 mb 3 after(%act3)
     %BW1_3 = zb.compute BW stage 1 mb 3 after(%F1_3)
-    %grad3 = zb.send grad stage 1 mb 3 to 0 after(%BW1_3)
+    %grad3 = zb.send grad stage 1 mb 3 to 0 "d_in.0" : tensor<8x64xf32> after(%BW1_3)
   }
 }

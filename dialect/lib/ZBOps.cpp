@@ -13,6 +13,7 @@
 #include "zbc/Dialect/ZB/ZBOps.h"
 
 #include "VerifyUtils.h"
+#include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Support/Limits.h"
 
 #include "mlir/IR/OpImplementation.h"
@@ -333,6 +334,26 @@ LogicalResult RankOp::verifyRegions() {
     diag.attachNote(it->second->getLoc()) << "first done here";
     return diag;
   };
+  // A transfer is one message: (direction and payload, key) per stage and
+  // microbatch.
+  llvm::StringMap<std::string> spelled; // keeps the claimed names alive
+  auto claimTransfer = [&](Operation *op) -> LogicalResult {
+    bool send = isa<SendOp>(op);
+    auto [payload, stage, mb, key] =
+        send ? std::make_tuple(cast<SendOp>(op).getPayload(),
+                               int64_t(cast<SendOp>(op).getStage()),
+                               int64_t(cast<SendOp>(op).getMicrobatch()),
+                               cast<SendOp>(op).getKey())
+             : std::make_tuple(cast<RecvOp>(op).getPayload(),
+                               int64_t(cast<RecvOp>(op).getStage()),
+                               int64_t(cast<RecvOp>(op).getMicrobatch()),
+                               cast<RecvOp>(op).getKey());
+    std::string what = std::string(send ? "send " : "recv ") +
+                       (payload == Payload::Act ? "act" : "grad") + " '" +
+                       key.str() + "'";
+    StringRef name = spelled.try_emplace(what, what).first->second;
+    return claim(op, name, stage, mb);
+  };
   for (Operation &op : getBody().front()) {
     if (auto compute = dyn_cast<ComputeOp>(op)) {
       int64_t stage = compute.getStage(), mb = compute.getMicrobatch();
@@ -345,17 +366,17 @@ LogicalResult RankOp::verifyRegions() {
       for (StringRef part : parts)
         if (failed(claim(&op, part, stage, mb)))
           return failure();
-    } else if (auto send = dyn_cast<SendOp>(op)) {
-      StringRef what = send.getPayload() == Payload::Act ? "send act" : "send grad";
-      if (failed(claim(&op, what, send.getStage(), send.getMicrobatch())))
+    } else if (isa<SendOp, RecvOp>(op)) {
+      if (failed(claimTransfer(&op)))
         return failure();
-    } else if (auto recv = dyn_cast<RecvOp>(op)) {
-      StringRef what = recv.getPayload() == Payload::Act ? "recv act" : "recv grad";
-      if (failed(claim(&op, what, recv.getStage(), recv.getMicrobatch())))
-        return failure();
+    } else if (auto group = dyn_cast<GroupOp>(op)) {
+      for (Operation &member : group.getBody().front())
+        if (isa<SendOp, RecvOp>(member) && failed(claimTransfer(&member)))
+          return failure();
     } else {
       return op.emitOpError("cannot appear in a 'zb.rank'; it holds only "
-                            "'zb.compute', 'zb.send' and 'zb.recv'");
+                            "'zb.compute', 'zb.send', 'zb.recv' and "
+                            "'zb.group'");
     }
   }
   return success();
@@ -376,8 +397,19 @@ static LogicalResult verifyStageAndMicrobatch(Operation *op, ProgramOp program,
 }
 
 RankOp ComputeOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
-RankOp SendOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
-RankOp RecvOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+RankOp GroupOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+
+/// The rank of a transfer: its parent, or its group's.
+static RankOp rankOfTransfer(Operation *op) {
+  Operation *parent = op->getParentOp();
+  if (auto group = dyn_cast<GroupOp>(parent))
+    parent = group->getParentOp();
+  return cast<RankOp>(parent);
+}
+RankOp SendOp::getRankOp() { return rankOfTransfer(*this); }
+RankOp RecvOp::getRankOp() { return rankOfTransfer(*this); }
+GroupOp SendOp::getGroupOp() { return dyn_cast<GroupOp>((*this)->getParentOp()); }
+GroupOp RecvOp::getGroupOp() { return dyn_cast<GroupOp>((*this)->getParentOp()); }
 
 void ComputeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   // e.g. %F0_3 for the forward of stage 0 on microbatch 3.
@@ -404,8 +436,23 @@ LogicalResult ComputeOp::verify() {
 /// holds `stage` and the rank that holds its neighbour (downstream for
 /// activations, upstream for gradients). `isSend` says which end `op` is.
 static LogicalResult verifyTransfer(Operation *op, bool isSend, Payload payload,
-                                    int64_t stage, int64_t mb, int64_t peer) {
-  auto rank = cast<RankOp>(op->getParentOp());
+                                    int64_t stage, int64_t mb, int64_t peer,
+                                    StringRef key, Type type, size_t numDeps) {
+  RankOp rank = rankOfTransfer(op);
+  // One message per tensor of the boundary, named by its key in the
+  // producing stage: out.I forward, d_in.I backward (PhaseKeys.h).
+  std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+  KeyKind expected = payload == Payload::Act ? KeyKind::Out : KeyKind::DIn;
+  if (!parsed || parsed->kind != expected)
+    return op->emitOpError("carries key '")
+           << key << "', but an " << (payload == Payload::Act ? "act" : "grad")
+           << " message is named by the producing stage's "
+           << (payload == Payload::Act ? "'out.I'" : "'d_in.I'") << " key";
+  if (failed(verifyTensorSize(op, type, "message type")))
+    return failure();
+  if (numDeps && isa<GroupOp>(op->getParentOp()))
+    return op->emitOpError("is in a 'zb.group', which waits for its members: "
+                           "give the group the 'after' list");
   ProgramOp program = rank.getProgram();
   int64_t self = rank.getRank();
   if (failed(verifyStageAndMicrobatch(op, program, stage, mb)))
@@ -441,12 +488,25 @@ static LogicalResult verifyTransfer(Operation *op, bool isSend, Payload payload,
 
 LogicalResult SendOp::verify() {
   return verifyTransfer(*this, /*isSend=*/true, getPayload(), getStage(),
-                        getMicrobatch(), getPeer());
+                        getMicrobatch(), getPeer(), getKey(), getType(),
+                        getDeps().size());
 }
 
 LogicalResult RecvOp::verify() {
   return verifyTransfer(*this, /*isSend=*/false, getPayload(), getStage(),
-                        getMicrobatch(), getPeer());
+                        getMicrobatch(), getPeer(), getKey(), getType(),
+                        getDeps().size());
+}
+
+LogicalResult GroupOp::verify() {
+  Block &body = getBody().front();
+  if (body.empty())
+    return emitOpError("holds no transfers");
+  for (Operation &op : body)
+    if (!isa<SendOp, RecvOp>(op))
+      return op.emitOpError("cannot appear in a 'zb.group'; it holds only "
+                            "'zb.send' and 'zb.recv'");
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -2,6 +2,13 @@
 
 #include "zbc/Analysis/ProgramTable.h"
 
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
 using namespace zbc;
 using namespace zbc::zb;
 
@@ -46,4 +53,131 @@ sched::ScheduleTable zbc::tableOfProgram(ProgramOp program) {
                          static_cast<int>(compute.getMicrobatch())});
   }
   return table;
+}
+
+namespace {
+std::string printed(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+} // namespace
+
+void zbc::setMessagesFromPipeline(ProgramModel &model, PipelineOp pipeline) {
+  sched::Program &program = model.program;
+  int numStages = program.numStages();
+  program.actMessages.assign(numStages, {});
+  program.gradMessages.assign(numStages, {});
+  for (StageOp stage : pipeline.getBody().front().getOps<StageOp>()) {
+    int s = static_cast<int>(stage.getIndex());
+    if (s >= numStages)
+      continue;
+    for (PhaseOp phase : stage.getPhases())
+      for (auto [key, value] : llvm::zip(phase.getYield().getKeyList(),
+                                         phase.getYield().getValues())) {
+        std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+        if (!parsed || (parsed->kind != KeyKind::Out && parsed->kind != KeyKind::DIn))
+          continue;
+        std::string type = printed(value.getType());
+        model.types[type] = value.getType();
+        (parsed->kind == KeyKind::Out ? program.actMessages[s]
+                                      : program.gradMessages[s])
+            .push_back({key.str(), type});
+      }
+  }
+}
+
+PipelineOp zbc::pipelineOfProgram(ProgramOp program) {
+  auto name = program->getAttrOfType<FlatSymbolRefAttr>("pipeline");
+  if (!name)
+    return {};
+  Operation *table = program->getParentWithTrait<OpTrait::SymbolTable>();
+  if (!table)
+    return {};
+  return dyn_cast_or_null<PipelineOp>(SymbolTable::lookupSymbolIn(table, name));
+}
+
+ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
+  ProgramModel model;
+  sched::Program &p = model.program;
+  p.microbatches = static_cast<int>(program.getMicrobatches());
+  for (int64_t rank : program.getPlacement())
+    p.rankOfStage.push_back(static_cast<int>(rank));
+  int numStages = p.numStages();
+  p.actMessages.assign(numStages, {});
+  p.gradMessages.assign(numStages, {});
+  if (pipeline)
+    setMessagesFromPipeline(model, pipeline);
+
+  auto transferOf = [&](Operation *op, sched::ProgramOp &out) {
+    auto fill = [&](auto transfer, sched::OpClass what) {
+      out.what = what;
+      out.payload = transfer.getPayload() == Payload::Act ? sched::Payload::Act
+                                                          : sched::Payload::Grad;
+      out.stage = static_cast<int>(transfer.getStage());
+      out.microbatch = static_cast<int>(transfer.getMicrobatch());
+      out.peer = static_cast<int>(transfer.getPeer());
+      out.key = transfer.getKey().str();
+      out.type = printed(transfer.getType());
+      model.types[out.type] = transfer.getType();
+      if (std::optional<uint64_t> stream = transfer.getStream())
+        out.stream = static_cast<int>(*stream);
+      // Without a pipeline, the boundary carries what its transfers name.
+      if (!pipeline && out.stage < numStages) {
+        std::vector<sched::Message> &messages =
+            out.payload == sched::Payload::Act ? p.actMessages[out.stage]
+                                               : p.gradMessages[out.stage];
+        if (!llvm::any_of(messages, [&](const sched::Message &m) {
+              return m.key == out.key;
+            }))
+          messages.push_back({out.key, out.type});
+      }
+    };
+    if (auto send = dyn_cast<SendOp>(op))
+      fill(send, sched::OpClass::Send);
+    else
+      fill(cast<RecvOp>(op), sched::OpClass::Recv);
+  };
+
+  for (RankOp rank : program.getBody().front().getOps<RankOp>()) {
+    sched::RankProgram &rp = p.ranks.emplace_back();
+    std::vector<Operation *> &ops = model.ops.emplace_back();
+    llvm::DenseMap<Value, int> indexOf;
+    auto deps = [&](ValueRange tokens, sched::ProgramOp &out) {
+      for (Value token : tokens)
+        if (auto it = indexOf.find(token); it != indexOf.end())
+          out.deps.push_back(it->second);
+    };
+    for (Operation &op : rank.getBody().front()) {
+      int index = static_cast<int>(rp.ops.size());
+      sched::ProgramOp &out = rp.ops.emplace_back();
+      ops.push_back(&op);
+      if (auto compute = dyn_cast<ComputeOp>(op)) {
+        out.what = sched::OpClass::Compute;
+        out.kind = toScheduleKind(compute.getKind());
+        out.stage = static_cast<int>(compute.getStage());
+        out.microbatch = static_cast<int>(compute.getMicrobatch());
+        deps(compute.getDeps(), out);
+        indexOf[compute.getDone()] = index;
+      } else if (auto group = dyn_cast<GroupOp>(op)) {
+        out.what = sched::OpClass::Group;
+        deps(group.getDeps(), out);
+        indexOf[group.getDone()] = index;
+        for (Operation &member : group.getBody().front()) {
+          int m = static_cast<int>(rp.ops.size());
+          rp.ops[index].members.push_back(m);
+          sched::ProgramOp &mo = rp.ops.emplace_back();
+          ops.push_back(&member);
+          transferOf(&member, mo);
+          mo.group = index;
+        }
+      } else {
+        transferOf(&op, out);
+        deps(op.getOperands(), out);
+        indexOf[op.getResult(0)] = index;
+      }
+    }
+  }
+  return model;
 }

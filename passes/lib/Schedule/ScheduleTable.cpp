@@ -29,13 +29,14 @@ std::string ScheduleTable::name(const Action &action) const {
   return notation == Notation::CSV ? csvCell(action) : action.str();
 }
 
-llvm::Error ScheduleTable::verify() const {
+std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
   int numStages = this->numStages();
   for (int s = 0; s < numStages; ++s)
     if (rankOfStage[s] < 0 || rankOfStage[s] >= numRanks())
-      return fail("stage " + llvm::Twine(s) + " is placed on rank " +
-                  llvm::Twine(rankOfStage[s]) + ", outside [0, " +
-                  llvm::Twine(numRanks()) + ")");
+      return Fault{-1, -1,
+                          "stage " + std::to_string(s) + " is placed on rank " +
+                              std::to_string(rankOfStage[s]) + ", outside [0, " +
+                              std::to_string(numRanks()) + ")"};
   // Position of each action on its rank, to check the order within a rank.
   std::map<std::tuple<int, int, Kind>, size_t> position;
   for (int r = 0; r < numRanks(); ++r) {
@@ -47,18 +48,21 @@ llvm::Error ScheduleTable::verify() const {
         return "rank " + std::to_string(r) + ", action " + std::to_string(i) +
                " " + name(a) + ": ";
       };
+      int at = static_cast<int>(i);
       if (a.stage < 0 || a.stage >= numStages)
-        return fail(where() + "stage out of range [0, " +
-                    llvm::Twine(numStages) + ")");
+        return Fault{r, at, where() + "stage out of range [0, " +
+                                       std::to_string(numStages) + ")"};
       if (a.microbatch < 0 || a.microbatch >= microbatches)
-        return fail(where() + "microbatch out of range [0, " +
-                    llvm::Twine(microbatches) + ")");
+        return Fault{r, at, where() + "microbatch out of range [0, " +
+                                       std::to_string(microbatches) + ")"};
       if (rankOfStage[a.stage] != r)
-        return fail(where() + "stage " + llvm::Twine(a.stage) +
-                    " is placed on rank " + llvm::Twine(rankOfStage[a.stage]));
+        return Fault{r, at,
+                            where() + "stage " + std::to_string(a.stage) +
+                                " is placed on rank " +
+                                std::to_string(rankOfStage[a.stage])};
       if (!position.emplace(std::make_tuple(a.stage, a.microbatch, a.kind), i)
                .second)
-        return fail(where() + "appears twice");
+        return Fault{r, at, where() + "appears twice"};
     }
   }
   auto find = [&](int s, int j, Kind k) -> const size_t * {
@@ -73,26 +77,41 @@ llvm::Error ScheduleTable::verify() const {
       };
       const size_t *f = find(s, j, Kind::F), *b = find(s, j, Kind::B),
                    *w = find(s, j, Kind::W), *bw = find(s, j, Kind::BW);
+      int r = rankOfStage[s];
+      // Where a missing action is felt: its F, or the rank's first action.
+      int near = f ? static_cast<int>(*f) : -1;
       if (!f)
-        return fail(where() + "no F");
+        return Fault{r, -1, where() + "no F"};
       if (bw && (b || w))
-        return fail(where() + "has BW and also B or W");
+        return Fault{r, static_cast<int>(*bw),
+                            where() + "has BW and also B or W"};
       if (!bw && !(b && w))
-        return fail(where() + (b   ? "has B but no W"
-                               : w ? "has W but no B"
-                                   : "no backward (B+W or BW)"));
+        return Fault{r, b ? static_cast<int>(*b) : w ? static_cast<int>(*w) : near,
+                            where() + (b   ? "has B but no W"
+                                       : w ? "has W but no B"
+                                           : "no backward (B+W or BW)")};
       // Name both actions and their places in the rank's order.
       auto ordered = [&](Kind first, size_t i, Kind second, size_t k) {
         return name(Action{first, s, j}) + " (action " + std::to_string(i) +
                ") runs before " + name(Action{second, s, j}) + " (action " +
                std::to_string(k) + ")";
       };
-      if (bw ? *bw < *f : *b < *f)
-        return fail(where() + ordered(bw ? Kind::BW : Kind::B, bw ? *bw : *b,
-                                      Kind::F, *f));
+      if (bw ? *bw < *f : *b < *f) {
+        size_t back = bw ? *bw : *b;
+        return Fault{r, static_cast<int>(back),
+                            where() + ordered(bw ? Kind::BW : Kind::B, back,
+                                              Kind::F, *f)};
+      }
       if (!bw && *w < *b)
-        return fail(where() + ordered(Kind::W, *w, Kind::B, *b));
+        return Fault{r, static_cast<int>(*w),
+                            where() + ordered(Kind::W, *w, Kind::B, *b)};
     }
   }
+  return std::nullopt;
+}
+
+llvm::Error ScheduleTable::verify() const {
+  if (std::optional<Fault> fault = firstFault())
+    return fail(fault->message);
   return llvm::Error::success();
 }

@@ -170,7 +170,8 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
   std::replace(name.begin(), name.end(), '-', '_');
   auto program = ProgramOp::create(
       b, loc, b.getStringAttr(name),
-      b.getI64IntegerAttr(microbatches), b.getDenseI64ArrayAttr(placement));
+      b.getI64IntegerAttr(microbatches), b.getDenseI64ArrayAttr(placement),
+      /*memory_limit=*/IntegerAttr(), /*optimizer=*/StringAttr());
   program->setAttr("pipeline", FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
   program->setAttr("schedule", b.getStringAttr(kind));
   b.setInsertionPointToStart(&program.getBody().emplaceBlock());

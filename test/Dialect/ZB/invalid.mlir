@@ -878,9 +878,9 @@ zb.program @duplicate_send microbatches(1) placement [0, 1] {
   zb.rank 0 {
     %f = zb.compute F stage 0 mb 0
     // expected-note @+1 {{first done here}}
-    %s0 = zb.send act stage 0 mb 0 to 1 after(%f)
-    // expected-error @+1 {{'zb.send' op repeats send act of stage 0 microbatch 0 on rank 0}}
-    %s1 = zb.send act stage 0 mb 0 to 1 after(%f)
+    %s0 = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<4xf32> after(%f)
+    // expected-error @+1 {{'zb.send' op repeats send act 'out.0' of stage 0 microbatch 0 on rank 0}}
+    %s1 = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<4xf32> after(%f)
   }
   zb.rank 1 {
   }
@@ -894,9 +894,9 @@ zb.program @duplicate_recv microbatches(1) placement [0, 1] {
   }
   zb.rank 1 {
     // expected-note @+1 {{first done here}}
-    %r0 = zb.recv act stage 0 mb 0 from 0
-    // expected-error @+1 {{'zb.recv' op repeats recv act of stage 0 microbatch 0 on rank 1}}
-    %r1 = zb.recv act stage 0 mb 0 from 0
+    %r0 = zb.recv act stage 0 mb 0 from 0 "out.0" : tensor<4xf32>
+    // expected-error @+1 {{'zb.recv' op repeats recv act 'out.0' of stage 0 microbatch 0 on rank 1}}
+    %r1 = zb.recv act stage 0 mb 0 from 0 "out.0" : tensor<4xf32>
   }
 }
 
@@ -905,7 +905,7 @@ zb.program @duplicate_recv microbatches(1) placement [0, 1] {
 // Tests that a rank holds only compute, send and recv ops.
 zb.program @foreign_op_in_rank microbatches(1) placement [0] {
   zb.rank 0 {
-    // expected-error @+1 {{'builtin.module' op cannot appear in a 'zb.rank'; it holds only 'zb.compute', 'zb.send' and 'zb.recv'}}
+    // expected-error @+1 {{'builtin.module' op cannot appear in a 'zb.rank'; it holds only 'zb.compute', 'zb.send', 'zb.recv' and 'zb.group'}}
     builtin.module {}
   }
 }
@@ -966,7 +966,7 @@ zb.program @compute_negative_stage microbatches(1) placement [0] {
 zb.program @send_stage_oob microbatches(1) placement [0, 1] {
   zb.rank 0 {
     // expected-error @+1 {{'zb.send' op stage 2 is out of range [0, 2)}}
-    %s = zb.send act stage 2 mb 0 to 1
+    %s = zb.send act stage 2 mb 0 to 1 "out.0" : tensor<4xf32>
   }
   zb.rank 1 {
   }
@@ -980,7 +980,7 @@ zb.program @recv_microbatch_oob microbatches(2) placement [0, 1] {
   }
   zb.rank 1 {
     // expected-error @+1 {{'zb.recv' op microbatch 2 is out of range [0, 2)}}
-    %r = zb.recv act stage 0 mb 2 from 0
+    %r = zb.recv act stage 0 mb 2 from 0 "out.0" : tensor<4xf32>
   }
 }
 
@@ -990,7 +990,7 @@ zb.program @recv_microbatch_oob microbatches(2) placement [0, 1] {
 zb.program @send_peer_oob microbatches(1) placement [0, 1] {
   zb.rank 0 {
     // expected-error @+1 {{'zb.send' op peer rank 2 is out of range [0, 2)}}
-    %s = zb.send act stage 0 mb 0 to 2
+    %s = zb.send act stage 0 mb 0 to 2 "out.0" : tensor<4xf32>
   }
   zb.rank 1 {
   }
@@ -1004,7 +1004,7 @@ zb.program @recv_negative_peer microbatches(1) placement [0, 1] {
   }
   zb.rank 1 {
     // expected-error @+1 {{'zb.recv' op attribute 'peer' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
-    %r = zb.recv act stage 0 mb 0 from -1
+    %r = zb.recv act stage 0 mb 0 from -1 "out.0" : tensor<4xf32>
   }
 }
 
@@ -1014,7 +1014,7 @@ zb.program @recv_negative_peer microbatches(1) placement [0, 1] {
 zb.program @send_to_self microbatches(1) placement [0, 0] {
   zb.rank 0 {
     // expected-error @+1 {{'zb.send' op sends to its own rank 0}}
-    %s = zb.send act stage 0 mb 0 to 0
+    %s = zb.send act stage 0 mb 0 to 0 "out.0" : tensor<4xf32>
   }
 }
 
@@ -1026,7 +1026,7 @@ zb.program @recv_from_self microbatches(1) placement [0, 1] {
   }
   zb.rank 1 {
     // expected-error @+1 {{'zb.recv' op receives from its own rank 1}}
-    %r = zb.recv grad stage 1 mb 0 from 1
+    %r = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<4xf32>
   }
 }
 
@@ -1038,7 +1038,7 @@ zb.program @send_act_of_last_stage microbatches(1) placement [0, 1] {
   }
   zb.rank 1 {
     // expected-error @+1 {{'zb.send' op carries the activation of stage 1, which no stage consumes}}
-    %s = zb.send act stage 1 mb 0 to 0
+    %s = zb.send act stage 1 mb 0 to 0 "out.0" : tensor<4xf32>
   }
 }
 
@@ -1050,7 +1050,7 @@ zb.program @recv_grad_of_first_stage microbatches(1) placement [0, 1] {
   }
   zb.rank 1 {
     // expected-error @+1 {{'zb.recv' op carries the input gradient of stage 0, which no stage consumes}}
-    %r = zb.recv grad stage 0 mb 0 from 0
+    %r = zb.recv grad stage 0 mb 0 from 0 "d_in.0" : tensor<4xf32>
   }
 }
 
@@ -1060,7 +1060,7 @@ zb.program @recv_grad_of_first_stage microbatches(1) placement [0, 1] {
 zb.program @send_grad_of_first_stage microbatches(1) placement [0, 1] {
   zb.rank 0 {
     // expected-error @+1 {{'zb.send' op carries the input gradient of stage 0, which no stage consumes}}
-    %s = zb.send grad stage 0 mb 0 to 1
+    %s = zb.send grad stage 0 mb 0 to 1 "d_in.0" : tensor<4xf32>
   }
   zb.rank 1 {
   }
@@ -1072,7 +1072,7 @@ zb.program @send_grad_of_first_stage microbatches(1) placement [0, 1] {
 zb.program @send_act_wrong_peer microbatches(1) placement [0, 1, 2] {
   zb.rank 0 {
     // expected-error @+1 {{'zb.send' op names peer rank 2 but stage 1 is placed on rank 1}}
-    %s = zb.send act stage 0 mb 0 to 2
+    %s = zb.send act stage 0 mb 0 to 2 "out.0" : tensor<4xf32>
   }
   zb.rank 1 {
   }
@@ -1090,7 +1090,7 @@ zb.program @send_grad_wrong_peer microbatches(1) placement [0, 1, 2] {
   }
   zb.rank 2 {
     // expected-error @+1 {{'zb.send' op names peer rank 0 but stage 1 is placed on rank 1}}
-    %s = zb.send grad stage 2 mb 0 to 0
+    %s = zb.send grad stage 2 mb 0 to 0 "d_in.0" : tensor<4xf32>
   }
 }
 
@@ -1102,7 +1102,7 @@ zb.program @recv_act_wrong_peer microbatches(1) placement [0, 1, 2] {
   }
   zb.rank 1 {
     // expected-error @+1 {{'zb.recv' op names peer rank 2 but stage 0 is placed on rank 0}}
-    %r = zb.recv act stage 0 mb 0 from 2
+    %r = zb.recv act stage 0 mb 0 from 2 "out.0" : tensor<4xf32>
   }
   zb.rank 2 {
   }
@@ -1116,7 +1116,7 @@ zb.program @send_on_wrong_rank microbatches(1) placement [0, 1, 2] {
   }
   zb.rank 1 {
     // expected-error @+1 {{'zb.send' op is on rank 1 but stage 0 is placed on rank 0}}
-    %s = zb.send act stage 0 mb 0 to 2
+    %s = zb.send act stage 0 mb 0 to 2 "out.0" : tensor<4xf32>
   }
   zb.rank 2 {
   }
@@ -1132,7 +1132,7 @@ zb.program @recv_on_wrong_rank microbatches(1) placement [0, 1, 2] {
   }
   zb.rank 2 {
     // expected-error @+1 {{'zb.recv' op is on rank 2 but stage 1 is placed on rank 1}}
-    %r = zb.recv act stage 0 mb 0 from 0
+    %r = zb.recv act stage 0 mb 0 from 0 "out.0" : tensor<4xf32>
   }
 }
 
@@ -1143,7 +1143,7 @@ zb.program @recv_on_wrong_rank microbatches(1) placement [0, 1, 2] {
 zb.program @recv_grad_on_wrong_rank microbatches(1) placement [0, 1, 0, 1] {
   zb.rank 0 {
     // expected-error @+1 {{'zb.recv' op is on rank 0 but stage 1 is placed on rank 1}}
-    %r = zb.recv grad stage 2 mb 0 from 1
+    %r = zb.recv grad stage 2 mb 0 from 1 "d_in.0" : tensor<4xf32>
   }
   zb.rank 1 {
   }

@@ -155,44 +155,44 @@ zb.model @input_in_every_stage {
 // CHECK-LABEL: zb.program @two_stage microbatches(2) placement [0, 1] {
 // CHECK:         zb.rank 0 {
 // CHECK:           %[[F00:.+]] = zb.compute F stage 0 mb 0
-// CHECK:           %[[S0:.+]] = zb.send act stage 0 mb 0 to 1 after(%[[F00]])
+// CHECK:           %[[S0:.+]] = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<8x64xf32> after(%[[F00]])
 // CHECK:           %[[F01:.+]] = zb.compute F stage 0 mb 1
-// CHECK:           %[[S1:.+]] = zb.send act stage 0 mb 1 to 1 after(%[[F01]])
-// CHECK:           %[[G0:.+]] = zb.recv grad stage 1 mb 0 from 1
+// CHECK:           %[[S1:.+]] = zb.send act stage 0 mb 1 to 1 "out.0" : tensor<8x64xf32> after(%[[F01]])
+// CHECK:           %[[G0:.+]] = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<8x64xf32>
 // CHECK:           %{{.+}} = zb.compute BW stage 0 mb 0 after(%[[G0]], %[[S0]])
-// CHECK:           %[[G1:.+]] = zb.recv grad stage 1 mb 1 from 1
+// CHECK:           %[[G1:.+]] = zb.recv grad stage 1 mb 1 from 1 "d_in.0" : tensor<8x64xf32>
 // CHECK:           %{{.+}} = zb.compute BW stage 0 mb 1 after(%[[G1]], %[[S1]])
 // CHECK:         }
 // CHECK:         zb.rank 1 {
-// CHECK:           %[[A0:.+]] = zb.recv act stage 0 mb 0 from 0
+// CHECK:           %[[A0:.+]] = zb.recv act stage 0 mb 0 from 0 "out.0" : tensor<8x64xf32>
 // CHECK:           %[[F10:.+]] = zb.compute F stage 1 mb 0 after(%[[A0]])
 // CHECK:           %[[BW10:.+]] = zb.compute BW stage 1 mb 0 after(%[[F10]])
-// CHECK:           %{{.+}} = zb.send grad stage 1 mb 0 to 0 after(%[[BW10]])
-// CHECK:           %[[A1:.+]] = zb.recv act stage 0 mb 1 from 0
+// CHECK:           %{{.+}} = zb.send grad stage 1 mb 0 to 0 "d_in.0" : tensor<8x64xf32> after(%[[BW10]])
+// CHECK:           %[[A1:.+]] = zb.recv act stage 0 mb 1 from 0 "out.0" : tensor<8x64xf32>
 // CHECK:           %[[F11:.+]] = zb.compute F stage 1 mb 1 after(%[[A1]])
 // CHECK:           %[[BW11:.+]] = zb.compute BW stage 1 mb 1 after(%[[F11]])
-// CHECK:           %{{.+}} = zb.send grad stage 1 mb 1 to 0 after(%[[BW11]])
+// CHECK:           %{{.+}} = zb.send grad stage 1 mb 1 to 0 "d_in.0" : tensor<8x64xf32> after(%[[BW11]])
 // CHECK:         }
 zb.program @two_stage microbatches(2) placement [0, 1] {
   zb.rank 0 {
     %f0 = zb.compute F stage 0 mb 0
-    %s0 = zb.send act stage 0 mb 0 to 1 after(%f0)
+    %s0 = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<8x64xf32> after(%f0)
     %f1 = zb.compute F stage 0 mb 1
-    %s1 = zb.send act stage 0 mb 1 to 1 after(%f1)
-    %g0 = zb.recv grad stage 1 mb 0 from 1
+    %s1 = zb.send act stage 0 mb 1 to 1 "out.0" : tensor<8x64xf32> after(%f1)
+    %g0 = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<8x64xf32>
     %bw0 = zb.compute BW stage 0 mb 0 after(%g0, %s0)
-    %g1 = zb.recv grad stage 1 mb 1 from 1
+    %g1 = zb.recv grad stage 1 mb 1 from 1 "d_in.0" : tensor<8x64xf32>
     %bw1 = zb.compute BW stage 0 mb 1 after(%g1, %s1)
   }
   zb.rank 1 {
-    %a0 = zb.recv act stage 0 mb 0 from 0
+    %a0 = zb.recv act stage 0 mb 0 from 0 "out.0" : tensor<8x64xf32>
     %f0 = zb.compute F stage 1 mb 0 after(%a0)
     %bw0 = zb.compute BW stage 1 mb 0 after(%f0)
-    %s0 = zb.send grad stage 1 mb 0 to 0 after(%bw0)
-    %a1 = zb.recv act stage 0 mb 1 from 0
+    %s0 = zb.send grad stage 1 mb 0 to 0 "d_in.0" : tensor<8x64xf32> after(%bw0)
+    %a1 = zb.recv act stage 0 mb 1 from 0 "out.0" : tensor<8x64xf32>
     %f1 = zb.compute F stage 1 mb 1 after(%a1)
     %bw1 = zb.compute BW stage 1 mb 1 after(%f1)
-    %s1 = zb.send grad stage 1 mb 1 to 0 after(%bw1)
+    %s1 = zb.send grad stage 1 mb 1 to 0 "d_in.0" : tensor<8x64xf32> after(%bw1)
   }
 }
 
@@ -202,57 +202,57 @@ zb.program @two_stage microbatches(2) placement [0, 1] {
 // CHECK-LABEL: zb.program @interleaved microbatches(1) placement [0, 1, 0, 1] {
 // CHECK:         zb.rank 0 {
 // CHECK:           %[[F0:.+]] = zb.compute F stage 0 mb 0{{$}}
-// CHECK:           %{{.+}} = zb.send act stage 0 mb 0 to 1 after(%[[F0]])
-// CHECK:           %[[R1:.+]] = zb.recv act stage 1 mb 0 from 1
+// CHECK:           %{{.+}} = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<8x64xf32> after(%[[F0]])
+// CHECK:           %[[R1:.+]] = zb.recv act stage 1 mb 0 from 1 "out.0" : tensor<8x64xf32>
 // CHECK:           %[[F2:.+]] = zb.compute F stage 2 mb 0 after(%[[R1]])
-// CHECK:           %{{.+}} = zb.send act stage 2 mb 0 to 1 after(%[[F2]])
-// CHECK:           %[[R3:.+]] = zb.recv grad stage 3 mb 0 from 1
+// CHECK:           %{{.+}} = zb.send act stage 2 mb 0 to 1 "out.0" : tensor<8x64xf32> after(%[[F2]])
+// CHECK:           %[[R3:.+]] = zb.recv grad stage 3 mb 0 from 1 "d_in.0" : tensor<8x64xf32>
 // CHECK:           %[[B2:.+]] = zb.compute B stage 2 mb 0 after(%[[R3]], %[[F2]])
-// CHECK:           %{{.+}} = zb.send grad stage 2 mb 0 to 1 after(%[[B2]])
-// CHECK:           %[[RG1:.+]] = zb.recv grad stage 1 mb 0 from 1
+// CHECK:           %{{.+}} = zb.send grad stage 2 mb 0 to 1 "d_in.0" : tensor<8x64xf32> after(%[[B2]])
+// CHECK:           %[[RG1:.+]] = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<8x64xf32>
 // CHECK:           %[[B0:.+]] = zb.compute B stage 0 mb 0 after(%[[RG1]])
 // CHECK:           %{{.+}} = zb.compute W stage 2 mb 0 after(%[[B2]])
 // CHECK:           %{{.+}} = zb.compute W stage 0 mb 0 after(%[[B0]])
 // CHECK:         }
 // CHECK:         zb.rank 1 {
-// CHECK:           %[[RA0:.+]] = zb.recv act stage 0 mb 0 from 0
+// CHECK:           %[[RA0:.+]] = zb.recv act stage 0 mb 0 from 0 "out.0" : tensor<8x64xf32>
 // CHECK:           %[[F1:.+]] = zb.compute F stage 1 mb 0 after(%[[RA0]])
-// CHECK:           %{{.+}} = zb.send act stage 1 mb 0 to 0 after(%[[F1]])
-// CHECK:           %[[RA2:.+]] = zb.recv act stage 2 mb 0 from 0
+// CHECK:           %{{.+}} = zb.send act stage 1 mb 0 to 0 "out.0" : tensor<8x64xf32> after(%[[F1]])
+// CHECK:           %[[RA2:.+]] = zb.recv act stage 2 mb 0 from 0 "out.0" : tensor<8x64xf32>
 // CHECK:           %[[F3:.+]] = zb.compute F stage 3 mb 0 after(%[[RA2]])
 // CHECK:           %[[BW3:.+]] = zb.compute BW stage 3 mb 0 after(%[[F3]])
-// CHECK:           %{{.+}} = zb.send grad stage 3 mb 0 to 0 after(%[[BW3]])
-// CHECK:           %[[RG2:.+]] = zb.recv grad stage 2 mb 0 from 0
+// CHECK:           %{{.+}} = zb.send grad stage 3 mb 0 to 0 "d_in.0" : tensor<8x64xf32> after(%[[BW3]])
+// CHECK:           %[[RG2:.+]] = zb.recv grad stage 2 mb 0 from 0 "d_in.0" : tensor<8x64xf32>
 // CHECK:           %[[B1:.+]] = zb.compute B stage 1 mb 0 after(%[[RG2]], %[[F1]])
-// CHECK:           %{{.+}} = zb.send grad stage 1 mb 0 to 0 after(%[[B1]])
+// CHECK:           %{{.+}} = zb.send grad stage 1 mb 0 to 0 "d_in.0" : tensor<8x64xf32> after(%[[B1]])
 // CHECK:           %{{.+}} = zb.compute W stage 1 mb 0 after(%[[B1]])
 // CHECK:         }
 zb.program @interleaved microbatches(1) placement [0, 1, 0, 1] {
   zb.rank 0 {
     %f0 = zb.compute F stage 0 mb 0
-    %s0 = zb.send act stage 0 mb 0 to 1 after(%f0)
-    %r1 = zb.recv act stage 1 mb 0 from 1
+    %s0 = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<8x64xf32> after(%f0)
+    %r1 = zb.recv act stage 1 mb 0 from 1 "out.0" : tensor<8x64xf32>
     %f2 = zb.compute F stage 2 mb 0 after(%r1)
-    %s2 = zb.send act stage 2 mb 0 to 1 after(%f2)
-    %r3 = zb.recv grad stage 3 mb 0 from 1
+    %s2 = zb.send act stage 2 mb 0 to 1 "out.0" : tensor<8x64xf32> after(%f2)
+    %r3 = zb.recv grad stage 3 mb 0 from 1 "d_in.0" : tensor<8x64xf32>
     %b2 = zb.compute B stage 2 mb 0 after(%r3, %f2)
-    %sg2 = zb.send grad stage 2 mb 0 to 1 after(%b2)
-    %rg1 = zb.recv grad stage 1 mb 0 from 1
+    %sg2 = zb.send grad stage 2 mb 0 to 1 "d_in.0" : tensor<8x64xf32> after(%b2)
+    %rg1 = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<8x64xf32>
     %b0 = zb.compute B stage 0 mb 0 after(%rg1)
     %w2 = zb.compute W stage 2 mb 0 after(%b2)
     %w0 = zb.compute W stage 0 mb 0 after(%b0)
   }
   zb.rank 1 {
-    %ra0 = zb.recv act stage 0 mb 0 from 0
+    %ra0 = zb.recv act stage 0 mb 0 from 0 "out.0" : tensor<8x64xf32>
     %f1 = zb.compute F stage 1 mb 0 after(%ra0)
-    %s1 = zb.send act stage 1 mb 0 to 0 after(%f1)
-    %ra2 = zb.recv act stage 2 mb 0 from 0
+    %s1 = zb.send act stage 1 mb 0 to 0 "out.0" : tensor<8x64xf32> after(%f1)
+    %ra2 = zb.recv act stage 2 mb 0 from 0 "out.0" : tensor<8x64xf32>
     %f3 = zb.compute F stage 3 mb 0 after(%ra2)
     %bw3 = zb.compute BW stage 3 mb 0 after(%f3)
-    %sg3 = zb.send grad stage 3 mb 0 to 0 after(%bw3)
-    %rg2 = zb.recv grad stage 2 mb 0 from 0
+    %sg3 = zb.send grad stage 3 mb 0 to 0 "d_in.0" : tensor<8x64xf32> after(%bw3)
+    %rg2 = zb.recv grad stage 2 mb 0 from 0 "d_in.0" : tensor<8x64xf32>
     %b1 = zb.compute B stage 1 mb 0 after(%rg2, %f1)
-    %sg1 = zb.send grad stage 1 mb 0 to 0 after(%b1)
+    %sg1 = zb.send grad stage 1 mb 0 to 0 "d_in.0" : tensor<8x64xf32> after(%b1)
     %w1 = zb.compute W stage 1 mb 0 after(%b1)
   }
 }

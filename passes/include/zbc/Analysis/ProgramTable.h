@@ -4,14 +4,19 @@
 // in both directions of the F/B/W kind: `zb-schedule` turns a ScheduleTable
 // into a zb.program, and this reads a program's zb.compute ops back into a
 // ScheduleTable, so the library's checks (ScheduleTable::verify, simulate)
-// run on hand-written programs too (`zbc check`).
+// run on hand-written programs too (`zbc check`); and the whole program,
+// transfers and groups included, into a sched::Program for the proof
+// (Program.h, zb-verify-schedule).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_ANALYSIS_PROGRAMTABLE_H
 #define ZBC_ANALYSIS_PROGRAMTABLE_H
 
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Schedule/Program.h"
 #include "zbc/Schedule/ScheduleTable.h"
+
+#include "llvm/ADT/StringMap.h"
 
 namespace zbc {
 
@@ -22,6 +27,27 @@ sched::Kind toScheduleKind(zb::ComputeKind kind);
 /// Each rank's zb.compute ops, in order, with the program's placement and
 /// microbatch count (transfers are not part of a table).
 sched::ScheduleTable tableOfProgram(zb::ProgramOp program);
+
+/// A zb.program as the schedule library sees it, and the op behind each of
+/// its ops, for located diagnostics.
+struct ProgramModel {
+  sched::Program program;
+  std::vector<std::vector<mlir::Operation *>> ops; // [rank][index]
+  /// The IR type behind each type the program spells.
+  llvm::StringMap<mlir::Type> types;
+};
+
+/// The messages each stage boundary carries, from the pipeline's stage
+/// interface: the `out.*` keys F yields and the `d_in.*` keys B (or BW)
+/// yields, with their types.
+void setMessagesFromPipeline(ProgramModel &model, zb::PipelineOp pipeline);
+
+/// Reads `program`. The messages of each boundary come from `pipeline` when
+/// given, else from the keys its transfers name.
+ProgramModel modelOfProgram(zb::ProgramOp program, zb::PipelineOp pipeline);
+
+/// The zb.pipeline a program names in its `pipeline` attribute, or null.
+zb::PipelineOp pipelineOfProgram(zb::ProgramOp program);
 
 } // namespace zbc
 

@@ -144,4 +144,60 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+
+def ZBInsertP2PPass : Pass<"zb-insert-p2p", "::mlir::ModuleOp"> {
+  let summary = "Add the sends and receives of every cross-rank dependence";
+  let description = [{
+    For each `zb.program` (compute only, as zb-schedule writes it) whose
+    `pipeline` attribute names its `zb.pipeline`: one `zb.send` on the
+    producer's rank and one `zb.recv` on the consumer's per message of the
+    stage boundary (the `out.*` keys forward, `d_in.*` backward, with their
+    types), for every dependence of passes/include/zbc/Schedule/
+    Dependences.h whose product is made on another rank. A send follows the
+    compute that makes it and waits for it; a recv is posted one compute
+    ahead of its consumer, which waits for it; recvs from a peer are posted
+    in the order the peer sends; the transfers of one compute are one
+    `zb.group`; each peer and direction has its own stream; the next compute
+    making the same product waits for the send, where its buffer is free
+    (InsertTransfers.cpp). Same-rank dependences stay `after` tokens.
+
+    ```mlir
+    zb.rank 0 {
+      %F0_0 = zb.compute F stage 0 mb 0
+      %0 = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<8x64xf32> on 2 after(%F0_0)
+      %1 = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<8x64xf32> on 3
+      %B0_0 = zb.compute B stage 0 mb 0 after(%F0_0, %1)
+    ```
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+  let statistics = [
+    Statistic<"numSends", "sends", "Sends inserted">,
+    Statistic<"numGroups", "groups", "Groups of transfers issued together">,
+  ];
+}
+
+def ZBVerifySchedulePass : Pass<"zb-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "Prove a zb.program: order, dependences, deadlock-freedom, "
+                "matched messages and peak memory";
+  let description = [{
+    For each `zb.program`: the compute order (every F and B+W or BW once, in
+    order); every dependence met (a product of another rank arrives by a
+    recv its consumer waits for, one per message; a send waits for its
+    producer); an abstract execution of all ranks under the p2p semantics
+    the runtimes share, at their strictest (Note [p2p semantics] in
+    passes/include/zbc/Schedule/Program.h): every rank terminates and every
+    matched pair agrees on payload, stage, microbatch, key and type. With
+    the program's pipeline, each rank's exact peak bytes (Note [Program
+    memory] in passes/include/zbc/Analysis/ProgramMemory.h), held to the
+    program's `memory_limit`. A deadlock is reported as the cycle of waiting
+    ranks, a mismatch at both ops, a memory overflow at the op where the
+    limit is crossed with the largest buffers live there. Linear in the ops.
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark with the ranks, ops and peak bytes per rank">,
+  ];
+}
+
 #endif // ZBC_PASSES_PASSES_TD

@@ -14,6 +14,7 @@
 
 #include "zbc/Schedule/Problem.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,14 @@ struct ScheduleTable {
   /// Checks the per-rank invariants above; the error names the rank, the
   /// action and the microbatch.
   llvm::Error verify() const;
+  /// The same check, with where the problem is: the rank and the index of
+  /// the action in its order (-1 where no action is at fault, e.g. a
+  /// missing F, or for a misplaced stage), for located diagnostics.
+  struct Fault {
+    int rank, action;
+    std::string message;
+  };
+  std::optional<Fault> firstFault() const;
 };
 
 } // namespace zbc::sched

@@ -19,7 +19,10 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
     Holds one `zb.rank` per pipeline rank, ranks `0..P-1` in order.
     `placement[s]` is the rank that holds stage `s`, so the number of stages
     is the length of `placement`; every rank holds at least one stage.
-    `microbatches` is the number of microbatches per training step.
+    `microbatches` is the number of microbatches per training step. The
+    optional `memory_limit` (bytes per rank) is what `zb-verify-schedule`
+    holds each rank to, and `optimizer` ("sgd", momentum: one copy of the
+    parameters; "adamw": two) sizes the optimizer state it counts.
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] {
@@ -38,7 +41,9 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        ConfinedAttr<I64Attr, [IntPositive]>:$microbatches,
-                       DenseI64ArrayAttr:$placement);
+                       DenseI64ArrayAttr:$placement,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$memory_limit,
+                       OptionalAttr<StrAttr>:$optimizer);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `microbatches` `(` $microbatches `)` `placement` $placement
@@ -113,41 +118,61 @@ def ZB_ComputeOp : ZB_ScheduleLevelOp<"compute",
   let extraClassDeclaration = commonDecls;
 }
 
-def ZB_SendOp : ZB_ScheduleLevelOp<"send"> {
-  let summary = "sends a stage's activation or input gradient to another rank";
+// Transfers sit in a rank or in a group of it.
+class ZB_TransferOp<string mnemonic>
+    : ZB_Op<mnemonic, [ParentOneOf<["RankOp", "GroupOp"]>]> {
+  let hasVerifier = 1;
+  code commonDecls = [{
+    /// The rank this op runs on (through its group, if any).
+    RankOp getRankOp();
+    /// The group it is issued with, or null.
+    GroupOp getGroupOp();
+  }];
+}
+
+def ZB_SendOp : ZB_TransferOp<"send"> {
+  let summary = "sends one tensor of a stage's activation or input gradient";
   let description = [{
     `act stage s` is the forward output of stage `s`, sent to the rank that
     holds stage `s+1`; `grad stage s` is the gradient w.r.t. the input of
     stage `s`, sent to the rank that holds stage `s-1`. This rank must hold
-    stage `s`. Completes when the buffer may be reused.
+    stage `s`. A stage boundary that passes several tensors sends one message
+    per tensor: the key names it in the producing stage (`out.I` forward,
+    `d_in.I` backward) and the type is the tensor's. `on N` puts it on the
+    rank's stream N: it completes only after the transfer before it on that
+    stream. Completes when the matching `zb.recv` has been posted and the
+    buffer may be reused (dialect/docs/ZB.md, Note [p2p semantics]).
 
     ```mlir
-    %s = zb.send act stage 0 mb 3 to 1 after(%f)
+    %s = zb.send act stage 0 mb 3 to 1 "out.0" : tensor<8x64xf32> on 0 after(%f)
     ```
   }];
   let arguments = (ins ZB_Payload:$payload,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       StrAttr:$key, TypeAttr:$type,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$stream,
                        Variadic<ZB_TokenType>:$deps);
   let results = (outs ZB_TokenType:$done);
   let assemblyFormat = [{
-    $payload `stage` $stage `mb` $microbatch `to` $peer
-    (`after` `(` $deps^ `)`)? attr-dict
+    $payload `stage` $stage `mb` $microbatch `to` $peer $key `:` $type
+    (`on` $stream^)? (`after` `(` $deps^ `)`)? attr-dict
   }];
   let extraClassDeclaration = commonDecls;
 }
 
-def ZB_RecvOp : ZB_ScheduleLevelOp<"recv"> {
-  let summary = "receives a stage's activation or input gradient from another rank";
+def ZB_RecvOp : ZB_TransferOp<"recv"> {
+  let summary = "receives one tensor of a stage's activation or input gradient";
   let description = [{
-    Names the *producing* stage, as `zb.send` does: `act stage s` arrives on
-    the rank that holds stage `s+1`, `grad stage s` on the rank that holds
-    stage `s-1`; the peer must hold stage `s`. Completes when the data is
-    in place.
+    Names the *producing* stage and its key, as `zb.send` does: `act stage
+    s` arrives on the rank that holds stage `s+1`, `grad stage s` on the rank
+    that holds stage `s-1`; the peer must hold stage `s`. Completes when the
+    matching send has been issued and the data is in place; messages between
+    two ranks match in issue order.
 
     ```mlir
-    %r = zb.recv act stage 0 mb 3 from 0
+    %r = zb.recv act stage 0 mb 3 from 0 "out.0" : tensor<8x64xf32> on 1
     %f = zb.compute F stage 1 mb 3 after(%r)
     ```
   }];
@@ -155,12 +180,39 @@ def ZB_RecvOp : ZB_ScheduleLevelOp<"recv"> {
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$peer,
+                       StrAttr:$key, TypeAttr:$type,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$stream,
                        Variadic<ZB_TokenType>:$deps);
   let results = (outs ZB_TokenType:$done);
   let assemblyFormat = [{
-    $payload `stage` $stage `mb` $microbatch `from` $peer
-    (`after` `(` $deps^ `)`)? attr-dict
+    $payload `stage` $stage `mb` $microbatch `from` $peer $key `:` $type
+    (`on` $stream^)? (`after` `(` $deps^ `)`)? attr-dict
   }];
+  let extraClassDeclaration = commonDecls;
+}
+
+def ZB_GroupOp : ZB_ScheduleLevelOp<"group", [SingleBlock, NoTerminator,
+                                              NoRegionArguments]> {
+  let summary = "transfers a rank issues together, as one unit";
+  let description = [{
+    The sends and receives in the body are issued at once, when the tokens in
+    `after` are complete, and the group's token completes when all of them
+    have: NCCL's `ncclGroupStart`/`ncclGroupEnd`, or MPI requests waited on
+    together. The members wait for nothing themselves (their `after` lists
+    are empty), and only the group's token can be waited for.
+
+    ```mlir
+    %g = zb.group after(%F0_1) {
+      %s = zb.send act stage 0 mb 1 to 1 "out.0" : tensor<8x64xf32> on 0
+      %r = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<8x64xf32> on 1
+    }
+    %B0_0 = zb.compute B stage 0 mb 0 after(%F0_0, %g)
+    ```
+  }];
+  let arguments = (ins Variadic<ZB_TokenType>:$deps);
+  let results = (outs ZB_TokenType:$done);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "(`after` `(` $deps^ `)`)? $body attr-dict";
   let extraClassDeclaration = commonDecls;
 }
 

@@ -1,0 +1,82 @@
+//===- ProgramMemory.h - every byte a rank holds, op by op --------*- C++ -*-===//
+//
+// The one memory model of a zb.program (Note [Program memory]): which
+// buffers each rank holds at each op of its order, from the pipeline's
+// tensors and the program's order alone, never from timing. zb-verify-schedule
+// reports its peak and holds it to the program's memory_limit; the memory
+// plan (planned) places the same buffers at fixed offsets, and the runtime
+// counts the same ones, so the three agree byte for byte.
+//
+// Note [Program memory]
+// A rank holds, for the whole step:
+//   parameters (every param of its stages), their gradient accumulators (as
+//   many bytes again), optimizer state ("sgd": one copy, momentum; "adamw":
+//   two), and the loss accumulator of the last stage (one element);
+// and, per buffer, from the op where it appears to the op where it goes:
+//   a received tensor (in.I, d_out.I): from its recv (or group) until the
+//     last phase of its stage that reads it;
+//   a key a phase yields and a later phase reads (F.I, B.I): from after that
+//     phase until after its last reader;
+//   data (input.N, label.N): from the stage's F until its last reader;
+//   a tensor sent to another rank (out.I, d_in.I): from after the phase that
+//     yields it until the first op that waits for the send (its token, or
+//     its group's): the send is complete there and the buffer free; to the
+//     end of the step if no op waits for it;
+//   a tensor passed to a stage on the same rank: as the consumer's in.I or
+//     d_out.I, from after the producing phase;
+// and, during a compute op, its phase's own temporaries: the largest set of
+// values of the phase body live at once (a value from its op to its last
+// use; yielded values count here while the phase runs).
+// Depends on this note: ProgramMemory.cpp, zb-verify-schedule, the memory
+// plan and the runtime (planned).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_ANALYSIS_PROGRAMMEMORY_H
+#define ZBC_ANALYSIS_PROGRAMMEMORY_H
+
+#include "zbc/Analysis/ProgramTable.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zbc {
+
+/// One buffer of a rank: live at the ops of its order in [from, until).
+struct BufferLife {
+  std::string name; // "in.0 of stage 1 mb 3", "send out.0 of stage 0 mb 3"
+  int64_t bytes = 0;
+  int from = 0, until = 0; // positions in the rank's top-level order
+};
+
+struct RankMemory {
+  int64_t params = 0, grads = 0, optimizerState = 0, lossAccumulator = 0;
+  std::vector<BufferLife> buffers;
+  /// Per position: the index (in the model's rank ops) of the op there, and
+  /// the temporaries it needs while it runs (0 for transfers and groups).
+  std::vector<int> opAt;
+  std::vector<int64_t> temporaries;
+  /// Per position: every byte held while that op runs.
+  std::vector<int64_t> live;
+  int64_t peak = 0;
+  int peakAt = 0; // position of the first op at the peak
+
+  int64_t persistent() const {
+    return params + grads + optimizerState + lossAccumulator;
+  }
+};
+
+/// Optimizer state per parameter byte: "sgd" (momentum) 1, "adamw" 2.
+/// Fails on another name.
+mlir::FailureOr<int> optimizerCopies(llvm::StringRef optimizer);
+
+/// The memory of every rank of `model` (read from `program`), with the
+/// tensors of `pipeline`, which must be the program's. Fails, with an error
+/// on `program`, when the pipeline does not match it.
+mlir::FailureOr<std::vector<RankMemory>>
+analyzeProgramMemory(zb::ProgramOp program, zb::PipelineOp pipeline,
+                     const ProgramModel &model);
+
+} // namespace zbc
+
+#endif // ZBC_ANALYSIS_PROGRAMMEMORY_H

@@ -1,0 +1,149 @@
+//===- Program.h - per-rank programs with transfers, and their proof -*- C++ -*-===//
+//
+// The schedule level without the IR: each rank's ops in issue order
+// (computes, sends, receives and groups of transfers issued together), each
+// waiting for earlier ops of its rank by index, as a zb.program's `after`
+// tokens do. zb-verify-schedule builds one from the IR, `zbc verify` from a
+// PyTorch CSV, and `verifyProgram` proves it, or names what is wrong:
+//
+//  * its compute order: every F and B+W (or BW) once, in order on each rank
+//    (ScheduleTable::verify);
+//  * dependences (Dependences.h): a product of the same rank is computed
+//    earlier; one of another rank arrives by a matching recv that the
+//    compute waits for, one recv per message of the stage boundary; a send
+//    waits for the compute that makes what it sends;
+//  * that every rank terminates, by an abstract execution under the p2p
+//    semantics the runtimes share, at their strictest (Note [p2p semantics]);
+//  * that each matched pair agrees on payload, stage, microbatch, key and
+//    type.
+// Memory is the IR's to account (ProgramMemory.h): it needs the tensors.
+// Cost: linear in the number of ops plus the group sizes.
+//
+// Note [p2p semantics]
+// A rank issues its ops in order, each once the ops in its `deps` are
+// complete, so an op waiting holds up everything after it on the rank, as
+// straight-line host code does. A compute completes when issued. Sends and
+// receives are non-blocking to issue. Messages between one ordered pair of
+// ranks match in issue order (FIFO per peer, no tags). A recv completes
+// once its matching send has been issued; a send completes (its buffer free)
+// once its matching recv has been posted: rendezvous, never eager
+// buffering, which would hide deadlocks that appear only at larger sizes. A
+// transfer on a stream completes only after the one before it on the same
+// stream of its rank (NCCL serializes the p2p calls of one CUDA stream). A
+// group is issued as one unit, once its deps are complete, and completes as
+// one, when all its members have. At its end a rank waits for all its
+// transfers. This is how MPI's Isend/Irecv/Wait and NCCL's grouped p2p
+// behave, and how PyTorch's runtime runs its CSV actions. Depends on this
+// note: verifyProgram (VerifyProgram.cpp), zb-insert-p2p (InsertP2P.cpp),
+// the runtime (planned).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_PROGRAM_H
+#define ZBC_SCHEDULE_PROGRAM_H
+
+#include "zbc/Schedule/Dependences.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace zbc::sched {
+
+/// What crosses a stage boundary: the activation forward, or the input
+/// gradient backward (Dependences.h's products).
+enum class Payload : uint8_t { Act, Grad };
+const char *payloadName(Payload payload);
+/// The payload that carries `product` to another rank.
+inline Payload payloadOf(Product product) {
+  return product == Product::Activation ? Payload::Act : Payload::Grad;
+}
+
+enum class OpClass : uint8_t { Compute, Send, Recv, Group };
+
+struct ProgramOp {
+  OpClass what = OpClass::Compute;
+  // Compute: kind, stage, microbatch. Transfers: the producing stage's
+  // payload and microbatch, the peer rank, which of the boundary's messages
+  // (key, e.g. "out.0") with its type, and the stream (-1: its own).
+  Kind kind = Kind::F;
+  int stage = 0, microbatch = 0;
+  Payload payload = Payload::Act;
+  int peer = 0;
+  std::string key, type;
+  int stream = -1;
+  /// Ops of the same rank (indices into RankProgram::ops) this op waits for.
+  std::vector<int> deps;
+  /// Group: its members (transfers, indices). Transfer: its group, or -1.
+  std::vector<int> members;
+  int group = -1;
+};
+
+/// One rank's ops. The issue order is the order of the ops whose `group` is
+/// -1; a group's members follow it in `ops` and are issued with it.
+struct RankProgram {
+  std::vector<ProgramOp> ops;
+};
+
+/// One message of a stage boundary: its key in the producing stage ("out.0",
+/// "d_in.0") and type.
+struct Message {
+  std::string key, type;
+};
+
+struct Program {
+  /// How messages name ops: the papers' "B(1,3)", "send act stage 0 mb 3 to
+  /// 1", or the cells of PyTorch's CSV, "1I3", "0SEND_F3", for a program
+  /// read from one.
+  ScheduleTable::Notation notation = ScheduleTable::Notation::Papers;
+  int microbatches = 0;
+  std::vector<int> rankOfStage;
+  std::vector<RankProgram> ranks;
+  /// Per stage, the messages its activation and its input gradient travel
+  /// in; an empty list for the input gradient means the stage sends none
+  /// (Note [No gradient upstream]), and the dependence on it is void.
+  std::vector<std::vector<Message>> actMessages, gradMessages;
+
+  int numStages() const { return static_cast<int>(rankOfStage.size()); }
+  /// `op` in this program's notation, for messages.
+  std::string name(const ProgramOp &op) const;
+  const std::vector<Message> &messages(Payload payload, int stage) const {
+    return payload == Payload::Act ? actMessages[stage] : gradMessages[stage];
+  }
+};
+
+/// A place in a program, and what to say there.
+struct ProgramNote {
+  int rank = 0, op = 0;
+  std::string message;
+};
+struct ProgramError {
+  int rank = 0, op = -1; // op -1: the rank's end (its final wait)
+  std::string message;
+  std::vector<ProgramNote> notes;
+};
+
+/// Proves `program` (file comment), or returns the first error found.
+std::optional<ProgramError> verifyProgram(const Program &program);
+
+/// One execution of `program` under Note [p2p semantics], the ranks taking
+/// turns one op at a time (ranks of equal speed), without the static checks
+/// of verifyProgram: for every op, the step at which it was issued and
+/// completed (-1: never), each transfer's partner (rank, op), and the
+/// deadlock or mismatch that stopped it, if any.
+struct ProgramRun {
+  std::vector<std::vector<int64_t>> issuedAt, completedAt;
+  std::vector<std::vector<std::pair<int, int>>> partner;
+  std::optional<ProgramError> error;
+};
+ProgramRun runProgram(const Program &program);
+
+/// Adds the sends and receives a compute-only program needs, with their
+/// groups, streams and the waits that free their buffers
+/// (InsertTransfers.cpp says where each goes and why). The compute order
+/// is kept; a compute's deps must name earlier computes.
+llvm::Error insertTransfers(Program &program);
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_PROGRAM_H

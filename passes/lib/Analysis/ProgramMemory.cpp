@@ -1,0 +1,305 @@
+//===- ProgramMemory.cpp - every byte a rank holds, op by op --------------===//
+//
+// Note [Program memory] (ProgramMemory.h) in three steps: what each stage's
+// phases read, yield and need as scratch (from the pipeline); where each
+// (stage, microbatch, phase) and each transfer sits in its rank's order
+// (from the model); and the buffers as intervals of positions, summed with a
+// difference array. Linear in the ops and keys.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Analysis/ProgramMemory.h"
+
+#include "zbc/Analysis/StageAnalysis.h"
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+using namespace zbc;
+using namespace zbc::zb;
+
+FailureOr<int> zbc::optimizerCopies(StringRef optimizer) {
+  if (optimizer == "sgd")
+    return 1;
+  if (optimizer == "adamw")
+    return 2;
+  return failure();
+}
+
+namespace {
+
+/// The phases of a stage in order (F, then B and W, or BW), as the slots a
+/// key's producer and last reader are counted in.
+struct PhaseInfo {
+  ComputeKind kind;
+  int64_t temporaries = 0; // the largest live set of its body
+};
+
+/// A per-microbatch key of a stage.
+struct KeyInfo {
+  KeyKind kind;
+  std::string key;
+  int64_t bytes = 0;
+  int producer = -1;   // phase slot that yields it; -1: provided
+  int lastReader = -1; // phase slot; -1: no phase of the stage reads it
+};
+
+struct StageInfo {
+  std::vector<PhaseInfo> phases;
+  std::vector<KeyInfo> keys; // activation keys, each once
+  int64_t paramBytes = 0;
+  int64_t lossBytes = 0; // one element of the loss, if the stage yields it
+};
+
+/// The largest set of values of `phase`'s body live at once: a value from
+/// its op to its last use (its yield included).
+int64_t temporariesOf(PhaseOp phase) {
+  Block &body = phase.getBodyBlock();
+  llvm::DenseMap<Operation *, int> position;
+  int n = 0;
+  for (Operation &op : body)
+    position[&op] = n++;
+  std::vector<int64_t> delta(n + 1, 0);
+  for (Operation &op : body)
+    for (Value result : op.getResults()) {
+      int from = position[&op], until = from;
+      for (Operation *user : result.getUsers())
+        until = std::max(until, position.lookup(user));
+      int64_t bytes = getNumBytes(result.getType());
+      delta[from] += bytes;
+      delta[until + 1] -= bytes;
+    }
+  int64_t live = 0, peak = 0;
+  for (int i = 0; i < n; ++i)
+    peak = std::max(peak, live += delta[i]);
+  return peak;
+}
+
+StageInfo stageInfoOf(StageOp stage) {
+  StageInfo info;
+  info.paramBytes = analyzeStage(stage).paramBytes;
+  llvm::StringMap<size_t> indexOf;
+  auto keyAt = [&](StringRef key, Type type) -> KeyInfo & {
+    auto [it, inserted] = indexOf.try_emplace(key, info.keys.size());
+    if (inserted)
+      info.keys.push_back({PhaseKey::parse(key)->kind, key.str(),
+                           getNumBytes(type), -1, -1});
+    return info.keys[it->second];
+  };
+  for (auto [slot, phase] : llvm::enumerate(stage.getPhases())) {
+    info.phases.push_back({phase.getKind(), temporariesOf(phase)});
+    for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
+                                     phase.getArgKeyList()))
+      if (isActivationKey(PhaseKey::parse(key)->kind))
+        keyAt(key, arg.getType()).lastReader = static_cast<int>(slot);
+    for (auto [key, value] : llvm::zip(phase.getYield().getKeyList(),
+                                       phase.getYield().getValues())) {
+      KeyKind kind = PhaseKey::parse(key)->kind;
+      if (kind == KeyKind::Loss) {
+        info.lossBytes = getNumBytes(value.getType());
+        continue;
+      }
+      if (isActivationKey(kind))
+        keyAt(key, value.getType()).producer = static_cast<int>(slot);
+    }
+  }
+  return info;
+}
+
+/// The phase slot of a stage that a compute kind runs (BW is slot 1, as B).
+int slotOf(ComputeKind kind) {
+  switch (kind) {
+  case ComputeKind::F:
+    return 0;
+  case ComputeKind::B:
+  case ComputeKind::BW:
+    return 1;
+  case ComputeKind::W:
+    return 2;
+  }
+  return 0;
+}
+
+} // namespace
+
+FailureOr<std::vector<RankMemory>>
+zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
+                          const ProgramModel &model) {
+  const sched::Program &p = model.program;
+  SmallVector<StageOp> stageOps(pipeline.getBody().front().getOps<StageOp>());
+  if (static_cast<int>(stageOps.size()) != p.numStages())
+    return program.emitOpError("places ")
+           << p.numStages() << " stages but its pipeline @"
+           << pipeline.getSymName() << " has " << stageOps.size();
+  std::vector<StageInfo> stages;
+  for (StageOp stage : stageOps)
+    stages.push_back(stageInfoOf(stage));
+  int copies = 1;
+  if (auto optimizer = program.getOptimizer()) {
+    FailureOr<int> n = optimizerCopies(*optimizer);
+    if (failed(n))
+      return program.emitOpError("optimizer '")
+             << *optimizer << "' is not 'sgd' or 'adamw'";
+    copies = *n;
+  }
+
+  std::vector<RankMemory> result(p.ranks.size());
+  for (size_t r = 0; r < p.ranks.size(); ++r) {
+    const std::vector<sched::ProgramOp> &ops = p.ranks[r].ops;
+    RankMemory &mem = result[r];
+    // Positions: a member sits where its group does.
+    std::vector<int> pos(ops.size(), 0);
+    int n = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].group >= 0) {
+        pos[i] = pos[ops[i].group];
+        continue;
+      }
+      pos[i] = n++;
+      mem.opAt.push_back(static_cast<int>(i));
+    }
+    mem.temporaries.assign(n, 0);
+    // Where each phase of each (stage, microbatch) runs, each recv is, and
+    // where each send's buffer is released (the first op waiting for it).
+    std::map<std::tuple<int, int, int>, int> computeAt; // stage, mb, slot
+    std::map<std::tuple<sched::Payload, int, int, std::string>, int> recvAt,
+        sendRelease;
+    std::vector<int> release(ops.size(), n);
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (int d : ops[i].deps) {
+        release[d] = std::min(release[d], pos[i]);
+        for (int m : ops[d].members)
+          release[m] = std::min(release[m], pos[i]);
+      }
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const sched::ProgramOp &op = ops[i];
+      if (op.what == sched::OpClass::Compute) {
+        int slot = slotOf(toComputeKind(op.kind));
+        computeAt[{op.stage, op.microbatch, slot}] = pos[i];
+        if (op.stage < static_cast<int>(stages.size())) {
+          const StageInfo &info = stages[op.stage];
+          for (const PhaseInfo &phase : info.phases)
+            if (phase.kind == toComputeKind(op.kind))
+              mem.temporaries[pos[i]] = phase.temporaries;
+        }
+      } else if (op.what == sched::OpClass::Recv) {
+        recvAt[{op.payload, op.stage, op.microbatch, op.key}] = pos[i];
+      } else if (op.what == sched::OpClass::Send) {
+        sendRelease[{op.payload, op.stage, op.microbatch, op.key}] = release[i];
+      }
+    }
+
+    // The whole step's state.
+    for (int s = 0; s < p.numStages(); ++s)
+      if (p.rankOfStage[s] == static_cast<int>(r)) {
+        mem.params += stages[s].paramBytes;
+        mem.lossAccumulator += stages[s].lossBytes;
+      }
+    mem.grads = mem.params;
+    mem.optimizerState = copies * mem.params;
+
+    auto add = [&](std::string name, int64_t bytes, int from, int until) {
+      if (bytes > 0 && until > from)
+        mem.buffers.push_back({std::move(name), bytes, from, until});
+    };
+    for (int s = 0; s < p.numStages(); ++s) {
+      if (p.rankOfStage[s] != static_cast<int>(r))
+        continue;
+      const StageInfo &info = stages[s];
+      for (int j = 0; j < p.microbatches; ++j) {
+        auto at = [&](int slot) -> std::optional<int> {
+          auto it = computeAt.find({s, j, slot});
+          if (it == computeAt.end())
+            return std::nullopt;
+          return it->second;
+        };
+        std::string of = " of stage " + std::to_string(s) + " mb " +
+                         std::to_string(j);
+        for (const KeyInfo &key : info.keys) {
+          std::optional<int> last =
+              key.lastReader >= 0 ? at(key.lastReader) : std::nullopt;
+          // Sent on: out.I forward, d_in.I backward, when the consumer is
+          // on another rank (a consumer here counts it as its own input).
+          if (key.kind == KeyKind::Out || key.kind == KeyKind::DIn) {
+            bool act = key.kind == KeyKind::Out;
+            int consumer = act ? s + 1 : s - 1;
+            if (consumer < 0 || consumer >= p.numStages() ||
+                p.rankOfStage[consumer] == static_cast<int>(r))
+              continue;
+            std::optional<int> made = at(key.producer);
+            auto it = sendRelease.find({act ? sched::Payload::Act
+                                            : sched::Payload::Grad,
+                                        s, j, key.key});
+            if (made)
+              add("send " + key.key + of, key.bytes, *made + 1,
+                  it != sendRelease.end() ? it->second : n);
+            continue;
+          }
+          if (!last)
+            continue; // read by no phase of the stage
+          int from = -1;
+          switch (key.kind) {
+          case KeyKind::In:
+          case KeyKind::DOut: {
+            bool act = key.kind == KeyKind::In;
+            int producer = act ? s - 1 : s + 1;
+            if (producer < 0 || producer >= p.numStages())
+              continue;
+            std::string sent =
+                (act ? "out." : "d_in.") + PhaseKey::parse(key.key)->suffix;
+            if (p.rankOfStage[producer] == static_cast<int>(r)) {
+              auto it = computeAt.find({producer, j, act ? 0 : 1});
+              if (it != computeAt.end())
+                from = it->second + 1;
+            } else {
+              auto it = recvAt.find({act ? sched::Payload::Act
+                                         : sched::Payload::Grad,
+                                     producer, j, sent});
+              if (it != recvAt.end())
+                from = it->second;
+            }
+            break;
+          }
+          case KeyKind::Input:
+          case KeyKind::Label:
+            if (std::optional<int> f = at(0))
+              from = *f;
+            break;
+          default: // F.I, B.I: after the phase that yields them
+            if (key.producer >= 0)
+              if (std::optional<int> made = at(key.producer))
+                from = *made + 1;
+            break;
+          }
+          if (from >= 0)
+            add(key.key + of, key.bytes, from, *last + 1);
+        }
+      }
+    }
+
+    std::vector<int64_t> delta(n + 1, 0);
+    for (const BufferLife &b : mem.buffers) {
+      delta[b.from] += b.bytes;
+      delta[b.until] -= b.bytes;
+    }
+    mem.live.assign(n, 0);
+    int64_t held = 0;
+    for (int k = 0; k < n; ++k) {
+      held += delta[k];
+      mem.live[k] = mem.persistent() + held + mem.temporaries[k];
+      if (mem.live[k] > mem.peak) {
+        mem.peak = mem.live[k];
+        mem.peakAt = k;
+      }
+    }
+    if (n == 0)
+      mem.peak = mem.persistent();
+  }
+  return result;
+}

@@ -1,0 +1,141 @@
+//===- VerifySchedule.cpp - zb-verify-schedule: prove a zb.program --------===//
+//
+// Reads each zb.program into a sched::Program (ProgramTable.h), proves it
+// with verifyProgram (Program.h), and, with its pipeline, accounts every
+// byte of every rank (ProgramMemory.h) against the program's memory_limit.
+// Errors land on the op they are about, with notes at the others; `report`
+// adds a remark with the figures.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Passes/Passes.h"
+
+#include "zbc/Analysis/ProgramMemory.h"
+#include "zbc/Analysis/ProgramTable.h"
+#include "zbc/Dialect/ZB/ZBOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <algorithm>
+
+#define DEBUG_TYPE "zb-verify-schedule"
+
+namespace zbc {
+#define GEN_PASS_DEF_ZBVERIFYSCHEDULEPASS
+#include "zbc/Passes/Passes.h.inc"
+} // namespace zbc
+
+using namespace mlir;
+using namespace zbc;
+using namespace zbc::zb;
+
+namespace {
+
+struct ZBVerifySchedulePass final
+    : zbc::impl::ZBVerifySchedulePassBase<ZBVerifySchedulePass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+/// The op a (rank, index) of the model names; the rank itself for -1.
+Operation *opOf(ProgramOp program, const ProgramModel &model, int rank,
+                int op) {
+  if (rank >= 0 && rank < static_cast<int>(model.ops.size()) && op >= 0 &&
+      op < static_cast<int>(model.ops[rank].size()))
+    return model.ops[rank][op];
+  int r = 0;
+  for (RankOp rankOp : program.getBody().front().getOps<RankOp>())
+    if (r++ == rank)
+      return rankOp;
+  return program;
+}
+
+} // namespace
+
+LogicalResult zbc::verifyScheduleProgram(ProgramOp program,
+                                         ScheduleProof *proof) {
+  PipelineOp pipeline = pipelineOfProgram(program);
+  ProgramModel model = modelOfProgram(program, pipeline);
+  if (std::optional<sched::ProgramError> error =
+          sched::verifyProgram(model.program)) {
+    InFlightDiagnostic diag =
+        opOf(program, model, error->rank, error->op)->emitError(error->message);
+    for (const sched::ProgramNote &note : error->notes)
+      diag.attachNote(opOf(program, model, note.rank, note.op)->getLoc())
+          << note.message;
+    return failure();
+  }
+  size_t numOps = 0;
+  for (const sched::RankProgram &rank : model.program.ranks)
+    numOps += rank.ops.size();
+  if (proof) {
+    proof->ranks = static_cast<int>(model.program.ranks.size());
+    proof->ops = numOps;
+  }
+  if (!pipeline)
+    return success();
+
+  FailureOr<std::vector<RankMemory>> memory =
+      analyzeProgramMemory(program, pipeline, model);
+  if (failed(memory))
+    return failure();
+  std::optional<uint64_t> limit = program.getMemoryLimit();
+  for (auto [r, mem] : llvm::enumerate(*memory)) {
+    if (!limit || mem.peak <= static_cast<int64_t>(*limit))
+      continue;
+    // The first op over the limit, and the largest buffers live there.
+    int k = 0;
+    while (mem.live[k] <= static_cast<int64_t>(*limit))
+      ++k;
+    std::vector<const BufferLife *> there;
+    for (const BufferLife &b : mem.buffers)
+      if (b.from <= k && k < b.until)
+        there.push_back(&b);
+    std::stable_sort(there.begin(), there.end(),
+                     [](const BufferLife *a, const BufferLife *b) {
+                       return a->bytes > b->bytes;
+                     });
+    std::string largest;
+    for (size_t i = 0; i < std::min<size_t>(3, there.size()); ++i)
+      largest += (i ? ", " : "") + there[i]->name + " (" +
+                 std::to_string(there[i]->bytes) + ")";
+    Operation *at = model.ops[r][mem.opAt[k]];
+    at->emitError("rank ")
+        << r << " holds " << mem.live[k] << " bytes here, over the memory "
+        << "limit of " << *limit << ": " << mem.persistent()
+        << " for parameters, gradients and optimizer state, "
+        << mem.temporaries[k] << " of this op's temporaries"
+        << (largest.empty() ? std::string() : ", and the largest buffers "
+                                              "live here are " + largest);
+    return failure();
+  }
+  if (proof)
+    for (const RankMemory &mem : *memory)
+      proof->peakBytes.push_back(mem.peak);
+  return success();
+}
+
+void ZBVerifySchedulePass::runOnOperation() {
+  SmallVector<ProgramOp> programs(getOperation().getOps<ProgramOp>());
+  if (programs.empty()) {
+    getOperation().emitError("zb-verify-schedule found no 'zb.program'");
+    return signalPassFailure();
+  }
+  for (ProgramOp program : programs) {
+    ScheduleProof proof;
+    if (failed(verifyScheduleProgram(program, &proof)))
+      return signalPassFailure();
+    if (report) {
+      std::string peaks;
+      for (int64_t bytes : proof.peakBytes)
+        peaks += (peaks.empty() ? "" : ", ") + std::to_string(bytes);
+      emitRemark(program.getLoc())
+          << "verified: " << proof.ranks << " ranks, " << proof.ops
+          << " ops, peak bytes per rank ["
+          << (proof.peakBytes.empty() ? std::string("no pipeline: not counted")
+                                      : peaks)
+          << "]";
+    }
+  }
+}
