@@ -557,6 +557,18 @@ TEST(Export, CSVReadsWhatPyTorchWrites) {
   EXPECT_DOUBLE_EQ(sim.makespan, 18);
 }
 
+// Tests that the compute+comms format reads as the same compute order, its
+// transfers and FSDP ops set aside (parseCSVProgram reads the transfers).
+TEST(Export, CSVReadsTheCommsFormat) {
+  llvm::Expected<ScheduleTable> table = parseCSV(
+      "0UNSHARD,0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0RESHARD\n"
+      "1RECV_F0,1RECV_F1,1F0,1B0,1SEND_B0,1F1,1B1,1SEND_B1,1REDUCE_GRAD\n",
+      2, 2, 2, Placement::Linear);
+  ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_EQ(table->ranks[0].size(), 4u);
+  EXPECT_TRUE(table->ranks[1][1] == BW(1, 0));
+}
+
 // Tests that blank lines after the last row are not ranks (an editor's
 // trailing newlines), while a blank row in between is a rank with no work,
 // and that scanCSV sizes the problem from the rows and cells.
@@ -612,14 +624,17 @@ TEST(Export, CSVErrorsNameRowAndColumn) {
   EXPECT_CSV_ERROR("0F0,0B0\n1F0,1B0\n1F0\n",
                    "CSV line 3: more rows than ranks (2)");
   EXPECT_CSV_ERROR("0F0,0B0\n", "1 rows for 2 ranks");
-  EXPECT_CSV_ERROR("0F0,0SEND_F0,0B0\n1RECV_F0,1F0,1B0\n",
-                   "cell 2 '0SEND_F0': communication op SEND_F: zbc infers");
+  EXPECT_CSV_ERROR("0F0,0SEND_F1,0B0\n1RECV_F0,1F0,1B0\n",
+                   "cell 2 '0SEND_F1': microbatch 1 out of range [0, 1)");
+  EXPECT_CSV_ERROR("0F0,0RECV_F0,0B0\n1F0,1B0\n",
+                   "cell 2 '0RECV_F0': RECV_F of stage 0: no stage sends it");
   EXPECT_CSV_ERROR("0F0,0B0\n1F0,1B0,1F0\n",
                    "line 2 (rank 1), cell 3 '1F0': 1F0 appears twice "
                    "(also at line 2 (rank 1), cell 1 '1F0')");
   EXPECT_CSV_ERROR("0F0,0B0,0W0\n1F0,1I0,1W0\n",
                    "cell 2 '0B0': B is a full backward");
-  EXPECT_CSV_ERROR("0F0,0UNSHARD\n1F0,1B0\n", "UNSHARD is an FSDP");
+  EXPECT_CSV_ERROR("0F0,0B0\n1F0,1B0,1UNSHARD,1XSHARD\n",
+                   "cell 4 '1XSHARD': unknown computation type 'XSHARD'");
   EXPECT_CSV_ERROR("0F0,(0B0)FOO\n1F0,1B0\n", "only OVERLAP_F_B groups");
   EXPECT_CSV_ERROR("0F0,\"0B0\n1F0,1B0\n", "line 1 (rank 0): unterminated");
   // Well-formed cells, but the order or the table is wrong: verify's

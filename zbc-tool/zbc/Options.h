@@ -11,6 +11,10 @@ extern llvm::cl::OptionCategory zbcCategory;
 /// `zbc schedule`: defined in ScheduleCommand.cpp.
 extern llvm::cl::SubCommand scheduleCommand;
 int runScheduleCommand();
+
+/// `zbc verify`: defined in VerifyCommand.cpp.
+extern llvm::cl::SubCommand verifyCommand;
+int runVerifyCommand();
 } // namespace zbc
 
 #endif // ZBC_TOOL_OPTIONS_H

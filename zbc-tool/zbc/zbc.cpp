@@ -5,11 +5,13 @@
 //   zbc check MODEL.mlir    parse, verify and summarise a model or schedule
 //   zbc split MODEL.mlir    cut into stages, differentiate, split B/W, report
 //   zbc schedule ...        build/simulate/draw a schedule (ScheduleCommand.cpp)
+//   zbc verify FILE         prove a program or a PyTorch CSV (VerifyCommand.cpp)
 //
 // Errors name the place (file:line:col for IR), and every failure exits 1.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Input.h"
 #include "Numbers.h"
 #include "Options.h"
 #include "SplitReport.h"
@@ -51,8 +53,8 @@ static cl::list<std::string> checkInputs(cl::Positional, cl::OneOrMore,
                                          cl::cat(zbcCategory));
 
 /// Parses and verifies `path`; diagnostics go to stderr with file:line:col.
-static OwningOpRef<ModuleOp> parseFile(StringRef path, MLIRContext &context,
-                                       llvm::SourceMgr &sourceMgr) {
+OwningOpRef<ModuleOp> zbc::parseInputFile(StringRef path, MLIRContext &context,
+                                          llvm::SourceMgr &sourceMgr) {
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
   if (!file) {
@@ -67,7 +69,7 @@ static OwningOpRef<ModuleOp> parseFile(StringRef path, MLIRContext &context,
 }
 
 /// A context for the zb dialect whose diagnostics read well on a terminal.
-static void setUpContext(MLIRContext &context) {
+void zbc::setUpContext(MLIRContext &context) {
   context.loadDialect<zbc::zb::ZBDialect>();
   // The located message says what is wrong; the generic form of the op only
   // repeats it less readably.
@@ -76,12 +78,12 @@ static void setUpContext(MLIRContext &context) {
 
 static int runCheck() {
   MLIRContext context;
-  setUpContext(context);
+  zbc::setUpContext(context);
   int status = 0;
   for (const std::string &path : checkInputs) {
     llvm::SourceMgr sourceMgr;
     SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-    OwningOpRef<ModuleOp> module = parseFile(path, context, sourceMgr);
+    OwningOpRef<ModuleOp> module = zbc::parseInputFile(path, context, sourceMgr);
     if (!module) {
       status = 1;
       continue;
@@ -146,10 +148,10 @@ static int runSplit() {
     stages = *n;
   }
   MLIRContext context;
-  setUpContext(context);
+  zbc::setUpContext(context);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseFile(splitInput, context, sourceMgr);
+  OwningOpRef<ModuleOp> module = zbc::parseInputFile(splitInput, context, sourceMgr);
   if (!module)
     return 1;
   if (module->getOps<zbc::zb::ModelOp>().empty()) {
@@ -190,6 +192,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(zbcCategory, checkCommand);
   cl::HideUnrelatedOptions(zbcCategory, splitCommand);
   cl::HideUnrelatedOptions(zbcCategory, zbc::scheduleCommand);
+  cl::HideUnrelatedOptions(zbcCategory, zbc::verifyCommand);
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -221,6 +224,8 @@ int main(int argc, char **argv) {
     return runSplit();
   if (zbc::scheduleCommand)
     return zbc::runScheduleCommand();
+  if (zbc::verifyCommand)
+    return zbc::runVerifyCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

@@ -22,7 +22,9 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace zbc::sched;
@@ -116,14 +118,24 @@ bool splitCells(llvm::StringRef line, llvm::SmallVectorImpl<std::string> &out) {
   return !quoted;
 }
 
+/// One cell's action: a compute, a transfer (named as zbc names it: the
+/// producing stage and the payload), or an FSDP op that zbc accepts and
+/// ignores.
+struct Cell {
+  enum What { Compute, Send, Recv, Ignored } what = Compute;
+  Action action{Kind::F, 0, 0}; // Compute
+  Payload payload = Payload::Act;   // Send, Recv
+  int stage = 0, microbatch = 0;    // Send, Recv: the producing stage
+};
+
 struct CSVParser {
   int ranks, numStages, microbatches;
   std::vector<int> rankOfStage;
 
-  /// One compute action "[stage][type][microbatch]" (already trimmed) from
-  /// `where` (which names the cell in messages).
-  llvm::Expected<Action> parseAction(llvm::StringRef text, const CellRef &where,
-                                     int rank) const {
+  /// One action "[stage][type][microbatch]" (already trimmed) from `where`
+  /// (which names the cell in messages).
+  llvm::Expected<Cell> parseAction(llvm::StringRef text, const CellRef &where,
+                                   int rank) const {
     auto error = [&](const llvm::Twine &why) {
       return fail(where.str() + ": " + why);
     };
@@ -139,59 +151,78 @@ struct CSVParser {
       return error("malformed action '" + text +
                    "'; expected [stage][type][microbatch], e.g. 0F3");
 
-    Kind kind;
-    if (type == "F")
-      kind = Kind::F;
-    else if (type == "I")
-      kind = Kind::B;
-    else if (type == "W")
-      kind = Kind::W;
-    else if (type == "B")
-      kind = Kind::BW;
-    else if (type == "SEND_F" || type == "RECV_F" || type == "SEND_B" ||
-             type == "RECV_B")
-      return error("communication op " + type +
-                   ": zbc infers sends and receives from the placement; give "
-                   "compute actions only (PyTorch's \"compute_only\" format)");
-    else if (type == "UNSHARD" || type == "RESHARD" || type == "REDUCE_GRAD")
-      return error(type + " is an FSDP/gradient-reduction op, which the "
-                          "simulator does not model; give compute actions "
-                          "only (PyTorch's \"compute_only\" format)");
-    else if (type == "OVERLAP_F_B")
+    Cell cell;
+    if (type == "F" || type == "I" || type == "W" || type == "B") {
+      cell.what = Cell::Compute;
+      cell.action.kind = type == "F"   ? Kind::F
+                         : type == "I" ? Kind::B
+                         : type == "W" ? Kind::W
+                                       : Kind::BW;
+    } else if (type == "SEND_F" || type == "RECV_F" || type == "SEND_B" ||
+               type == "RECV_B") {
+      cell.what = type.starts_with("SEND") ? Cell::Send : Cell::Recv;
+      cell.payload = type.ends_with("F") ? Payload::Act : Payload::Grad;
+    } else if (type == "UNSHARD" || type == "RESHARD" || type == "REDUCE_GRAD") {
+      cell.what = Cell::Ignored; // FSDP and gradient reduction: not modelled
+    } else if (type == "OVERLAP_F_B") {
       return error("OVERLAP_F_B needs its sub-actions, as in "
                    "(0F1;7B0)OVERLAP_F_B");
-    else
-      return error(
-          "unknown computation type '" + type + "' (expected F, I, W or B" +
-          (type == "BW" ? "; PyTorch writes a fused backward as B" : "") + ")");
+    } else {
+      return error("unknown computation type '" + type +
+                   "' (expected F, I, W, B, SEND_F, RECV_F, SEND_B, RECV_B, "
+                   "UNSHARD, RESHARD or REDUCE_GRAD" +
+                   (type == "BW" ? "; PyTorch writes a fused backward as B"
+                                 : "") +
+                   ")");
+    }
 
-    unsigned stage, microbatch;
+    unsigned stage, microbatch = 0;
     if (stageText.getAsInteger(10, stage) || stage >= unsigned(numStages))
       return error("stage " + stageText + " out of range [0, " +
                    llvm::Twine(numStages) + ")");
+    if (rankOfStage[stage] != rank)
+      return error("stage " + llvm::Twine(stage) + " is on rank " +
+                   llvm::Twine(rankOfStage[stage]) +
+                   " under this placement, but the row is rank " +
+                   llvm::Twine(rank) + " (wrong placement?)");
+    if (cell.what == Cell::Ignored)
+      return cell; // FSDP ops name no microbatch
     if (mbText.empty())
       return error("the action has no microbatch");
     if (mbText.getAsInteger(10, microbatch) ||
         microbatch >= unsigned(microbatches))
       return error("microbatch " + mbText + " out of range [0, " +
                    llvm::Twine(microbatches) + ")");
-    if (rankOfStage[stage] != rank)
-      return error("stage " + llvm::Twine(stage) + " is on rank " +
-                   llvm::Twine(rankOfStage[stage]) +
-                   " under this placement, but the row is rank " +
-                   llvm::Twine(rank) + " (wrong placement?)");
-    return Action{kind, static_cast<int>(stage), static_cast<int>(microbatch)};
+    int s = static_cast<int>(stage), j = static_cast<int>(microbatch);
+    if (cell.what == Cell::Compute) {
+      cell.action.stage = s;
+      cell.action.microbatch = j;
+      return cell;
+    }
+    // PyTorch names a transfer by the stage that runs it; zbc by the stage
+    // that produced what moves. A RECV_F of stage s brings stage s-1's
+    // activation, a RECV_B stage s+1's input gradient.
+    bool act = cell.payload == Payload::Act;
+    int producer = cell.what == Cell::Send ? s : act ? s - 1 : s + 1;
+    int consumer = act ? producer + 1 : producer - 1;
+    if (producer < 0 || producer >= numStages || consumer < 0 ||
+        consumer >= numStages)
+      return error(type + " of stage " + stageText + ": no stage " +
+                   (cell.what == Cell::Send ? "receives it" : "sends it"));
+    cell.stage = producer;
+    cell.microbatch = j;
+    return cell;
   }
 
   /// One cell: empty (an idle step), an action, or PyTorch's overlapped pair
   /// "(0F7;7B3)OVERLAP_F_B", whose sub-actions are appended in order.
   llvm::Error parseCell(llvm::StringRef text, const CellRef &where, int rank,
-                        std::vector<std::pair<Action, CellRef>> &out) const {
+                        std::vector<std::pair<Cell, CellRef>> &out) const {
     text = text.trim();
     if (text.empty())
       return llvm::Error::success();
     if (!text.starts_with("(")) {
-      llvm::Expected<Action> a = parseAction(text, where, rank);
+      llvm::Expected<Cell> a = parseAction(text, where, rank);
       if (!a)
         return a.takeError();
       out.push_back({*a, where});
@@ -210,14 +241,106 @@ struct CSVParser {
       part = part.trim();
       if (part.empty())
         continue;
-      llvm::Expected<Action> a = parseAction(part, where, rank);
+      llvm::Expected<Cell> a = parseAction(part, where, rank);
       if (!a)
         return a.takeError();
+      if (a->what != Cell::Compute)
+        return fail(where.str() + ": OVERLAP_F_B pairs compute actions only");
       out.push_back({*a, where});
     }
     return llvm::Error::success();
   }
 };
+
+/// Every cell of a CSV in either format, checked: rows, cells, duplicates
+/// and the old meaning of B.
+llvm::Expected<std::vector<std::pair<Cell, CellRef>>>
+readCells(llvm::StringRef text, const CSVParser &parser) {
+  int ranks = parser.ranks, microbatches = parser.microbatches;
+  llvm::SmallVector<llvm::StringRef> lines = csvRows(text);
+  if (static_cast<int>(lines.size()) > ranks)
+    return fail("CSV line " + llvm::Twine(ranks + 1) +
+                ": more rows than ranks (" + llvm::Twine(ranks) +
+                "); the format has one row per rank");
+  if (static_cast<int>(lines.size()) < ranks)
+    return fail("CSV: " + llvm::Twine(lines.size()) + " rows for " +
+                llvm::Twine(ranks) + " ranks; the format has one row per rank");
+  std::vector<std::pair<Cell, CellRef>> parsed;
+  for (int r = 0; r < ranks; ++r) {
+    llvm::StringRef line = lines[r];
+    line.consume_back("\r");
+    llvm::SmallVector<std::string> cells;
+    if (!splitCells(line, cells))
+      return fail("CSV line " + llvm::Twine(r + 1) + " (rank " +
+                  llvm::Twine(r) + "): unterminated quote");
+    for (auto [c, cell] : llvm::enumerate(cells)) {
+      CellRef where{r + 1, static_cast<int>(c) + 1, cell};
+      if (llvm::Error error = parser.parseCell(cell, where, r, parsed))
+        return fail("CSV " + llvm::toString(std::move(error)));
+    }
+  }
+
+  // Duplicates and the old meaning of B, checked here because here the
+  // message can point at the cells.
+  auto computeKey = [&](const Action &a) {
+    return (static_cast<uint64_t>(a.stage) * microbatches + a.microbatch) * 4 +
+           static_cast<uint64_t>(a.kind);
+  };
+  llvm::DenseMap<uint64_t, size_t> seen;
+  std::map<std::tuple<int, int, Payload, int, int>, size_t> transfers;
+  for (auto [i, entry] : llvm::enumerate(parsed)) {
+    const Cell &cell = entry.first;
+    if (cell.what == Cell::Compute) {
+      auto [it, inserted] = seen.try_emplace(computeKey(cell.action), i);
+      if (!inserted)
+        return fail("CSV " + entry.second.str() + ": " + csvCell(cell.action) +
+                    " appears twice (also at " +
+                    parsed[it->second].second.str() + ")");
+    } else if (cell.what != Cell::Ignored) {
+      auto [it, inserted] = transfers.try_emplace(
+          {entry.second.line, int(cell.what), cell.payload, cell.stage,
+           cell.microbatch},
+          i);
+      if (!inserted)
+        return fail("CSV " + entry.second.str() + " appears twice (also at " +
+                    parsed[it->second].second.str() + ")");
+    }
+  }
+  for (const auto &[cell, where] : parsed) {
+    if (cell.what != Cell::Compute || cell.action.kind != Kind::BW)
+      continue;
+    const Action &a = cell.action;
+    auto w = seen.find(computeKey(Action{Kind::W, a.stage, a.microbatch}));
+    if (w != seen.end())
+      return fail("CSV " + where.str() +
+                  ": B is a full backward (input and weight gradient) in "
+                  "PyTorch's format, but " +
+                  parsed[w->second].second.str() +
+                  " also runs W for it; write the input gradient as " +
+                  std::to_string(a.stage) + "I" + std::to_string(a.microbatch) +
+                  " (older PyTorch versions wrote B for it)");
+  }
+  return std::move(parsed);
+}
+
+/// The parser for a problem, after the checks every entry point shares.
+llvm::Expected<CSVParser> parserFor(int ranks, int numStages, int microbatches,
+                                    Placement placement) {
+  if (ranks < 1 || numStages < 1 || microbatches < 1)
+    return fail("CSV: ranks, stages and microbatches must be at least 1, got " +
+                llvm::Twine(ranks) + ", " + llvm::Twine(numStages) + ", " +
+                llvm::Twine(microbatches));
+  bool placeable = placement == Placement::Linear ? numStages == ranks
+                   : placement == Placement::Interleaved
+                       ? numStages % ranks == 0
+                       : numStages == 2 * ranks;
+  if (!placeable)
+    return fail("CSV: " + llvm::Twine(numStages) + " stages cannot be placed " +
+                placementName(placement) + " on " + llvm::Twine(ranks) +
+                " ranks");
+  return CSVParser{ranks, numStages, microbatches,
+                   placeStages(placement, ranks, numStages)};
+}
 
 } // namespace
 
@@ -255,81 +378,118 @@ llvm::Expected<ScheduleTable> zbc::sched::parseCSV(llvm::StringRef text,
                                                    int ranks, int numStages,
                                                    int microbatches,
                                                    Placement placement) {
-  if (ranks < 1 || numStages < 1 || microbatches < 1)
-    return fail("CSV: ranks, stages and microbatches must be at least 1, got " +
-                llvm::Twine(ranks) + ", " + llvm::Twine(numStages) + ", " +
-                llvm::Twine(microbatches));
-  bool placeable = placement == Placement::Linear ? numStages == ranks
-                   : placement == Placement::Interleaved
-                       ? numStages % ranks == 0
-                       : numStages == 2 * ranks;
-  if (!placeable)
-    return fail("CSV: " + llvm::Twine(numStages) + " stages cannot be placed " +
-                placementName(placement) + " on " + llvm::Twine(ranks) +
-                " ranks");
-  CSVParser parser{ranks, numStages, microbatches,
-                   placeStages(placement, ranks, numStages)};
-
-  llvm::SmallVector<llvm::StringRef> lines = csvRows(text);
-  if (static_cast<int>(lines.size()) > ranks)
-    return fail("CSV line " + llvm::Twine(ranks + 1) +
-                ": more rows than ranks (" + llvm::Twine(ranks) +
-                "); the format has one row per rank");
-  if (static_cast<int>(lines.size()) < ranks)
-    return fail("CSV: " + llvm::Twine(lines.size()) + " rows for " +
-                llvm::Twine(ranks) + " ranks; the format has one row per rank");
-
+  llvm::Expected<CSVParser> parser =
+      parserFor(ranks, numStages, microbatches, placement);
+  if (!parser)
+    return parser.takeError();
+  llvm::Expected<std::vector<std::pair<Cell, CellRef>>> cells =
+      readCells(text, *parser);
+  if (!cells)
+    return cells.takeError();
   ScheduleTable table;
   table.notation = ScheduleTable::Notation::CSV;
   table.microbatches = microbatches;
-  table.rankOfStage = parser.rankOfStage;
+  table.rankOfStage = parser->rankOfStage;
   table.ranks.resize(ranks);
-  std::vector<std::pair<Action, CellRef>> parsed;
-  for (int r = 0; r < ranks; ++r) {
-    llvm::StringRef line = lines[r];
-    line.consume_back("\r");
-    llvm::SmallVector<std::string> cells;
-    if (!splitCells(line, cells))
-      return fail("CSV line " + llvm::Twine(r + 1) + " (rank " +
-                  llvm::Twine(r) + "): unterminated quote");
-    for (auto [c, cell] : llvm::enumerate(cells)) {
-      CellRef where{r + 1, static_cast<int>(c) + 1, cell};
-      if (llvm::Error error = parser.parseCell(cell, where, r, parsed))
-        return fail("CSV " + llvm::toString(std::move(error)));
-    }
-  }
-
-  // Duplicates and the old meaning of B, checked here because here the
-  // message can point at the cells.
-  auto key = [&](const Action &a) {
-    return (static_cast<uint64_t>(a.stage) * microbatches + a.microbatch) * 4 +
-           static_cast<uint64_t>(a.kind);
-  };
-  llvm::DenseMap<uint64_t, size_t> seen;
-  for (auto [i, entry] : llvm::enumerate(parsed)) {
-    auto [it, inserted] = seen.try_emplace(key(entry.first), i);
-    if (!inserted)
-      return fail("CSV " + entry.second.str() + ": " + csvCell(entry.first) +
-                  " appears twice (also at " + parsed[it->second].second.str() +
-                  ")");
-  }
-  for (const auto &[a, where] : parsed) {
-    if (a.kind != Kind::BW)
-      continue;
-    auto w = seen.find(key(Action{Kind::W, a.stage, a.microbatch}));
-    if (w != seen.end())
-      return fail("CSV " + where.str() +
-                  ": B is a full backward (input and weight gradient) in "
-                  "PyTorch's format, but " +
-                  parsed[w->second].second.str() +
-                  " also runs W for it; write the input gradient as " +
-                  std::to_string(a.stage) + "I" + std::to_string(a.microbatch) +
-                  " (older PyTorch versions wrote B for it)");
-  }
-
-  for (auto &[a, where] : parsed)
-    table.ranks[where.line - 1].push_back(a);
+  // The compute order; a compute+comms file's transfers are the program's,
+  // not the table's (parseCSVProgram reads them).
+  for (auto &[cell, where] : *cells)
+    if (cell.what == Cell::Compute)
+      table.ranks[where.line - 1].push_back(cell.action);
   if (llvm::Error error = table.verify())
     return fail("CSV: " + llvm::toString(std::move(error)));
   return std::move(table);
+}
+
+llvm::Expected<CSVProgram>
+zbc::sched::parseCSVProgram(llvm::StringRef text, int ranks, int numStages,
+                            int microbatches, Placement placement) {
+  llvm::Expected<CSVParser> parser =
+      parserFor(ranks, numStages, microbatches, placement);
+  if (!parser)
+    return parser.takeError();
+  llvm::Expected<std::vector<std::pair<Cell, CellRef>>> cells =
+      readCells(text, *parser);
+  if (!cells)
+    return cells.takeError();
+
+  CSVProgram out;
+  Program &program = out.program;
+  program.notation = ScheduleTable::Notation::CSV;
+  program.microbatches = microbatches;
+  program.rankOfStage = parser->rankOfStage;
+  program.actMessages.assign(numStages, {});
+  program.gradMessages.assign(numStages, {});
+  // One message per boundary: PyTorch sends each stage's output as it is.
+  for (int s = 0; s < numStages; ++s) {
+    if (s + 1 < numStages)
+      program.actMessages[s] = {{"out.0", ""}};
+    if (s > 0)
+      program.gradMessages[s] = {{"d_in.0", ""}};
+  }
+  program.ranks.resize(ranks);
+  out.cells.resize(ranks);
+  for (const auto &[cell, where] : *cells)
+    out.hasComms |= cell.what == Cell::Send || cell.what == Cell::Recv;
+
+  // As PyTorch's runtime runs a compute+comms schedule: a compute waits for
+  // the recvs of what it needs that its rank has posted before it; a send
+  // waits for the compute that made what it sends; sends are waited for at
+  // the end of the step; each transfer is its own batch (no streams shared).
+  std::vector<std::map<std::tuple<Payload, int, int>, int>> recvAt(ranks);
+  std::vector<std::map<std::tuple<int, int, Product>, int>> madeAt(ranks);
+  for (const auto &[cell, where] : *cells) {
+    if (cell.what == Cell::Ignored)
+      continue;
+    int r = where.line - 1;
+    std::vector<ProgramOp> &ops = program.ranks[r].ops;
+    int index = static_cast<int>(ops.size());
+    ProgramOp op;
+    if (cell.what == Cell::Compute) {
+      const Action &a = cell.action;
+      op.kind = a.kind;
+      op.stage = a.stage;
+      op.microbatch = a.microbatch;
+      forEachDependence(a, numStages, [&](const ProductRef &d) {
+        auto it = recvAt[r].find({payloadOf(d.product), d.stage, d.microbatch});
+        if (it != recvAt[r].end())
+          op.deps.push_back(it->second);
+      });
+      if (std::optional<ProductRef> made = productOf(a))
+        madeAt[r][{made->stage, made->microbatch, made->product}] = index;
+    } else {
+      bool send = cell.what == Cell::Send;
+      bool act = cell.payload == Payload::Act;
+      op.what = send ? OpClass::Send : OpClass::Recv;
+      op.payload = cell.payload;
+      op.stage = cell.stage;
+      op.microbatch = cell.microbatch;
+      op.key = act ? "out.0" : "d_in.0";
+      int consumer = act ? cell.stage + 1 : cell.stage - 1;
+      op.peer = parser->rankOfStage[send ? consumer : cell.stage];
+      if (send) {
+        auto it = madeAt[r].find({cell.stage, cell.microbatch,
+                                  act ? Product::Activation : Product::InputGrad});
+        if (it != madeAt[r].end())
+          op.deps.push_back(it->second);
+      } else {
+        recvAt[r][{cell.payload, cell.stage, cell.microbatch}] = index;
+      }
+    }
+    ops.push_back(std::move(op));
+    out.cells[r].push_back(where.str());
+  }
+  return std::move(out);
+}
+
+void zbc::sched::writeCSVComms(const Program &program, llvm::raw_ostream &os) {
+  Program named = program;
+  named.notation = ScheduleTable::Notation::CSV;
+  for (const RankProgram &rank : program.ranks) {
+    llvm::ListSeparator comma(",");
+    for (const ProgramOp &op : rank.ops)
+      if (op.what != OpClass::Group) // members follow their group in order
+        os << comma << named.name(op);
+    os << "\n";
+  }
 }

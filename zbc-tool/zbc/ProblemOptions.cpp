@@ -1,0 +1,239 @@
+//===- ProblemOptions.cpp - the scheduling problem from the command line ---===//
+//
+// The options that describe a scheduling problem (sizes, costs, memory, the
+// cost file, the placement of an imported CSV), shared by `zbc schedule` and
+// `zbc verify`, and the one reader that turns them into a sched::Problem.
+// Command-line values override the cost file; every number is parsed
+// strictly (Numbers.h) and sizes are checked before anything is allocated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ProblemOptions.h"
+
+#include "Numbers.h"
+#include "Options.h"
+
+#include "zbc/Schedule/CostFile.h"
+#include "zbc/Schedule/TorchCSV.h"
+#include "zbc/Support/Limits.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <optional>
+#include <tuple>
+
+using namespace llvm;
+using namespace zbc::sched;
+using zbc::ImportShape;
+
+namespace {
+using zbc::scheduleCommand;
+using zbc::verifyCommand;
+using zbc::zbcCategory;
+
+// Numbers are read as text and parsed strictly (Numbers.h), so that a bad
+// value is an error naming the option and the range accepted.
+cl::opt<std::string> ranksOpt("ranks", cl::desc("Pipeline ranks p (1 to 4096)"),
+                              cl::value_desc("P"), cl::sub(scheduleCommand), cl::sub(verifyCommand),
+                              cl::cat(zbcCategory));
+cl::opt<std::string> microbatchesOpt(
+    "microbatches", cl::desc("Microbatches per step m (1 to 2^20)"),
+    cl::value_desc("M"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+cl::opt<std::string> virtualOpt(
+    "virtual",
+    cl::desc("Stages per rank v (interleaved: any; V schedules: 2); costs "
+             "are then per stage"),
+    cl::value_desc("V"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+cl::opt<std::string> costOpt(
+    "cost", cl::desc("Times of every stage: F=..,B=..,W=..,comm=.."),
+    cl::value_desc("list"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+cl::opt<std::string> memOpt(
+    "mem", cl::desc("Activation memory of every stage: B=..(M_B),W=..(M_W)"),
+    cl::value_desc("list"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+cl::opt<std::string> costFile(
+    "cost-file",
+    cl::desc("JSON with ranks, microbatches, per-stage F/B/W/M_B/M_W lists and "
+             "comm (command-line values override it)"),
+    cl::value_desc("file"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+cl::opt<std::string> memLimitOpt(
+    "mem-limit",
+    cl::desc("Per-rank activation memory limit (0: none; default: the "
+             "schedule's own, zb-auto 2p max(M_B, M_W), zb-v 2p chunk M_B; "
+             "the others none)"),
+    cl::value_desc("X"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+cl::opt<std::string> placementOpt(
+    "placement",
+    cl::desc("With --import: linear, interleaved or v (default: linear, or "
+             "interleaved when --virtual > 1)"),
+    cl::value_desc("kind"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+
+Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// Parses "K=v,K=v" into numbers in [0, kMaxAmount]; keys outside
+/// `allowed` are errors.
+Expected<StringMap<double>> parseAssignments(StringRef option, StringRef text,
+                                             ArrayRef<StringRef> allowed) {
+  StringMap<double> values;
+  SmallVector<StringRef> items;
+  text.split(items, ',', -1, /*KeepEmpty=*/false);
+  if (items.empty())
+    return fail("--" + option + ": expected K=v pairs (keys " +
+                join(allowed, ", ") + "), got '" + text + "'");
+  for (StringRef item : items) {
+    auto [key, value] = item.split('=');
+    key = key.trim();
+    if (!is_contained(allowed, key))
+      return fail("--" + option + ": unknown key '" + key + "' (expected " +
+                  join(allowed, ", ") + ")");
+    Expected<double> number = zbc::parseNumber(
+        ("--" + option + " " + key).str(), value, 0, zbc::limits::kMaxAmount);
+    if (!number)
+      return number.takeError();
+    values[key] = *number;
+  }
+  return values;
+}
+
+/// Reads an integer option into `field` if it was given.
+Error readCount(const cl::opt<std::string> &option, int64_t max,
+                std::optional<int64_t> &field) {
+  if (!option.getNumOccurrences())
+    return Error::success();
+  Expected<int64_t> n =
+      zbc::parseInteger(("--" + option.ArgStr).str(), option, 1, max);
+  if (!n)
+    return n.takeError();
+  field = *n;
+  return Error::success();
+}
+
+} // namespace
+
+/// Builds the problem from the cost file, then the command line; with
+/// --import, sizes the command line and the file leave out come from the
+/// CSV (`inferred`).
+Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
+  Problem problem;
+  std::optional<int64_t> ranks, microbatches, virtualStages;
+  std::vector<double> f, b, w, mb, mw;
+  if (!costFile.empty()) {
+    std::string error;
+    std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(costFile, &error);
+    if (!file)
+      return fail(error);
+    Expected<CostFile> parsed = parseCostFile(file->getBuffer(), costFile);
+    if (!parsed)
+      return parsed.takeError();
+    ranks = parsed->ranks;
+    microbatches = parsed->microbatches;
+    virtualStages = parsed->virtualStages;
+    if (parsed->comm)
+      problem.comm = *parsed->comm;
+    problem.memLimit = parsed->memLimit;
+    f = parsed->F, b = parsed->B, w = parsed->W;
+    mb = parsed->memB, mw = parsed->memW;
+  }
+  if (Error e = readCount(ranksOpt, zbc::limits::kMaxRanks, ranks))
+    return std::move(e);
+  if (Error e = readCount(microbatchesOpt, zbc::limits::kMaxMicrobatches,
+                          microbatches))
+    return std::move(e);
+  if (Error e = readCount(virtualOpt, zbc::limits::kMaxStages, virtualStages))
+    return std::move(e);
+  if (!ranks)
+    ranks = inferred.ranks;
+  if (!microbatches)
+    microbatches = inferred.microbatches;
+  if (!virtualStages)
+    virtualStages = inferred.virtualStages;
+  if (memLimitOpt.getNumOccurrences()) {
+    Expected<double> limit = zbc::parseNumber("--mem-limit", memLimitOpt, 0,
+                                              zbc::limits::kMaxAmount);
+    if (!limit)
+      return limit.takeError();
+    problem.memLimit = *limit;
+  }
+  if (!costOpt.empty()) {
+    Expected<StringMap<double>> costs =
+        parseAssignments("cost", costOpt, {"F", "B", "W", "comm"});
+    if (!costs)
+      return costs.takeError();
+    for (auto &[key, list] : {std::pair<StringRef, std::vector<double> *>{"F", &f},
+                              {"B", &b}, {"W", &w}})
+      if (costs->count(key))
+        *list = {costs->lookup(key)};
+    if (costs->count("comm"))
+      problem.comm = costs->lookup("comm");
+  }
+  if (!memOpt.empty()) {
+    Expected<StringMap<double>> mem = parseAssignments("mem", memOpt, {"B", "W"});
+    if (!mem)
+      return mem.takeError();
+    if (mem->count("B"))
+      mb = {mem->lookup("B")};
+    if (mem->count("W"))
+      mw = {mem->lookup("W")};
+  }
+
+  // Sizes are checked before the stages are allocated. Defaults: one rank,
+  // one microbatch, unit times, M_B = M_W = 1 (memory in units of M_B).
+  if (Error error = checkProblemSize(ranks.value_or(1), virtualStages.value_or(1),
+                                     microbatches.value_or(1)))
+    return std::move(error);
+  problem.ranks = ranks.value_or(1);
+  problem.microbatches = microbatches.value_or(1);
+  problem.virtualStages = virtualStages.value_or(1);
+  int stages = problem.ranks * problem.virtualStages;
+  problem.stages.assign(stages, StageCost{});
+  for (auto [key, list, field] :
+       {std::tuple<StringRef, std::vector<double> *, double StageCost::*>{
+            "F", &f, &StageCost::F},
+        {"B", &b, &StageCost::B}, {"W", &w, &StageCost::W},
+        {"M_B", &mb, &StageCost::memB}, {"M_W", &mw, &StageCost::memW}}) {
+    if (list->empty())
+      continue;
+    if (list->size() != 1 && static_cast<int64_t>(list->size()) != stages)
+      return fail(key + " has " + Twine(list->size()) + " values for " +
+                  Twine(stages) + " stages (give one, or one per stage)");
+    for (int s = 0; s < stages; ++s)
+      problem.stages[s].*field = (*list)[list->size() == 1 ? 0 : s];
+  }
+  if (Error error = problem.validate())
+    return std::move(error);
+  return problem;
+}
+
+Expected<Placement> zbc::importPlacement(const Problem &problem) {
+  if (placementOpt.empty())
+    return problem.virtualStages > 1 ? Placement::Interleaved
+                                     : Placement::Linear;
+  if (placementOpt == "linear")
+    return Placement::Linear;
+  if (placementOpt == "interleaved")
+    return Placement::Interleaved;
+  if (placementOpt == "v")
+    return Placement::V;
+  return fail("--placement must be linear, interleaved or v, got '" +
+              placementOpt + "'");
+}
+
+ImportShape zbc::inferImportShape(StringRef csv) {
+  ImportShape inferred;
+  CSVShape shape = scanCSV(csv);
+  if (shape.rows > 0)
+    inferred.ranks = shape.rows;
+  if (shape.microbatches > 0)
+    inferred.microbatches = shape.microbatches;
+  // Stages per rank: two in a V; else as many as the cells name per row.
+  if (placementOpt == "v")
+    inferred.virtualStages = 2;
+  else if (shape.rows > 0 && shape.stages > shape.rows &&
+           shape.stages % shape.rows == 0)
+    inferred.virtualStages = shape.stages / shape.rows;
+  return inferred;
+}
