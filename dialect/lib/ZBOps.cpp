@@ -411,6 +411,26 @@ RankOp RecvOp::getRankOp() { return rankOfTransfer(*this); }
 GroupOp SendOp::getGroupOp() { return dyn_cast<GroupOp>((*this)->getParentOp()); }
 GroupOp RecvOp::getGroupOp() { return dyn_cast<GroupOp>((*this)->getParentOp()); }
 
+// e.g. %send_act0_3 for the send of stage 0's activation on microbatch 3.
+template <typename TransferOp>
+static void nameTransfer(TransferOp op, StringRef direction,
+                         OpAsmSetValueNameFn setNameFn) {
+  llvm::SmallString<24> name(direction);
+  name += op.getPayload() == Payload::Act ? "_act" : "_grad";
+  name += std::to_string(op.getStage()) + "_" +
+          std::to_string(op.getMicrobatch());
+  setNameFn(op.getDone(), name);
+}
+void SendOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  nameTransfer(*this, "send", setNameFn);
+}
+void RecvOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  nameTransfer(*this, "recv", setNameFn);
+}
+void GroupOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getDone(), "group");
+}
+
 void ComputeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   // e.g. %F0_3 for the forward of stage 0 on microbatch 3.
   llvm::SmallString<16> name(stringifyComputeKind(getKind()));

@@ -20,33 +20,6 @@ using namespace zbc::sched;
 
 namespace {
 
-/// A compute-only program of `table`, one message per boundary.
-Program programOf(const ScheduleTable &table) {
-  Program program;
-  program.microbatches = table.microbatches;
-  program.rankOfStage = table.rankOfStage;
-  int stages = table.numStages();
-  program.actMessages.assign(stages, {});
-  program.gradMessages.assign(stages, {});
-  for (int s = 0; s < stages; ++s) {
-    if (s + 1 < stages)
-      program.actMessages[s] = {{"out.0", "tensor<8x64xf32>"}};
-    if (s > 0)
-      program.gradMessages[s] = {{"d_in.0", "tensor<8x64xf32>"}};
-  }
-  for (const std::vector<Action> &actions : table.ranks) {
-    RankProgram &rank = program.ranks.emplace_back();
-    for (const Action &a : actions) {
-      ProgramOp op;
-      op.kind = a.kind;
-      op.stage = a.stage;
-      op.microbatch = a.microbatch;
-      rank.ops.push_back(op);
-    }
-  }
-  return program;
-}
-
 std::string verdict(const Program &program) {
   std::optional<ProgramError> error = verifyProgram(program);
   return error ? error->message : "";
@@ -67,7 +40,7 @@ TEST(InsertTransfers, EveryScheduleVerifies) {
         llvm::Expected<BuiltSchedule> built = buildSchedule(info.name, problem);
         ASSERT_TRUE(bool(built)) << info.name << ": "
                                  << llvm::toString(built.takeError());
-        Program program = programOf(built->table);
+        Program program = programOfTable(built->table);
         llvm::Error error = insertTransfers(program);
         ASSERT_FALSE(bool(error)) << llvm::toString(std::move(error));
         EXPECT_EQ(verdict(program), "")

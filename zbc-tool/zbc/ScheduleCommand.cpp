@@ -62,14 +62,17 @@ cl::opt<std::string> importFile(
     cl::desc("Simulate and check this schedule CSV (PyTorch pipelining "
              "format) instead of building one"),
     cl::value_desc("file.csv"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
-enum class Format { Table, JSON, SVG, Chrome, CSV };
+enum class Format { Table, JSON, SVG, Chrome, CSV, CSVComms };
 cl::opt<Format> formatOpt(
     "format", cl::desc("Output format"), cl::init(Format::Table),
     cl::values(clEnumValN(Format::Table, "table", "summary and per-rank order"),
                clEnumValN(Format::JSON, "json", "makespan, bubble rate, memory, timeline"),
                clEnumValN(Format::SVG, "svg", "timeline picture"),
                clEnumValN(Format::Chrome, "chrome", "Chrome/Perfetto trace"),
-               clEnumValN(Format::CSV, "csv", "PyTorch pipelining schedule CSV")),
+               clEnumValN(Format::CSV, "csv", "PyTorch pipelining schedule CSV"),
+               clEnumValN(Format::CSVComms, "csv-comms",
+                          "the same with the sends and receives zbc inserts "
+                          "(PyTorch's compute+comms format)")),
     cl::sub(scheduleCommand), cl::cat(zbcCategory));
 cl::opt<std::string> outputFile("o", cl::desc("Write here instead of stdout"),
                                 cl::value_desc("file"), cl::init("-"),
@@ -167,6 +170,14 @@ Error run() {
   case Format::CSV:
     writeCSV(table, out->os());
     break;
+  case Format::CSVComms: {
+    // The transfers zb-insert-p2p would place, one message per boundary.
+    Program program = programOfTable(table);
+    if (Error e = insertTransfers(program))
+      return e;
+    writeCSVComms(program, out->os());
+    break;
+  }
   }
   // Notes go to stderr when stdout carries a machine format.
   if (formatOpt != Format::Table)

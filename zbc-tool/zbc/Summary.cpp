@@ -10,6 +10,7 @@
 
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Passes/Passes.h"
 #include "zbc/Schedule/Simulator.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -212,12 +213,32 @@ LogicalResult zbc::printProgramSummary(ProgramOp program,
   if (error)
     return program.emitError("compute order of program @")
            << program.getSymName() << ": " << llvm::toString(std::move(error));
-  os << "\n  checked: every F and B+W (or BW) present once, F before B "
-        "before W on each rank"
-     << (simulated ? ", cross-rank dependencies satisfiable (simulated with "
-                     "unit costs)"
-                   : "")
-     << "\n  not checked: that transfers match and cannot deadlock, and "
-        "memory (zb-verify-schedule, planned)\n";
+  bool transfers = false;
+  program.walk([&](Operation *op) {
+    transfers |= isa<SendOp, RecvOp, GroupOp>(op);
+  });
+  if (!transfers) {
+    os << "\n  checked: every F and B+W (or BW) present once, F before B "
+          "before W on each rank"
+       << (simulated ? ", cross-rank dependencies satisfiable (simulated "
+                       "with unit costs)"
+                     : "")
+       << "\n  not checked: the program has no transfers yet; `zbc verify` "
+          "inserts them (zb-insert-p2p) and proves the result\n";
+    return success();
+  }
+  // With its transfers, the program gets the whole proof.
+  ScheduleProof proof;
+  if (failed(verifyScheduleProgram(program, &proof)))
+    return failure();
+  os << "\n  verified (zb-verify-schedule): order, dependences, every rank "
+        "terminates under rendezvous p2p, every message matches";
+  if (proof.peakBytes.empty()) {
+    os << "; memory not counted (the program names no pipeline)\n";
+  } else {
+    os << "; peak bytes per rank [";
+    llvm::interleaveComma(proof.peakBytes, os);
+    os << "]\n";
+  }
   return success();
 }

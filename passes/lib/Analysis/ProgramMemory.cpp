@@ -180,14 +180,28 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     for (size_t i = 0; i < ops.size(); ++i) {
       const sched::ProgramOp &op = ops[i];
       if (op.what == sched::OpClass::Compute) {
-        int slot = slotOf(toComputeKind(op.kind));
-        computeAt[{op.stage, op.microbatch, slot}] = pos[i];
-        if (op.stage < static_cast<int>(stages.size())) {
-          const StageInfo &info = stages[op.stage];
-          for (const PhaseInfo &phase : info.phases)
-            if (phase.kind == toComputeKind(op.kind))
-              mem.temporaries[pos[i]] = phase.temporaries;
+        ComputeKind kind = toComputeKind(op.kind);
+        computeAt[{op.stage, op.microbatch, slotOf(kind)}] = pos[i];
+        if (op.stage >= static_cast<int>(stages.size()))
+          continue;
+        const StageInfo &info = stages[op.stage];
+        bool split = info.phases.size() == 3;
+        if (kind == ComputeKind::BW && split) {
+          // A fused backward of a split stage runs B, then W: it reads what
+          // W reads, and its scratch is B's, or W's with what B hands W.
+          computeAt[{op.stage, op.microbatch, 2}] = pos[i];
+          int64_t handed = 0;
+          for (const KeyInfo &key : info.keys)
+            if (key.producer == 1 && key.lastReader == 2)
+              handed += key.bytes;
+          mem.temporaries[pos[i]] =
+              std::max(info.phases[1].temporaries,
+                       info.phases[2].temporaries + handed);
+          continue;
         }
+        for (const PhaseInfo &phase : info.phases)
+          if (phase.kind == kind)
+            mem.temporaries[pos[i]] = phase.temporaries;
       } else if (op.what == sched::OpClass::Recv) {
         recvAt[{op.payload, op.stage, op.microbatch, op.key}] = pos[i];
       } else if (op.what == sched::OpClass::Send) {

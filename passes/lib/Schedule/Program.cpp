@@ -43,3 +43,34 @@ std::string Program::name(const ProgramOp &op) const {
   }
   return "?";
 }
+
+void zbc::sched::setOneMessagePerBoundary(Program &program) {
+  int stages = program.numStages();
+  program.actMessages.assign(stages, {});
+  program.gradMessages.assign(stages, {});
+  for (int s = 0; s < stages; ++s) {
+    if (s + 1 < stages)
+      program.actMessages[s] = {{"out.0", ""}};
+    if (s > 0)
+      program.gradMessages[s] = {{"d_in.0", ""}};
+  }
+}
+
+Program zbc::sched::programOfTable(const ScheduleTable &table) {
+  Program program;
+  program.notation = table.notation;
+  program.microbatches = table.microbatches;
+  program.rankOfStage = table.rankOfStage;
+  setOneMessagePerBoundary(program);
+  for (const std::vector<Action> &actions : table.ranks) {
+    RankProgram &rank = program.ranks.emplace_back();
+    for (const Action &a : actions) {
+      ProgramOp op;
+      op.kind = a.kind;
+      op.stage = a.stage;
+      op.microbatch = a.microbatch;
+      rank.ops.push_back(op);
+    }
+  }
+  return program;
+}

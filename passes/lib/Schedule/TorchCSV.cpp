@@ -418,15 +418,8 @@ zbc::sched::parseCSVProgram(llvm::StringRef text, int ranks, int numStages,
   program.notation = ScheduleTable::Notation::CSV;
   program.microbatches = microbatches;
   program.rankOfStage = parser->rankOfStage;
-  program.actMessages.assign(numStages, {});
-  program.gradMessages.assign(numStages, {});
   // One message per boundary: PyTorch sends each stage's output as it is.
-  for (int s = 0; s < numStages; ++s) {
-    if (s + 1 < numStages)
-      program.actMessages[s] = {{"out.0", ""}};
-    if (s > 0)
-      program.gradMessages[s] = {{"d_in.0", ""}};
-  }
+  setOneMessagePerBoundary(program);
   program.ranks.resize(ranks);
   out.cells.resize(ranks);
   for (const auto &[cell, where] : *cells)

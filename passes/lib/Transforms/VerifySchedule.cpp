@@ -54,7 +54,8 @@ Operation *opOf(ProgramOp program, const ProgramModel &model, int rank,
 } // namespace
 
 LogicalResult zbc::verifyScheduleProgram(ProgramOp program,
-                                         ScheduleProof *proof) {
+                                         ScheduleProof *proof,
+                                         int64_t memoryLimit) {
   PipelineOp pipeline = pipelineOfProgram(program);
   ProgramModel model = modelOfProgram(program, pipeline);
   if (std::optional<sched::ProgramError> error =
@@ -81,6 +82,8 @@ LogicalResult zbc::verifyScheduleProgram(ProgramOp program,
   if (failed(memory))
     return failure();
   std::optional<uint64_t> limit = program.getMemoryLimit();
+  if (memoryLimit > 0)
+    limit = static_cast<uint64_t>(memoryLimit);
   for (auto [r, mem] : llvm::enumerate(*memory)) {
     if (!limit || mem.peak <= static_cast<int64_t>(*limit))
       continue;
@@ -102,7 +105,9 @@ LogicalResult zbc::verifyScheduleProgram(ProgramOp program,
                  std::to_string(there[i]->bytes) + ")";
     Operation *at = model.ops[r][mem.opAt[k]];
     at->emitError("rank ")
-        << r << " holds " << mem.live[k] << " bytes here, over the memory "
+        << r << " holds " << mem.live[k] << " bytes at "
+        << model.program.name(model.program.ranks[r].ops[mem.opAt[k]])
+        << ", over the memory "
         << "limit of " << *limit << ": " << mem.persistent()
         << " for parameters, gradients and optimizer state, "
         << mem.temporaries[k] << " of this op's temporaries"
@@ -124,7 +129,13 @@ void ZBVerifySchedulePass::runOnOperation() {
   }
   for (ProgramOp program : programs) {
     ScheduleProof proof;
-    if (failed(verifyScheduleProgram(program, &proof)))
+    if (memoryLimit < 0) {
+      program.emitError("zb-verify-schedule: memory-limit must be 0 or a "
+                        "number of bytes, got ")
+          << static_cast<int64_t>(memoryLimit);
+      return signalPassFailure();
+    }
+    if (failed(verifyScheduleProgram(program, &proof, memoryLimit)))
       return signalPassFailure();
     if (report) {
       std::string peaks;

@@ -35,8 +35,10 @@ struct ScheduleProof {
 
 /// zb-verify-schedule on one program, for tools that report the figures
 /// (`zbc verify`, `zbc check`): errors go to the program's diagnostics.
+/// `memoryLimit` (bytes per rank, 0: none) overrides the program's own.
 mlir::LogicalResult verifyScheduleProgram(zb::ProgramOp program,
-                                          ScheduleProof *proof = nullptr);
+                                          ScheduleProof *proof = nullptr,
+                                          int64_t memoryLimit = 0);
 
 } // namespace zbc
 

@@ -197,6 +197,9 @@ def ZBVerifySchedulePass : Pass<"zb-verify-schedule", "::mlir::ModuleOp"> {
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the ranks, ops and peak bytes per rank">,
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "Bytes per rank to hold every program to (0: each program's own "
+           "memory_limit, if it has one)">,
   ];
 }
 

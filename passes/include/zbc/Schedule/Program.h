@@ -112,6 +112,14 @@ struct Program {
   }
 };
 
+/// One message per stage boundary, "out.0" forward and "d_in.0" backward,
+/// untyped: the messages of a program without a model (a CSV, a table).
+void setOneMessagePerBoundary(Program &program);
+
+/// The compute-only program of `table` (its notation kept), with one
+/// message per boundary.
+Program programOfTable(const ScheduleTable &table);
+
 /// A place in a program, and what to say there.
 struct ProgramNote {
   int rank = 0, op = 0;

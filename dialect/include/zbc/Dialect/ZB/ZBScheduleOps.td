@@ -120,7 +120,8 @@ def ZB_ComputeOp : ZB_ScheduleLevelOp<"compute",
 
 // Transfers sit in a rank or in a group of it.
 class ZB_TransferOp<string mnemonic>
-    : ZB_Op<mnemonic, [ParentOneOf<["RankOp", "GroupOp"]>]> {
+    : ZB_Op<mnemonic, [ParentOneOf<["RankOp", "GroupOp"]>,
+        DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let hasVerifier = 1;
   code commonDecls = [{
     /// The rank this op runs on (through its group, if any).
@@ -192,7 +193,8 @@ def ZB_RecvOp : ZB_TransferOp<"recv"> {
 }
 
 def ZB_GroupOp : ZB_ScheduleLevelOp<"group", [SingleBlock, NoTerminator,
-                                              NoRegionArguments]> {
+    NoRegionArguments,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "transfers a rank issues together, as one unit";
   let description = [{
     The sends and receives in the body are issued at once, when the tokens in
