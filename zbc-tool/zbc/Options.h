@@ -8,12 +8,13 @@ namespace zbc {
 /// The category every zbc option belongs to; `--help` shows only these.
 extern llvm::cl::OptionCategory zbcCategory;
 
-/// `zbc schedule`: defined in ScheduleCommand.cpp.
-extern llvm::cl::SubCommand scheduleCommand;
+/// The subcommands whose options live in more than one file, made on first
+/// use: a global in one file would not yet be constructed when another
+/// file's options register with it (the order of static initialisation
+/// across files is unspecified). Defined in Options.cpp.
+llvm::cl::SubCommand &scheduleCommand(); // run: ScheduleCommand.cpp
+llvm::cl::SubCommand &verifyCommand();   // run: VerifyCommand.cpp
 int runScheduleCommand();
-
-/// `zbc verify`: defined in VerifyCommand.cpp.
-extern llvm::cl::SubCommand verifyCommand;
 int runVerifyCommand();
 } // namespace zbc
 

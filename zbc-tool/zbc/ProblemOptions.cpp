@@ -30,45 +30,43 @@ using namespace zbc::sched;
 using zbc::ImportShape;
 
 namespace {
-using zbc::scheduleCommand;
-using zbc::verifyCommand;
 using zbc::zbcCategory;
 
 // Numbers are read as text and parsed strictly (Numbers.h), so that a bad
 // value is an error naming the option and the range accepted.
 cl::opt<std::string> ranksOpt("ranks", cl::desc("Pipeline ranks p (1 to 4096)"),
-                              cl::value_desc("P"), cl::sub(scheduleCommand), cl::sub(verifyCommand),
+                              cl::value_desc("P"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()),
                               cl::cat(zbcCategory));
 cl::opt<std::string> microbatchesOpt(
     "microbatches", cl::desc("Microbatches per step m (1 to 2^20)"),
-    cl::value_desc("M"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+    cl::value_desc("M"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> virtualOpt(
     "virtual",
     cl::desc("Stages per rank v (interleaved: any; V schedules: 2); costs "
              "are then per stage"),
-    cl::value_desc("V"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+    cl::value_desc("V"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> costOpt(
     "cost", cl::desc("Times of every stage: F=..,B=..,W=..,comm=.."),
-    cl::value_desc("list"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+    cl::value_desc("list"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> memOpt(
     "mem", cl::desc("Activation memory of every stage: B=..(M_B),W=..(M_W)"),
-    cl::value_desc("list"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+    cl::value_desc("list"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> costFile(
     "cost-file",
     cl::desc("JSON with ranks, microbatches, per-stage F/B/W/M_B/M_W lists and "
              "comm (command-line values override it)"),
-    cl::value_desc("file"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+    cl::value_desc("file"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> memLimitOpt(
     "mem-limit",
     cl::desc("Per-rank activation memory limit (0: none; default: the "
              "schedule's own, zb-auto 2p max(M_B, M_W), zb-v 2p chunk M_B; "
              "the others none)"),
-    cl::value_desc("X"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+    cl::value_desc("X"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> placementOpt(
     "placement",
     cl::desc("With --import: linear, interleaved or v (default: linear, or "
              "interleaved when --virtual > 1)"),
-    cl::value_desc("kind"), cl::sub(scheduleCommand), cl::sub(verifyCommand), cl::cat(zbcCategory));
+    cl::value_desc("kind"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);

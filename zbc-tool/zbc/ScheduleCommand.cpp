@@ -35,33 +35,25 @@
 using namespace llvm;
 using namespace zbc::sched;
 
-namespace zbc {
-cl::SubCommand scheduleCommand(
-    "schedule", "Build a pipeline schedule (or import one), simulate it with "
-                "the given costs and write it as a table, JSON, SVG, a Chrome "
-                "trace or CSV");
-} // namespace zbc
-
 namespace {
-using zbc::scheduleCommand;
 using zbc::zbcCategory;
 
 cl::opt<std::string> scheduleName("schedule",
                                   cl::desc("Registered schedule to build"),
                                   cl::value_desc("name"), cl::init("1f1b"),
-                                  cl::sub(scheduleCommand), cl::cat(zbcCategory));
+                                  cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 cl::opt<bool> listSchedules("list", cl::desc("List the registered schedules"),
-                            cl::sub(scheduleCommand), cl::cat(zbcCategory));
+                            cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> exactOpt(
     "exact",
     cl::desc("zb-auto: refine with the ILP (CBC) for at most this many "
              "seconds (0: off); report bound and gap"),
-    cl::value_desc("seconds"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
+    cl::value_desc("seconds"), cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> importFile(
     "import",
     cl::desc("Simulate and check this schedule CSV (PyTorch pipelining "
              "format) instead of building one"),
-    cl::value_desc("file.csv"), cl::sub(scheduleCommand), cl::cat(zbcCategory));
+    cl::value_desc("file.csv"), cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 enum class Format { Table, JSON, SVG, Chrome, CSV, CSVComms };
 cl::opt<Format> formatOpt(
     "format", cl::desc("Output format"), cl::init(Format::Table),
@@ -73,10 +65,10 @@ cl::opt<Format> formatOpt(
                clEnumValN(Format::CSVComms, "csv-comms",
                           "the same with the sends and receives zbc inserts "
                           "(PyTorch's compute+comms format)")),
-    cl::sub(scheduleCommand), cl::cat(zbcCategory));
+    cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> outputFile("o", cl::desc("Write here instead of stdout"),
                                 cl::value_desc("file"), cl::init("-"),
-                                cl::sub(scheduleCommand), cl::cat(zbcCategory));
+                                cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);

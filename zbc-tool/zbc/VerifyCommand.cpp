@@ -33,17 +33,10 @@
 using namespace llvm;
 using namespace mlir;
 
-namespace zbc {
-cl::SubCommand verifyCommand(
-    "verify", "Prove a zb.program or a PyTorch schedule CSV (either format): "
-              "every rank terminates under rendezvous p2p, every message "
-              "matches, every dependence is met; report peak memory");
-} // namespace zbc
-
 namespace {
 cl::opt<std::string> verifyInput(cl::Positional, cl::Required,
                                  cl::desc("<program.mlir | schedule.csv>"),
-                                 cl::sub(zbc::verifyCommand),
+                                 cl::sub(zbc::verifyCommand()),
                                  cl::cat(zbc::zbcCategory));
 
 std::string join(const std::vector<int64_t> &values) {
@@ -120,19 +113,35 @@ int verifyCSV() {
   Expected<zbc::sched::Placement> placement = zbc::importPlacement(*problem);
   if (!placement)
     return failWith(placement.takeError());
+  // The compute order first, as `zbc schedule --import` checks it: every
+  // action once and in order, the dependences satisfiable, the memory
+  // limit; its errors name the rank, the cell and the microbatch.
+  auto inFile = [&](Error e) {
+    return failWith(createStringError(inconvertibleErrorCode(),
+                                      verifyInput + ": " + toString(std::move(e))));
+  };
+  Expected<zbc::sched::ScheduleTable> table =
+      zbc::sched::parseCSV(csv->getBuffer(), problem->ranks,
+                           problem->numStages(), problem->microbatches,
+                           *placement);
+  if (!table)
+    return inFile(table.takeError());
+  Expected<zbc::sched::SimResult> sim = zbc::sched::simulate(*problem, *table);
+  if (!sim)
+    return inFile(sim.takeError());
+
+  // Then the program: the file's own transfers, or the ones zbc inserts.
   Expected<zbc::sched::CSVProgram> read = zbc::sched::parseCSVProgram(
       csv->getBuffer(), problem->ranks, problem->numStages(),
       problem->microbatches, *placement);
   if (!read)
-    return failWith(createStringError(inconvertibleErrorCode(),
-                                      verifyInput + ": " +
-                                          toString(read.takeError())));
+    return inFile(read.takeError());
   zbc::sched::Program &program = read->program;
   if (!read->hasComms)
     if (Error e = zbc::sched::insertTransfers(program))
-      return failWith(std::move(e));
-  // A place in the file: the cell of an op the file has; an op zbc added
-  // (or the end of a rank) by its rank's line.
+      return inFile(std::move(e));
+  // A place in the file: the cell of an op the file has; for an op zbc
+  // inserted, its rank's line and the op.
   auto place = [&](int rank, int op) {
     if (read->hasComms && op >= 0 &&
         op < static_cast<int>(read->cells[rank].size()))
@@ -140,8 +149,7 @@ int verifyCSV() {
     std::string where = "line " + std::to_string(rank + 1) + " (rank " +
                         std::to_string(rank) + ")";
     if (op >= 0)
-      where += ", " + program.name(program.ranks[rank].ops[op]) +
-               (read->hasComms ? "" : " (inserted by zbc)");
+      where += ", " + program.name(program.ranks[rank].ops[op]);
     return where;
   };
   if (std::optional<zbc::sched::ProgramError> e =
@@ -153,19 +161,6 @@ int verifyCSV() {
              << ": note: " << note.message << "\n";
     return 1;
   }
-  // Memory, in the cost file's units: the compute order's, as the
-  // simulator counts it (with the limit, if one is given).
-  Expected<zbc::sched::ScheduleTable> table =
-      zbc::sched::parseCSV(csv->getBuffer(), problem->ranks,
-                           problem->numStages(), problem->microbatches,
-                           *placement);
-  if (!table)
-    return failWith(table.takeError());
-  Expected<zbc::sched::SimResult> sim = zbc::sched::simulate(*problem, *table);
-  if (!sim)
-    return failWith(createStringError(inconvertibleErrorCode(),
-                                      verifyInput + ": " +
-                                          toString(sim.takeError())));
   size_t ops = 0;
   for (const zbc::sched::RankProgram &rank : program.ranks)
     ops += rank.ops.size();

@@ -191,8 +191,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(zbcCategory);
   cl::HideUnrelatedOptions(zbcCategory, checkCommand);
   cl::HideUnrelatedOptions(zbcCategory, splitCommand);
-  cl::HideUnrelatedOptions(zbcCategory, zbc::scheduleCommand);
-  cl::HideUnrelatedOptions(zbcCategory, zbc::verifyCommand);
+  cl::HideUnrelatedOptions(zbcCategory, zbc::scheduleCommand());
+  cl::HideUnrelatedOptions(zbcCategory, zbc::verifyCommand());
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -222,9 +222,9 @@ int main(int argc, char **argv) {
     return runCheck();
   if (splitCommand)
     return runSplit();
-  if (zbc::scheduleCommand)
+  if (zbc::scheduleCommand())
     return zbc::runScheduleCommand();
-  if (zbc::verifyCommand)
+  if (zbc::verifyCommand())
     return zbc::runVerifyCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "

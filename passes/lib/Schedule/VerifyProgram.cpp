@@ -181,8 +181,9 @@ std::optional<ProgramError> checkDependences(const Program &program,
             if (!waitsFor(ops, i, it->second)) {
               problem = error(r, i,
                               program.name(op) + " needs " + of +
-                                  " but does not wait for its recv (list "
-                                  "the recv's token, or its group's, in "
+                                  " but does not wait for its recv, which "
+                                  "must come before it on its rank (in IR: "
+                                  "the recv's token, or its group's, in its "
                                   "after(...))",
                               {{r, it->second, "the recv"}});
               return;
