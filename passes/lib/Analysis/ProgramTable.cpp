@@ -110,6 +110,16 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
   if (pipeline)
     setMessagesFromPipeline(model, pipeline);
 
+  // Types repeat across every microbatch: print each once.
+  llvm::DenseMap<Type, std::string> spelled;
+  auto spell = [&](Type type) -> const std::string & {
+    auto [it, inserted] = spelled.try_emplace(type);
+    if (inserted) {
+      it->second = printed(type);
+      model.types[it->second] = type;
+    }
+    return it->second;
+  };
   auto transferOf = [&](Operation *op, sched::ProgramOp &out) {
     auto fill = [&](auto transfer, sched::OpClass what) {
       out.what = what;
@@ -119,8 +129,7 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
       out.microbatch = static_cast<int>(transfer.getMicrobatch());
       out.peer = static_cast<int>(transfer.getPeer());
       out.key = transfer.getKey().str();
-      out.type = printed(transfer.getType());
-      model.types[out.type] = transfer.getType();
+      out.type = spell(transfer.getType());
       if (std::optional<uint64_t> stream = transfer.getStream())
         out.stream = static_cast<int>(*stream);
       // Without a pipeline, the boundary carries what its transfers name.
