@@ -605,6 +605,7 @@ MLIR_TARGETS = {
     "mlir-schedule": ["zbc-opt", INPUT, "--zb-backward",
                       "--zb-schedule=kind=zb-h1 microbatches=4"],
     "mlir-split": ["zbc", "split", INPUT],
+    "mlir-verify": ["zbc", "verify", INPUT],
 }
 TARGET_WEIGHTS = [("mlir", 50), ("cost", 18), ("csv", 17), ("args", 15)]
 
@@ -618,9 +619,12 @@ class Case:
         self.origin = origin      # the seed, for messages
 
 
-def csv_argv(p, m, v, placement):
-    argv = ["zbc", "schedule", "--import", INPUT, "--ranks", str(p),
-            "--microbatches", str(m)]
+def csv_argv(p, m, v, placement, verify=False):
+    """`zbc schedule --import` of a CSV, or `zbc verify` (which proves its
+    transfers too)."""
+    argv = (["zbc", "verify", INPUT] if verify else
+            ["zbc", "schedule", "--import", INPUT])
+    argv += ["--ranks", str(p), "--microbatches", str(m)]
     if v != 1:
         argv += ["--virtual", str(v)]
     if placement:
@@ -652,11 +656,13 @@ def make_case(seed, index, seeds, targets):
         p, m, v, placement = problem
         ctx = {"others": [t for _, t, _ in seeds.csv], "words": CSV_KINDS[:-1]}
         data = mutate(rng, "csv", text, ctx) if rng.random() < 0.9 else text
-        argv = csv_argv(p, m, v, placement)
+        verify = rng.random() < 0.5
+        argv = csv_argv(p, m, v, placement, verify)
+        head = 3 if verify else 4  # the command and its input
         if rng.random() < 0.2:
-            opts = mutate_options(rng, parse_options(argv[4:]),
+            opts = mutate_options(rng, parse_options(argv[head:]),
                                   INT_OPTIONS + ["--placement", "--mem-limit", "--cost", "--mem"])
-            argv = argv[:4] + format_options(rng, opts)
+            argv = argv[:head] + format_options(rng, opts)
         return Case("csv", argv, data, ".csv", origin)
     origin, argv = rng.choice(seeds.args)
     opts = mutate_options(rng, parse_options(argv), ARG_OPTIONS)
