@@ -56,6 +56,33 @@ std::string PhaseKey::str() const {
   llvm_unreachable("unknown key kind");
 }
 
+std::optional<PhaseKey> PhaseKey::counterpart() const {
+  switch (kind) {
+  case KeyKind::Out:
+    return PhaseKey{KeyKind::In, suffix};
+  case KeyKind::In:
+    return PhaseKey{KeyKind::Out, suffix};
+  case KeyKind::DIn:
+    return PhaseKey{KeyKind::DOut, suffix};
+  case KeyKind::DOut:
+    return PhaseKey{KeyKind::DIn, suffix};
+  case KeyKind::Param:
+    return PhaseKey{KeyKind::Grad, suffix};
+  case KeyKind::Grad:
+    return PhaseKey{KeyKind::Param, suffix};
+  default:
+    return std::nullopt;
+  }
+}
+
+std::string zb::keyOf(KeyKind kind, StringRef suffix) {
+  return PhaseKey{kind, suffix.str()}.str();
+}
+
+std::string zb::keyOf(KeyKind kind, int64_t index) {
+  return keyOf(kind, std::to_string(index));
+}
+
 bool zb::isExternalInputOf(KeyKind kind, ComputeKind phase) {
   switch (kind) {
   case KeyKind::In:
@@ -94,10 +121,10 @@ bool zb::isActivationKey(KeyKind kind) {
 
 std::optional<std::string> zb::getLeafKey(mlir::Operation *op) {
   if (auto input = dyn_cast<InputOp>(op))
-    return "input." + input.getName().str();
+    return keyOf(KeyKind::Input, input.getName());
   if (auto label = dyn_cast<LabelOp>(op))
-    return "label." + label.getName().str();
+    return keyOf(KeyKind::Label, label.getName());
   if (auto param = dyn_cast<ParamOp>(op))
-    return "param." + param.getName().str();
+    return keyOf(KeyKind::Param, param.getName());
   return std::nullopt;
 }

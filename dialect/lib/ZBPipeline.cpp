@@ -245,7 +245,7 @@ static LogicalResult verifyYieldedKey(PhaseOp phase, StringRef key, Type type,
            << " already has (yielded twice, it would count twice)";
   switch (parsed.kind) {
   case KeyKind::Grad: {
-    Operation *param = declared.lookup("param." + parsed.suffix);
+    Operation *param = declared.lookup(keyOf(KeyKind::Param, parsed.suffix));
     if (!param)
       return phase.emitOpError("yields '")
              << key << "' but stage " << stage.getIndex()
@@ -320,7 +320,7 @@ LogicalResult StageOp::verifyRegions() {
         return phase.emitOpError("reads '")
                << key << "' but stage 0 has no previous stage";
       if (kind == KeyKind::DOut) {
-        std::string out = "out." + PhaseKey::parse(key)->suffix;
+        std::string out = keyOf(KeyKind::Out, PhaseKey::parse(key)->suffix);
         auto sent = available.find(out);
         if (sent == available.end() || sent->second != arg.getType())
           return phase.emitOpError("reads '")

@@ -265,8 +265,7 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
             int producer = act ? s - 1 : s + 1;
             if (producer < 0 || producer >= p.numStages())
               continue;
-            std::string sent =
-                (act ? "out." : "d_in.") + PhaseKey::parse(key.key)->suffix;
+            std::string sent = PhaseKey::parse(key.key)->counterpart()->str();
             if (p.rankOfStage[producer] == static_cast<int>(r)) {
               auto it = computeAt.find({producer, j, act ? 0 : 1});
               if (it != computeAt.end())

@@ -63,7 +63,7 @@ std::optional<std::string> externalKey(Value v, CutOp opening) {
   if (std::optional<std::string> key = getLeafKey(def))
     return key;
   if (opening && def == opening.getOperation())
-    return "in." + std::to_string(cast<OpResult>(v).getResultNumber());
+    return keyOf(KeyKind::In, cast<OpResult>(v).getResultNumber());
   return std::nullopt;
 }
 
@@ -182,7 +182,7 @@ LogicalResult StageBuilder::buildBackward(OpBuilder &b, Location loc) {
       if (!isFloatTensor(out))
         continue;
       Value arg = body->addArgument(out.getType(), loc);
-      bwKeys.push_back("d_out." + std::to_string(i));
+      bwKeys.push_back(keyOf(KeyKind::DOut, i));
       accumulate(out, arg, loc);
     }
   }
@@ -224,7 +224,7 @@ LogicalResult StageBuilder::buildBackward(OpBuilder &b, Location loc) {
     for (auto [i, in] : llvm::enumerate(slice.opening.getOutputs()))
       if (isFloatTensor(in)) {
         values.push_back(gradOrZero(in));
-        keys.push_back("d_in." + std::to_string(i));
+        keys.push_back(keyOf(KeyKind::DIn, i));
       }
   // A parameter that does not reach the loss is legal (it trains to
   // nothing) but almost always a mistake in the model: say so where it is.
@@ -235,14 +235,14 @@ LogicalResult StageBuilder::buildBackward(OpBuilder &b, Location loc) {
             << param.getName()
             << "' does not reach the loss; its gradient is always zero";
       values.push_back(gradOrZero(value));
-      keys.push_back("grad." + param.getName().str());
+      keys.push_back(keyOf(KeyKind::Grad, param.getName()));
     }
   for (ParamOp param : slice.unusedParams) {
     param.emitWarning("parameter '")
         << param.getName()
         << "' is never used; its gradient is always zero";
     values.push_back(gradOrZero(param.getResult()));
-    keys.push_back("grad." + param.getName().str());
+    keys.push_back(keyOf(KeyKind::Grad, param.getName()));
   }
   YieldOp::create(b, loc, values, keysAttr(b, keys));
 
@@ -270,7 +270,7 @@ void StageBuilder::finishForward(OpBuilder &b) {
     }
     std::string key = bwKeys[i];
     if (key == "F.?") {
-      key = "F." + std::to_string(stash.size());
+      key = keyOf(KeyKind::SavedF, static_cast<int64_t>(stash.size()));
       stash.push_back(modelValueOf.lookup(arg));
     }
     keys.push_back(key);
@@ -284,7 +284,7 @@ void StageBuilder::finishForward(OpBuilder &b) {
   if (slice.closing)
     for (auto [i, out] : llvm::enumerate(slice.closing.getInputs())) {
       values.push_back(fMap.lookup(out));
-      yieldKeys.push_back("out." + std::to_string(i));
+      yieldKeys.push_back(keyOf(KeyKind::Out, i));
     }
   if (isLast) {
     values.push_back(fMap.lookup(model.getLossOp().getLoss()));
@@ -292,7 +292,7 @@ void StageBuilder::finishForward(OpBuilder &b) {
   }
   for (auto [j, value] : llvm::enumerate(stash)) {
     values.push_back(fMap.lookup(value));
-    yieldKeys.push_back("F." + std::to_string(j));
+    yieldKeys.push_back(keyOf(KeyKind::SavedF, j));
   }
   b.setInsertionPointToEnd(&fPhase.getBodyBlock());
   YieldOp::create(b, fPhase.getLoc(), values, keysAttr(b, yieldKeys));

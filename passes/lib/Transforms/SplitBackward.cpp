@@ -159,7 +159,7 @@ void ZBSplitBackwardPass::splitStage(StageOp stage, PhaseOp bw) {
   for (Operation *op : wSide.ops)
     for (Value operand : op->getOperands())
       if (isBValue(operand) && !llvm::is_contained(wSide.args, operand)) {
-        std::string key = "B." + std::to_string(numHandedOver++);
+        std::string key = keyOf(KeyKind::SavedB, numHandedOver++);
         bSide.yields.push_back(operand);
         bSide.yieldKeys.push_back(key);
         wSide.addArg(operand, key);

@@ -57,7 +57,17 @@ struct PhaseKey {
   /// Parses "in.0", "param.fc0.weight", ...; nullopt if malformed.
   static std::optional<PhaseKey> parse(StringRef key);
   std::string str() const;
+
+  /// The key on the other side of a stage boundary or of the optimizer:
+  /// out.I <-> in.I (the next stage's), d_in.I <-> d_out.I (the previous
+  /// stage's), param.N <-> grad.N; nullopt for the other kinds.
+  std::optional<PhaseKey> counterpart() const;
 };
+
+/// Every key is built here, never concatenated by hand: keyOf(KeyKind::In, 0)
+/// is "in.0", keyOf(KeyKind::Grad, "fc0.weight") is "grad.fc0.weight".
+std::string keyOf(KeyKind kind, StringRef suffix);
+std::string keyOf(KeyKind kind, int64_t index);
 
 /// True if `phase` may read a key of this kind that comes from outside the
 /// stage (is not yielded by an earlier phase of it).

@@ -116,7 +116,7 @@ void appendReadersOfYield(zb::YieldOp yield, StringRef key,
     appendArgsWithKey(stage, key, out);
   if (parsed->kind == zb::KeyKind::Out)
     if (auto next = dyn_cast_or_null<zb::StageOp>(stage->getNextNode()))
-      appendArgsWithKey(next, "in." + parsed->suffix, out);
+      appendArgsWithKey(next, parsed->counterpart()->str(), out);
 }
 
 /// The exclusive upper bound for integer data flowing into `roots`: the

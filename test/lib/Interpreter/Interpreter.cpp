@@ -231,7 +231,7 @@ runPipelineStep(zb::PipelineOp pipeline,
   // loss: its gradient is zero, and callers can rely on finding every one.
   for (zb::StageOp stage : stages)
     for (zb::ParamOp param : stage.getBody().front().getOps<zb::ParamOp>()) {
-      std::string key = "grad." + param.getName().str();
+      std::string key = zb::keyOf(zb::KeyKind::Grad, param.getName());
       if (!result.grads.count(key))
         result.grads[key] =
             Tensor::zeros(detail::getShape(param.getType()), precision);
