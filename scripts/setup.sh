@@ -18,6 +18,7 @@ ZBC_PACKAGES=(
   cmake ninja-build g++ python3 pkg-config
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev coinor-libcbc-dev
+  libfmt-dev libopenblas-dev libopenmpi-dev openmpi-bin
 )
 
 zbc_install_packages() {

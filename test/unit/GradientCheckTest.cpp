@@ -76,8 +76,8 @@ std::vector<TensorMap> microbatches(zb::ModelOp model, Precision p) {
   return feeds;
 }
 
-/// The summed loss of the model over the microbatches, in float64.
-double totalLoss(zb::ModelOp model, const TensorMap &params,
+/// The step's loss (the mean over the microbatches), in float64.
+double stepLoss(zb::ModelOp model, const TensorMap &params,
                  const std::vector<TensorMap> &feeds) {
   double sum = 0;
   for (const TensorMap &mb : feeds) {
@@ -87,7 +87,7 @@ double totalLoss(zb::ModelOp model, const TensorMap &params,
     EXPECT_TRUE(succeeded(loss));
     sum += succeeded(loss) ? loss->get(0) : NAN;
   }
-  return sum;
+  return sum / static_cast<double>(feeds.size());
 }
 
 /// Runs a pipeline over the microbatches; returns the accumulated grads.
@@ -129,9 +129,9 @@ void expectMatchesFiniteDifferences(Compiled &c) {
       TensorMap shifted = params;
       double x = value.get(i);
       shifted[key].set(i, x + h);
-      double up = totalLoss(c.modelOp(), shifted, feeds);
+      double up = stepLoss(c.modelOp(), shifted, feeds);
       shifted[key].set(i, x - h);
-      double down = totalLoss(c.modelOp(), shifted, feeds);
+      double down = stepLoss(c.modelOp(), shifted, feeds);
       numeric.set(i, (up - down) / (2 * h));
     }
     EXPECT_LE(interp::relativeError(grads.at("grad." + name), numeric), 1e-6)
@@ -281,8 +281,8 @@ TEST(GradientCheckGPT, MatchesCentralFiniteDifferencesPerParameter) {
       up[key].set(i, value.get(i) + h * v);
       down[key].set(i, value.get(i) - h * v);
     }
-    double numeric = (totalLoss(c.modelOp(), up, feeds) -
-                      totalLoss(c.modelOp(), down, feeds)) /
+    double numeric = (stepLoss(c.modelOp(), up, feeds) -
+                      stepLoss(c.modelOp(), down, feeds)) /
                      (2 * h);
     EXPECT_LE(std::abs(analytic - numeric),
               1e-6 * std::max(std::abs(numeric), 1e-3))

@@ -24,6 +24,19 @@ using namespace mlir;
 using namespace zbc;
 using namespace zbc::zb;
 
+int64_t zbc::workspaceBytes(Operation *op) {
+  auto scoreMatrix = [](Value qkv) {
+    auto type = cast<RankedTensorType>(qkv.getType());
+    int64_t s = type.getDimSize(1);
+    return s * s * getNumBytes(RankedTensorType::get({}, type.getElementType()));
+  };
+  if (auto attention = dyn_cast<CausalAttentionOp>(op))
+    return scoreMatrix(attention.getQkv());
+  if (auto grad = dyn_cast<CausalAttentionGradOp>(op))
+    return 2 * scoreMatrix(grad.getQkv());
+  return 0;
+}
+
 FailureOr<int> zbc::optimizerCopies(StringRef optimizer) {
   if (optimizer == "sgd")
     return 1;
@@ -55,26 +68,52 @@ struct StageInfo {
   std::vector<KeyInfo> keys; // activation keys, each once
   int64_t paramBytes = 0;
   int64_t lossBytes = 0; // one element of the loss, if the stage yields it
+  int64_t fusedTemporaries = 0; // B then W as one BW (split stages only)
 };
 
-/// The largest set of values of `phase`'s body live at once: a value from
-/// its op to its last use (its yield included).
-int64_t temporariesOf(PhaseOp phase) {
-  Block &body = phase.getBodyBlock();
+/// The largest set of values live at once while `phases` run one after the
+/// other (one phase, or B then W for a fused BW of a split stage): a value
+/// from its op to its last use (its yield included), and a value that a
+/// phase yields under a key a later phase of the sequence reads, until that
+/// reader's last use; plus each op's workspace while it runs.
+int64_t temporariesOf(ArrayRef<PhaseOp> phases) {
   llvm::DenseMap<Operation *, int> position;
   int n = 0;
-  for (Operation &op : body)
-    position[&op] = n++;
+  for (PhaseOp phase : phases)
+    for (Operation &op : PhaseOp(phase).getBodyBlock())
+      position[&op] = n++;
+  auto lastUse = [&](Value value, int from) {
+    int until = from;
+    for (Operation *user : value.getUsers())
+      until = std::max(until, position.lookup(user));
+    return until;
+  };
   std::vector<int64_t> delta(n + 1, 0);
-  for (Operation &op : body)
-    for (Value result : op.getResults()) {
-      int from = position[&op], until = from;
-      for (Operation *user : result.getUsers())
-        until = std::max(until, position.lookup(user));
-      int64_t bytes = getNumBytes(result.getType());
-      delta[from] += bytes;
-      delta[until + 1] -= bytes;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    PhaseOp phase = phases[i];
+    // Where a later phase of the sequence reads each key.
+    llvm::StringMap<int> laterUse;
+    for (PhaseOp later : phases.drop_front(i + 1))
+      for (auto [arg, key] : llvm::zip(later.getBodyBlock().getArguments(),
+                                       later.getArgKeyList()))
+        laterUse[key] = std::max(laterUse.lookup(key), lastUse(arg, 0));
+    YieldOp yield = phase.getYield();
+    for (Operation &op : phase.getBodyBlock()) {
+      int from = position[&op];
+      for (Value result : op.getResults()) {
+        int until = lastUse(result, from);
+        for (auto [key, value] : llvm::zip(yield.getKeyList(),
+                                           yield.getValues()))
+          if (value == result)
+            until = std::max(until, laterUse.lookup(key));
+        int64_t bytes = getNumBytes(result.getType());
+        delta[from] += bytes;
+        delta[until + 1] -= bytes;
+      }
+      delta[from] += workspaceBytes(&op);
+      delta[from + 1] -= workspaceBytes(&op);
     }
+  }
   int64_t live = 0, peak = 0;
   for (int i = 0; i < n; ++i)
     peak = std::max(peak, live += delta[i]);
@@ -92,8 +131,11 @@ StageInfo stageInfoOf(StageOp stage) {
                            getNumBytes(type), -1, -1});
     return info.keys[it->second];
   };
-  for (auto [slot, phase] : llvm::enumerate(stage.getPhases())) {
-    info.phases.push_back({phase.getKind(), temporariesOf(phase)});
+  SmallVector<PhaseOp> phases = stage.getPhases();
+  if (phases.size() == 3)
+    info.fusedTemporaries = temporariesOf({phases[1], phases[2]});
+  for (auto [slot, phase] : llvm::enumerate(phases)) {
+    info.phases.push_back({phase.getKind(), temporariesOf({phase})});
     for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
                                      phase.getArgKeyList()))
       if (isActivationKey(PhaseKey::parse(key)->kind))
@@ -188,15 +230,9 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
         bool split = info.phases.size() == 3;
         if (kind == ComputeKind::BW && split) {
           // A fused backward of a split stage runs B, then W: it reads what
-          // W reads, and its scratch is B's, or W's with what B hands W.
+          // W reads, and its scratch is that of the two bodies in sequence.
           computeAt[{op.stage, op.microbatch, 2}] = pos[i];
-          int64_t handed = 0;
-          for (const KeyInfo &key : info.keys)
-            if (key.producer == 1 && key.lastReader == 2)
-              handed += key.bytes;
-          mem.temporaries[pos[i]] =
-              std::max(info.phases[1].temporaries,
-                       info.phases[2].temporaries + handed);
+          mem.temporaries[pos[i]] = info.fusedTemporaries;
           continue;
         }
         for (const PhaseInfo &phase : info.phases)
@@ -218,9 +254,11 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     mem.grads = mem.params;
     mem.optimizerState = copies * mem.params;
 
-    auto add = [&](std::string name, int64_t bytes, int from, int until) {
-      if (bytes > 0 && until > from)
-        mem.buffers.push_back({std::move(name), bytes, from, until});
+    auto add = [&](std::string name, const KeyInfo &key, int s, int j,
+                   BufferRole role, int from, int until) {
+      if (key.bytes > 0 && until > from)
+        mem.buffers.push_back(
+            {std::move(name), key.key, s, j, role, key.bytes, from, until});
     };
     for (int s = 0; s < p.numStages(); ++s) {
       if (p.rankOfStage[s] != static_cast<int>(r))
@@ -251,13 +289,14 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
                                             : sched::Payload::Grad,
                                         s, j, key.key});
             if (made)
-              add("send " + key.key + of, key.bytes, *made + 1,
-                  it != sendRelease.end() ? it->second : n);
+              add("send " + key.key + of, key, s, j, BufferRole::Sent,
+                  *made + 1, it != sendRelease.end() ? it->second : n);
             continue;
           }
           if (!last)
             continue; // read by no phase of the stage
           int from = -1;
+          BufferRole role = BufferRole::Kept;
           switch (key.kind) {
           case KeyKind::In:
           case KeyKind::DOut: {
@@ -267,10 +306,12 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
               continue;
             std::string sent = PhaseKey::parse(key.key)->counterpart()->str();
             if (p.rankOfStage[producer] == static_cast<int>(r)) {
+              role = BufferRole::Passed;
               auto it = computeAt.find({producer, j, act ? 0 : 1});
               if (it != computeAt.end())
                 from = it->second + 1;
             } else {
+              role = BufferRole::Received;
               auto it = recvAt.find({act ? sched::Payload::Act
                                          : sched::Payload::Grad,
                                      producer, j, sent});
@@ -281,6 +322,7 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
           }
           case KeyKind::Input:
           case KeyKind::Label:
+            role = BufferRole::Data;
             if (std::optional<int> f = at(0))
               from = *f;
             break;
@@ -291,7 +333,7 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
             break;
           }
           if (from >= 0)
-            add(key.key + of, key.bytes, from, *last + 1);
+            add(key.key + of, key, s, j, role, from, *last + 1);
         }
       }
     }

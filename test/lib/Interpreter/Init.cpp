@@ -1,12 +1,10 @@
 //===- Init.cpp - deterministic parameters and microbatch data ------------===//
 //
-// initParams, randomFeeds and randomMicrobatches of Interpreter.h. Each
-// tensor gets its own std::mt19937_64, seeded from the run's seed and the
-// tensor's key, so a value does not depend on where its declaration sits: a
-// zb.model and the zb.pipeline made from it get the same parameters and the
-// same data. Normal and uniform draws are written out here (Box-Muller, 53-bit
-// uniforms) because the std:: distributions differ between standard
-// libraries, and the oracle's data must not.
+// initParams, randomFeeds and randomMicrobatches of Interpreter.h. The values
+// themselves come from the runtime's zbc/runtime/SyntheticData.h, the one
+// definition that compiled programs draw from too: a zb.model, the
+// zb.pipeline made from it and the per-rank programs get the same parameters
+// and the same data.
 //
 // Integer data must be valid for the ops that read it, so its range comes
 // from the IR: the vocab of an embedding that reads the tensor as indices,
@@ -20,11 +18,10 @@
 
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/runtime/SyntheticData.h"
 
 #include "llvm/ADT/DenseSet.h"
 
-#include <cmath>
-#include <random>
 
 using namespace mlir;
 
@@ -34,62 +31,30 @@ using detail::getShape;
 
 namespace {
 
-uint64_t splitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
+using rt::Generator;
+
+rt::InitKind initKindOf(zb::InitKind kind) {
+  switch (kind) {
+  case zb::InitKind::Zeros:
+    return rt::InitKind::Zeros;
+  case zb::InitKind::Ones:
+    return rt::InitKind::Ones;
+  case zb::InitKind::Normal:
+    return rt::InitKind::Normal;
+  case zb::InitKind::Uniform:
+    return rt::InitKind::Uniform;
+  }
+  return rt::InitKind::Zeros;
 }
-
-/// A generator for the tensor under `key`: FNV-1a of the key, mixed with
-/// the seed.
-class Generator {
-public:
-  Generator(uint64_t seed, StringRef key) {
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (char c : key) {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 0x100000001b3ull;
-    }
-    rng.seed(splitMix64(hash ^ splitMix64(seed)));
-  }
-  /// Uniform in [0, 1), 53 random bits.
-  double uniform() { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-  /// Standard normal (Box-Muller; 1 - uniform() lies in (0, 1], so log is
-  /// finite).
-  double normal() {
-    double radius = std::sqrt(-2.0 * std::log(1.0 - uniform()));
-    return radius * std::cos(2.0 * 3.14159265358979323846 * uniform());
-  }
-  /// Uniform in [0, bound).
-  int64_t below(int64_t bound) {
-    return static_cast<int64_t>(rng() % static_cast<uint64_t>(bound));
-  }
-
-private:
-  std::mt19937_64 rng;
-};
 
 Tensor initParam(zb::ParamOp param, uint64_t seed, Precision precision) {
   std::string key = *getLeafKey(param);
   Generator gen(seed, key);
   double scale = param.getScale() ? param.getScale()->convertToDouble() : 0.0;
   Tensor t = Tensor::zeros(getShape(param.getType()), precision);
-  for (int64_t i = 0; i < t.numElements(); ++i) {
-    switch (param.getInit()) {
-    case zb::InitKind::Zeros:
-      break;
-    case zb::InitKind::Ones:
-      t.set(i, 1.0);
-      break;
-    case zb::InitKind::Normal:
-      t.set(i, scale * gen.normal());
-      break;
-    case zb::InitKind::Uniform:
-      t.set(i, scale * (2.0 * gen.uniform() - 1.0));
-      break;
-    }
-  }
+  rt::InitKind kind = initKindOf(param.getInit());
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.set(i, gen.initValue(kind, scale));
   return t;
 }
 
@@ -158,13 +123,13 @@ Tensor randomFeed(StringRef key, Type type, ArrayRef<Value> readers,
   if (isa<FloatType>(cast<RankedTensorType>(type).getElementType())) {
     Tensor t = Tensor::zeros(shape, precision);
     for (int64_t i = 0; i < t.numElements(); ++i)
-      t.set(i, gen.normal());
+      t.set(i, gen.floatData());
     return t;
   }
   int64_t bound = indexBound(readers);
   Tensor t = Tensor::intZeros(shape);
   for (int64_t i = 0; i < t.numElements(); ++i)
-    t.setInt(i, gen.below(bound));
+    t.setInt(i, gen.indexData(bound));
   return t;
 }
 
@@ -224,7 +189,7 @@ std::vector<TensorMap> randomMicrobatches(zb::PipelineOp pipeline,
   std::vector<TensorMap> microbatches;
   for (int64_t m = 0; m < count; ++m)
     microbatches.push_back(
-        randomFeeds(pipeline, seed + static_cast<uint64_t>(m), precision));
+        randomFeeds(pipeline, rt::dataSeed(seed, 0, count, m), precision));
   return microbatches;
 }
 

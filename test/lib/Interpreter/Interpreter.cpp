@@ -227,6 +227,18 @@ runPipelineStep(zb::PipelineOp pipeline,
       }
     }
   }
+  // The step's loss is the mean over its microbatches, so each
+  // microbatch's gradient counts 1/m: the sum is scaled once, at the end
+  // (Note [Mean over microbatches] in ZB.md; the runtime's optimizer applies
+  // the same factor to the same sum).
+  // In F32 the factor is a float, so that (the product of two floats being
+  // exact in double) set() rounds to exactly what a float multiply gives.
+  double scale = 1.0 / static_cast<double>(microbatches.size());
+  if (precision == Precision::F32)
+    scale = static_cast<float>(scale);
+  for (auto &[key, grad] : result.grads)
+    for (int64_t i = 0; i < grad.numElements(); ++i)
+      grad.set(i, grad.get(i) * scale);
   // A declared parameter whose gradient no phase yields does not reach the
   // loss: its gradient is zero, and callers can rely on finding every one.
   for (zb::StageOp stage : stages)

@@ -26,7 +26,10 @@
 //     d_out.I, from after the producing phase;
 // and, during a compute op, its phase's own temporaries: the largest set of
 // values of the phase body live at once (a value from its op to its last
-// use; yielded values count here while the phase runs).
+// use; yielded values count here while the phase runs), plus the workspace
+// of the op that needs one (workspaceBytes). A fused BW of a split stage
+// runs B's body, then W's, as one sequence: what B hands to W (B.I) lives
+// from its op in B to its last use in W.
 // Depends on this note: ProgramMemory.cpp, zb-verify-schedule, the memory
 // plan and the runtime (planned).
 //
@@ -42,11 +45,32 @@
 
 namespace zbc {
 
+/// Who writes a buffer, which says when its memory is first needed.
+enum class BufferRole {
+  Received, // in.I / d_out.I from another rank: written by its recv
+  Data,     // input.N / label.N: written by the data source at the F
+  Kept,     // F.I / B.I: written by the phase that yields it
+  Sent,     // out.I / d_in.I to another rank: written by its phase
+  Passed,   // in.I / d_out.I from a stage on the same rank: written by the
+            // producing stage's phase
+};
+
 /// One buffer of a rank: live at the ops of its order in [from, until).
+/// Received and Data buffers are written at `from`; the others by the
+/// compute at `from - 1`, whose temporaries count them while it runs.
 struct BufferLife {
   std::string name; // "in.0 of stage 1 mb 3", "send out.0 of stage 0 mb 3"
+  std::string key;  // the key in the reading (or, Sent, the yielding) stage
+  int stage = 0, microbatch = 0;
+  BufferRole role = BufferRole::Kept;
   int64_t bytes = 0;
   int from = 0, until = 0; // positions in the rank's top-level order
+
+  /// The position from which the buffer's memory is written.
+  int firstWrite() const {
+    return role == BufferRole::Received || role == BufferRole::Data ? from
+                                                                    : from - 1;
+  }
 };
 
 struct RankMemory {
@@ -65,6 +89,11 @@ struct RankMemory {
     return params + grads + optimizerState + lossAccumulator;
   }
 };
+
+/// The scratch a kernel needs beside its operands and result, in bytes:
+/// causal attention keeps one S x S score matrix (its gradient two), as the
+/// CPU runtime's kernels do; 0 for every other op.
+int64_t workspaceBytes(mlir::Operation *op);
 
 /// Optimizer state per parameter byte: "sgd" (momentum) 1, "adamw" 2.
 /// Fails on another name.

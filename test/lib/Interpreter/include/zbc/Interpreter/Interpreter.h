@@ -63,9 +63,18 @@ LogicalResult runPhase(zb::PhaseOp phase, TensorMap &env, Precision precision);
 struct StepResult {
   /// The loss of each microbatch, in order.
   std::vector<double> losses;
-  /// "grad.NAME" for every parameter any stage declares, summed over the
-  /// microbatches (zero for a parameter whose gradient no phase yields).
+  /// "grad.NAME" for every parameter any stage declares: the gradient of
+  /// the step's loss, the mean over its microbatches, so each microbatch's
+  /// gradient counts 1/m (the sum, scaled once by 1/m; zero for a parameter
+  /// whose gradient no phase yields).
   TensorMap grads;
+
+  double meanLoss() const {
+    double sum = 0;
+    for (double loss : losses)
+      sum += loss;
+    return losses.empty() ? 0.0 : sum / static_cast<double>(losses.size());
+  }
 };
 
 /// One training step, in the simplest valid order: for each microbatch, F of
