@@ -21,7 +21,7 @@ zb.model @mlp {
 
 // The pipeline stays: the program's computes run its phases.
 // H1:          zb.pipeline @mlp
-// H1-LABEL:    zb.program @mlp_zb_h1 microbatches(4) placement [0, 1] attributes {pipeline = @mlp, schedule = "zb-h1"}
+// H1-LABEL:    zb.program @mlp_zb_h1 microbatches(4) placement [0, 1] attributes {optimizer = "sgd", pipeline = @mlp, schedule = "zb-h1"}
 // H1:          zb.rank 0 {
 // H1-NEXT:       %[[F0:.+]] = zb.compute F stage 0 mb 0
 // H1-NEXT:       %[[F1:.+]] = zb.compute F stage 0 mb 1

@@ -256,7 +256,12 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
 
     auto add = [&](std::string name, const KeyInfo &key, int s, int j,
                    BufferRole role, int from, int until) {
-      if (key.bytes > 0 && until > from)
+      // A buffer its compute writes and the same op reads back (what B
+      // hands W in a fused BW) is never live between ops, but the memory
+      // plan still gives it a place: keep it, empty.
+      bool writtenByCompute =
+          role != BufferRole::Received && role != BufferRole::Data;
+      if (key.bytes > 0 && (until > from || (writtenByCompute && until == from)))
         mem.buffers.push_back(
             {std::move(name), key.key, s, j, role, key.bytes, from, until});
     };

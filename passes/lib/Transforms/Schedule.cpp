@@ -11,6 +11,8 @@
 
 #include "zbc/Passes/Passes.h"
 
+#include "zbc/Analysis/ProgramMemory.h"
+
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
@@ -92,6 +94,10 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
                                 "off), got ")
            << typed(exactSeconds);
 
+  if (failed(optimizerCopies(optimizer)))
+    return pipeline.emitOpError("optimizer must be 'sgd' or 'adamw', got '")
+           << optimizer << "'";
+
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   int64_t numStages = stages.size();
   int64_t v = info->placement == sched::Placement::V ? 2
@@ -171,7 +177,7 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
   auto program = ProgramOp::create(
       b, loc, b.getStringAttr(name),
       b.getI64IntegerAttr(microbatches), b.getDenseI64ArrayAttr(placement),
-      /*memory_limit=*/IntegerAttr(), /*optimizer=*/StringAttr());
+      /*memory_limit=*/IntegerAttr(), b.getStringAttr(optimizer));
   program->setAttr("pipeline", FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
   program->setAttr("schedule", b.getStringAttr(kind));
   b.setInsertionPointToStart(&program.getBody().emplaceBlock());

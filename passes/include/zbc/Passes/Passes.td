@@ -139,11 +139,42 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     Option<"exactSeconds", "exact", "double", /*default=*/"0",
            "zb-auto: refine with the ILP for at most this many seconds "
            "(0: off; at most 86400)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
+           "The optimizer the program trains with, which decides its "
+           "state's memory: sgd (with momentum: one copy) or adamw (two)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the simulated makespan, bubble and memory">,
   ];
 }
 
+
+def ZBPlanMemoryPass : Pass<"zb-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Place every buffer of each rank at a fixed offset of one "
+                "arena";
+  let description = [{
+    For each `zb.program` with its pipeline: proves it first (the proof of
+    zb-verify-schedule; nothing unproven is planned), then writes on each
+    `zb.rank` its static memory plan (Note [Memory plan] in
+    passes/include/zbc/Analysis/MemoryPlan.h): parameters, gradient
+    accumulators, optimizer state and the loss accumulator for the whole
+    run; one scratch region for the temporaries of the phase that runs; and
+    every buffer of Note [Program memory] at an offset packed greedily by
+    size over its lifetime in the rank's order. `arena_bytes` is the arena's
+    size, `peak_bytes` the verifier's peak live bytes, `memory_plan` the
+    placements.
+
+    ```mlir
+    zb.rank 1 attributes {arena_bytes = 98304 : i64, peak_bytes = 94720 : i64,
+        memory_plan = [{bytes = 16384 : i64, key = "param.fc2.weight",
+                        offset = 0 : i64}, ...]} {
+    ```
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+  let options = [
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark per program with each rank's arena and peak bytes">,
+  ];
+}
 
 def ZBInsertP2PPass : Pass<"zb-insert-p2p", "::mlir::ModuleOp"> {
   let summary = "Add the sends and receives of every cross-rank dependence";

@@ -73,9 +73,24 @@ def ZB_RankOp : ZB_Op<"rank", [HasParent<"ProgramOp">, IsolatedFromAbove,
       %f = zb.compute F stage 1 mb 0 after(%r)
     }
     ```
+
+    `zb-plan-memory` adds the rank's static memory plan (Note [Memory plan]
+    in passes/include/zbc/Analysis/MemoryPlan.h): `arena_bytes`, the size of
+    its one arena; `peak_bytes`, the verifier's peak live bytes; and
+    `memory_plan`, one dictionary per buffer: `key`, `offset`, `bytes`, and
+    for a buffer of one microbatch its `stage` and `mb`.
   }];
-  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$rank);
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$rank,
+                       OptionalAttr<I64Attr>:$arena_bytes,
+                       OptionalAttr<I64Attr>:$peak_bytes,
+                       OptionalAttr<DictArrayAttr>:$memory_plan);
   let regions = (region SizedRegion<1>:$body);
+  let builders = [
+    OpBuilder<(ins "int64_t":$rank), [{
+      build($_builder, $_state, $_builder.getI64IntegerAttr(rank),
+            mlir::IntegerAttr(), mlir::IntegerAttr(), mlir::ArrayAttr());
+    }]>
+  ];
   let assemblyFormat = "$rank attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{

@@ -1,0 +1,562 @@
+//===- Kernels.cpp - fp32 CPU kernels of the zb tensor ops ----------------===//
+//
+// The op kernels of Kernels.h (the optimizers are in Optimizers.cpp). GEMMs,
+// attention's included, go to cblas_sgemm; the rest are loops over restrict
+// pointers that GCC -O3 vectorises (the reductions through `omp simd`, see
+// CMakeLists.txt). exp, and tanh through it, is a polynomial the vectoriser
+// can inline (Note [Vectorisable exp]); everything else is IEEE float
+// arithmetic in the order of the op's definition.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace zbc::rt::cpu {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Math helpers
+//===----------------------------------------------------------------------===//
+
+// Note [Vectorisable exp]
+// glibc's expf and tanhf are calls the vectoriser cannot look into, and
+// tanhf costs ~35 ns an element here: GELU by std::tanh would add ~70 ms to
+// the ~105 ms forward of a GPT block at h = 512 over 1024 tokens. fastExp is
+// Cephes' expf instead: x = n ln2 + r with n = round(x / ln2) (by the
+// 1.5 * 2^23 trick, exact in round-to-nearest), ln2 in two parts
+// (Cody-Waite), a degree-6 polynomial for e^r on |r| <= ln2 / 2 and 2^n
+// built from its exponent bits; GCC vectorises all of it (SSE2 has every
+// operation). Error < 1 ulp against double exp (0.99 ulp, checked on every
+// float of its range). Inputs are clamped to [ln(FLT_MIN), ln(FLT_MAX)], so
+// results below FLT_MIN (exp(-inf) included) come out as FLT_MIN instead of a
+// denormal or 0 (harmless in a softmax sum or a logistic), nothing
+// overflows, and a NaN gives NaN. Callers that would take differences of
+// ones (1 + tanh, 1 - tanh^2) are written in forms that need none (see
+// gelu), so the ulp stays an ulp.
+inline float fastExp(float x) {
+  constexpr float kMin = -87.3365447505531f; // ln(FLT_MIN)
+  constexpr float kMax = 88.3762626647949f;  // keeps n <= 127
+  x = x < kMin ? kMin : x;
+  x = x > kMax ? kMax : x;
+  constexpr float kRound = 12582912.0f; // 1.5 * 2^23
+  float n = (x * 1.44269504088896341f + kRound) - kRound;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// The constants of the tanh form of GELU (as the interpreter's kGeluScale /
+// kGeluCubic, rounded to float).
+constexpr float kGeluScale = 0.7978845608028654f; // sqrt(2 / pi)
+constexpr float kGeluCubic = 0.044715f;
+
+/// C[M, N] = alpha * op(A) op(B), row-major, overwriting C. Handles the
+/// degenerate sizes cblas rejects or leaves undefined: nothing to do for an
+/// empty C, zeros for an empty sum. Dims must fit the cblas int.
+void gemm(CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, int64_t M, int64_t N,
+          int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+          int64_t ldb, float *C, int64_t ldc) {
+  if (M <= 0 || N <= 0)
+    return;
+  if (K <= 0) {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n)
+        C[m * ldc + n] = 0.0f;
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(M),
+              static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
+              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), 0.0f, C,
+              static_cast<blasint>(ldc));
+}
+
+/// The statistics of one LayerNorm row, for xhat = ((x - shift) - mean) *
+/// rstd: the row's mean is shift + mean, rstd = 1 / sqrt(biased variance +
+/// epsilon).
+struct RowStats {
+  float shift, mean, rstd;
+};
+
+/// Two passes, as the interpreter's rowStats, but over x - x[0]: each
+/// difference rounds at the row's range instead of its magnitude (and is
+/// exact between values within a factor of two, Sterbenz), so a row of mean
+/// 100 and spread 1 is summed as values of size 1 and its mean is never
+/// rounded at ulp(100), which would cost xhat 1e-5 of its 1. The math is the
+/// op's; only the rounding differs.
+inline RowStats rowStats(const float *__restrict row, int64_t n,
+                         float epsilon) {
+  const float shift = row[0];
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i)
+    sum += row[i] - shift;
+  const float mean = sum / static_cast<float>(n);
+  float squares = 0.0f;
+#pragma omp simd reduction(+ : squares)
+  for (int64_t i = 0; i < n; ++i) {
+    float centered = (row[i] - shift) - mean;
+    squares += centered * centered;
+  }
+  float rstd = 1.0f / std::sqrt(squares / static_cast<float>(n) + epsilon);
+  return {shift, mean, rstd};
+}
+
+/// log(sum(exp(row))) = max + logSum, max the row maximum, returned as the
+/// two parts: callers subtract max from a logit first (exact when they are
+/// close) and logSum second, so logits far from 0 (say 1000 +- 10) lose no
+/// digits to an lse rounded at ulp(1000).
+struct LogSumExp {
+  float max, logSum;
+};
+inline LogSumExp logSumExp(const float *__restrict row, int64_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : max)
+  for (int64_t i = 0; i < n; ++i)
+    max = row[i] > max ? row[i] : max;
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i)
+    sum += fastExp(row[i] - max);
+  return {max, std::log(sum)};
+}
+
+/// The first of `count` indices outside [0, bound), into `error`.
+template <typename I>
+bool checkIndices(const I *indices, int64_t count, int64_t bound,
+                  IndexError *error) {
+  for (int64_t p = 0; p < count; ++p) {
+    int64_t value = static_cast<int64_t>(indices[p]);
+    if (value >= 0 && value < bound)
+      continue;
+    if (error)
+      *error = IndexError{p, value, bound};
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+// Note [Causal attention blocks]
+// Query rows are taken kAttentionBlock at a time: the rows [r0, r1) attend
+// to keys [0, r1) only, so each GEMM of the block covers keys < r1 instead
+// of all S (5/8 of the full S x S work at S = 256). The probabilities (and
+// dS) are exactly 0 above the diagonal and are stored as such, so a GEMM that
+// reads a block's upper-right corner adds exact zeros: the blocking changes
+// no result beyond GEMM summation order.
+constexpr int64_t kAttentionBlock = 64;
+
+/// The packed layout of qkv [B, S, 3H]: head `hd` of batch `b` of q, k and v
+/// as [S, d] matrices of row stride 3H, and its slice of a [B, S, H] tensor.
+struct AttentionHead {
+  const float *q, *k, *v;
+  int64_t ld; // 3H
+  int64_t offset; // of the head's [S, d] slice in a [B, S, H] tensor
+  AttentionHead(const float *qkv, int64_t b, int64_t hd, int64_t S, int64_t H,
+                int64_t d)
+      : q(qkv + b * S * 3 * H + hd * d), k(q + H), v(q + 2 * H), ld(3 * H),
+        offset(b * S * H + hd * d) {}
+};
+
+/// Rows [r0, r1) of the probabilities P [S, S] of one head: scores q.k * scale
+/// for keys j <= i, max-subtracted softmax over them, zeros for j > i.
+void attentionProbRows(const AttentionHead &head, float *P, int64_t r0,
+                       int64_t r1, int64_t S, int64_t d, float scale) {
+  gemm(CblasNoTrans, CblasTrans, r1 - r0, r1, d, scale, head.q + r0 * head.ld,
+       head.ld, head.k, head.ld, P + r0 * S, S);
+  for (int64_t i = r0; i < r1; ++i) {
+    float *__restrict row = P + i * S;
+    int64_t keys = i + 1;
+    float max = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : max)
+    for (int64_t j = 0; j < keys; ++j)
+      max = row[j] > max ? row[j] : max;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < keys; ++j) {
+      row[j] = fastExp(row[j] - max);
+      sum += row[j];
+    }
+    for (int64_t j = 0; j < keys; ++j)
+      row[j] /= sum;
+    for (int64_t j = keys; j < S; ++j)
+      row[j] = 0.0f;
+  }
+}
+
+} // namespace
+
+void causalAttention(const float *qkv, float *out, float *workspace, int64_t B,
+                     int64_t S, int64_t H, int64_t heads) noexcept {
+  int64_t d = H / heads;
+  float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  float *P = workspace;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t hd = 0; hd < heads; ++hd) {
+      AttentionHead head(qkv, b, hd, S, H, d);
+      for (int64_t r0 = 0; r0 < S; r0 += kAttentionBlock) {
+        int64_t r1 = r0 + kAttentionBlock < S ? r0 + kAttentionBlock : S;
+        attentionProbRows(head, P, r0, r1, S, d, scale);
+        // out[r0:r1] = P[r0:r1, 0:r1] @ V[0:r1].
+        gemm(CblasNoTrans, CblasNoTrans, r1 - r0, d, r1, 1.0f, P + r0 * S, S,
+             head.v, head.ld, out + head.offset + r0 * H, H);
+      }
+    }
+}
+
+void causalAttentionGrad(const float *dout, const float *qkv, float *dqkv,
+                         float *workspace, int64_t B, int64_t S, int64_t H,
+                         int64_t heads) noexcept {
+  int64_t d = H / heads;
+  float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  float *P = workspace, *dS = workspace + S * S;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t hd = 0; hd < heads; ++hd) {
+      AttentionHead head(qkv, b, hd, S, H, d);
+      const float *dO = dout + head.offset;
+      // dqkv has qkv's layout: the same offsets address dQ, dK, dV.
+      float *dQ = dqkv + (head.q - qkv), *dK = dqkv + (head.k - qkv),
+            *dV = dqkv + (head.v - qkv);
+      for (int64_t r0 = 0; r0 < S; r0 += kAttentionBlock) {
+        int64_t r1 = r0 + kAttentionBlock < S ? r0 + kAttentionBlock : S;
+        attentionProbRows(head, P, r0, r1, S, d, scale);
+        // dP[r0:r1, 0:r1] = dO[r0:r1] @ V[0:r1]^T, then in place
+        // dS = P * (dP - rowsum(dP * P)) on j <= i, 0 above.
+        gemm(CblasNoTrans, CblasTrans, r1 - r0, r1, d, 1.0f, dO + r0 * H, H,
+             head.v, head.ld, dS + r0 * S, S);
+        for (int64_t i = r0; i < r1; ++i) {
+          const float *__restrict p = P + i * S;
+          float *__restrict row = dS + i * S;
+          int64_t keys = i + 1;
+          float rowDot = 0.0f;
+#pragma omp simd reduction(+ : rowDot)
+          for (int64_t j = 0; j < keys; ++j)
+            rowDot += row[j] * p[j];
+          for (int64_t j = 0; j < keys; ++j)
+            row[j] = p[j] * (row[j] - rowDot);
+          for (int64_t j = keys; j < S; ++j)
+            row[j] = 0.0f;
+        }
+        // dQ[r0:r1] = scale * dS[r0:r1, 0:r1] @ K[0:r1].
+        gemm(CblasNoTrans, CblasNoTrans, r1 - r0, d, r1, scale, dS + r0 * S, S,
+             head.k, head.ld, dQ + r0 * head.ld, head.ld);
+      }
+      // Key block [c0, c1) gets contributions from queries i >= c0 only:
+      // dV[c0:c1] = P[c0:S, c0:c1]^T @ dO[c0:S] and
+      // dK[c0:c1] = scale * dS[c0:S, c0:c1]^T @ Q[c0:S].
+      for (int64_t c0 = 0; c0 < S; c0 += kAttentionBlock) {
+        int64_t c1 = c0 + kAttentionBlock < S ? c0 + kAttentionBlock : S;
+        gemm(CblasTrans, CblasNoTrans, c1 - c0, d, S - c0, 1.0f,
+             P + c0 * S + c0, S, dO + c0 * H, H, dV + c0 * head.ld, head.ld);
+        gemm(CblasTrans, CblasNoTrans, c1 - c0, d, S - c0, scale,
+             dS + c0 * S + c0, S, head.q + c0 * head.ld, head.ld,
+             dK + c0 * head.ld, head.ld);
+      }
+    }
+}
+
+//===----------------------------------------------------------------------===//
+// GEMMs
+//===----------------------------------------------------------------------===//
+
+void linear(const float *x, const float *w, float *y, int64_t rows, int64_t in,
+            int64_t out) noexcept {
+  gemm(CblasNoTrans, CblasNoTrans, rows, out, in, 1.0f, x, in, w, out, y, out);
+}
+
+void matmul(const float *a, const float *b, float *c, int64_t batch, int64_t M,
+            int64_t K, int64_t N) noexcept {
+  for (int64_t n0 = 0; n0 < batch; ++n0)
+    gemm(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a + n0 * M * K, K,
+         b + n0 * K * N, N, c + n0 * M * N, N);
+}
+
+void linearGradInput(const float *dy, const float *w, float *dx, int64_t rows,
+                     int64_t in, int64_t out) noexcept {
+  gemm(CblasNoTrans, CblasTrans, rows, in, out, 1.0f, dy, out, w, out, dx, in);
+}
+
+void linearGradWeight(const float *x, const float *dy, float *dw, int64_t rows,
+                      int64_t in, int64_t out) noexcept {
+  gemm(CblasTrans, CblasNoTrans, in, out, rows, 1.0f, x, in, dy, out, dw, out);
+}
+
+void matmulGradLhs(const float *dc, const float *b, float *da, int64_t batch,
+                   int64_t M, int64_t K, int64_t N) noexcept {
+  for (int64_t n0 = 0; n0 < batch; ++n0)
+    gemm(CblasNoTrans, CblasTrans, M, K, N, 1.0f, dc + n0 * M * N, N,
+         b + n0 * K * N, N, da + n0 * M * K, K);
+}
+
+void matmulGradRhs(const float *a, const float *dc, float *db, int64_t batch,
+                   int64_t M, int64_t K, int64_t N) noexcept {
+  for (int64_t n0 = 0; n0 < batch; ++n0)
+    gemm(CblasTrans, CblasNoTrans, K, N, M, 1.0f, a + n0 * M * K, K,
+         dc + n0 * M * N, N, db + n0 * K * N, N);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise and row-wise forward ops
+//===----------------------------------------------------------------------===//
+
+// Note [In-place elementwise kernels]
+// The elementwise kernels may run in place (an output the very pointer of an
+// input, Kernels.h), so those pointers are not restrict; `omp simd` tells GCC
+// what it may assume instead: no dependence between iterations, which holds
+// for y[i] = f(x[i]) even when y == x, and lets it vectorise without
+// runtime overlap checks.
+
+void biasAdd(const float *x, const float *__restrict bias, float *y,
+             int64_t rows, int64_t n) noexcept {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      yr[i] = xr[i] + bias[i];
+  }
+}
+
+void add(const float *a, const float *b, float *y, int64_t n) noexcept {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = a[i] + b[i];
+}
+
+void relu(const float *x, float *y, int64_t n) noexcept {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+// GELU through the logistic function: 0.5 (1 + tanh u) = e q with e = e^{2u}
+// and q = 1 / (1 + e). So gelu(x) = x (e q), with no 1 + tanh that would
+// cancel for negative x, and (geluGrad) 1 - tanh^2 u = 4 e q^2, with no
+// 1 - tanh^2 that would cancel for large |x|. e stays finite (fastExp
+// clamps), so e q is ~1 where e is huge, and never inf / inf. (The same
+// math with t = e^{-2u} and s = 1 / (1 + t) runs half as fast: GCC pushes
+// the negation into fastExp's clamps and emits twice the code.)
+void gelu(const float *x, float *y, int64_t n) noexcept {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    float u = kGeluScale * (v + kGeluCubic * v * v * v);
+    float e = fastExp(2.0f * u);
+    float q = 1.0f / (1.0f + e);
+    y[i] = v * (e * q);
+  }
+}
+
+void layerNorm(const float *x, const float *__restrict gamma,
+               const float *__restrict beta, float *y, int64_t rows, int64_t n,
+               float epsilon) noexcept {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict xr = x + r * n;
+    float *__restrict yr = y + r * n;
+    RowStats st = rowStats(xr, n, epsilon);
+    for (int64_t i = 0; i < n; ++i)
+      yr[i] = gamma[i] * (((xr[i] - st.shift) - st.mean) * st.rstd) + beta[i];
+  }
+}
+
+template <typename I>
+bool embedding(const I *indices, const float *table, float *y, int64_t count,
+               int64_t vocab, int64_t h, IndexError *error) noexcept {
+  if (!checkIndices(indices, count, vocab, error))
+    return false;
+  for (int64_t p = 0; p < count; ++p) {
+    const float *__restrict src = table + static_cast<int64_t>(indices[p]) * h;
+    float *__restrict dst = y + p * h;
+    for (int64_t i = 0; i < h; ++i)
+      dst[i] = src[i];
+  }
+  return true;
+}
+
+template <typename I>
+bool crossEntropy(const float *logits, const I *labels, float *loss,
+                  int64_t rows, int64_t classes, IndexError *error) noexcept {
+  if (!checkIndices(labels, rows, classes, error))
+    return false;
+  // The per-row losses are summed in double: one add per row, and the mean
+  // of a large batch then carries no error of the summation order.
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = logits + r * classes;
+    LogSumExp lse = logSumExp(row, classes);
+    float logit = row[static_cast<int64_t>(labels[r])];
+    total += static_cast<double>((lse.max - logit) + lse.logSum);
+  }
+  *loss = static_cast<float>(total / static_cast<double>(rows));
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+void fill(float *__restrict y, int64_t n, float value) noexcept {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = value;
+}
+
+void biasGrad(const float *__restrict dy, float *__restrict db, int64_t rows,
+              int64_t n) noexcept {
+  for (int64_t i = 0; i < n; ++i)
+    db[i] = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict row = dy + r * n;
+    for (int64_t i = 0; i < n; ++i)
+      db[i] += row[i];
+  }
+}
+
+void reluGrad(const float *dy, const float *x, float *dx, int64_t n) noexcept {
+  // dy is read unconditionally, so that the select needs no masked load.
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float g = dy[i];
+    dx[i] = x[i] > 0.0f ? g : 0.0f;
+  }
+}
+
+void geluGrad(const float *dy, const float *x, float *dx, int64_t n) noexcept {
+  // gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'
+  //           = e q (1 + 2 x u' q), u' = c (1 + 3 a x^2), e and q as in gelu.
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    float u = kGeluScale * (v + kGeluCubic * v * v * v);
+    float slope = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
+    float e = fastExp(2.0f * u);
+    float q = 1.0f / (1.0f + e);
+    dx[i] = dy[i] * ((e * q) * (1.0f + 2.0f * v * slope * q));
+  }
+}
+
+void layerNormGradInput(const float *dy, const float *x,
+                        const float *__restrict gamma, float *dx, int64_t rows,
+                        int64_t n, float epsilon) noexcept {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict xr = x + r * n;
+    const float *__restrict dyr = dy + r * n;
+    float *__restrict dxr = dx + r * n;
+    RowStats st = rowStats(xr, n, epsilon);
+    // g = dy * gamma and xhat are recomputed in each loop: the kernel holds
+    // no row buffer.
+    float sumG = 0.0f, sumGXhat = 0.0f;
+#pragma omp simd reduction(+ : sumG, sumGXhat)
+    for (int64_t i = 0; i < n; ++i) {
+      float g = dyr[i] * gamma[i];
+      sumG += g;
+      sumGXhat += g * (((xr[i] - st.shift) - st.mean) * st.rstd);
+    }
+    float meanG = sumG / static_cast<float>(n);
+    float meanGXhat = sumGXhat / static_cast<float>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      float g = dyr[i] * gamma[i];
+      float xhat = ((xr[i] - st.shift) - st.mean) * st.rstd;
+      dxr[i] = st.rstd * (g - meanG - xhat * meanGXhat);
+    }
+  }
+}
+
+void layerNormGradGamma(const float *dy, const float *x,
+                        float *__restrict dgamma, int64_t rows, int64_t n,
+                        float epsilon) noexcept {
+  for (int64_t i = 0; i < n; ++i)
+    dgamma[i] = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict xr = x + r * n;
+    const float *__restrict dyr = dy + r * n;
+    RowStats st = rowStats(xr, n, epsilon);
+    for (int64_t i = 0; i < n; ++i)
+      dgamma[i] += dyr[i] * (((xr[i] - st.shift) - st.mean) * st.rstd);
+  }
+}
+
+template <typename I>
+bool embeddingGrad(const I *indices, const float *dy, float *dtable,
+                   int64_t count, int64_t vocab, int64_t h,
+                   IndexError *error) noexcept {
+  if (!checkIndices(indices, count, vocab, error))
+    return false;
+  fill(dtable, vocab * h, 0.0f);
+  for (int64_t p = 0; p < count; ++p) {
+    const float *__restrict src = dy + p * h;
+    float *__restrict dst = dtable + static_cast<int64_t>(indices[p]) * h;
+    for (int64_t i = 0; i < h; ++i)
+      dst[i] += src[i];
+  }
+  return true;
+}
+
+template <typename I>
+bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
+                      float *dlogits, int64_t rows, int64_t classes,
+                      IndexError *error) noexcept {
+  if (!checkIndices(labels, rows, classes, error))
+    return false;
+  float scale = *dloss / static_cast<float>(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict row = logits + r * classes;
+    float *__restrict out = dlogits + r * classes;
+    LogSumExp lse = logSumExp(row, classes);
+#pragma omp simd
+    for (int64_t c = 0; c < classes; ++c)
+      out[c] = scale * fastExp((row[c] - lse.max) - lse.logSum);
+    int64_t label = static_cast<int64_t>(labels[r]);
+    out[label] = scale * (fastExp((row[label] - lse.max) - lse.logSum) - 1.0f);
+  }
+  return true;
+}
+
+void accumulate(float *__restrict acc, const float *__restrict x,
+                int64_t n) noexcept {
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] += x[i];
+}
+
+//===----------------------------------------------------------------------===//
+// Instantiations for int32 and int64 indices
+//===----------------------------------------------------------------------===//
+
+template bool embedding(const int32_t *, const float *, float *, int64_t,
+                        int64_t, int64_t, IndexError *) noexcept;
+template bool embedding(const int64_t *, const float *, float *, int64_t,
+                        int64_t, int64_t, IndexError *) noexcept;
+template bool crossEntropy(const float *, const int32_t *, float *, int64_t,
+                           int64_t, IndexError *) noexcept;
+template bool crossEntropy(const float *, const int64_t *, float *, int64_t,
+                           int64_t, IndexError *) noexcept;
+template bool embeddingGrad(const int32_t *, const float *, float *, int64_t,
+                            int64_t, int64_t, IndexError *) noexcept;
+template bool embeddingGrad(const int64_t *, const float *, float *, int64_t,
+                            int64_t, int64_t, IndexError *) noexcept;
+template bool crossEntropyGrad(const float *, const int32_t *, const float *,
+                               float *, int64_t, int64_t,
+                               IndexError *) noexcept;
+template bool crossEntropyGrad(const float *, const int64_t *, const float *,
+                               float *, int64_t, int64_t,
+                               IndexError *) noexcept;
+
+} // namespace zbc::rt::cpu

@@ -1,0 +1,38 @@
+// Tests zb-plan-memory (Note [Memory plan]) on the example MLP under ZB-H1
+// with one microbatch, the case whose bytes verify-schedule-memory.mlir
+// names one by one: the persistent part in declaration order (parameters,
+// gradients, SGD momentum), then the buffers and each compute's scratch
+// packed over their lifetimes; the peak is the verifier's figure, and rank
+// 0's arena is exactly its peak (at W everything else is dead, and what W
+// needs packs without a gap).
+//
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory=report=true -o - 2>&1 | FileCheck %s
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1 optimizer=adamw" --zb-insert-p2p --zb-plan-memory -o - 2>&1 | FileCheck %s --check-prefix=ADAMW
+// RUN: not zbc-opt %s --split-input-file --zb-plan-memory -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR
+
+// CHECK: remark: memory plan of @mlp_zb_h1: rank 0: arena 94720, peak 94720 (1.000x); rank 1: arena 81472, peak 81284 (1.002x)
+// CHECK-LABEL: zb.rank 0 attributes {arena_bytes = 94720 : i64, memory_plan = [
+// CHECK-SAME: {bytes = 4096 : i64, key = "param.fc0.weight", offset = 0 : i64}, {bytes = 256 : i64, key = "param.fc0.bias", offset = 4096 : i64}
+// CHECK-SAME: {bytes = 4096 : i64, key = "grad.fc0.weight", offset = 20992 : i64}
+// CHECK-SAME: {bytes = 256 : i64, key = "momentum.fc1.bias", offset = 62720 : i64}
+// The buffers start at 62976, where the persistent part ends.
+// CHECK-SAME: {bytes = 2048 : i64, key = "out.0", mb = 0 : i64, offset = 62976 : i64, stage = 0 : i64}
+// CHECK-SAME: {bytes = 23040 : i64, key = "scratch.W", mb = 0 : i64, offset = 62976 : i64, stage = 0 : i64}], peak_bytes = 94720 : i64}
+// CHECK-LABEL: zb.rank 1 attributes {arena_bytes = 81472 : i64
+// CHECK-SAME: {bytes = 4 : i64, key = "loss", offset = 56256 : i64}
+// CHECK-SAME: key = "label.y", mb = 0 : i64
+// CHECK-SAME: peak_bytes = 81284 : i64}
+
+// AdamW keeps two copies per parameter, under PyTorch's names.
+// ADAMW-LABEL: zb.rank 0 attributes
+// ADAMW-SAME: key = "exp_avg.fc0.weight"
+// ADAMW-SAME: key = "exp_avg_sq.fc0.weight"
+
+// Tests that a program without its pipeline has no tensors to plan.
+// ERR: error: zb-plan-memory needs the program's pipeline (its tensors) to plan its memory; the program names none
+zb.program @alone microbatches(1) placement [0] {
+  zb.rank 0 {
+    %f = zb.compute F stage 0 mb 0
+    %b = zb.compute BW stage 0 mb 0 after(%f)
+  }
+}

@@ -1,0 +1,880 @@
+//===- KernelConformanceTest.cpp - CPU kernels vs the interpreter ---------===//
+//
+// The conformance suite of the runtime's CPU kernels (runtime/src/cpu/kernels,
+// zbc::rt::cpu), as IREE runs its hal/cts suite once per driver: every kernel
+// on seeded random operands of several shapes (sizes 1, 3, 17 and other odd
+// ones, non-square GEMMs, attention over S in {1, 5, 16} and heads in
+// {1, 2, 4}, plus one S past the attention block size), against the
+// reference interpreter's kernel for the same op (zbc::interp::kernels) in
+// F64 and in F32, on the same float-rounded operands.
+//
+// What "conforms" means, per element, with ref the F64 oracle:
+//   |runtime - ref| <= tol * (1 + |ref|),  tol = 1e-5
+// (~170 float roundings at unit scale; the worst measured outside GEMMs is
+// 6e-7), except where a test says why: GEMMs scale tol with their reduction
+// length (dotTol). Against the F32 oracle a kernel either must give the same
+// bits (where it performs the same float operations in the same order:
+// copies, elementwise ops, and sums it accumulates in the interpreter's
+// order) or must be within 2 * tol (both are within tol of the exact
+// result); that bound alone is looser where the F32 oracle loses digits the
+// kernel keeps (LayerNorm of rows of mean 100).
+//
+// Every output buffer starts as NaN, so an element a kernel does not write
+// fails, and sits between guard zones that must be left as they were
+// (outputs and workspaces alike), so a kernel that writes past its buffer
+// fails too. The elementwise kernels also run in place and must give the
+// same bits. The kernels that read indices or labels are checked for both
+// index types, and for their errors: an out-of-range value returns false
+// with its position, value and bound, writes nothing, and the interpreter
+// rejects the same input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "zbc/Interpreter/Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace zbc::interp;
+namespace k = zbc::interp::kernels;
+namespace rt = zbc::rt::cpu;
+
+namespace {
+
+constexpr Precision F32 = Precision::F32;
+constexpr Precision F64 = Precision::F64;
+constexpr double kTol = 1e-5;
+
+//===----------------------------------------------------------------------===//
+// Buffers, operands and comparisons
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kGuard = 16;
+constexpr float kSentinel = -12345.5f;
+
+/// n floats between two guard zones of kSentinel. The interior starts as
+/// `init` (NaN unless given).
+class Buffer {
+public:
+  explicit Buffer(int64_t n,
+                  float init = std::numeric_limits<float>::quiet_NaN())
+      : n_(n), storage_(n + 2 * kGuard, kSentinel) {
+    for (int64_t i = 0; i < n; ++i)
+      storage_[kGuard + i] = init;
+  }
+  float *data() { return storage_.data() + kGuard; }
+  const float *data() const { return storage_.data() + kGuard; }
+  int64_t size() const { return n_; }
+  float operator[](int64_t i) const { return data()[i]; }
+  bool guardsIntact() const {
+    for (int64_t i = 0; i < kGuard; ++i)
+      if (std::memcmp(&storage_[i], &kSentinel, sizeof(float)) != 0 ||
+          std::memcmp(&storage_[kGuard + n_ + i], &kSentinel,
+                      sizeof(float)) != 0)
+        return false;
+    return true;
+  }
+
+private:
+  int64_t n_;
+  std::vector<float> storage_;
+};
+
+/// An F32 tensor of N(offset, scale^2) values.
+Tensor randomF32(const Shape &shape, std::mt19937_64 &rng, double scale = 1.0,
+                 double offset = 0.0) {
+  std::normal_distribution<double> normal(offset, scale);
+  Tensor t = Tensor::zeros(shape, F32);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.set(i, normal(rng));
+  return t;
+}
+
+/// An integer tensor of values uniform in [0, bound).
+Tensor randomIndices(const Shape &shape, int64_t bound, std::mt19937_64 &rng) {
+  std::uniform_int_distribution<int64_t> uniform(0, bound - 1);
+  std::vector<int64_t> values(Tensor::intZeros(shape).numElements());
+  for (int64_t &v : values)
+    v = uniform(rng);
+  return Tensor::fromInts(shape, values);
+}
+
+template <typename I> std::vector<I> indicesAs(const Tensor &t) {
+  std::vector<I> out(t.numElements());
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    out[i] = static_cast<I>(t.getInt(i));
+  return out;
+}
+
+int64_t product(const Shape &shape, size_t dropped = 0) {
+  int64_t n = 1;
+  for (size_t d = 0; d + dropped < shape.size(); ++d)
+    n *= shape[d];
+  return n;
+}
+
+std::string describe(const Shape &shape) { return formatShape(shape); }
+
+Tensor unwrap(zbc::FailureOr<Tensor> result) {
+  EXPECT_TRUE(zbc::succeeded(result));
+  return zbc::succeeded(result) ? *result : Tensor();
+}
+
+/// Whether `actual` holds exactly the bits of the F32 tensor `expected`.
+bool sameBits(const Buffer &actual, const Tensor &expected) {
+  return actual.size() == expected.numElements() &&
+         std::memcmp(actual.data(), expected.data<float>(),
+                     actual.size() * sizeof(float)) == 0;
+}
+
+/// A Buffer holding the F32 tensor `t`, to run an in-place kernel on.
+Buffer copyOf(const Tensor &t) {
+  Buffer b(t.numElements());
+  std::memcpy(b.data(), t.data<float>(), t.numElements() * sizeof(float));
+  return b;
+}
+
+/// An in-place run gave the out-of-place run's bits and kept in its buffer.
+void expectSameInPlace(const Buffer &inPlace, const Buffer &outOfPlace) {
+  EXPECT_TRUE(inPlace.guardsIntact());
+  EXPECT_EQ(std::memcmp(inPlace.data(), outOfPlace.data(),
+                        outOfPlace.size() * sizeof(float)),
+            0)
+      << "in place differs";
+}
+
+/// The worst |actual - expected| / (1 + |expected|) and where it is; NaN
+/// anywhere (an unwritten element) counts as infinitely bad.
+struct Worst {
+  double error = 0.0;
+  int64_t at = -1;
+};
+template <typename Get> Worst worstError(int64_t n, const Tensor &expected,
+                                         Get actual) {
+  Worst worst;
+  for (int64_t i = 0; i < n; ++i) {
+    double a = actual(i), e = expected.get(i);
+    double error = std::abs(a - e) / (1.0 + std::abs(e));
+    if (std::isnan(error))
+      error = std::numeric_limits<double>::infinity();
+    if (error > worst.error || worst.at < 0)
+      worst = {error, i};
+  }
+  return worst;
+}
+
+enum class Match32 {
+  /// The same float operations in the same order as the F32 oracle.
+  Bitwise,
+  /// Within 2 * tol of the F32 oracle.
+  Close,
+};
+
+/// The conformance check of one kernel result (see the file comment);
+/// `tol32`, where given, replaces 2 * tol against the F32 oracle.
+void expectConforms(const Buffer &actual, const Tensor &ref64,
+                    const Tensor &ref32, double tol = kTol,
+                    Match32 match = Match32::Close, double tol32 = 0.0) {
+  ASSERT_EQ(actual.size(), ref64.numElements());
+  EXPECT_TRUE(actual.guardsIntact()) << "kernel wrote outside its output";
+  Worst worst =
+      worstError(actual.size(), ref64, [&](int64_t i) { return actual[i]; });
+  EXPECT_LE(worst.error, tol)
+      << "vs F64 at element " << worst.at << " of " << actual.size() << ": "
+      << actual[worst.at] << " vs " << ref64.get(worst.at);
+  if (match == Match32::Bitwise) {
+    EXPECT_TRUE(sameBits(actual, ref32)) << "differs from the F32 oracle";
+    return;
+  }
+  Worst worst32 =
+      worstError(actual.size(), ref32, [&](int64_t i) { return actual[i]; });
+  EXPECT_LE(worst32.error, tol32 > 0.0 ? tol32 : 2 * tol)
+      << "vs F32 at element " << worst32.at << ": " << actual[worst32.at]
+      << " vs " << ref32.get(worst32.at);
+}
+
+/// The F64 and F32 oracle results of one interpreter call on F32 operands
+/// (`fn` gets the operands cast to one precision).
+template <typename Fn> std::pair<Tensor, Tensor> oracles(Fn fn) {
+  return {fn(F64), fn(F32)};
+}
+
+Tensor in(const Tensor &t, Precision precision) { return t.cast(precision); }
+
+//===----------------------------------------------------------------------===//
+// GEMMs
+//===----------------------------------------------------------------------===//
+
+/// A K-term dot product of unit-sized random values rounds ~K times at
+/// partial sums of size ~sqrt(k): its error, a random walk, is ~eps K / sqrt 2
+/// whatever the result (6.5e-6 measured at K = 130 on a result near 0). So
+/// kTol up to K = 64, and proportionally more beyond.
+double dotTol(int64_t K) { return kTol * std::max(1.0, K / 64.0); }
+
+struct LinearCase {
+  Shape x; // [..., in]
+  int64_t out;
+};
+const LinearCase kLinearCases[] = {
+    {{1, 1}, 1},  {{3, 17}, 5}, {{17, 3}, 64},
+    {{2, 5, 16}, 24}, {{1, 33}, 1}, {{64, 1}, 3}, {{4, 25, 9}, 130},
+};
+
+TEST(KernelConformance, Linear) {
+  std::mt19937_64 rng(1);
+  for (const LinearCase &c : kLinearCases) {
+    SCOPED_TRACE(describe(c.x) + " out " + std::to_string(c.out));
+    int64_t rows = product(c.x, 1), inDim = c.x.back();
+    Tensor x = randomF32(c.x, rng), w = randomF32({inDim, c.out}, rng);
+    auto [ref64, ref32] = oracles(
+        [&](Precision p) { return k::linear(in(x, p), in(w, p)); });
+    Buffer y(rows * c.out);
+    rt::linear(x.data<float>(), w.data<float>(), y.data(), rows, inDim, c.out);
+    expectConforms(y, ref64, ref32, dotTol(inDim));
+  }
+}
+
+TEST(KernelConformance, LinearGradInput) {
+  std::mt19937_64 rng(2);
+  for (const LinearCase &c : kLinearCases) {
+    SCOPED_TRACE(describe(c.x) + " out " + std::to_string(c.out));
+    int64_t rows = product(c.x, 1), inDim = c.x.back();
+    Shape dyShape = c.x;
+    dyShape.back() = c.out;
+    Tensor dy = randomF32(dyShape, rng), w = randomF32({inDim, c.out}, rng);
+    auto [ref64, ref32] = oracles(
+        [&](Precision p) { return k::linearGradInput(in(dy, p), in(w, p)); });
+    Buffer dx(rows * inDim);
+    rt::linearGradInput(dy.data<float>(), w.data<float>(), dx.data(), rows,
+                        inDim, c.out);
+    expectConforms(dx, ref64, ref32, dotTol(c.out));
+  }
+}
+
+TEST(KernelConformance, LinearGradWeight) {
+  std::mt19937_64 rng(3);
+  for (const LinearCase &c : kLinearCases) {
+    SCOPED_TRACE(describe(c.x) + " out " + std::to_string(c.out));
+    int64_t rows = product(c.x, 1), inDim = c.x.back();
+    Shape dyShape = c.x;
+    dyShape.back() = c.out;
+    Tensor x = randomF32(c.x, rng), dy = randomF32(dyShape, rng);
+    auto [ref64, ref32] = oracles(
+        [&](Precision p) { return k::linearGradWeight(in(x, p), in(dy, p)); });
+    Buffer dw(inDim * c.out);
+    rt::linearGradWeight(x.data<float>(), dy.data<float>(), dw.data(), rows,
+                         inDim, c.out);
+    expectConforms(dw, ref64, ref32, dotTol(rows));
+  }
+}
+
+struct MatmulCase {
+  Shape batch;
+  int64_t M, K, N;
+};
+const MatmulCase kMatmulCases[] = {
+    {{1}, 1, 1, 1},  {{3}, 5, 17, 2}, {{2}, 16, 3, 33},
+    {{2, 3}, 4, 7, 9}, {{1}, 1, 64, 1}, {{5}, 17, 1, 3},
+};
+
+Shape withMatrix(Shape batch, int64_t rows, int64_t cols) {
+  batch.push_back(rows);
+  batch.push_back(cols);
+  return batch;
+}
+
+std::string describe(const MatmulCase &c) {
+  return describe(c.batch) + " M " + std::to_string(c.M) + " K " +
+         std::to_string(c.K) + " N " + std::to_string(c.N);
+}
+
+TEST(KernelConformance, Matmul) {
+  std::mt19937_64 rng(4);
+  for (const MatmulCase &c : kMatmulCases) {
+    SCOPED_TRACE(describe(c));
+    int64_t batch = product(c.batch);
+    Tensor a = randomF32(withMatrix(c.batch, c.M, c.K), rng);
+    Tensor b = randomF32(withMatrix(c.batch, c.K, c.N), rng);
+    auto [ref64, ref32] =
+        oracles([&](Precision p) { return k::matmul(in(a, p), in(b, p)); });
+    Buffer out(batch * c.M * c.N);
+    rt::matmul(a.data<float>(), b.data<float>(), out.data(), batch, c.M, c.K,
+               c.N);
+    expectConforms(out, ref64, ref32, dotTol(c.K));
+  }
+}
+
+TEST(KernelConformance, MatmulGradLhs) {
+  std::mt19937_64 rng(5);
+  for (const MatmulCase &c : kMatmulCases) {
+    SCOPED_TRACE(describe(c));
+    int64_t batch = product(c.batch);
+    Tensor dc = randomF32(withMatrix(c.batch, c.M, c.N), rng);
+    Tensor b = randomF32(withMatrix(c.batch, c.K, c.N), rng);
+    auto [ref64, ref32] = oracles(
+        [&](Precision p) { return k::matmulGradLhs(in(dc, p), in(b, p)); });
+    Buffer da(batch * c.M * c.K);
+    rt::matmulGradLhs(dc.data<float>(), b.data<float>(), da.data(), batch, c.M,
+                      c.K, c.N);
+    expectConforms(da, ref64, ref32, dotTol(c.N));
+  }
+}
+
+TEST(KernelConformance, MatmulGradRhs) {
+  std::mt19937_64 rng(6);
+  for (const MatmulCase &c : kMatmulCases) {
+    SCOPED_TRACE(describe(c));
+    int64_t batch = product(c.batch);
+    Tensor a = randomF32(withMatrix(c.batch, c.M, c.K), rng);
+    Tensor dc = randomF32(withMatrix(c.batch, c.M, c.N), rng);
+    auto [ref64, ref32] = oracles(
+        [&](Precision p) { return k::matmulGradRhs(in(a, p), in(dc, p)); });
+    Buffer db(batch * c.K * c.N);
+    rt::matmulGradRhs(a.data<float>(), dc.data<float>(), db.data(), batch, c.M,
+                      c.K, c.N);
+    expectConforms(db, ref64, ref32, dotTol(c.M));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise and row-wise ops
+//===----------------------------------------------------------------------===//
+
+const Shape kRowShapes[] = {{1, 1}, {3, 17}, {2, 5, 7}, {1, 64}, {17, 3}};
+const int64_t kSizes[] = {1, 3, 17, 1000};
+
+/// Random values with the points where elementwise ops change behaviour
+/// planted at the front: zeros of both signs, +-1, and large magnitudes.
+Tensor withSpecials(int64_t n, std::mt19937_64 &rng, double scale) {
+  Tensor t = randomF32({n}, rng, scale);
+  const double specials[] = {0.0, -0.0, 1.0, -1.0, 5.0,  -5.0,
+                             10.0, -10.0, 20.0, -20.0, 1e-3, -1e-3};
+  for (int64_t i = 0; i < n && i < static_cast<int64_t>(std::size(specials));
+       ++i)
+    t.set(i, specials[i]);
+  return t;
+}
+
+TEST(KernelConformance, BiasAdd) {
+  std::mt19937_64 rng(7);
+  for (const Shape &shape : kRowShapes) {
+    SCOPED_TRACE(describe(shape));
+    int64_t rows = product(shape, 1), n = shape.back();
+    Tensor x = randomF32(shape, rng), bias = randomF32({n}, rng);
+    auto [ref64, ref32] =
+        oracles([&](Precision p) { return k::biasAdd(in(x, p), in(bias, p)); });
+    Buffer y(rows * n);
+    rt::biasAdd(x.data<float>(), bias.data<float>(), y.data(), rows, n);
+    expectConforms(y, ref64, ref32, kTol, Match32::Bitwise);
+    Buffer inPlace = copyOf(x);
+    rt::biasAdd(inPlace.data(), bias.data<float>(), inPlace.data(), rows, n);
+    expectSameInPlace(inPlace, y);
+  }
+}
+
+TEST(KernelConformance, AddAndAccumulate) {
+  std::mt19937_64 rng(8);
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Tensor a = randomF32({n}, rng), b = randomF32({n}, rng);
+    auto [ref64, ref32] =
+        oracles([&](Precision p) { return k::add(in(a, p), in(b, p)); });
+    Buffer y(n);
+    rt::add(a.data<float>(), b.data<float>(), y.data(), n);
+    expectConforms(y, ref64, ref32, kTol, Match32::Bitwise);
+    Buffer inPlaceA = copyOf(a), inPlaceB = copyOf(b);
+    rt::add(inPlaceA.data(), b.data<float>(), inPlaceA.data(), n);
+    rt::add(a.data<float>(), inPlaceB.data(), inPlaceB.data(), n);
+    expectSameInPlace(inPlaceA, y);
+    expectSameInPlace(inPlaceB, y);
+    // accumulate is zb.add in place: acc = a, acc += b.
+    Buffer acc(n);
+    std::memcpy(acc.data(), a.data<float>(), n * sizeof(float));
+    rt::accumulate(acc.data(), b.data<float>(), n);
+    expectConforms(acc, ref64, ref32, kTol, Match32::Bitwise);
+  }
+}
+
+TEST(KernelConformance, Relu) {
+  std::mt19937_64 rng(9);
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Tensor x = withSpecials(n, rng, 1.0);
+    auto [ref64, ref32] = oracles([&](Precision p) { return k::relu(in(x, p)); });
+    Buffer y(n);
+    rt::relu(x.data<float>(), y.data(), n);
+    expectConforms(y, ref64, ref32, kTol, Match32::Bitwise);
+    Buffer inPlace = copyOf(x);
+    rt::relu(inPlace.data(), inPlace.data(), n);
+    expectSameInPlace(inPlace, y);
+  }
+}
+
+TEST(KernelConformance, ReluGrad) {
+  std::mt19937_64 rng(10);
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Tensor dy = randomF32({n}, rng), x = withSpecials(n, rng, 1.0);
+    auto [ref64, ref32] = oracles(
+        [&](Precision p) { return k::reluGrad(in(dy, p), in(x, p)); });
+    Buffer dx(n);
+    rt::reluGrad(dy.data<float>(), x.data<float>(), dx.data(), n);
+    expectConforms(dx, ref64, ref32, kTol, Match32::Bitwise);
+    Buffer inPlace = copyOf(dy);
+    rt::reluGrad(inPlace.data(), x.data<float>(), inPlace.data(), n);
+    expectSameInPlace(inPlace, dx);
+  }
+}
+
+// GELU's tanh (and exp) is a polynomial here (Note [Vectorisable exp] in
+// Kernels.cpp), within a few ulp of the F64 oracle: kTol holds with room to
+// spare, tails (|x| = 10, 20) included.
+TEST(KernelConformance, Gelu) {
+  std::mt19937_64 rng(11);
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Tensor x = withSpecials(n, rng, 3.0);
+    auto [ref64, ref32] = oracles([&](Precision p) { return k::gelu(in(x, p)); });
+    Buffer y(n);
+    rt::gelu(x.data<float>(), y.data(), n);
+    expectConforms(y, ref64, ref32);
+    Buffer inPlace = copyOf(x);
+    rt::gelu(inPlace.data(), inPlace.data(), n);
+    expectSameInPlace(inPlace, y);
+  }
+}
+
+TEST(KernelConformance, GeluGrad) {
+  std::mt19937_64 rng(12);
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Tensor dy = randomF32({n}, rng), x = withSpecials(n, rng, 3.0);
+    auto [ref64, ref32] = oracles(
+        [&](Precision p) { return k::geluGrad(in(dy, p), in(x, p)); });
+    Buffer dx(n);
+    rt::geluGrad(dy.data<float>(), x.data<float>(), dx.data(), n);
+    expectConforms(dx, ref64, ref32);
+    Buffer inPlace = copyOf(dy);
+    rt::geluGrad(inPlace.data(), x.data<float>(), inPlace.data(), n);
+    expectSameInPlace(inPlace, dx);
+  }
+}
+
+TEST(KernelConformance, Fill) {
+  for (int64_t n : kSizes)
+    for (double value : {0.0, 1.0, -0.3}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " value " +
+                   std::to_string(value));
+      Tensor ref64 = k::fill({n}, F64, value), ref32 = k::fill({n}, F32, value);
+      Buffer y(n);
+      rt::fill(y.data(), n, static_cast<float>(value));
+      expectConforms(y, ref64, ref32, kTol, Match32::Bitwise);
+    }
+}
+
+TEST(KernelConformance, BiasGrad) {
+  std::mt19937_64 rng(13);
+  for (const Shape &shape : kRowShapes) {
+    SCOPED_TRACE(describe(shape));
+    int64_t rows = product(shape, 1), n = shape.back();
+    Tensor dy = randomF32(shape, rng);
+    auto [ref64, ref32] =
+        oracles([&](Precision p) { return k::biasGrad(in(dy, p)); });
+    Buffer db(n);
+    rt::biasGrad(dy.data<float>(), db.data(), rows, n);
+    // Row by row, as the interpreter sums.
+    expectConforms(db, ref64, ref32, kTol, Match32::Bitwise);
+  }
+}
+
+struct LayerNormCase {
+  Shape shape;
+  double epsilon;
+  double offset; // of the inputs' mean
+};
+const LayerNormCase kLayerNormCases[] = {
+    {{1, 1}, 1e-5, 0.0},  {{3, 17}, 1e-5, 0.0}, {{5, 64}, 1e-5, 0.0},
+    {{2, 3, 8}, 1e-3, 0.0}, {{4, 33}, 1e-5, 100.0},
+};
+
+/// The bound against the F32 oracle. Its two-pass row mean of inputs of mean
+/// 100 and spread 1 rounds at ulp(100), ~1e-5 of the spread, which xhat and
+/// so every LayerNorm result inherits (kernel vs F32 oracle: up to 3.7e-5
+/// measured). The kernel shifts each row by its first element first
+/// (rowStats in Kernels.cpp) and meets kTol against F64; against the F32
+/// oracle the offset case is held to that oracle's own error, 1e-4.
+double layerNormTol32(const LayerNormCase &c) {
+  return c.offset == 0.0 ? 2 * kTol : 1e-4;
+}
+
+TEST(KernelConformance, LayerNorm) {
+  std::mt19937_64 rng(14);
+  for (const LayerNormCase &c : kLayerNormCases) {
+    SCOPED_TRACE(describe(c.shape) + " offset " + std::to_string(c.offset));
+    int64_t rows = product(c.shape, 1), n = c.shape.back();
+    Tensor x = randomF32(c.shape, rng, 1.0, c.offset);
+    Tensor gamma = randomF32({n}, rng, 1.0, 1.0), beta = randomF32({n}, rng);
+    auto [ref64, ref32] = oracles([&](Precision p) {
+      return k::layerNorm(in(x, p), in(gamma, p), in(beta, p), c.epsilon);
+    });
+    Buffer y(rows * n);
+    rt::layerNorm(x.data<float>(), gamma.data<float>(), beta.data<float>(),
+                  y.data(), rows, n, static_cast<float>(c.epsilon));
+    expectConforms(y, ref64, ref32, kTol, Match32::Close, layerNormTol32(c));
+  }
+}
+
+TEST(KernelConformance, LayerNormGradInput) {
+  std::mt19937_64 rng(15);
+  for (const LayerNormCase &c : kLayerNormCases) {
+    SCOPED_TRACE(describe(c.shape) + " offset " + std::to_string(c.offset));
+    int64_t rows = product(c.shape, 1), n = c.shape.back();
+    Tensor dy = randomF32(c.shape, rng);
+    Tensor x = randomF32(c.shape, rng, 1.0, c.offset);
+    Tensor gamma = randomF32({n}, rng, 1.0, 1.0);
+    auto [ref64, ref32] = oracles([&](Precision p) {
+      return k::layerNormGradInput(in(dy, p), in(x, p), in(gamma, p),
+                                   c.epsilon);
+    });
+    Buffer dx(rows * n);
+    rt::layerNormGradInput(dy.data<float>(), x.data<float>(),
+                           gamma.data<float>(), dx.data(), rows, n,
+                           static_cast<float>(c.epsilon));
+    expectConforms(dx, ref64, ref32, kTol, Match32::Close, layerNormTol32(c));
+  }
+}
+
+TEST(KernelConformance, LayerNormGradGamma) {
+  std::mt19937_64 rng(16);
+  for (const LayerNormCase &c : kLayerNormCases) {
+    SCOPED_TRACE(describe(c.shape) + " offset " + std::to_string(c.offset));
+    int64_t rows = product(c.shape, 1), n = c.shape.back();
+    Tensor dy = randomF32(c.shape, rng);
+    Tensor x = randomF32(c.shape, rng, 1.0, c.offset);
+    auto [ref64, ref32] = oracles([&](Precision p) {
+      return k::layerNormGradGamma(in(dy, p), in(x, p), c.epsilon);
+    });
+    Buffer dgamma(n);
+    rt::layerNormGradGamma(dy.data<float>(), x.data<float>(), dgamma.data(),
+                           rows, n, static_cast<float>(c.epsilon));
+    expectConforms(dgamma, ref64, ref32, kTol, Match32::Close,
+                   layerNormTol32(c));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+struct AttentionCase {
+  int64_t B, S, heads, headDim;
+};
+
+/// B in {1, 2} x S in {1, 5, 16} x heads in {1, 2, 4}, head sizes 3 and 8,
+/// and S = 130: two full blocks of Note [Causal attention blocks] (64 rows)
+/// and a ragged one.
+std::vector<AttentionCase> attentionCases() {
+  std::vector<AttentionCase> cases;
+  for (int64_t B : {1, 2})
+    for (int64_t S : {1, 5, 16})
+      for (int64_t heads : {1, 2, 4})
+        cases.push_back({B, S, heads, (S + heads) % 2 ? 3 : 8});
+  cases.push_back({1, 130, 2, 4});
+  cases.push_back({2, 65, 1, 5});
+  return cases;
+}
+
+std::string describe(const AttentionCase &c) {
+  return "B " + std::to_string(c.B) + " S " + std::to_string(c.S) +
+         " heads " + std::to_string(c.heads) + " d " +
+         std::to_string(c.headDim);
+}
+
+TEST(KernelConformance, CausalAttention) {
+  std::mt19937_64 rng(17);
+  for (const AttentionCase &c : attentionCases()) {
+    SCOPED_TRACE(describe(c));
+    int64_t H = c.heads * c.headDim;
+    Tensor qkv = randomF32({c.B, c.S, 3 * H}, rng);
+    auto [ref64, ref32] = oracles(
+        [&](Precision p) { return k::causalAttention(in(qkv, p), c.heads); });
+    Buffer out(c.B * c.S * H);
+    Buffer workspace(rt::causalAttentionWorkspace(c.S));
+    rt::causalAttention(qkv.data<float>(), out.data(), workspace.data(), c.B,
+                        c.S, H, c.heads);
+    EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
+    expectConforms(out, ref64, ref32);
+  }
+}
+
+TEST(KernelConformance, CausalAttentionGrad) {
+  std::mt19937_64 rng(18);
+  for (const AttentionCase &c : attentionCases()) {
+    SCOPED_TRACE(describe(c));
+    int64_t H = c.heads * c.headDim;
+    Tensor qkv = randomF32({c.B, c.S, 3 * H}, rng);
+    Tensor dout = randomF32({c.B, c.S, H}, rng);
+    auto [ref64, ref32] = oracles([&](Precision p) {
+      return k::causalAttentionGrad(in(dout, p), in(qkv, p), c.heads);
+    });
+    Buffer dqkv(c.B * c.S * 3 * H);
+    Buffer workspace(rt::causalAttentionGradWorkspace(c.S));
+    rt::causalAttentionGrad(dout.data<float>(), qkv.data<float>(), dqkv.data(),
+                            workspace.data(), c.B, c.S, H, c.heads);
+    EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
+    expectConforms(dqkv, ref64, ref32);
+  }
+}
+
+TEST(KernelConformance, AttentionWorkspaceSizes) {
+  EXPECT_EQ(rt::causalAttentionWorkspace(1), 1);
+  EXPECT_EQ(rt::causalAttentionWorkspace(256), 256 * 256);
+  EXPECT_EQ(rt::causalAttentionGradWorkspace(5), 2 * 25);
+}
+
+//===----------------------------------------------------------------------===//
+// Index-reading ops
+//===----------------------------------------------------------------------===//
+
+struct EmbeddingCase {
+  Shape indices;
+  int64_t vocab, hidden;
+};
+// Few rows and many positions repeat indices, which embeddingGrad must add.
+const EmbeddingCase kEmbeddingCases[] = {
+    {{1}, 1, 1}, {{3}, 5, 7}, {{2, 9}, 50, 32}, {{4, 17}, 3, 5},
+};
+
+template <typename I> void checkEmbedding() {
+  std::mt19937_64 rng(19);
+  for (const EmbeddingCase &c : kEmbeddingCases) {
+    SCOPED_TRACE(describe(c.indices) + " vocab " + std::to_string(c.vocab));
+    Tensor indices = randomIndices(c.indices, c.vocab, rng);
+    Tensor table = randomF32({c.vocab, c.hidden}, rng);
+    std::string error;
+    Tensor ref64 = unwrap(k::embedding(indices, in(table, F64), error));
+    Tensor ref32 = unwrap(k::embedding(indices, table, error));
+    std::vector<I> ids = indicesAs<I>(indices);
+    int64_t count = indices.numElements();
+    Buffer y(count * c.hidden);
+    rt::IndexError bad;
+    EXPECT_TRUE(rt::embedding<I>(ids.data(), table.data<float>(), y.data(),
+                                 count, c.vocab, c.hidden, &bad));
+    expectConforms(y, ref64, ref32, kTol, Match32::Bitwise);
+  }
+}
+TEST(KernelConformance, EmbeddingI32) { checkEmbedding<int32_t>(); }
+TEST(KernelConformance, EmbeddingI64) { checkEmbedding<int64_t>(); }
+
+template <typename I> void checkEmbeddingGrad() {
+  std::mt19937_64 rng(20);
+  for (const EmbeddingCase &c : kEmbeddingCases) {
+    SCOPED_TRACE(describe(c.indices) + " vocab " + std::to_string(c.vocab));
+    Tensor indices = randomIndices(c.indices, c.vocab, rng);
+    Shape dyShape = c.indices;
+    dyShape.push_back(c.hidden);
+    Tensor dy = randomF32(dyShape, rng);
+    std::string error;
+    Tensor ref64 =
+        unwrap(k::embeddingGrad(indices, in(dy, F64), c.vocab, error));
+    Tensor ref32 = unwrap(k::embeddingGrad(indices, dy, c.vocab, error));
+    std::vector<I> ids = indicesAs<I>(indices);
+    Buffer dtable(c.vocab * c.hidden);
+    rt::IndexError bad;
+    EXPECT_TRUE(rt::embeddingGrad<I>(ids.data(), dy.data<float>(),
+                                     dtable.data(), indices.numElements(),
+                                     c.vocab, c.hidden, &bad));
+    // Scatter-adds in position order, as the interpreter.
+    expectConforms(dtable, ref64, ref32, kTol, Match32::Bitwise);
+  }
+}
+TEST(KernelConformance, EmbeddingGradI32) { checkEmbeddingGrad<int32_t>(); }
+TEST(KernelConformance, EmbeddingGradI64) { checkEmbeddingGrad<int64_t>(); }
+
+struct CrossEntropyCase {
+  Shape labels;
+  int64_t classes;
+  double scale, offset; // of the logits
+};
+// Logits of spread 30 and logits around 1000 check the max-subtracted
+// log-sum-exp; one class makes every loss 0.
+const CrossEntropyCase kCrossEntropyCases[] = {
+    {{1}, 1, 1.0, 0.0},    {{3}, 2, 1.0, 0.0},   {{17}, 17, 3.0, 0.0},
+    {{2, 4}, 100, 1.0, 0.0}, {{5}, 9, 30.0, 0.0}, {{6}, 33, 3.0, 1000.0},
+};
+
+template <typename I> void checkCrossEntropy() {
+  std::mt19937_64 rng(21);
+  for (const CrossEntropyCase &c : kCrossEntropyCases) {
+    SCOPED_TRACE(describe(c.labels) + " classes " + std::to_string(c.classes) +
+                 " offset " + std::to_string(c.offset));
+    Shape logitShape = c.labels;
+    logitShape.push_back(c.classes);
+    Tensor logits = randomF32(logitShape, rng, c.scale, c.offset);
+    Tensor labels = randomIndices(c.labels, c.classes, rng);
+    std::string error;
+    Tensor ref64 = unwrap(k::crossEntropy(in(logits, F64), labels, error));
+    Tensor ref32 = unwrap(k::crossEntropy(logits, labels, error));
+    std::vector<I> ids = indicesAs<I>(labels);
+    Buffer loss(1);
+    rt::IndexError bad;
+    EXPECT_TRUE(rt::crossEntropy<I>(logits.data<float>(), ids.data(),
+                                    loss.data(), labels.numElements(),
+                                    c.classes, &bad));
+    expectConforms(loss, ref64, ref32);
+  }
+}
+TEST(KernelConformance, CrossEntropyI32) { checkCrossEntropy<int32_t>(); }
+TEST(KernelConformance, CrossEntropyI64) { checkCrossEntropy<int64_t>(); }
+
+template <typename I> void checkCrossEntropyGrad() {
+  std::mt19937_64 rng(22);
+  for (const CrossEntropyCase &c : kCrossEntropyCases) {
+    SCOPED_TRACE(describe(c.labels) + " classes " + std::to_string(c.classes) +
+                 " offset " + std::to_string(c.offset));
+    Shape logitShape = c.labels;
+    logitShape.push_back(c.classes);
+    Tensor logits = randomF32(logitShape, rng, c.scale, c.offset);
+    Tensor labels = randomIndices(c.labels, c.classes, rng);
+    Tensor dloss = Tensor::scalar(0.7, F32);
+    std::string error;
+    Tensor ref64 = unwrap(
+        k::crossEntropyGrad(in(logits, F64), labels, in(dloss, F64), error));
+    Tensor ref32 = unwrap(k::crossEntropyGrad(logits, labels, dloss, error));
+    std::vector<I> ids = indicesAs<I>(labels);
+    Buffer dlogits(logits.numElements());
+    rt::IndexError bad;
+    EXPECT_TRUE(rt::crossEntropyGrad<I>(
+        logits.data<float>(), ids.data(), dloss.data<float>(), dlogits.data(),
+        labels.numElements(), c.classes, &bad));
+    expectConforms(dlogits, ref64, ref32);
+  }
+}
+TEST(KernelConformance, CrossEntropyGradI32) {
+  checkCrossEntropyGrad<int32_t>();
+}
+TEST(KernelConformance, CrossEntropyGradI64) {
+  checkCrossEntropyGrad<int64_t>();
+}
+
+//===----------------------------------------------------------------------===//
+// Index errors
+//===----------------------------------------------------------------------===//
+
+/// One bad index at `position` among good ones in [0, bound).
+struct BadIndexCase {
+  int64_t position, value;
+};
+
+template <typename I> std::vector<BadIndexCase> badIndexCases(int64_t bound) {
+  std::vector<BadIndexCase> cases = {
+      {0, -1}, {2, bound}, {4, bound + 7}};
+  // A value that does not fit 32 bits must not be truncated into range.
+  if constexpr (sizeof(I) == 8)
+    cases.push_back({3, (int64_t{1} << 32) + 1});
+  else
+    cases.push_back({3, std::numeric_limits<int32_t>::min()});
+  return cases;
+}
+
+/// Indices 0, 1, ... (mod bound), five of them, with the bad one planted.
+Tensor indicesWithBad(int64_t bound, const BadIndexCase &bad) {
+  std::vector<int64_t> values(5);
+  for (int64_t i = 0; i < 5; ++i)
+    values[i] = i % bound;
+  values[bad.position] = bad.value;
+  return Tensor::fromInts({5}, values);
+}
+
+/// The kernel reported `bad` exactly and wrote nothing.
+void expectIndexError(bool ok, const rt::IndexError &error,
+                      const BadIndexCase &bad, int64_t bound,
+                      const Buffer &out) {
+  EXPECT_FALSE(ok);
+  EXPECT_EQ(error.position, bad.position);
+  EXPECT_EQ(error.value, bad.value);
+  EXPECT_EQ(error.bound, bound);
+  EXPECT_TRUE(out.guardsIntact());
+  for (int64_t i = 0; i < out.size(); ++i)
+    ASSERT_EQ(out[i], 7.0f) << "output element " << i << " was written";
+}
+
+template <typename I> void checkIndexErrors() {
+  constexpr int64_t kVocab = 4, kHidden = 3;
+  std::mt19937_64 rng(23);
+  Tensor table = randomF32({kVocab, kHidden}, rng);
+  Tensor dy = randomF32({5, kHidden}, rng);
+  Tensor logits = randomF32({5, kVocab}, rng);
+  Tensor dloss = Tensor::scalar(1.0, F32);
+  for (const BadIndexCase &bad : badIndexCases<I>(kVocab)) {
+    SCOPED_TRACE("value " + std::to_string(bad.value) + " at " +
+                 std::to_string(bad.position));
+    Tensor indices = indicesWithBad(kVocab, bad);
+    std::vector<I> ids = indicesAs<I>(indices);
+    ASSERT_EQ(static_cast<int64_t>(ids[bad.position]), bad.value);
+    std::string message;
+    {
+      EXPECT_TRUE(zbc::failed(k::embedding(indices, table, message)));
+      Buffer y(5 * kHidden, 7.0f);
+      rt::IndexError error;
+      bool ok = rt::embedding<I>(ids.data(), table.data<float>(), y.data(), 5,
+                                 kVocab, kHidden, &error);
+      expectIndexError(ok, error, bad, kVocab, y);
+    }
+    {
+      EXPECT_TRUE(
+          zbc::failed(k::embeddingGrad(indices, dy, kVocab, message)));
+      Buffer dtable(kVocab * kHidden, 7.0f);
+      rt::IndexError error;
+      bool ok = rt::embeddingGrad<I>(ids.data(), dy.data<float>(),
+                                     dtable.data(), 5, kVocab, kHidden, &error);
+      expectIndexError(ok, error, bad, kVocab, dtable);
+    }
+    {
+      EXPECT_TRUE(zbc::failed(k::crossEntropy(logits, indices, message)));
+      Buffer loss(1, 7.0f);
+      rt::IndexError error;
+      bool ok = rt::crossEntropy<I>(logits.data<float>(), ids.data(),
+                                    loss.data(), 5, kVocab, &error);
+      expectIndexError(ok, error, bad, kVocab, loss);
+    }
+    {
+      EXPECT_TRUE(zbc::failed(
+          k::crossEntropyGrad(logits, indices, dloss, message)));
+      Buffer dlogits(5 * kVocab, 7.0f);
+      rt::IndexError error;
+      bool ok = rt::crossEntropyGrad<I>(logits.data<float>(), ids.data(),
+                                        dloss.data<float>(), dlogits.data(), 5,
+                                        kVocab, &error);
+      expectIndexError(ok, error, bad, kVocab, dlogits);
+    }
+  }
+}
+TEST(KernelConformance, IndexErrorsI32) { checkIndexErrors<int32_t>(); }
+TEST(KernelConformance, IndexErrorsI64) { checkIndexErrors<int64_t>(); }
+
+/// The first bad index is the one reported, and a null `error` is allowed.
+TEST(KernelConformance, IndexErrorReportsTheFirst) {
+  std::vector<int64_t> ids = {1, 9, 0, -3};
+  std::vector<float> table(2 * 2, 1.0f), y(4 * 2, 0.0f);
+  rt::IndexError error;
+  EXPECT_FALSE(rt::embedding<int64_t>(ids.data(), table.data(), y.data(), 4, 2,
+                                      2, &error));
+  EXPECT_EQ(error.position, 1);
+  EXPECT_EQ(error.value, 9);
+  EXPECT_EQ(error.bound, 2);
+  EXPECT_FALSE(rt::embedding<int64_t>(ids.data(), table.data(), y.data(), 4, 2,
+                                      2, nullptr));
+}
+
+} // namespace
