@@ -10,6 +10,7 @@
 
 #include "zbc/Support/IRNesting.h"
 
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -17,6 +18,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include "zbc/Codegen/Codegen.h"
 #include "zbc/Dialect/ZB/ZBDialect.h"
 #include "zbc/Passes/Passes.h"
 #include "zbc/Passes/Pipelines.h"
@@ -24,10 +26,11 @@
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   mlir::DialectRegistry registry;
-  registry.insert<zbc::zb::ZBDialect>();
+  registry.insert<zbc::zb::ZBDialect, mlir::emitc::EmitCDialect>();
   // Generic clean-ups (canonicalize, cse, symbol-dce, ...) are useful on zb IR.
   mlir::registerTransformsPasses();
   zbc::registerZBPasses();
+  zbc::registerZBCodegenPasses();
   zbc::registerZBPipelines();
 
   auto [inputPath, outputPath] =

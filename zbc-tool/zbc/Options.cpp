@@ -20,3 +20,19 @@ cl::SubCommand &zbc::verifyCommand() {
                 "memory");
   return command;
 }
+
+cl::SubCommand &zbc::compileCommand() {
+  static cl::SubCommand command(
+      "compile", "Compile a model into one executable per rank: split, "
+                 "schedule, insert p2p, prove, plan memory, generate C++ "
+                 "(EmitC) and build it against the runtime; writes the "
+                 "executables, launch.sh, report.json and schedule.svg");
+  return command;
+}
+
+cl::SubCommand &zbc::runCommand() {
+  static cl::SubCommand command(
+      "run", "Compile a model as `zbc compile` does, then train with it: "
+             "launch the ranks and stream one line per step");
+  return command;
+}

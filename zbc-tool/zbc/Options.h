@@ -14,8 +14,12 @@ extern llvm::cl::OptionCategory zbcCategory;
 /// across files is unspecified). Defined in Options.cpp.
 llvm::cl::SubCommand &scheduleCommand(); // run: ScheduleCommand.cpp
 llvm::cl::SubCommand &verifyCommand();   // run: VerifyCommand.cpp
+llvm::cl::SubCommand &compileCommand();  // run: CompileCommand.cpp
+llvm::cl::SubCommand &runCommand();      // run: CompileCommand.cpp
 int runScheduleCommand();
 int runVerifyCommand();
+int runCompileCommand();
+int runRunCommand();
 } // namespace zbc
 
 #endif // ZBC_TOOL_OPTIONS_H

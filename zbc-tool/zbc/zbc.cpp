@@ -6,6 +6,8 @@
 //   zbc split MODEL.mlir    cut into stages, differentiate, split B/W, report
 //   zbc schedule ...        build/simulate/draw a schedule (ScheduleCommand.cpp)
 //   zbc verify FILE         prove a program or a PyTorch CSV (VerifyCommand.cpp)
+//   zbc compile MODEL -o D  per-rank executables (CompileCommand.cpp)
+//   zbc run MODEL ...       compile, then train (CompileCommand.cpp)
 //
 // Errors name the place (file:line:col for IR), and every failure exits 1.
 //
@@ -193,6 +195,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(zbcCategory, splitCommand);
   cl::HideUnrelatedOptions(zbcCategory, zbc::scheduleCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::verifyCommand());
+  cl::HideUnrelatedOptions(zbcCategory, zbc::compileCommand());
+  cl::HideUnrelatedOptions(zbcCategory, zbc::runCommand());
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -226,6 +230,10 @@ int main(int argc, char **argv) {
     return zbc::runScheduleCommand();
   if (zbc::verifyCommand())
     return zbc::runVerifyCommand();
+  if (zbc::compileCommand())
+    return zbc::runCompileCommand();
+  if (zbc::runCommand())
+    return zbc::runRunCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

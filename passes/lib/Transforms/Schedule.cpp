@@ -57,6 +57,36 @@ double asForwardTime(const OpCost &cost) {
 
 } // namespace
 
+FailureOr<sched::Problem> zbc::schedulingProblemOf(PipelineOp pipeline,
+                                                   int64_t virtualStages,
+                                                   int64_t microbatches,
+                                                   double comm,
+                                                   std::optional<double> memoryLimit) {
+  SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
+  sched::Problem problem;
+  problem.ranks = static_cast<int>(stages.size() / virtualStages);
+  problem.virtualStages = static_cast<int>(virtualStages);
+  problem.microbatches = static_cast<int>(microbatches);
+  problem.comm = comm;
+  problem.memLimit = memoryLimit;
+  for (StageOp stage : stages) {
+    StageFigures figures = analyzeStage(stage);
+    if (!figures.split)
+      return stage.emitOpError("has a fused BW phase; run zb-split-backward "
+                               "before zb-schedule");
+    if (failed(verifyCostable(stage, figures)))
+      return failure();
+    sched::StageCost cost;
+    cost.F = asForwardTime(figures.forward);
+    cost.B = static_cast<double>(figures.inputGrad.total());
+    cost.W = static_cast<double>(figures.weightGrad.total());
+    cost.memB = static_cast<double>(figures.bytesAfterF);
+    cost.memW = static_cast<double>(figures.bytesAfterB);
+    problem.stages.push_back(cost);
+  }
+  return problem;
+}
+
 LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
   const sched::ScheduleInfo *info = sched::lookupSchedule(kind);
   if (!info) {
@@ -112,33 +142,16 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
           sched::checkProblemSize(numStages / v, v, microbatches))
     return pipeline.emitOpError(llvm::toString(std::move(error)));
 
-  sched::Problem problem;
-  problem.ranks = numStages / v;
-  problem.virtualStages = v;
-  problem.microbatches = microbatches;
-  problem.comm = comm;
-  if (memoryLimit != -1)
-    problem.memLimit = memoryLimit;
-  for (StageOp stage : stages) {
-    StageFigures figures = analyzeStage(stage);
-    if (!figures.split)
-      return stage.emitOpError("has a fused BW phase; run zb-split-backward "
-                               "before zb-schedule");
-    if (failed(verifyCostable(stage, figures)))
-      return failure();
-    sched::StageCost cost;
-    cost.F = asForwardTime(figures.forward);
-    cost.B = static_cast<double>(figures.inputGrad.total());
-    cost.W = static_cast<double>(figures.weightGrad.total());
-    cost.memB = static_cast<double>(figures.bytesAfterF);
-    cost.memW = static_cast<double>(figures.bytesAfterB);
-    problem.stages.push_back(cost);
-  }
+  FailureOr<sched::Problem> problem = schedulingProblemOf(
+      pipeline, v, microbatches, comm,
+      memoryLimit == -1 ? std::nullopt : std::optional<double>(memoryLimit));
+  if (failed(problem))
+    return failure();
 
   sched::BuildOptions options;
   options.exactSeconds = exactSeconds;
   llvm::Expected<sched::BuiltSchedule> built =
-      sched::buildSchedule(kind, problem, options);
+      sched::buildSchedule(kind, *problem, options);
   if (!built)
     return pipeline.emitOpError(llvm::toString(built.takeError()));
 

@@ -7,8 +7,8 @@
 // and the same data.
 //
 // Integer data must be valid for the ops that read it, so its range comes
-// from the IR: the vocab of an embedding that reads the tensor as indices,
-// the class count of a cross-entropy that reads it as labels.
+// from the IR (zbc/Dialect/ZB/DataBounds.h, which the code generator reads
+// too).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,11 +16,11 @@
 
 #include "IRHelpers.h"
 
+#include "zbc/Dialect/ZB/DataBounds.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/runtime/SyntheticData.h"
 
-#include "llvm/ADT/DenseSet.h"
 
 
 using namespace mlir;
@@ -58,64 +58,6 @@ Tensor initParam(zb::ParamOp param, uint64_t seed, Precision precision) {
   return t;
 }
 
-/// The block arguments, in every phase of `stage`, bound to `key`.
-void appendArgsWithKey(zb::StageOp stage, StringRef key,
-                       SmallVectorImpl<Value> &out) {
-  for (zb::PhaseOp phase : stage.getPhases())
-    for (auto [arg, argKey] : llvm::zip(phase.getBodyBlock().getArguments(),
-                                        phase.getArgKeyList()))
-      if (argKey == key)
-        out.push_back(arg);
-}
-
-/// The values that carry what `yield` yields under `key` to later readers:
-/// F.i / B.i within the stage, out.i as in.i of the next stage.
-void appendReadersOfYield(zb::YieldOp yield, StringRef key,
-                          SmallVectorImpl<Value> &out) {
-  std::optional<zb::PhaseKey> parsed = zb::PhaseKey::parse(key);
-  auto stage = yield->getParentOfType<zb::StageOp>();
-  if (!parsed || !stage)
-    return;
-  if (parsed->kind == zb::KeyKind::SavedF ||
-      parsed->kind == zb::KeyKind::SavedB)
-    appendArgsWithKey(stage, key, out);
-  if (parsed->kind == zb::KeyKind::Out)
-    if (auto next = dyn_cast_or_null<zb::StageOp>(stage->getNextNode()))
-      appendArgsWithKey(next, parsed->counterpart()->str(), out);
-}
-
-/// The exclusive upper bound for integer data flowing into `roots`: the
-/// smallest vocab or class count among the ops that read it as indices or
-/// labels, followed through zb.cut and phase keys; 2 if there is none.
-int64_t indexBound(ArrayRef<Value> roots) {
-  std::optional<int64_t> bound;
-  auto tighten = [&](int64_t b) { bound = bound ? std::min(*bound, b) : b; };
-  SmallVector<Value> work(roots.begin(), roots.end());
-  llvm::DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value value = work.pop_back_val();
-    if (!seen.insert(value).second)
-      continue;
-    for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      unsigned n = use.getOperandNumber();
-      if (auto op = dyn_cast<zb::EmbeddingOp>(user); op && n == 0)
-        tighten(op.getTable().getType().getDimSize(0));
-      else if (auto op = dyn_cast<zb::EmbeddingGradOp>(user); op && n == 0)
-        tighten(static_cast<int64_t>(op.getVocab()));
-      else if (auto op = dyn_cast<zb::CrossEntropyOp>(user); op && n == 1)
-        tighten(op.getLogits().getType().getShape().back());
-      else if (auto op = dyn_cast<zb::CrossEntropyGradOp>(user); op && n == 1)
-        tighten(op.getLogits().getType().getShape().back());
-      else if (auto op = dyn_cast<zb::CutOp>(user))
-        work.push_back(op.getOutputs()[n]);
-      else if (auto op = dyn_cast<zb::YieldOp>(user))
-        appendReadersOfYield(op, op.getKeyList()[n], work);
-    }
-  }
-  return bound && *bound > 0 ? *bound : 2;
-}
-
 Tensor randomFeed(StringRef key, Type type, ArrayRef<Value> readers,
                   uint64_t seed, Precision precision) {
   Generator gen(seed, key);
@@ -126,7 +68,7 @@ Tensor randomFeed(StringRef key, Type type, ArrayRef<Value> readers,
       t.set(i, gen.floatData());
     return t;
   }
-  int64_t bound = indexBound(readers);
+  int64_t bound = zb::indexDataBound(readers);
   Tensor t = Tensor::intZeros(shape);
   for (int64_t i = 0; i < t.numElements(); ++i)
     t.setInt(i, gen.indexData(bound));
@@ -175,7 +117,7 @@ TensorMap randomFeeds(zb::PipelineOp pipeline, uint64_t seed,
       std::string key = *getLeafKey(&op);
       auto &[type, readers] = leaves[key];
       type = op.getResult(0).getType();
-      appendArgsWithKey(stage, key, readers);
+      zb::appendArgsWithKey(stage, key, readers);
     }
   TensorMap feeds;
   for (auto &[key, leaf] : leaves)

@@ -11,12 +11,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace zbc {
 namespace zb {
+class PipelineOp;
 class ProgramOp;
 } // namespace zb
+namespace sched {
+struct Problem;
+} // namespace sched
 
 #define GEN_PASS_DECL
 #include "zbc/Passes/Passes.h.inc"
@@ -39,6 +44,16 @@ struct ScheduleProof {
 mlir::LogicalResult verifyScheduleProgram(zb::ProgramOp program,
                                           ScheduleProof *proof = nullptr,
                                           int64_t memoryLimit = 0);
+
+/// The scheduling problem zb-schedule solves for a split pipeline: per stage,
+/// FLOPs as the F/B/W times and the activation bytes after F and after B
+/// (StageAnalysis.h); `virtualStages` stages per rank; `memoryLimit` bytes
+/// per rank (0: none; nullopt: the schedule's default). For tools that simulate or draw the
+/// program zb-schedule made (`zbc compile`).
+mlir::FailureOr<sched::Problem>
+schedulingProblemOf(zb::PipelineOp pipeline, int64_t virtualStages,
+                    int64_t microbatches, double comm,
+                    std::optional<double> memoryLimit);
 
 } // namespace zbc
 

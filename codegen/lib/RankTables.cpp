@@ -1,0 +1,634 @@
+//===- RankTables.cpp - what one rank's program holds, as plain tables ----===//
+//
+// buildRankTables of RankTables.h: the buffers come from the rank's
+// memory_plan (Note [Memory plan]) and each compute's scratch layout
+// (planPhaseScratch), the order and positions from the program as the proof
+// read it (ProgramModel, ProgramMemory), the frames from Note [Frames].
+//
+//===----------------------------------------------------------------------===//
+
+#include "RankTables.h"
+
+#include "zbc/Analysis/MemoryPlan.h"
+#include "zbc/Analysis/ProgramMemory.h"
+#include "zbc/Dialect/ZB/DataBounds.h"
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <set>
+#include <tuple>
+
+using namespace mlir;
+using namespace zbc;
+using namespace zbc::zb;
+using namespace zbc::codegen;
+
+const char *codegen::spell(BufferKind kind) {
+  switch (kind) {
+  case BufferKind::Param:
+    return "ZBC_RT_PARAM";
+  case BufferKind::Grad:
+    return "ZBC_RT_GRAD";
+  case BufferKind::State:
+    return "ZBC_RT_STATE";
+  case BufferKind::Loss:
+    return "ZBC_RT_LOSS";
+  case BufferKind::Received:
+    return "ZBC_RT_RECEIVED";
+  case BufferKind::Data:
+    return "ZBC_RT_DATA";
+  case BufferKind::Yielded:
+    return "ZBC_RT_YIELDED";
+  case BufferKind::Temp:
+    return "ZBC_RT_TEMP";
+  case BufferKind::Workspace:
+    return "ZBC_RT_WORKSPACE";
+  }
+  return "";
+}
+
+const char *codegen::spell(Element element) {
+  switch (element) {
+  case Element::F32:
+    return "ZBC_RT_F32";
+  case Element::I32:
+    return "ZBC_RT_I32";
+  case Element::I64:
+    return "ZBC_RT_I64";
+  }
+  return "";
+}
+
+namespace {
+
+/// The runtime's element type of a tensor type, if it has kernels for it.
+std::optional<Element> elementOf(Type type) {
+  Type element = cast<RankedTensorType>(type).getElementType();
+  if (element.isF32())
+    return Element::F32;
+  if (element.isInteger(32))
+    return Element::I32;
+  if (element.isInteger(64))
+    return Element::I64;
+  return std::nullopt;
+}
+
+std::vector<int64_t> shapeOf(Type type) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(type).getShape();
+  return {shape.begin(), shape.end()};
+}
+
+int computeWhat(ComputeKind kind) {
+  switch (kind) {
+  case ComputeKind::F:
+    return 0;
+  case ComputeKind::B:
+    return 1;
+  case ComputeKind::W:
+    return 2;
+  case ComputeKind::BW:
+    return 3;
+  }
+  return 0;
+}
+
+using KeyedId = std::map<std::tuple<int, std::string, int>, int>;
+
+/// Builds one rank's tables; errors go to the ops at fault.
+class RankBuilder {
+public:
+  RankBuilder(ProgramOp program, PipelineOp pipeline,
+              const ProgramModel &model, const RankMemory &memory, int rank)
+      : program(program), pipeline(pipeline), model(model), memory(memory),
+        rank(rank) {}
+
+  FailureOr<RankTables> build(RankOp rankOp);
+
+private:
+  const sched::Program &p() const { return model.program; }
+  bool onThisRank(int stage) const {
+    return stage >= 0 && stage < p().numStages() &&
+           p().rankOfStage[stage] == rank;
+  }
+  LogicalResult readPlan(RankOp rankOp);
+  LogicalResult readParamsAndData();
+  LogicalResult layOut(int stage, PhaseOp phase);
+  /// The buffer a phase of `stage` yields `key` into (Note [Frames]).
+  Slot yieldTarget(int stage, const PhaseKey &key) const;
+  FailureOr<int> frameOf(const PhaseLayout &layout, int microbatch,
+                         const std::string &opName, Operation *at,
+                         ComputeKind scratchKind);
+  LogicalResult readOrder();
+
+  ProgramOp program;
+  PipelineOp pipeline;
+  const ProgramModel &model;
+  const RankMemory &memory;
+  int rank;
+  SmallVector<StageOp> stages;
+  RankTables t;
+  KeyedId keyed;                                    // non-scratch buffers
+  std::map<std::tuple<int, std::string, int>, int64_t> scratchAt;
+  std::vector<std::map<std::string, Type>> keyTypes; // per stage
+  std::map<std::string, int> dataIndex;
+};
+
+LogicalResult RankBuilder::readPlan(RankOp rankOp) {
+  ArrayAttr plan = rankOp.getMemoryPlanAttr();
+  if (!plan || !rankOp.getArenaBytesAttr() || !rankOp.getPeakBytesAttr())
+    return rankOp.emitOpError("has no memory plan; run zb-plan-memory before "
+                              "convert-zb-to-emitc");
+  t.arenaBytes = rankOp.getArenaBytesAttr().getInt();
+  t.peakBytes = rankOp.getPeakBytesAttr().getInt();
+  for (Attribute entry : plan) {
+    auto dict = dyn_cast<DictionaryAttr>(entry);
+    auto key = dict ? dict.getAs<StringAttr>("key") : nullptr;
+    auto offset = dict ? dict.getAs<IntegerAttr>("offset") : nullptr;
+    auto bytes = dict ? dict.getAs<IntegerAttr>("bytes") : nullptr;
+    if (!key || !offset || !bytes)
+      return rankOp.emitOpError("has a memory_plan entry without key, offset "
+                                "and bytes: ")
+             << entry;
+    auto stage = dict.getAs<IntegerAttr>("stage");
+    auto mb = dict.getAs<IntegerAttr>("mb");
+    if (offset.getInt() < 0 || bytes.getInt() < 0 ||
+        offset.getInt() + bytes.getInt() > t.arenaBytes)
+      return rankOp.emitOpError("places '")
+             << key.getValue() << "' outside its arena of " << t.arenaBytes
+             << " bytes";
+    Buffer buffer{key.str(), offset.getInt(), bytes.getInt(),
+                  BufferKind::Temp, Element::F32};
+    if (!stage || !mb) {
+      std::optional<PhaseKey> parsed = PhaseKey::parse(key.getValue());
+      buffer.kind = !parsed                          ? BufferKind::State
+                    : parsed->kind == KeyKind::Param ? BufferKind::Param
+                    : parsed->kind == KeyKind::Grad  ? BufferKind::Grad
+                    : parsed->kind == KeyKind::Loss  ? BufferKind::Loss
+                                                     : BufferKind::State;
+      t.persistentId[buffer.name] = static_cast<int>(t.buffers.size());
+      if (buffer.kind == BufferKind::Loss)
+        t.loss = static_cast<int>(t.buffers.size());
+      t.buffers.push_back(std::move(buffer));
+      continue;
+    }
+    int s = static_cast<int>(stage.getInt()), j = static_cast<int>(mb.getInt());
+    if (key.getValue().starts_with("scratch.")) {
+      scratchAt[{s, key.str(), j}] = offset.getInt();
+      continue;
+    }
+    std::optional<PhaseKey> parsed = PhaseKey::parse(key.getValue());
+    if (!parsed || s < 0 || s >= static_cast<int>(keyTypes.size()) ||
+        !keyTypes[s].count(key.str()))
+      return rankOp.emitOpError("plans '")
+             << key.getValue() << "' of stage " << s
+             << ", which no phase of that stage reads or yields";
+    switch (parsed->kind) {
+    case KeyKind::In:
+    case KeyKind::DOut: {
+      int producer = parsed->kind == KeyKind::In ? s - 1 : s + 1;
+      buffer.kind =
+          onThisRank(producer) ? BufferKind::Yielded : BufferKind::Received;
+      break;
+    }
+    case KeyKind::Input:
+    case KeyKind::Label:
+      buffer.kind = BufferKind::Data;
+      break;
+    default:
+      buffer.kind = BufferKind::Yielded;
+      break;
+    }
+    buffer.element = elementOf(keyTypes[s][key.str()]).value_or(Element::F32);
+    buffer.name = llvm::formatv("{0} of stage {1} mb {2}", key.getValue(), s, j);
+    keyed[{s, key.str(), j}] = static_cast<int>(t.buffers.size());
+    t.buffers.push_back(std::move(buffer));
+  }
+  return success();
+}
+
+LogicalResult RankBuilder::readParamsAndData() {
+  std::string optimizer = t.optimizer;
+  for (auto [s, stage] : llvm::enumerate(stages)) {
+    if (!onThisRank(static_cast<int>(s)))
+      continue;
+    for (ParamOp op : stage.getBody().front().getOps<ParamOp>()) {
+      Param param;
+      param.name = op.getName().str();
+      auto idOf = [&](const std::string &key) -> int {
+        auto it = t.persistentId.find(key);
+        return it == t.persistentId.end() ? -1 : it->second;
+      };
+      param.param = idOf(keyOf(KeyKind::Param, param.name));
+      param.grad = idOf(keyOf(KeyKind::Grad, param.name));
+      std::vector<std::string> state =
+          optimizerStateKeys(optimizer, param.name);
+      param.state0 = state.size() > 0 ? idOf(state[0]) : -1;
+      param.state1 = state.size() > 1 ? idOf(state[1]) : -1;
+      if (param.param < 0 || param.grad < 0 || param.state0 < 0 ||
+          (state.size() > 1 && param.state1 < 0))
+        return op.emitOpError("has no place in the memory plan of rank ")
+               << rank << " (parameter, gradient or optimizer state)";
+      if (!elementOf(op.getType()) || *elementOf(op.getType()) != Element::F32)
+        return op.emitOpError("is ")
+               << op.getType()
+               << "; the CPU runtime trains f32 parameters only";
+      switch (op.getInit()) {
+      case InitKind::Zeros:
+        param.init = 0;
+        break;
+      case InitKind::Ones:
+        param.init = 1;
+        break;
+      case InitKind::Normal:
+        param.init = 2;
+        break;
+      case InitKind::Uniform:
+        param.init = 3;
+        break;
+      }
+      param.scale = op.getScale() ? op.getScale()->convertToDouble() : 0.0;
+      param.shape = shapeOf(op.getType());
+      t.params.push_back(std::move(param));
+    }
+    // Data: every input and label key a phase of the stage reads.
+    for (PhaseOp phase : stage.getPhases())
+      for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
+                                       phase.getArgKeyList())) {
+        std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+        if (!parsed || (parsed->kind != KeyKind::Input &&
+                        parsed->kind != KeyKind::Label) ||
+            dataIndex.count(key.str()))
+          continue;
+        Data data;
+        data.key = key.str();
+        data.element = *elementOf(arg.getType());
+        if (data.element != Element::F32)
+          data.bound = indexDataBound(pipeline, key);
+        data.shape = shapeOf(arg.getType());
+        dataIndex[data.key] = static_cast<int>(t.data.size());
+        t.data.push_back(std::move(data));
+      }
+  }
+  // The throughput unit: the label elements of one microbatch.
+  for (StageOp stage : stages)
+    for (LabelOp label : stage.getBody().front().getOps<LabelOp>())
+      if (!t.tokensPerMicrobatch)
+        t.tokensPerMicrobatch = cast<RankedTensorType>(label.getType()).getNumElements();
+  return success();
+}
+
+Slot RankBuilder::yieldTarget(int stage, const PhaseKey &key) const {
+  Slot slot;
+  slot.stage = stage;
+  slot.key = key.str();
+  if (key.kind == KeyKind::Out || key.kind == KeyKind::DIn) {
+    // To a stage on this rank: straight into its in.I / d_out.I.
+    int consumer = key.kind == KeyKind::Out ? stage + 1 : stage - 1;
+    if (onThisRank(consumer)) {
+      slot.stage = consumer;
+      slot.key = key.counterpart()->str();
+    }
+  }
+  return slot;
+}
+
+LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
+  PhaseLayout layout;
+  layout.phase = phase;
+  layout.stage = stage;
+  layout.function =
+      llvm::formatv("stage{0}_{1}", stage, stringifyComputeKind(phase.getKind()));
+  auto push = [&](Slot slot) {
+    layout.slots.push_back(std::move(slot));
+    return static_cast<int>(layout.slots.size()) - 1;
+  };
+  auto checkElement = [&](Value value, Operation *at) -> LogicalResult {
+    if (elementOf(value.getType()))
+      return success();
+    return at->emitOpError("has a value of type ")
+           << value.getType()
+           << "; the CPU runtime has kernels for f32 tensors and i32/i64 "
+              "indices only";
+  };
+  Block &body = phase.getBodyBlock();
+  for (auto [arg, key] : llvm::zip(body.getArguments(), phase.getArgKeyList())) {
+    if (failed(checkElement(arg, phase)))
+      return failure();
+    std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+    if (parsed && parsed->kind == KeyKind::Param)
+      continue; // named by its buffer id
+    Slot slot;
+    slot.stage = stage;
+    slot.key = key.str();
+    layout.slotOf[arg] = push(slot);
+  }
+  YieldOp yield = phase.getYield();
+  for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
+    if (!isYieldedIntoBuffer(key))
+      continue;
+    if (isa<BlockArgument>(value))
+      return yield.emitOpError("yields an argument of its phase under '")
+             << key << "'; the code generator writes yielded values where "
+                       "the op computing them writes, and no op does";
+    if (layout.slotOf.count(value))
+      return yield.emitOpError("yields one value under two keys that each "
+                               "have a buffer (the second is '")
+             << key << "'); the code generator writes a value once";
+    layout.slotOf[value] = push(yieldTarget(stage, *PhaseKey::parse(key)));
+  }
+  if (phase.getKind() == ComputeKind::F) {
+    for (const auto &[key, index] : dataIndex) {
+      // Only this stage's data: a key some phase of the stage reads.
+      bool read = false;
+      for (PhaseOp other : stages[stage].getPhases())
+        for (StringRef argKey : other.getArgKeyList())
+          read |= argKey == key;
+      if (!read)
+        continue;
+      int slot = -1;
+      for (auto [arg, argKey] :
+           llvm::zip(body.getArguments(), phase.getArgKeyList()))
+        if (argKey == key)
+          slot = layout.slotOf[arg];
+      if (slot < 0) {
+        Slot data;
+        data.stage = stage;
+        data.key = key;
+        slot = push(data);
+      }
+      layout.loads.push_back({slot, index});
+    }
+  }
+  for (Operation &op : body.without_terminator()) {
+    ++layout.kernelCalls;
+    for (Value result : op.getResults()) {
+      if (failed(checkElement(result, &op)))
+        return failure();
+      if (layout.slotOf.count(result))
+        continue;
+      Slot slot;
+      slot.source = Slot::Value;
+      slot.value = result;
+      layout.slotOf[result] = push(slot);
+    }
+    if (workspaceBytes(&op)) {
+      Slot slot;
+      slot.source = Slot::Workspace;
+      slot.op = &op;
+      layout.workspaceSlotOf[&op] = push(slot);
+    }
+  }
+  layout.kernelCalls += static_cast<int>(layout.loads.size());
+  for (StringRef key : yield.getKeyList()) {
+    std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+    if (parsed && (parsed->kind == KeyKind::Grad || parsed->kind == KeyKind::Loss))
+      ++layout.kernelCalls;
+  }
+  layout.scratch = planPhaseScratch(phase);
+  t.layouts[{stage, static_cast<int>(phase.getKind())}] = std::move(layout);
+  return success();
+}
+
+FailureOr<int> RankBuilder::frameOf(const PhaseLayout &layout, int microbatch,
+                                    const std::string &opName, Operation *at,
+                                    ComputeKind scratchKind) {
+  int start = static_cast<int>(t.frames.size());
+  std::optional<int64_t> scratchBase;
+  auto it = scratchAt.find({layout.stage, scratchKey(scratchKind), microbatch});
+  if (it != scratchAt.end())
+    scratchBase = it->second;
+  for (const Slot &slot : layout.slots) {
+    if (slot.source == Slot::Keyed) {
+      auto found = keyed.find({slot.stage, slot.key, microbatch});
+      if (found == keyed.end())
+        return at->emitOpError("needs a buffer for '")
+               << slot.key << "' of stage " << slot.stage << " microbatch "
+               << microbatch << ", which the memory plan lacks";
+      t.frames.push_back(found->second);
+      continue;
+    }
+    if (!scratchBase)
+      return at->emitOpError("has temporaries but the memory plan gives ")
+             << opName << " no scratch";
+    Buffer buffer;
+    int index = static_cast<int>(&slot - layout.slots.data());
+    if (slot.source == Slot::Value) {
+      buffer.offset = *scratchBase + layout.scratch.offsetOf.lookup(slot.value);
+      buffer.bytes = getNumBytes(slot.value.getType());
+      buffer.element = *elementOf(slot.value.getType());
+      buffer.kind = BufferKind::Temp;
+      buffer.name = llvm::formatv("slot {0} of {1} ({2})", index, opName,
+                                  slot.value.getDefiningOp()->getName());
+    } else {
+      buffer.offset = *scratchBase + layout.scratch.workspaceOf.lookup(slot.op);
+      buffer.bytes = workspaceBytes(slot.op);
+      buffer.kind = BufferKind::Workspace;
+      buffer.name = llvm::formatv("workspace of {0} ({1})", opName,
+                                  slot.op->getName());
+    }
+    t.frames.push_back(static_cast<int>(t.buffers.size()));
+    t.buffers.push_back(std::move(buffer));
+  }
+  return start;
+}
+
+LogicalResult RankBuilder::readOrder() {
+  const std::vector<sched::ProgramOp> &ops = p().ranks[rank].ops;
+  std::vector<int> pos(ops.size(), 0);
+  for (auto [k, index] : llvm::enumerate(memory.opAt))
+    pos[index] = static_cast<int>(k);
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].group >= 0)
+      pos[i] = pos[ops[i].group];
+  t.positions = static_cast<int>(memory.opAt.size());
+  // A dependence on a group's member waits for the group: it completes as
+  // one (Note [p2p semantics]).
+  auto unitOf = [&](int op) { return ops[op].group >= 0 ? ops[op].group : op; };
+  std::vector<bool> waited(ops.size(), false);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const sched::ProgramOp &sop = ops[i];
+    Operation *irOp = model.ops[rank][i];
+    OrderOp op;
+    std::vector<int> &waits =
+        sop.group >= 0 ? t.ops[sop.group].waits : op.waits; // a group waits
+                                                            // for its members
+    op.stage = sop.stage;
+    op.microbatch = sop.microbatch;
+    op.position = pos[i];
+    op.name = p().name(sop);
+    op.topLevel = sop.group < 0;
+    for (int d : sop.deps) {
+      int unit = unitOf(d);
+      if (ops[unit].what == sched::OpClass::Compute || waited[unit])
+        continue;
+      waited[unit] = true;
+      waits.push_back(unit);
+    }
+    switch (sop.what) {
+    case sched::OpClass::Compute: {
+      ComputeKind kind = toComputeKind(sop.kind);
+      op.what = computeWhat(kind);
+      std::vector<ComputeKind> kinds = {kind};
+      StageOp stage = stages[sop.stage];
+      if (kind == ComputeKind::BW && !stage.getPhase(ComputeKind::BW))
+        kinds = {ComputeKind::B, ComputeKind::W}; // fused BW of a split stage
+      for (auto [n, k] : llvm::enumerate(kinds)) {
+        auto it = t.layouts.find({sop.stage, static_cast<int>(k)});
+        if (it == t.layouts.end())
+          return irOp->emitOpError("runs ")
+                 << stringifyComputeKind(k) << " of stage " << sop.stage
+                 << ", which has no such phase";
+        FailureOr<int> frame =
+            frameOf(it->second, sop.microbatch, op.name, irOp, kind);
+        if (failed(frame))
+          return failure();
+        int size = static_cast<int>(it->second.slots.size());
+        if (n == 0) {
+          op.frame = *frame;
+          op.frameSize = size;
+        } else {
+          op.secondFrame = *frame;
+          op.secondFrameSize = size;
+        }
+        op.phases.push_back(&it->second);
+      }
+      break;
+    }
+    case sched::OpClass::Send:
+    case sched::OpClass::Recv: {
+      bool send = sop.what == sched::OpClass::Send;
+      op.what = send ? 4 : 5;
+      op.peer = sop.peer;
+      int stage = sop.stage;
+      std::string key = sop.key;
+      if (!send) {
+        // Received into the consumer's in.I / d_out.I.
+        stage = sop.payload == sched::Payload::Act ? stage + 1 : stage - 1;
+        std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+        if (!parsed || !parsed->counterpart())
+          return irOp->emitOpError("carries '") << key << "', not a message key";
+        key = parsed->counterpart()->str();
+      }
+      auto it = keyed.find({stage, key, sop.microbatch});
+      if (it == keyed.end())
+        return irOp->emitOpError("has no buffer in the memory plan ('")
+               << key << "' of stage " << stage << " microbatch "
+               << sop.microbatch << ")";
+      op.buffer = it->second;
+      break;
+    }
+    case sched::OpClass::Group:
+      op.what = 6;
+      op.firstMember = sop.members.empty() ? -1 : sop.members.front();
+      op.memberCount = static_cast<int>(sop.members.size());
+      for (auto [n, member] : llvm::enumerate(sop.members))
+        if (member != op.firstMember + static_cast<int>(n))
+          return irOp->emitOpError("has members that do not follow it in "
+                                   "order");
+      break;
+    }
+    t.ops.push_back(std::move(op));
+  }
+  // Each parameter's step follows the last compute that reads it or yields
+  // its gradient (the last W of its stage, as a rule).
+  for (auto [index, param] : llvm::enumerate(t.params)) {
+    std::string paramKey = keyOf(KeyKind::Param, param.name);
+    std::string gradKey = keyOf(KeyKind::Grad, param.name);
+    int last = -1;
+    for (auto [i, op] : llvm::enumerate(t.ops))
+      for (const PhaseLayout *layout : op.phases) {
+        bool touches = false;
+        for (StringRef key : layout->phase.getArgKeyList())
+          touches |= key == paramKey;
+        for (StringRef key : layout->phase.getYield().getKeyList())
+          touches |= key == gradKey;
+        if (touches)
+          last = static_cast<int>(i);
+      }
+    if (last >= 0)
+      t.ops[last].updates.push_back(static_cast<int>(index));
+    else
+      t.updatesAtEnd.push_back(static_cast<int>(index));
+  }
+  for (const OrderOp &op : t.ops) {
+    int calls = 0;
+    for (const PhaseLayout *layout : op.phases)
+      calls += layout->kernelCalls;
+    t.maxKernelCalls = std::max(t.maxKernelCalls, calls);
+  }
+  return success();
+}
+
+FailureOr<RankTables> RankBuilder::build(RankOp rankOp) {
+  stages.assign(pipeline.getBody().front().getOps<StageOp>().begin(),
+                pipeline.getBody().front().getOps<StageOp>().end());
+  t.rank = rank;
+  t.ranks = static_cast<int>(p().ranks.size());
+  t.stages = p().numStages();
+  t.microbatches = p().microbatches;
+  t.model = pipeline.getSymName().str();
+  auto schedule = program->getAttrOfType<StringAttr>("schedule");
+  t.schedule = (schedule ? schedule.getValue() : program.getSymName()).str();
+  t.optimizer = program.getOptimizer().value_or("sgd").str();
+  keyTypes.resize(stages.size());
+  for (auto [s, stage] : llvm::enumerate(stages))
+    for (PhaseOp phase : stage.getPhases()) {
+      for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
+                                       phase.getArgKeyList()))
+        keyTypes[s][key.str()] = arg.getType();
+      YieldOp yield = phase.getYield();
+      for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues()))
+        keyTypes[s][key.str()] = value.getType();
+    }
+  for (auto [s, stage] : llvm::enumerate(stages))
+    if (onThisRank(static_cast<int>(s)))
+      for (PhaseOp phase : stage.getPhases())
+        for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
+                                         phase.getArgKeyList()))
+          if (!elementOf(arg.getType()))
+            return phase.emitOpError("reads '")
+                   << key << "' as " << arg.getType()
+                   << "; the CPU runtime has kernels for f32 tensors and "
+                      "i32/i64 indices only";
+  if (failed(readPlan(rankOp)) || failed(readParamsAndData()))
+    return failure();
+  for (auto [s, stage] : llvm::enumerate(stages))
+    if (onThisRank(static_cast<int>(s)))
+      for (PhaseOp phase : stage.getPhases())
+        if (failed(layOut(static_cast<int>(s), phase)))
+          return failure();
+  if (failed(readOrder()))
+    return failure();
+  return std::move(t);
+}
+
+} // namespace
+
+FailureOr<std::vector<RankTables>>
+codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
+  ProgramModel model = modelOfProgram(program, pipeline);
+  FailureOr<std::vector<RankMemory>> memory =
+      analyzeProgramMemory(program, pipeline, model);
+  if (failed(memory))
+    return failure();
+  SmallVector<RankOp> rankOps(program.getBody().front().getOps<RankOp>());
+  if (rankOps.size() != memory->size())
+    return program.emitOpError("has ")
+           << rankOps.size() << " zb.rank ops for " << memory->size()
+           << " ranks";
+  std::vector<RankTables> tables;
+  for (auto [r, rankOp] : llvm::enumerate(rankOps)) {
+    RankBuilder builder(program, pipeline, model, (*memory)[r],
+                        static_cast<int>(r));
+    FailureOr<RankTables> t = builder.build(rankOp);
+    if (failed(t))
+      return failure();
+    tables.push_back(std::move(*t));
+  }
+  return tables;
+}

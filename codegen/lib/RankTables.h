@@ -1,0 +1,138 @@
+//===- RankTables.h - what one rank's program holds, as plain tables -*- C++ -*-===//
+//
+// The first half of convert-zb-to-emitc: from a planned zb.program (its
+// order, its memory_plan attributes) and its pipeline, everything the rank's
+// C++ holds, as data: the buffers of its arena (zbc_rt_buffer), its ops in
+// order (zbc_rt_op), each compute's frame, its parameters and data, and per
+// stage phase the slot layout the phase's function is written against. The
+// second half (ZBToEmitC.cpp) only prints these as EmitC; the runtime reads
+// the same tables (runtime/include/zbc/runtime/zbc_runtime.h), so a field
+// here is a field there.
+//
+// Note [Frames]
+// One C++ function serves a phase for every microbatch, so it names its
+// tensors by frame slot (ZBC_RT_FRAME(k)), and each compute op of the order
+// has a frame: the buffer id behind each slot for its microbatch. A phase's
+// slots are, in order: its block arguments other than parameters (the
+// microbatch's received, data and kept buffers), the values it yields
+// straight into buffers (out.I, d_in.I, F.I, B.I: Note [Memory plan]), the
+// data an F loads that only later phases read, the values of its body that
+// live in the compute's scratch, and the workspaces of its kernels.
+// Parameters and gradient accumulators are persistent: the body names them
+// by buffer id. A fused BW of a split stage runs the B function, then the W
+// function, each with its own frame.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_CODEGEN_RANKTABLES_H
+#define ZBC_CODEGEN_RANKTABLES_H
+
+#include "zbc/Analysis/MemoryPlan.h"
+#include "zbc/Analysis/ProgramTable.h"
+#include "zbc/Dialect/ZB/ZBOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zbc::codegen {
+
+/// The runtime's enums, by value (zbc_runtime.h spells them ZBC_RT_*).
+enum class BufferKind { Param, Grad, State, Loss, Received, Data, Yielded, Temp, Workspace };
+enum class Element { F32, I32, I64 };
+const char *spell(BufferKind kind);
+const char *spell(Element element);
+
+struct Buffer {
+  std::string name;
+  int64_t offset = 0, bytes = 0;
+  BufferKind kind = BufferKind::Temp;
+  Element element = Element::F32;
+};
+
+/// Where a slot's buffer comes from, per microbatch.
+struct Slot {
+  enum Source { Keyed, Value, Workspace } source = Keyed;
+  int stage = 0;       // Keyed: the buffer (stage, key) of the microbatch
+  std::string key;
+  mlir::Value value;   // Value: a scratch value of the body
+  mlir::Operation *op = nullptr; // Workspace: the op that needs it
+};
+
+/// One stage phase, as its C++ function sees it (Note [Frames]).
+struct PhaseLayout {
+  mutable zb::PhaseOp phase; // op handles are used as values
+  int stage = 0;
+  std::string function; // "stage1_F"
+  std::vector<Slot> slots;
+  llvm::DenseMap<mlir::Value, int> slotOf;
+  llvm::DenseMap<mlir::Operation *, int> workspaceSlotOf;
+  /// F: (slot, data index) of each tensor it loads.
+  std::vector<std::pair<int, int>> loads;
+  int kernelCalls = 0; // loads, kernels, accumulations
+  /// Where each scratch value and workspace sits in the compute's scratch.
+  PhaseScratch scratch;
+};
+
+struct OrderOp {
+  int what = 0; // ZBC_RT_OP_*: F B W BW SEND RECV GROUP
+  int stage = 0, microbatch = 0, position = 0;
+  int frame = -1, frameSize = 0, secondFrame = -1, secondFrameSize = 0;
+  int buffer = -1, peer = -1, firstMember = -1, memberCount = 0;
+  std::string name;
+  /// Compute: the phase functions it runs (two for a fused BW of a split
+  /// stage). Transfers: the ops it waits for first.
+  std::vector<const PhaseLayout *> phases;
+  std::vector<int> waits;
+  /// Parameters (indices into params) whose step follows this op.
+  std::vector<int> updates;
+  bool topLevel = true;
+};
+
+struct Param {
+  std::string name; // "fc0.weight"
+  int param = -1, grad = -1, state0 = -1, state1 = -1;
+  int init = 0;
+  double scale = 0;
+  std::vector<int64_t> shape;
+};
+
+struct Data {
+  std::string key; // "input.x"
+  Element element = Element::F32;
+  int64_t bound = 0;
+  std::vector<int64_t> shape;
+};
+
+struct RankTables {
+  int rank = 0, ranks = 0, stages = 0, microbatches = 0;
+  std::string model, schedule, optimizer;
+  int64_t arenaBytes = 0, peakBytes = 0;
+  std::vector<Buffer> buffers;
+  std::vector<OrderOp> ops;
+  int positions = 0;
+  std::vector<int> frames;
+  std::vector<Param> params;
+  std::vector<Data> data;
+  int loss = -1;
+  int64_t tokensPerMicrobatch = 0;
+  int maxKernelCalls = 0;
+  /// The phase functions, by (stage, kind), in stage order.
+  std::map<std::pair<int, int>, PhaseLayout> layouts;
+  /// Parameters updated at the end of the step (no op yields their grad).
+  std::vector<int> updatesAtEnd;
+  /// Buffer id of "param.N" and "grad.N" keys.
+  std::map<std::string, int> persistentId;
+};
+
+/// The tables of every rank of `program`, which zb-plan-memory planned.
+/// Fails with an error on the op at fault: an element type the runtime has
+/// no kernels for, an op it cannot run, a buffer the plan lacks.
+mlir::FailureOr<std::vector<RankTables>>
+buildRankTables(zb::ProgramOp program, zb::PipelineOp pipeline);
+
+} // namespace zbc::codegen
+
+#endif // ZBC_CODEGEN_RANKTABLES_H

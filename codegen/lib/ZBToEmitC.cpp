@@ -1,0 +1,594 @@
+//===- ZBToEmitC.cpp - convert-zb-to-emitc: one emitc.file per rank -------===//
+//
+// The second half of the lowering (RankTables.h is the first): prints each
+// rank's tables as EmitC globals, each stage phase as one function of
+// runtime calls on frame slots (Note [Frames]), the rank's order as `step`
+// and `main`, and replaces the program and its pipeline with the files.
+// Every runtime call is one ZBC_RT_CALL statement, so a failing kernel
+// returns its status up to zbc_rt_main, which reports it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Codegen/Codegen.h"
+
+#include "RankTables.h"
+
+#include "zbc/Analysis/ProgramTable.h"
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Passes/Passes.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Target/Cpp/CppEmitter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <set>
+
+namespace zbc {
+#define GEN_PASS_DEF_CONVERTZBTOEMITCPASS
+#include "zbc/Codegen/Passes.h.inc"
+} // namespace zbc
+
+using namespace mlir;
+using namespace zbc;
+using namespace zbc::zb;
+using namespace zbc::codegen;
+
+std::string zbc::rankFileId(int rank) { return "rank" + std::to_string(rank); }
+
+LogicalResult zbc::printRankFile(ModuleOp module, int rank,
+                                 llvm::raw_ostream &os) {
+  return emitc::translateToCpp(module, os, /*declareVariablesAtTop=*/false,
+                               rankFileId(rank));
+}
+
+namespace {
+
+/// `text` as a C string literal.
+std::string cString(StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += llvm::formatv("\\{0:o3}", static_cast<unsigned>(c)).str();
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// A C identifier for `prefix` + `name`: other characters become '_'.
+std::string identifier(StringRef prefix, StringRef name) {
+  std::string out = prefix.str();
+  for (char c : name)
+    out += llvm::isAlnum(c) ? c : '_';
+  return out;
+}
+
+std::string shapeList(ArrayRef<int64_t> shape) {
+  std::string out = "{";
+  for (auto [i, d] : llvm::enumerate(shape))
+    out += (i ? ", " : "") + std::to_string(d);
+  return out + "}";
+}
+
+const char *opWhat(int what) {
+  static const char *names[] = {"ZBC_RT_OP_F",    "ZBC_RT_OP_B",
+                                "ZBC_RT_OP_W",    "ZBC_RT_OP_BW",
+                                "ZBC_RT_OP_SEND", "ZBC_RT_OP_RECV",
+                                "ZBC_RT_OP_GROUP"};
+  return names[what];
+}
+
+int64_t numel(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
+int64_t dim(Value v, int fromEnd) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+  return shape[shape.size() - 1 - fromEnd];
+}
+/// The product of all but the last dimension.
+int64_t rows(Value v) { return numel(v) / std::max<int64_t>(dim(v, 0), 1); }
+
+/// Writes one rank's file.
+class FileWriter {
+public:
+  FileWriter(OpBuilder &b, Location loc, const RankTables &t)
+      : b(b), loc(loc), t(t), ctx(b.getContext()) {
+    rankType = emitc::PointerType::get(emitc::OpaqueType::get(ctx, "zbc_rt_rank"));
+    statusType = emitc::OpaqueType::get(ctx, "zbc_rt_status");
+  }
+
+  LogicalResult write();
+
+private:
+  void verbatim(const std::string &text) {
+    emitc::VerbatimOp::create(b, loc, b.getStringAttr(text));
+  }
+  Attribute opaque(const std::string &text) {
+    return emitc::OpaqueAttr::get(ctx, text);
+  }
+  /// One ZBC_RT_CALL(fn, rank, args...) statement.
+  void call(StringRef fn, ArrayRef<Attribute> args) {
+    SmallVector<Attribute> all = {opaque(fn.str()), b.getIndexAttr(0)};
+    all.append(args.begin(), args.end());
+    emitc::CallOpaqueOp::create(b, loc, TypeRange{}, "ZBC_RT_CALL",
+                                ValueRange{rankArg}, b.getArrayAttr(all),
+                                ArrayAttr());
+  }
+  void writeNames();
+  void writeTables();
+  void global(StringRef name, Type type, Attribute value) {
+    emitc::GlobalOp::create(b, loc, name, type, value,
+                            /*extern=*/false, /*static=*/true, /*const=*/true);
+  }
+  emitc::FuncOp beginFunction(StringRef name, StringRef comment);
+  void endFunction();
+  LogicalResult writePhase(const PhaseLayout &layout);
+  FailureOr<Attribute> idOf(const PhaseLayout &layout, Value value);
+  LogicalResult writeKernel(const PhaseLayout &layout, Operation *op);
+  void writeStep();
+  void writeMain();
+
+  OpBuilder &b;
+  Location loc;
+  const RankTables &t;
+  MLIRContext *ctx;
+  Type rankType, statusType;
+  Value rankArg;
+  std::map<int, std::string> nameOfBuffer; // persistent ids the bodies name
+  OpBuilder::InsertPoint fileEnd;
+};
+
+void FileWriter::writeNames() {
+  std::set<std::string> taken;
+  std::string text = "// The persistent buffers the phases name (ids into "
+                     "kBuffers).\nenum {\n";
+  for (const auto &[key, id] : t.persistentId) {
+    std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+    if (!parsed || (parsed->kind != KeyKind::Param && parsed->kind != KeyKind::Grad))
+      continue;
+    std::string name = identifier(
+        parsed->kind == KeyKind::Param ? "param_" : "grad_", parsed->suffix);
+    while (!taken.insert(name).second)
+      name += "_";
+    nameOfBuffer[id] = name;
+  }
+  for (const auto &[id, name] : nameOfBuffer)
+    text += llvm::formatv("  {0} = {1},\n", name, id).str();
+  verbatim(text + "};");
+}
+
+void FileWriter::writeTables() {
+  // Buffers.
+  std::string text = "{\n";
+  for (const Buffer &buffer : t.buffers)
+    text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}},\n", cString(buffer.name),
+                          buffer.offset, buffer.bytes, spell(buffer.kind),
+                          spell(buffer.element))
+                .str();
+  verbatim("// The arena: name, offset, bytes, kind, element type.");
+  global("kBuffers",
+         emitc::ArrayType::get({static_cast<int64_t>(t.buffers.size())},
+                               emitc::OpaqueType::get(ctx, "zbc_rt_buffer")),
+         opaque(text + "}"));
+  // Frames.
+  if (!t.frames.empty()) {
+    verbatim("// Per compute, the buffer behind each slot of its phase "
+             "(Note [Frames]).");
+    auto type = RankedTensorType::get({static_cast<int64_t>(t.frames.size())},
+                                      b.getI32Type());
+    global("kFrames",
+           emitc::ArrayType::get({static_cast<int64_t>(t.frames.size())},
+                                 b.getI32Type()),
+           DenseIntElementsAttr::get(type, ArrayRef<int>(t.frames)));
+  }
+  // Ops.
+  text = "{\n";
+  for (const OrderOp &op : t.ops)
+    text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
+                          "{10}, {11}, {12}},\n",
+                          opWhat(op.what), op.stage, op.microbatch, op.position,
+                          op.frame, op.frameSize, op.secondFrame,
+                          op.secondFrameSize, op.buffer, op.peer, op.firstMember,
+                          op.memberCount, cString(op.name))
+                .str();
+  verbatim("// The verified order: what, stage, microbatch, position, frame, "
+           "frame size,\n// W's frame and size (fused BW of a split stage), "
+           "buffer, peer, group members, name.");
+  global("kOps",
+         emitc::ArrayType::get({static_cast<int64_t>(t.ops.size())},
+                               emitc::OpaqueType::get(ctx, "zbc_rt_op")),
+         opaque(text + "}"));
+  // Parameters and data.
+  if (!t.params.empty()) {
+    text = "{\n";
+    for (const Param &param : t.params)
+      text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}, {5}, {6:e}, {7}, {8}},\n",
+                            cString(param.name), param.param, param.grad,
+                            param.state0, param.state1, param.init, param.scale,
+                            param.shape.size(), shapeList(param.shape))
+                  .str();
+    verbatim("// Parameters: name, buffers (param, grad, optimizer state), "
+             "init, scale, shape.");
+    global("kParams",
+           emitc::ArrayType::get({static_cast<int64_t>(t.params.size())},
+                                 emitc::OpaqueType::get(ctx, "zbc_rt_param")),
+           opaque(text + "}"));
+  }
+  if (!t.data.empty()) {
+    text = "{\n";
+    for (const Data &data : t.data)
+      text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}},\n", cString(data.key),
+                            spell(data.element), data.bound, data.shape.size(),
+                            shapeList(data.shape))
+                  .str();
+    verbatim("// Data of one microbatch: key, element type, bound, shape.");
+    global("kData",
+           emitc::ArrayType::get({static_cast<int64_t>(t.data.size())},
+                                 emitc::OpaqueType::get(ctx, "zbc_rt_data")),
+           opaque(text + "}"));
+  }
+  auto orNull = [](bool some, StringRef name) {
+    return some ? name.str() : std::string("nullptr");
+  };
+  text = llvm::formatv(
+             "{{\n  {0}, {1}, {2}, {3},\n  {4}, {5}, {6},\n  {7}, {8},\n"
+             "  kBuffers, {9}, kOps, {10}, {11},\n  {12}, {13}, {14}, {15}, "
+             "{16}, {17},\n  {18}, {19}, {20}}",
+             t.rank, t.ranks, t.stages, t.microbatches, cString(t.model),
+             cString(t.schedule), cString(t.optimizer), t.arenaBytes,
+             t.peakBytes, t.buffers.size(), t.ops.size(), t.positions,
+             orNull(!t.frames.empty(), "kFrames"), t.frames.size(),
+             orNull(!t.params.empty(), "kParams"), t.params.size(),
+             orNull(!t.data.empty(), "kData"), t.data.size(), t.loss,
+             t.tokensPerMicrobatch, t.maxKernelCalls)
+             .str();
+  verbatim("// The program zbc_rt_main runs: rank, ranks, stages, "
+           "microbatches, model, schedule,\n// optimizer, arena and peak "
+           "bytes, tables, loss buffer, tokens per microbatch, kernel calls.");
+  global("kProgram", emitc::OpaqueType::get(ctx, "zbc_rt_program"),
+         opaque(text));
+}
+
+emitc::FuncOp FileWriter::beginFunction(StringRef name, StringRef comment) {
+  if (!comment.empty())
+    verbatim(comment.str());
+  auto type = FunctionType::get(ctx, {rankType}, {statusType});
+  auto func = emitc::FuncOp::create(b, loc, name, type);
+  func.setSpecifiersAttr(b.getStrArrayAttr({"static"}));
+  fileEnd = b.saveInsertionPoint();
+  Block *entry = func.addEntryBlock();
+  rankArg = entry->getArgument(0);
+  b.setInsertionPointToStart(entry);
+  return func;
+}
+
+void FileWriter::endFunction() {
+  Value ok = emitc::LiteralOp::create(b, loc, statusType, "ZBC_RT_OK");
+  emitc::ReturnOp::create(b, loc, ok);
+  b.restoreInsertionPoint(fileEnd);
+}
+
+FailureOr<Attribute> FileWriter::idOf(const PhaseLayout &layout, Value value) {
+  auto slot = layout.slotOf.find(value);
+  if (slot != layout.slotOf.end())
+    return opaque(llvm::formatv("ZBC_RT_FRAME({0})", slot->second).str());
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    StringRef key = layout.phase.getArgKeyList()[arg.getArgNumber()];
+    auto id = t.persistentId.find(key.str());
+    if (id != t.persistentId.end())
+      return opaque(nameOfBuffer.at(id->second));
+  }
+  layout.phase.emitOpError("has a value the code generator placed nowhere");
+  return failure();
+}
+
+LogicalResult FileWriter::writeKernel(const PhaseLayout &layout, Operation *op) {
+  SmallVector<Attribute> args;
+  bool bad = false;
+  auto id = [&](Value v) {
+    FailureOr<Attribute> a = idOf(layout, v);
+    bad |= failed(a);
+    args.push_back(succeeded(a) ? *a : Attribute(b.getI64IntegerAttr(0)));
+  };
+  auto n = [&](int64_t value) { args.push_back(b.getI64IntegerAttr(value)); };
+  auto real = [&](double value) {
+    args.push_back(opaque(llvm::formatv("{0:e}", value).str()));
+  };
+  auto workspace = [&]() {
+    args.push_back(opaque(
+        llvm::formatv("ZBC_RT_FRAME({0})", layout.workspaceSlotOf.lookup(op)).str()));
+  };
+  Value y = op->getNumResults() ? op->getResult(0) : Value();
+  StringRef fn =
+      llvm::TypeSwitch<Operation *, StringRef>(op)
+          .Case([&](LinearOp o) {
+            id(o.getInput()), id(o.getWeight()), id(y);
+            n(rows(o.getInput())), n(dim(o.getInput(), 0)), n(dim(o.getWeight(), 0));
+            return "zbc_rt_linear";
+          })
+          .Case([&](MatmulOp o) {
+            Value a = o.getLhs();
+            id(a), id(o.getRhs()), id(y);
+            n(numel(a) / (dim(a, 1) * dim(a, 0))), n(dim(a, 1)), n(dim(a, 0)),
+                n(dim(o.getRhs(), 0));
+            return "zbc_rt_matmul";
+          })
+          .Case([&](BiasAddOp o) {
+            id(o.getInput()), id(o.getBias()), id(y);
+            n(rows(o.getInput())), n(dim(o.getInput(), 0));
+            return "zbc_rt_bias_add";
+          })
+          .Case([&](AddOp o) {
+            id(o.getLhs()), id(o.getRhs()), id(y), n(numel(y));
+            return "zbc_rt_add";
+          })
+          .Case([&](ReluOp o) {
+            id(o.getInput()), id(y), n(numel(y));
+            return "zbc_rt_relu";
+          })
+          .Case([&](GeluOp o) {
+            id(o.getInput()), id(y), n(numel(y));
+            return "zbc_rt_gelu";
+          })
+          .Case([&](LayerNormOp o) {
+            id(o.getInput()), id(o.getGamma()), id(o.getBeta()), id(y);
+            n(rows(y)), n(dim(y, 0)), real(o.getEpsilon().convertToDouble());
+            return "zbc_rt_layernorm";
+          })
+          .Case([&](EmbeddingOp o) {
+            id(o.getIndices()), id(o.getTable()), id(y);
+            n(numel(o.getIndices())), n(dim(o.getTable(), 1)),
+                n(dim(o.getTable(), 0));
+            return "zbc_rt_embedding";
+          })
+          .Case([&](CausalAttentionOp o) {
+            Value qkv = o.getQkv();
+            id(qkv), id(y), workspace();
+            n(numel(qkv) / (dim(qkv, 1) * dim(qkv, 0))), n(dim(qkv, 1)),
+                n(dim(y, 0)), n(static_cast<int64_t>(o.getHeads()));
+            return "zbc_rt_causal_attention";
+          })
+          .Case([&](CrossEntropyOp o) {
+            id(o.getLogits()), id(o.getLabels()), id(y);
+            n(numel(o.getLabels())), n(dim(o.getLogits(), 0));
+            return "zbc_rt_cross_entropy";
+          })
+          .Case([&](FillOp o) {
+            id(y), n(numel(y)), real(o.getValue().convertToDouble());
+            return "zbc_rt_fill";
+          })
+          .Case([&](LinearGradInputOp o) {
+            id(o.getResultGrad()), id(o.getWeight()), id(y);
+            n(rows(o.getResultGrad())), n(dim(o.getWeight(), 1)),
+                n(dim(o.getWeight(), 0));
+            return "zbc_rt_linear_grad_input";
+          })
+          .Case([&](LinearGradWeightOp o) {
+            id(o.getInput()), id(o.getResultGrad()), id(y);
+            n(rows(o.getInput())), n(dim(o.getInput(), 0)),
+                n(dim(o.getResultGrad(), 0));
+            return "zbc_rt_linear_grad_weight";
+          })
+          .Case([&](MatmulGradLhsOp o) {
+            Value dc = o.getResultGrad(), rhs = o.getRhs();
+            id(dc), id(rhs), id(y);
+            n(numel(dc) / (dim(dc, 1) * dim(dc, 0))), n(dim(dc, 1)),
+                n(dim(rhs, 1)), n(dim(dc, 0));
+            return "zbc_rt_matmul_grad_lhs";
+          })
+          .Case([&](MatmulGradRhsOp o) {
+            Value a = o.getLhs(), dc = o.getResultGrad();
+            id(a), id(dc), id(y);
+            n(numel(a) / (dim(a, 1) * dim(a, 0))), n(dim(a, 1)), n(dim(a, 0)),
+                n(dim(dc, 0));
+            return "zbc_rt_matmul_grad_rhs";
+          })
+          .Case([&](BiasGradOp o) {
+            id(o.getResultGrad()), id(y);
+            n(rows(o.getResultGrad())), n(dim(o.getResultGrad(), 0));
+            return "zbc_rt_bias_grad";
+          })
+          .Case([&](ReluGradOp o) {
+            id(o.getResultGrad()), id(o.getInput()), id(y), n(numel(y));
+            return "zbc_rt_relu_grad";
+          })
+          .Case([&](GeluGradOp o) {
+            id(o.getResultGrad()), id(o.getInput()), id(y), n(numel(y));
+            return "zbc_rt_gelu_grad";
+          })
+          .Case([&](LayerNormGradInputOp o) {
+            id(o.getResultGrad()), id(o.getInput()), id(o.getGamma()), id(y);
+            n(rows(y)), n(dim(y, 0)), real(o.getEpsilon().convertToDouble());
+            return "zbc_rt_layernorm_grad_input";
+          })
+          .Case([&](LayerNormGradGammaOp o) {
+            id(o.getResultGrad()), id(o.getInput()), id(y);
+            n(rows(o.getInput())), n(dim(o.getInput(), 0)),
+                real(o.getEpsilon().convertToDouble());
+            return "zbc_rt_layernorm_grad_gamma";
+          })
+          .Case([&](EmbeddingGradOp o) {
+            id(o.getIndices()), id(o.getResultGrad()), id(y);
+            n(numel(o.getIndices())), n(static_cast<int64_t>(o.getVocab())),
+                n(dim(o.getResultGrad(), 0));
+            return "zbc_rt_embedding_grad";
+          })
+          .Case([&](CausalAttentionGradOp o) {
+            Value qkv = o.getQkv();
+            id(o.getResultGrad()), id(qkv), id(y), workspace();
+            n(numel(qkv) / (dim(qkv, 1) * dim(qkv, 0))), n(dim(qkv, 1)),
+                n(dim(o.getResultGrad(), 0)), n(static_cast<int64_t>(o.getHeads()));
+            return "zbc_rt_causal_attention_grad";
+          })
+          .Case([&](CrossEntropyGradOp o) {
+            id(o.getLogits()), id(o.getLabels()), id(o.getLossGrad()), id(y);
+            n(numel(o.getLabels())), n(dim(o.getLogits(), 0));
+            return "zbc_rt_cross_entropy_grad";
+          })
+          .Default([&](Operation *) { return ""; });
+  if (fn.empty())
+    return op->emitOpError("has no kernel in the runtime; convert-zb-to-emitc "
+                           "lowers the ops of zb-autodiff's phases only");
+  if (bad)
+    return failure();
+  call(fn, args);
+  return success();
+}
+
+LogicalResult FileWriter::writePhase(const PhaseLayout &layout) {
+  PhaseOp phase = layout.phase;
+  std::string comment = llvm::formatv(
+      "// {0} of stage {1}: {2} ops, {3} frame slots.", stringifyComputeKind(phase.getKind()),
+      layout.stage, std::distance(phase.getBodyBlock().without_terminator().begin(),
+                                  phase.getBodyBlock().without_terminator().end()),
+      layout.slots.size());
+  beginFunction(layout.function, comment);
+  for (auto [slot, data] : layout.loads)
+    call("zbc_rt_load", {opaque(llvm::formatv("ZBC_RT_FRAME({0})", slot).str()),
+                         b.getI32IntegerAttr(data)});
+  for (Operation &op : phase.getBodyBlock().without_terminator())
+    if (failed(writeKernel(layout, &op)))
+      return failure();
+  YieldOp yield = phase.getYield();
+  for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
+    std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+    if (!parsed || (parsed->kind != KeyKind::Grad && parsed->kind != KeyKind::Loss))
+      continue;
+    FailureOr<Attribute> v = idOf(layout, value);
+    if (failed(v))
+      return failure();
+    if (parsed->kind == KeyKind::Loss) {
+      call("zbc_rt_add_loss", {*v});
+      continue;
+    }
+    auto grad = t.persistentId.find(key.str());
+    if (grad == t.persistentId.end())
+      return yield.emitOpError("yields '") << key << "', which has no "
+                                                "accumulator in the memory plan";
+    call("zbc_rt_accumulate", {opaque(nameOfBuffer.at(grad->second)), *v});
+  }
+  endFunction();
+  return success();
+}
+
+void FileWriter::writeStep() {
+  beginFunction("step", "// One training step: the rank's verified order.");
+  auto update = [&](int param) {
+    verbatim(llvm::formatv("// the optimizer step of {0}", t.params[param].name));
+    call("zbc_rt_update", {b.getI32IntegerAttr(param)});
+  };
+  for (auto [i, op] : llvm::enumerate(t.ops)) {
+    if (!op.topLevel)
+      continue;
+    std::string comment = "// " + op.name;
+    if (op.what <= 3)
+      comment += llvm::formatv(": stage {0}, microbatch {1}", op.stage,
+                               op.microbatch)
+                     .str();
+    if (op.what == 6)
+      comment += llvm::formatv(": {0} transfers", op.memberCount).str();
+    verbatim(comment);
+    for (int wait : op.waits)
+      call("zbc_rt_wait", {b.getI32IntegerAttr(wait)});
+    auto index = b.getI32IntegerAttr(static_cast<int32_t>(i));
+    if (op.what <= 3)
+      for (const PhaseLayout *layout : op.phases)
+        call("zbc_rt_compute", {index, opaque(layout->function)});
+    else
+      call(op.what == 4 ? "zbc_rt_send" : op.what == 5 ? "zbc_rt_recv" : "zbc_rt_group",
+           {index});
+    for (int param : op.updates)
+      update(param);
+  }
+  for (int param : t.updatesAtEnd)
+    update(param);
+  endFunction();
+}
+
+void FileWriter::writeMain() {
+  Type intType = emitc::OpaqueType::get(ctx, "int");
+  Type argvType = emitc::PointerType::get(
+      emitc::PointerType::get(emitc::OpaqueType::get(ctx, "char")));
+  auto func = emitc::FuncOp::create(b, loc, "main",
+                                    FunctionType::get(ctx, {intType, argvType}, {intType}));
+  OpBuilder::InsertPoint end = b.saveInsertionPoint();
+  Block *entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto result = emitc::CallOpaqueOp::create(
+      b, loc, TypeRange{intType}, "zbc_rt_main", entry->getArguments(),
+      b.getArrayAttr({b.getIndexAttr(0), b.getIndexAttr(1), opaque("&kProgram"),
+                      opaque("step")}),
+      ArrayAttr());
+  emitc::ReturnOp::create(b, loc, result.getResult(0));
+  b.restoreInsertionPoint(end);
+}
+
+LogicalResult FileWriter::write() {
+  verbatim(llvm::formatv(
+      "// Rank {0} of {1}: {2} under {3}, {4} microbatches per step, {5}.\n"
+      "// Written by zbc (convert-zb-to-emitc) from the verified program; the "
+      "kernels, the\n// transfers and the checks live in the runtime "
+      "(zbc_runtime.h).\n// Arena {6} bytes; peak live bytes {7} (the "
+      "verifier's figure).",
+      t.rank, t.ranks, t.model, t.schedule, t.microbatches, t.optimizer,
+      t.arenaBytes, t.peakBytes));
+  emitc::IncludeOp::create(b, loc, "zbc/runtime/zbc_runtime.h", /*isStandard=*/false);
+  writeNames();
+  writeTables();
+  for (const auto &[key, layout] : t.layouts)
+    if (failed(writePhase(layout)))
+      return failure();
+  writeStep();
+  writeMain();
+  return success();
+}
+
+struct ConvertZBToEmitCPass final
+    : zbc::impl::ConvertZBToEmitCPassBase<ConvertZBToEmitCPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<ProgramOp> programs(module.getOps<ProgramOp>());
+    if (programs.size() != 1) {
+      module.emitError("convert-zb-to-emitc lowers one zb.program per module; "
+                       "this one has ")
+          << programs.size();
+      return signalPassFailure();
+    }
+    ProgramOp program = programs.front();
+    PipelineOp pipeline = pipelineOfProgram(program);
+    if (!pipeline) {
+      program.emitOpError("names no pipeline; convert-zb-to-emitc needs its "
+                          "stages' phases");
+      return signalPassFailure();
+    }
+    // Nothing unproven is lowered.
+    if (failed(verifyScheduleProgram(program)))
+      return signalPassFailure();
+    FailureOr<std::vector<RankTables>> tables = buildRankTables(program, pipeline);
+    if (failed(tables))
+      return signalPassFailure();
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    for (const RankTables &t : *tables) {
+      auto file = emitc::FileOp::create(b, program.getLoc(), rankFileId(t.rank));
+      OpBuilder inFile = OpBuilder::atBlockEnd(&file.getBodyRegion().front());
+      FileWriter writer(inFile, program.getLoc(), t);
+      if (failed(writer.write()))
+        return signalPassFailure();
+    }
+    // The files replace the zb IR they were made from.
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      if (!isa<emitc::FileOp>(op))
+        op.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,83 @@
+//===- DataBounds.cpp - the range of a model's integer data ---------------===//
+//
+// indexDataBound of DataBounds.h: a walk over the uses of the data, through
+// cuts and phase keys, tightened by every op that reads it as indices or
+// labels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Dialect/ZB/DataBounds.h"
+
+#include "zbc/Dialect/ZB/PhaseKeys.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace zbc;
+using namespace zbc::zb;
+
+void zb::appendArgsWithKey(StageOp stage, StringRef key,
+                           SmallVectorImpl<Value> &out) {
+  for (PhaseOp phase : stage.getPhases())
+    for (auto [arg, argKey] : llvm::zip(phase.getBodyBlock().getArguments(),
+                                        phase.getArgKeyList()))
+      if (argKey == key)
+        out.push_back(arg);
+}
+
+namespace {
+
+/// The values that carry what `yield` yields under `key` to later readers:
+/// F.i / B.i within the stage, out.i as in.i of the next stage.
+void appendReadersOfYield(YieldOp yield, StringRef key,
+                          SmallVectorImpl<Value> &out) {
+  std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+  auto stage = yield->getParentOfType<StageOp>();
+  if (!parsed || !stage)
+    return;
+  if (parsed->kind == KeyKind::SavedF || parsed->kind == KeyKind::SavedB)
+    appendArgsWithKey(stage, key, out);
+  if (parsed->kind == KeyKind::Out)
+    if (auto next = dyn_cast_or_null<StageOp>(stage->getNextNode()))
+      appendArgsWithKey(next, parsed->counterpart()->str(), out);
+}
+
+} // namespace
+
+int64_t zb::indexDataBound(ArrayRef<Value> roots) {
+  std::optional<int64_t> bound;
+  auto tighten = [&](int64_t b) { bound = bound ? std::min(*bound, b) : b; };
+  SmallVector<Value> work(roots.begin(), roots.end());
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    if (!seen.insert(value).second)
+      continue;
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      unsigned n = use.getOperandNumber();
+      if (auto op = dyn_cast<EmbeddingOp>(user); op && n == 0)
+        tighten(op.getTable().getType().getDimSize(0));
+      else if (auto op = dyn_cast<EmbeddingGradOp>(user); op && n == 0)
+        tighten(static_cast<int64_t>(op.getVocab()));
+      else if (auto op = dyn_cast<CrossEntropyOp>(user); op && n == 1)
+        tighten(op.getLogits().getType().getShape().back());
+      else if (auto op = dyn_cast<CrossEntropyGradOp>(user); op && n == 1)
+        tighten(op.getLogits().getType().getShape().back());
+      else if (auto op = dyn_cast<CutOp>(user))
+        work.push_back(op.getOutputs()[n]);
+      else if (auto op = dyn_cast<YieldOp>(user))
+        appendReadersOfYield(op, op.getKeyList()[n], work);
+    }
+  }
+  return bound && *bound > 0 ? *bound : 2;
+}
+
+int64_t zb::indexDataBound(PipelineOp pipeline, StringRef key) {
+  SmallVector<Value> readers;
+  for (StageOp stage : pipeline.getBody().front().getOps<StageOp>())
+    appendArgsWithKey(stage, key, readers);
+  return indexDataBound(readers);
+}

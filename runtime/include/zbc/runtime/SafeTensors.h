@@ -1,0 +1,44 @@
+//===- SafeTensors.h - the safetensors file format, both ways ----*- C++ -*-===//
+//
+// Hugging Face's safetensors: an 8-byte little-endian header length, a JSON
+// header naming each tensor's dtype, shape and byte range, then the raw
+// little-endian data. What `zbc run --save` writes per rank, what a rank's
+// --data reads, and what the tests compare against the reference trainer;
+// PyTorch (`safetensors.torch.load_file`) and Hugging Face tools read it.
+//
+// Plain C++17: the runtime and the test tools link it, neither needs LLVM.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_RUNTIME_SAFETENSORS_H
+#define ZBC_RUNTIME_SAFETENSORS_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace zbc::rt {
+
+struct StoredTensor {
+  std::string dtype; // "F32", "I32", "I64", "F64"
+  std::vector<int64_t> shape;
+  std::vector<char> data;
+};
+
+using TensorFile = std::map<std::string, StoredTensor>;
+
+/// Writes `tensors` (and `metadata`, strings only) to `path` through a
+/// temporary file renamed into place; returns an error message or "".
+std::string writeSafeTensors(const std::string &path, const TensorFile &tensors,
+                             const std::map<std::string, std::string> &metadata = {});
+
+/// Reads `path`; returns an error message (naming the file and what is
+/// wrong) or "".
+std::string readSafeTensors(const std::string &path, TensorFile &tensors);
+
+/// Bytes per element of a dtype name; 0 if unknown.
+int64_t dtypeBytes(const std::string &dtype);
+
+} // namespace zbc::rt
+
+#endif // ZBC_RUNTIME_SAFETENSORS_H

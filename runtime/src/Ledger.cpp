@@ -1,0 +1,239 @@
+//===- Ledger.cpp - what each buffer of the arena holds, and for how long -===//
+//
+// Note [Ledger] (Ledger.h). Per buffer, one version per step: when and by
+// whom it was written, its last read (op and tick), and its transfer state;
+// per arena granule, its last writer. Temporaries are swept when their op
+// ends, the values between ops when the step ends.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Ledger.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace zbc::rt {
+
+namespace {
+constexpr int64_t kGranule = 64; // the plan's alignment (MemoryPlan.h)
+} // namespace
+
+void Ledger::init(const zbc_rt_program &program) {
+  program_ = &program;
+  size_t n = static_cast<size_t>(program.buffer_count);
+  stamp_.assign(n, -1);
+  writer_.assign(n, Writer::Kernel);
+  writeOp_.assign(n, 0);
+  writeTick_.assign(n, 0);
+  writePhase_.assign(n, 0);
+  lastReadOp_.assign(n, -1);
+  lastReadTick_.assign(n, -1);
+  completedAt_.assign(n, -1);
+  sendInFlight_.assign(n, 0);
+  recvInFlight_.assign(n, 0);
+  owner_.assign(static_cast<size_t>((program.arena_bytes + kGranule - 1) /
+                                    kGranule),
+                -1);
+  int32_t maxFrame = 0;
+  for (int32_t i = 0; i < program.op_count; ++i)
+    maxFrame = std::max(maxFrame, program.ops[i].frame_size);
+  writtenThisOp_.reserve(static_cast<size_t>(maxFrame) * 2 + 8);
+  tickDelta_.assign(static_cast<size_t>(program.max_kernel_calls) * 2 + 8, 0);
+  temporaries_.assign(static_cast<size_t>(program.position_count) + 1, 0);
+  liveDelta_.assign(static_cast<size_t>(program.position_count) + 2, 0);
+  persistentBytes_ = 0;
+  for (int32_t b = 0; b < program.buffer_count; ++b)
+    if (persistent(b))
+      persistentBytes_ += program.buffers[b].bytes;
+}
+
+bool Ledger::persistent(int32_t buffer) const {
+  int32_t kind = program_->buffers[buffer].kind;
+  return kind == ZBC_RT_PARAM || kind == ZBC_RT_GRAD || kind == ZBC_RT_STATE ||
+         kind == ZBC_RT_LOSS;
+}
+
+void Ledger::beginStep() {
+  ++step_;
+  position_ = -1;
+  tick_ = 0;
+  std::fill(temporaries_.begin(), temporaries_.end(), 0);
+  std::fill(liveDelta_.begin(), liveDelta_.end(), 0);
+}
+
+void Ledger::beginOp(int32_t position) {
+  position_ = position;
+  opStartTick_ = tick_;
+  phase_ = -1;
+  writtenThisOp_.clear();
+}
+
+void Ledger::beginPhase() {
+  phase_ = std::min(phase_ + 1, 1);
+}
+
+void Ledger::endPhase() {
+  if (phase_ >= 0)
+    phaseEnd_[phase_] = tick_ - 1;
+}
+
+void Ledger::endOp() {
+  if (writtenThisOp_.empty())
+    return;
+  // The op's temporaries: each value a kernel wrote here, from its tick to
+  // its last read here (a yielded one at least to the end of its phase).
+  int32_t ticks = tick_ - opStartTick_;
+  if (static_cast<size_t>(ticks) + 2 > tickDelta_.size())
+    tickDelta_.resize(static_cast<size_t>(ticks) + 2); // never: sized at init
+  std::fill(tickDelta_.begin(), tickDelta_.begin() + ticks + 2, 0);
+  for (int32_t b : writtenThisOp_) {
+    int32_t from = writeTick_[b] - opStartTick_;
+    int32_t until = from;
+    if (lastReadOp_[b] == position_)
+      until = std::max(until, lastReadTick_[b] - opStartTick_);
+    if (program_->buffers[b].kind == ZBC_RT_YIELDED)
+      until = std::max(until, phaseEnd_[writePhase_[b]] - opStartTick_);
+    tickDelta_[from] += program_->buffers[b].bytes;
+    tickDelta_[until + 1] -= program_->buffers[b].bytes;
+  }
+  int64_t live = 0, most = 0;
+  for (int32_t t = 0; t <= ticks; ++t)
+    most = std::max(most, live += tickDelta_[t]);
+  temporaries_[position_] = std::max(temporaries_[position_], most);
+}
+
+std::string Ledger::ownedElsewhere(int32_t buffer, bool forWrite) const {
+  const zbc_rt_buffer &b = program_->buffers[buffer];
+  int64_t first = b.offset / kGranule;
+  int64_t last = (b.offset + std::max<int64_t>(b.bytes, 1) - 1) / kGranule;
+  for (int64_t g = first; g <= last; ++g) {
+    int32_t owner = owner_[static_cast<size_t>(g)];
+    if (owner == buffer)
+      continue;
+    if (forWrite) {
+      if (owner >= 0 && sendInFlight_[owner])
+        return fmt::format("writes {} over bytes that the send of {} still "
+                           "reads (the memory plan overlaps them while the "
+                           "send is in flight)",
+                           b.name, program_->buffers[owner].name);
+      continue;
+    }
+    if (owner < 0)
+      return fmt::format("reads {}, which holds nothing yet", b.name);
+    return fmt::format("reads {} after {} was written over its bytes (the "
+                       "memory plan overlaps two live buffers)",
+                       b.name, program_->buffers[owner].name);
+  }
+  return {};
+}
+
+std::string Ledger::read(int32_t buffer) {
+  if (persistent(buffer))
+    return {};
+  const zbc_rt_buffer &b = program_->buffers[buffer];
+  if (stamp_[buffer] != step_)
+    return fmt::format("reads {} before anything was written to it in this "
+                       "step",
+                       b.name);
+  if (recvInFlight_[buffer])
+    return fmt::format("reads {} before its recv completed (no wait for "
+                       "it precedes this op)",
+                       b.name);
+  std::string overlap = ownedElsewhere(buffer, /*forWrite=*/false);
+  if (!overlap.empty())
+    return overlap;
+  lastReadOp_[buffer] = position_;
+  lastReadTick_[buffer] = tick_;
+  return {};
+}
+
+std::string Ledger::write(int32_t buffer, Writer writer) {
+  if (persistent(buffer))
+    return {};
+  const zbc_rt_buffer &b = program_->buffers[buffer];
+  if (stamp_[buffer] == step_)
+    return fmt::format("writes {} a second time in one step", b.name);
+  std::string overlap = ownedElsewhere(buffer, /*forWrite=*/true);
+  if (!overlap.empty())
+    return overlap;
+  int64_t first = b.offset / kGranule;
+  int64_t last = (b.offset + std::max<int64_t>(b.bytes, 1) - 1) / kGranule;
+  for (int64_t g = first; g <= last; ++g)
+    owner_[static_cast<size_t>(g)] = buffer;
+  stamp_[buffer] = step_;
+  writer_[buffer] = writer;
+  writeOp_[buffer] = position_;
+  writeTick_[buffer] = tick_;
+  writePhase_[buffer] = std::max(phase_, 0);
+  lastReadOp_[buffer] = -1;
+  lastReadTick_[buffer] = -1;
+  completedAt_[buffer] = -1;
+  if (writer == Writer::Kernel)
+    writtenThisOp_.push_back(buffer);
+  return {};
+}
+
+std::string Ledger::sendStarted(int32_t buffer) {
+  std::string error = read(buffer);
+  if (error.empty())
+    sendInFlight_[buffer] = 1;
+  return error;
+}
+
+std::string Ledger::recvStarted(int32_t buffer) {
+  std::string error = write(buffer, Writer::Recv);
+  if (error.empty())
+    recvInFlight_[buffer] = 1;
+  return error;
+}
+
+void Ledger::sendCompleted(int32_t buffer) {
+  sendInFlight_[buffer] = 0;
+  // The buffer is free at the op after the current one (the one whose wait
+  // this is), or at the end of the step.
+  completedAt_[buffer] = position_ + 1;
+}
+
+void Ledger::recvCompleted(int32_t buffer) { recvInFlight_[buffer] = 0; }
+
+int64_t Ledger::endStep() {
+  int32_t n = program_->position_count;
+  for (int32_t b = 0; b < program_->buffer_count; ++b) {
+    if (stamp_[b] != step_ || persistent(b))
+      continue;
+    int32_t kind = program_->buffers[b].kind;
+    if (kind == ZBC_RT_TEMP || kind == ZBC_RT_WORKSPACE)
+      continue; // counted in their op's temporaries
+    int32_t from = writer_[b] == Writer::Kernel ? writeOp_[b] + 1 : writeOp_[b];
+    int32_t until = lastReadOp_[b] + 1;
+    if (completedAt_[b] >= 0)
+      until = std::max(until, completedAt_[b]);
+    until = std::min(until, n);
+    if (until <= from)
+      continue;
+    liveDelta_[from] += program_->buffers[b].bytes;
+    liveDelta_[until] -= program_->buffers[b].bytes;
+  }
+  int64_t held = 0, stepPeak = 0;
+  int32_t at = 0;
+  for (int32_t k = 0; k < n; ++k) {
+    held += liveDelta_[k];
+    int64_t live = persistentBytes_ + held + temporaries_[k];
+    if (live > stepPeak) {
+      stepPeak = live;
+      at = k;
+    }
+  }
+  if (n == 0)
+    stepPeak = persistentBytes_;
+  if (stepPeak > peak_) {
+    peak_ = stepPeak;
+    peakPosition_ = at;
+  }
+  // Every buffer of the step is dead now: the next step writes afresh.
+  std::fill(owner_.begin(), owner_.end(), -1);
+  return stepPeak;
+}
+
+} // namespace zbc::rt

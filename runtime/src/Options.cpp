@@ -1,0 +1,147 @@
+//===- Options.cpp - the command line of a rank executable ----------------===//
+//
+// Every rank of a job gets the same arguments (launch.sh passes them to
+// each executable). Numbers are parsed strictly: a value that is not a
+// whole number (or a finite positive real, for hyperparameters) is an error
+// that names the option.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Rank.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace zbc::rt {
+
+namespace {
+
+bool parseInt(const char *text, int64_t min, int64_t max, int64_t &out) {
+  if (!*text)
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  if (errno || *end || value < min || value > max)
+    return false;
+  out = value;
+  return true;
+}
+
+bool parseReal(const char *text, double &out) {
+  if (!*text)
+    return false;
+  errno = 0;
+  char *end = nullptr;
+  double value = std::strtod(text, &end);
+  if (errno || *end || !std::isfinite(value) || value < 0)
+    return false;
+  out = value;
+  return true;
+}
+
+} // namespace
+
+std::string optionsHelp(const char *program) {
+  return fmt::format(
+      "usage: {} [options]   (one rank of a zbc pipeline; run launch.sh)\n"
+      "  --steps N          training steps (default 1)\n"
+      "  --seed S           seed of the parameters and the synthetic data "
+      "(default 0)\n"
+      "  --data FILE        read the microbatches from a safetensors file "
+      "(a tensor per\n"
+      "                     data key, e.g. \"input.x\", samples stacked on "
+      "a first dimension)\n"
+      "  --save DIR         write this rank's parameters after the run "
+      "(DIR/rankN.safetensors)\n"
+      "  --save-init DIR    write them before the first step\n"
+      "  --report DIR       write DIR/rankN.json: losses, measured and "
+      "predicted peak bytes\n"
+      "  --lr X, --momentum X, --weight-decay X, --beta1 X, --beta2 X, "
+      "--eps X\n"
+      "                     optimizer hyperparameters (defaults: SGD lr "
+      "0.01 momentum 0.9;\n"
+      "                     AdamW lr 0.001 betas 0.9 0.999 eps 1e-8 weight "
+      "decay 0.01)\n"
+      "  --quiet            no progress lines\n",
+      program);
+}
+
+std::string parseOptions(int argc, char **argv, Options &options) {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  options.lr = options.momentum = options.weightDecay = nan;
+  options.beta1 = options.beta2 = options.epsilon = nan;
+  for (int i = 1; i < argc; ++i) {
+    const char *arg = argv[i];
+    auto value = [&](const char *&out) -> bool {
+      if (i + 1 >= argc)
+        return false;
+      out = argv[++i];
+      return true;
+    };
+    const char *text = nullptr;
+    auto real = [&](double &into) -> std::string {
+      if (!value(text))
+        return fmt::format("{} needs a value", arg);
+      if (!parseReal(text, into))
+        return fmt::format("{} needs a finite non-negative number, got '{}'",
+                           arg, text);
+      return {};
+    };
+    std::string error;
+    if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
+      options.help = true;
+    } else if (!std::strcmp(arg, "--quiet")) {
+      options.quiet = true;
+    } else if (!std::strcmp(arg, "--steps")) {
+      int64_t steps = 0;
+      if (!value(text) || !parseInt(text, 1, int64_t(1) << 40, steps))
+        return fmt::format("--steps needs a whole number of steps >= 1, got "
+                           "'{}'",
+                           text ? text : "");
+      options.steps = steps;
+    } else if (!std::strcmp(arg, "--seed")) {
+      int64_t seed = 0;
+      if (!value(text) ||
+          !parseInt(text, 0, std::numeric_limits<int64_t>::max(), seed))
+        return fmt::format("--seed needs a whole number >= 0, got '{}'",
+                           text ? text : "");
+      options.seed = static_cast<uint64_t>(seed);
+    } else if (!std::strcmp(arg, "--data") || !std::strcmp(arg, "--save") ||
+               !std::strcmp(arg, "--save-init") ||
+               !std::strcmp(arg, "--report")) {
+      if (!value(text) || !*text)
+        return fmt::format("{} needs a path", arg);
+      std::string &into = !std::strcmp(arg, "--data")   ? options.dataFile
+                          : !std::strcmp(arg, "--save") ? options.saveDir
+                          : !std::strcmp(arg, "--report")
+                              ? options.reportDir
+                              : options.saveInitDir;
+      into = text;
+    } else if (!std::strcmp(arg, "--lr")) {
+      error = real(options.lr);
+    } else if (!std::strcmp(arg, "--momentum")) {
+      error = real(options.momentum);
+    } else if (!std::strcmp(arg, "--weight-decay")) {
+      error = real(options.weightDecay);
+    } else if (!std::strcmp(arg, "--beta1")) {
+      error = real(options.beta1);
+    } else if (!std::strcmp(arg, "--beta2")) {
+      error = real(options.beta2);
+    } else if (!std::strcmp(arg, "--eps")) {
+      error = real(options.epsilon);
+    } else {
+      return fmt::format("unknown option '{}' (--help lists them)", arg);
+    }
+    if (!error.empty())
+      return error;
+  }
+  return {};
+}
+
+} // namespace zbc::rt

@@ -1,0 +1,55 @@
+//===- Transport.h - point-to-point transfers of the rank's order -*- C++ -*-===//
+//
+// The interface the rank issues its transfers through, one implementation
+// per backend: MPI for the CPU backend (MPITransport.cpp), NCCL later. Every
+// transfer of the program is known at start-up, so a transport prepares one
+// request per transfer op then (MPI's persistent requests) and a step only
+// starts and completes them: no allocation, and messages between two ranks
+// match in the order they are started (Note [p2p semantics] in
+// passes/include/zbc/Schedule/Program.h: FIFO per peer, no tags).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_RUNTIME_TRANSPORT_H
+#define ZBC_RUNTIME_TRANSPORT_H
+
+#include "zbc/runtime/zbc_runtime.h"
+
+#include <cstdint>
+#include <string>
+
+namespace zbc::rt {
+
+class Transport {
+public:
+  virtual ~Transport() = default;
+  /// This process's rank and the number of ranks.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// Prepares a request for every transfer op of `program` on `arena`.
+  virtual std::string prepare(const zbc_rt_program &program, char *arena) = 0;
+  /// Starts ops[first, first + count) as one unit.
+  virtual std::string start(int32_t first, int32_t count) = 0;
+  /// Waits for ops[first, first + count).
+  virtual std::string wait(int32_t first, int32_t count) = 0;
+  /// Waits for every transfer started and not yet waited for; calls
+  /// `done(op)` for each one that completes here.
+  virtual std::string waitAll(void (*done)(void *, int32_t), void *context) = 0;
+  /// True if op `op` was started and has not been waited for.
+  virtual bool pending(int32_t op) const = 0;
+  /// An OR over all ranks of `failed` (collective: every rank calls it).
+  virtual bool anyFailed(bool failed) = 0;
+  /// The same value on every rank? (collective)
+  virtual bool allEqual(uint64_t value) = 0;
+  /// A sum over all ranks (collective).
+  virtual double sum(double value) = 0;
+  /// Ends the job on every rank (this rank failed alone).
+  [[noreturn]] virtual void abort(int code) = 0;
+  virtual void finish() = 0;
+};
+
+/// MPI, as `mpirun` started this process; nullptr and `error` if MPI fails.
+Transport *createMPITransport(int *argc, char ***argv, std::string &error);
+
+} // namespace zbc::rt
+
+#endif // ZBC_RUNTIME_TRANSPORT_H

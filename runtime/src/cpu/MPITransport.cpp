@@ -1,0 +1,154 @@
+//===- MPITransport.cpp - the CPU backend's transfers over MPI -------------===//
+//
+// Transport.h over MPI: one persistent request per transfer op
+// (MPI_Send_init / MPI_Recv_init on a duplicate of MPI_COMM_WORLD, tag 0,
+// so messages between two ranks match in start order), MPI_Start /
+// MPI_Startall to issue a transfer or a group, MPI_Wait / MPI_Waitall to
+// complete it. Errors return (MPI_ERRORS_RETURN) and are reported with
+// MPI_Error_string.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../Transport.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <vector>
+
+namespace zbc::rt {
+namespace {
+
+std::string mpiError(const char *what, int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return fmt::format("{} failed: {}", what, std::string(text, length));
+}
+
+class MPITransport final : public Transport {
+public:
+  explicit MPITransport(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  std::string prepare(const zbc_rt_program &program, char *arena) override {
+    requests_.assign(static_cast<size_t>(program.op_count), MPI_REQUEST_NULL);
+    pending_.assign(static_cast<size_t>(program.op_count), 0);
+    for (int32_t i = 0; i < program.op_count; ++i) {
+      const zbc_rt_op &op = program.ops[i];
+      if (op.what != ZBC_RT_OP_SEND && op.what != ZBC_RT_OP_RECV)
+        continue;
+      const zbc_rt_buffer &buffer = program.buffers[op.buffer];
+      if (buffer.bytes > INT32_MAX)
+        return fmt::format("{} moves {} bytes, more than one MPI message "
+                           "carries",
+                           op.name, buffer.bytes);
+      int count = static_cast<int>(buffer.bytes);
+      int code = op.what == ZBC_RT_OP_SEND
+                     ? MPI_Send_init(arena + buffer.offset, count, MPI_BYTE,
+                                     op.peer, 0, comm_, &requests_[i])
+                     : MPI_Recv_init(arena + buffer.offset, count, MPI_BYTE,
+                                     op.peer, 0, comm_, &requests_[i]);
+      if (code != MPI_SUCCESS)
+        return mpiError(op.what == ZBC_RT_OP_SEND ? "MPI_Send_init"
+                                                  : "MPI_Recv_init",
+                        code);
+    }
+    return {};
+  }
+
+  std::string start(int32_t first, int32_t count) override {
+    int code = count == 1
+                   ? MPI_Start(&requests_[first])
+                   : MPI_Startall(count, &requests_[first]);
+    if (code != MPI_SUCCESS)
+      return mpiError(count == 1 ? "MPI_Start" : "MPI_Startall", code);
+    for (int32_t i = first; i < first + count; ++i)
+      pending_[i] = 1;
+    return {};
+  }
+
+  std::string wait(int32_t first, int32_t count) override {
+    int code = count == 1 ? MPI_Wait(&requests_[first], MPI_STATUS_IGNORE)
+                          : MPI_Waitall(count, &requests_[first],
+                                        MPI_STATUSES_IGNORE);
+    if (code != MPI_SUCCESS)
+      return mpiError(count == 1 ? "MPI_Wait" : "MPI_Waitall", code);
+    for (int32_t i = first; i < first + count; ++i)
+      pending_[i] = 0;
+    return {};
+  }
+
+  std::string waitAll(void (*done)(void *, int32_t), void *context) override {
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      if (!pending_[i])
+        continue;
+      int code = MPI_Wait(&requests_[i], MPI_STATUS_IGNORE);
+      if (code != MPI_SUCCESS)
+        return mpiError("MPI_Wait", code);
+      pending_[i] = 0;
+      done(context, static_cast<int32_t>(i));
+    }
+    return {};
+  }
+
+  bool pending(int32_t op) const override { return pending_[op] != 0; }
+
+  bool anyFailed(bool failed) override {
+    int local = failed ? 1 : 0, any = 0;
+    MPI_Allreduce(&local, &any, 1, MPI_INT, MPI_MAX, comm_);
+    return any != 0;
+  }
+
+  bool allEqual(uint64_t value) override {
+    unsigned long long local = value, lo = 0, hi = 0;
+    MPI_Allreduce(&local, &lo, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm_);
+    MPI_Allreduce(&local, &hi, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm_);
+    return lo == hi;
+  }
+
+  double sum(double value) override {
+    double total = 0;
+    MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, comm_);
+    return total;
+  }
+
+  [[noreturn]] void abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+  void finish() override {
+    for (MPI_Request &request : requests_)
+      if (request != MPI_REQUEST_NULL)
+        MPI_Request_free(&request);
+    MPI_Comm_free(&comm_);
+    MPI_Finalize();
+  }
+
+private:
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 0;
+  std::vector<MPI_Request> requests_;
+  std::vector<uint8_t> pending_;
+};
+
+} // namespace
+
+Transport *createMPITransport(int *argc, char ***argv, std::string &error) {
+  int code = MPI_Init(argc, argv);
+  if (code != MPI_SUCCESS) {
+    error = mpiError("MPI_Init", code);
+    return nullptr;
+  }
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  return new MPITransport(comm);
+}
+
+} // namespace zbc::rt

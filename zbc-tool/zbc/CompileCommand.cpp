@@ -1,0 +1,446 @@
+//===- CompileCommand.cpp - `zbc compile` and `zbc run` -------------------===//
+//
+//   zbc compile MODEL.mlir --ranks P --microbatches M --schedule NAME
+//       [--virtual V] [--mem-limit BYTES] [--optimizer sgd|adamw] -o DIR
+//   zbc run MODEL.mlir [the same] --steps N [--seed S] [--save D]
+//       [--save-init D] [--data FILE] [-o DIR]
+//
+// The whole pipeline on one module: zb-backward (a zb.model), zb-schedule (a
+// zb.pipeline without a program), zb-insert-p2p (a program without
+// transfers), zb-plan-memory (which proves the program first: an
+// unverifiable one stops here with the verifier's diagnostic), then
+// convert-zb-to-emitc and the printing of DIR/src/rankN.cpp, the host
+// compiler, DIR/launch.sh, DIR/report.json and DIR/schedule.svg. `zbc run`
+// then starts launch.sh with the training options and passes its output
+// through, one line per step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostCompiler.h"
+#include "Input.h"
+#include "Numbers.h"
+#include "Options.h"
+
+#include "zbc/Analysis/ProgramTable.h"
+#include "zbc/Codegen/Codegen.h"
+#include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Passes/Passes.h"
+#include "zbc/Passes/Pipelines.h"
+#include "zbc/Schedule/Export.h"
+#include "zbc/Schedule/Registry.h"
+#include "zbc/Schedule/Simulator.h"
+#include "zbc/Support/Limits.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <optional>
+
+using namespace llvm;
+using namespace mlir;
+using namespace zbc;
+
+namespace {
+using zbc::zbcCategory;
+
+#define BOTH cl::sub(zbc::compileCommand()), cl::sub(zbc::runCommand())
+
+cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                               cl::desc("<model.mlir>"), BOTH,
+                               cl::cat(zbcCategory));
+cl::opt<std::string> ranksOpt("ranks", cl::desc("Pipeline ranks p (1 to 4096)"),
+                              cl::value_desc("P"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> microbatchesOpt(
+    "microbatches", cl::desc("Microbatches per step m (1 to 2^20)"),
+    cl::value_desc("M"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> scheduleOpt("schedule",
+                                 cl::desc("Registered schedule (zbc schedule "
+                                          "--list); default zb-h1"),
+                                 cl::value_desc("name"), cl::init("zb-h1"),
+                                 BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> virtualOpt(
+    "virtual", cl::desc("Stages per rank for interleaved schedules"),
+    cl::value_desc("V"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> memLimitOpt(
+    "mem-limit",
+    cl::desc("Per-rank memory limit in bytes for the schedule and the proof "
+             "(0: none; default: the schedule's own)"),
+    cl::value_desc("BYTES"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> optimizerOpt("optimizer",
+                                  cl::desc("sgd (with momentum) or adamw"),
+                                  cl::value_desc("name"), cl::init("sgd"),
+                                  BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
+                               cl::value_desc("DIR"), BOTH,
+                               cl::cat(zbcCategory));
+// zbc run only: passed to every rank (see ./rank0 --help).
+cl::opt<std::string> stepsOpt("steps", cl::desc("Training steps (default 1)"),
+                              cl::value_desc("N"), cl::sub(zbc::runCommand()),
+                              cl::cat(zbcCategory));
+cl::opt<std::string> seedOpt("seed",
+                             cl::desc("Seed of the parameters and data"),
+                             cl::value_desc("S"), cl::sub(zbc::runCommand()),
+                             cl::cat(zbcCategory));
+cl::opt<std::string> saveOpt("save",
+                             cl::desc("Write the parameters after the run "
+                                      "(DIR/rankN.safetensors)"),
+                             cl::value_desc("DIR"), cl::sub(zbc::runCommand()),
+                             cl::cat(zbcCategory));
+cl::opt<std::string> saveInitOpt("save-init",
+                                 cl::desc("Write the parameters before the "
+                                          "first step"),
+                                 cl::value_desc("DIR"),
+                                 cl::sub(zbc::runCommand()),
+                                 cl::cat(zbcCategory));
+cl::opt<std::string> dataOpt("data",
+                             cl::desc("Train on this safetensors file instead "
+                                      "of seeded synthetic data"),
+                             cl::value_desc("FILE"), cl::sub(zbc::runCommand()),
+                             cl::cat(zbcCategory));
+#undef BOTH
+
+Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+double secondsSince(std::chrono::steady_clock::time_point begin) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+      .count();
+}
+
+struct Request {
+  int64_t ranks = 0, microbatches = 0, virtualStages = 1;
+  std::optional<int64_t> memLimit;
+  std::string schedule, optimizer, dir;
+};
+
+Expected<Request> readRequest(bool outputRequired) {
+  Request request;
+  if (!ranksOpt.getNumOccurrences() || !microbatchesOpt.getNumOccurrences())
+    return fail("--ranks and --microbatches are required");
+  Expected<int64_t> ranks =
+      parseInteger("--ranks", ranksOpt, 1, limits::kMaxRanks);
+  if (!ranks)
+    return ranks.takeError();
+  Expected<int64_t> microbatches = parseInteger(
+      "--microbatches", microbatchesOpt, 1, limits::kMaxMicrobatches);
+  if (!microbatches)
+    return microbatches.takeError();
+  request.ranks = *ranks;
+  request.microbatches = *microbatches;
+  if (virtualOpt.getNumOccurrences()) {
+    Expected<int64_t> v = parseInteger("--virtual", virtualOpt, 1, limits::kMaxStages);
+    if (!v)
+      return v.takeError();
+    request.virtualStages = *v;
+  }
+  if (memLimitOpt.getNumOccurrences()) {
+    Expected<int64_t> limit =
+        parseInteger("--mem-limit", memLimitOpt, 0, limits::kMaxTensorBytes);
+    if (!limit)
+      return limit.takeError();
+    request.memLimit = *limit;
+  }
+  request.schedule = scheduleOpt;
+  const sched::ScheduleInfo *info = sched::lookupSchedule(request.schedule);
+  if (!info) {
+    std::string names;
+    for (const sched::ScheduleInfo &s : sched::registeredSchedules())
+      names += std::string(names.empty() ? "" : ", ") + s.name;
+    return fail("unknown schedule '" + request.schedule + "'; registered: " + names);
+  }
+  if (info->placement == sched::Placement::V)
+    request.virtualStages = 2;
+  else if (info->placement == sched::Placement::Linear)
+    request.virtualStages = 1;
+  request.optimizer = optimizerOpt;
+  if (request.optimizer != "sgd" && request.optimizer != "adamw")
+    return fail("--optimizer must be 'sgd' or 'adamw', got '" +
+                request.optimizer + "'");
+  request.dir = outputDir;
+  if (request.dir.empty()) {
+    if (outputRequired)
+      return fail("-o DIR is required: where the programs go");
+    SmallString<128> tmp;
+    if (std::error_code ec = sys::fs::createUniqueDirectory("zbc-run", tmp))
+      return fail("cannot make a build directory: " + ec.message());
+    request.dir = tmp.str().str();
+  }
+  return request;
+}
+
+/// How long each part took, for report.json and the benchmark.
+struct Timings {
+  double passes = 0, codegen = 0, hostCompile = 0;
+};
+
+struct Compiled {
+  int ranks = 0, stages = 0;
+  std::string model;
+  std::vector<int64_t> peak, arena;
+  double makespan = 0, bubbleRate = 0;
+  Timings seconds;
+};
+
+/// Runs `pm` on `module`, adding its time to `seconds`.
+LogicalResult runTimed(PassManager &pm, ModuleOp module, double &seconds) {
+  auto begin = std::chrono::steady_clock::now();
+  LogicalResult result = pm.run(module);
+  seconds += secondsSince(begin);
+  return result;
+}
+
+Error writeFile(const std::string &path,
+                llvm::function_ref<void(raw_ostream &)> body) {
+  std::error_code ec;
+  raw_fd_ostream out(path, ec);
+  if (ec)
+    return fail("cannot write '" + path + "': " + ec.message());
+  body(out);
+  return Error::success();
+}
+
+/// The passes, up to a planned program; writes schedule.svg.
+Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
+  MLIRContext *context = module.getContext();
+  Compiled result;
+  if (!module.getOps<zb::ModelOp>().empty()) {
+    // A model without cuts is cut into as many stages as the ranks hold.
+    int64_t cuts = 0;
+    module.walk([&](zb::CutOp) { ++cuts; });
+    PassManager pm(context);
+    BackwardPipelineOptions options;
+    options.stages = cuts ? 0 : request.ranks * request.virtualStages;
+    buildBackwardPipeline(pm, options);
+    if (failed(runTimed(pm, module, result.seconds.passes)))
+      return fail("the model did not split (the error is above)");
+  }
+  SmallVector<zb::PipelineOp> pipelines(module.getOps<zb::PipelineOp>());
+  if (pipelines.size() != 1)
+    return fail(formatv("'{0}' must hold one zb.model or zb.pipeline; it "
+                        "holds {1} pipelines",
+                        inputFile, pipelines.size()));
+  zb::PipelineOp pipeline = pipelines.front();
+  int64_t stages = std::distance(pipeline.getBody().front().getOps<zb::StageOp>().begin(),
+                                 pipeline.getBody().front().getOps<zb::StageOp>().end());
+  if (module.getOps<zb::ProgramOp>().empty()) {
+    if (stages != request.ranks * request.virtualStages)
+      return fail(formatv(
+          "'{0}' has {1} stages, but {2} ranks under '{3}' ({4} per rank) need "
+          "{5}: cut the model into {5} stages, or give it no zb.cut and zbc "
+          "cuts it",
+          inputFile, stages, request.ranks, request.schedule,
+          request.virtualStages, request.ranks * request.virtualStages));
+    PassManager pm(context);
+    ZBSchedulePassOptions options;
+    options.kind = request.schedule;
+    options.microbatches = request.microbatches;
+    options.virtualStages = request.virtualStages;
+    options.optimizer = request.optimizer;
+    if (request.memLimit)
+      options.memoryLimit = static_cast<double>(*request.memLimit);
+    pm.addPass(createZBSchedulePass(options));
+    if (failed(runTimed(pm, module, result.seconds.passes)))
+      return fail("no schedule (the error is above)");
+  }
+  zb::ProgramOp program = *module.getOps<zb::ProgramOp>().begin();
+  if (request.memLimit && *request.memLimit > 0)
+    program.setMemoryLimitAttr(
+        IntegerAttr::get(IntegerType::get(context, 64), *request.memLimit));
+  bool hasTransfers = false;
+  program.walk([&](Operation *op) {
+    hasTransfers |= isa<zb::SendOp, zb::RecvOp, zb::GroupOp>(op);
+  });
+  PassManager pm(context);
+  if (!hasTransfers)
+    pm.addPass(createZBInsertP2PPass());
+  // Proves the program first: nothing unverified reaches code generation.
+  pm.addPass(createZBPlanMemoryPass());
+  if (failed(runTimed(pm, module, result.seconds.passes)))
+    return fail("the program was not lowered (the error is above)");
+
+  result.model = pipeline.getSymName().str();
+  result.stages = static_cast<int>(stages);
+  for (zb::RankOp rank : program.getBody().front().getOps<zb::RankOp>()) {
+    result.peak.push_back(rank.getPeakBytesAttr().getInt());
+    result.arena.push_back(rank.getArenaBytesAttr().getInt());
+  }
+  result.ranks = static_cast<int>(result.peak.size());
+  // The schedule as the simulator times it, and its picture.
+  sched::ScheduleTable table = tableOfProgram(program);
+  FailureOr<sched::Problem> problem = schedulingProblemOf(
+      pipeline, stages / std::max(result.ranks, 1), program.getMicrobatches(),
+      0, std::nullopt);
+  if (succeeded(problem)) {
+    Expected<sched::SimResult> sim = sched::simulate(*problem, table);
+    if (!sim)
+      return sim.takeError();
+    result.makespan = sim->makespan;
+    result.bubbleRate = sim->bubbleRate;
+    if (Error e = writeFile(request.dir + "/schedule.svg", [&](raw_ostream &os) {
+          sched::writeSVG(*problem, table, *sim, os);
+        }))
+      return std::move(e);
+  }
+  return result;
+}
+
+Error writeReport(const Request &request, const Compiled &c) {
+  return writeFile(request.dir + "/report.json", [&](raw_ostream &os) {
+    json::OStream j(os, 2);
+    j.object([&] {
+      j.attribute("model", c.model);
+      j.attribute("schedule", request.schedule);
+      j.attribute("ranks", c.ranks);
+      j.attribute("stages", c.stages);
+      j.attribute("microbatches", request.microbatches);
+      j.attribute("optimizer", request.optimizer);
+      j.attribute("predicted_makespan", c.makespan);
+      j.attribute("predicted_bubble_rate", c.bubbleRate);
+      j.attributeArray("memory", [&] {
+        for (int r = 0; r < c.ranks; ++r)
+          j.object([&] {
+            j.attribute("rank", r);
+            j.attribute("peak_bytes", c.peak[r]);
+            j.attribute("arena_bytes", c.arena[r]);
+          });
+      });
+      j.attributeObject("seconds", [&] {
+        j.attribute("passes", c.seconds.passes);
+        j.attribute("codegen", c.seconds.codegen);
+        j.attribute("host_compile", c.seconds.hostCompile);
+      });
+    });
+    os << "\n";
+  });
+}
+
+/// `zbc compile`, into request.dir; prints the summary.
+Expected<Compiled> compile(const Request &request) {
+  if (std::error_code ec = sys::fs::create_directories(request.dir + "/src"))
+    return fail("cannot make '" + request.dir + "/src': " + ec.message());
+  MLIRContext context;
+  setUpContext(context);
+  context.loadDialect<emitc::EmitCDialect>();
+  SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseInputFile(inputFile, context, sourceMgr);
+  if (!module)
+    return fail("cannot compile '" + inputFile + "'");
+  Expected<Compiled> compiled = lowerToProgram(*module, request);
+  if (!compiled)
+    return compiled.takeError();
+
+  auto begin = std::chrono::steady_clock::now();
+  PassManager pm(&context);
+  pm.addPass(createConvertZBToEmitCPass());
+  if (failed(pm.run(*module)))
+    return fail("code generation failed (the error is above)");
+  for (int r = 0; r < compiled->ranks; ++r) {
+    std::string path = formatv("{0}/src/rank{1}.cpp", request.dir, r).str();
+    std::error_code ec;
+    raw_fd_ostream out(path, ec);
+    if (ec)
+      return fail("cannot write '" + path + "': " + ec.message());
+    if (failed(printRankFile(*module, r, out)))
+      return fail("cannot print rank " + Twine(r) + " as C++");
+  }
+  compiled->seconds.codegen = secondsSince(begin);
+
+  begin = std::chrono::steady_clock::now();
+  if (Error e = buildRankExecutables(request.dir, compiled->ranks))
+    return std::move(e);
+  compiled->seconds.hostCompile = secondsSince(begin);
+  if (Error e = writeLaunchScript(request.dir, compiled->ranks))
+    return std::move(e);
+  if (Error e = writeReport(request, *compiled))
+    return std::move(e);
+
+  outs() << formatv("zbc: compiled {0} for {1} ranks under {2} ({3} "
+                    "microbatches, {4})\n",
+                    compiled->model, compiled->ranks, request.schedule,
+                    request.microbatches, request.optimizer);
+  outs() << formatv("  predicted bubble rate {0:F4}\n", compiled->bubbleRate);
+  for (int r = 0; r < compiled->ranks; ++r)
+    outs() << formatv("  rank {0}: peak {1} bytes, arena {2} ({3:F3}x)\n", r,
+                      compiled->peak[r], compiled->arena[r],
+                      compiled->peak[r] ? double(compiled->arena[r]) /
+                                              double(compiled->peak[r])
+                                        : 1.0);
+  outs() << formatv("  passes {0:F2} s, code generation {1:F2} s, host "
+                    "compiler {2:F2} s\n",
+                    compiled->seconds.passes, compiled->seconds.codegen,
+                    compiled->seconds.hostCompile);
+  outs() << formatv("  code {0}/src/rank*.cpp, picture {0}/schedule.svg, "
+                    "report {0}/report.json\n  run: {0}/launch.sh --steps N\n",
+                    request.dir);
+  outs().flush();
+  return compiled;
+}
+
+} // namespace
+
+int zbc::runCompileCommand() {
+  Expected<Request> request = readRequest(/*outputRequired=*/true);
+  if (!request) {
+    errs() << "zbc: error: " << toString(request.takeError()) << "\n";
+    return 1;
+  }
+  Expected<Compiled> compiled = compile(*request);
+  if (!compiled) {
+    errs() << "zbc: error: " << toString(compiled.takeError()) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int zbc::runRunCommand() {
+  Expected<Request> request = readRequest(/*outputRequired=*/false);
+  if (!request) {
+    errs() << "zbc: error: " << toString(request.takeError()) << "\n";
+    return 1;
+  }
+  std::vector<std::string> rankArgs;
+  auto forward = [&](cl::opt<std::string> &opt, StringRef flag) {
+    if (opt.getNumOccurrences()) {
+      rankArgs.push_back(flag.str());
+      rankArgs.push_back(opt);
+    }
+  };
+  if (stepsOpt.getNumOccurrences())
+    if (Expected<int64_t> n = parseInteger("--steps", stepsOpt, 1, int64_t(1) << 40); !n) {
+      errs() << "zbc: error: " << toString(n.takeError()) << "\n";
+      return 1;
+    }
+  forward(stepsOpt, "--steps");
+  forward(seedOpt, "--seed");
+  forward(saveOpt, "--save");
+  forward(saveInitOpt, "--save-init");
+  forward(dataOpt, "--data");
+  Expected<Compiled> compiled = compile(*request);
+  if (!compiled) {
+    errs() << "zbc: error: " << toString(compiled.takeError()) << "\n";
+    return 1;
+  }
+  std::string launch = request->dir + "/launch.sh";
+  std::vector<StringRef> argv = {launch};
+  for (const std::string &arg : rankArgs)
+    argv.push_back(arg);
+  std::string message;
+  int code = sys::ExecuteAndWait(launch, argv, std::nullopt, {}, 0, 0, &message);
+  if (code != 0) {
+    errs() << "zbc: error: the training run failed"
+           << (message.empty() ? "" : ": " + message) << " (exit " << code
+           << "; the ranks' messages are above)\n";
+    return 1;
+  }
+  return 0;
+}

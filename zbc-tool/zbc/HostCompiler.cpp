@@ -1,0 +1,173 @@
+//===- HostCompiler.cpp - building the generated rank programs ------------===//
+//
+// The compiler, include and library paths are the ones this build of zbc
+// was configured with (ZBC_HOST_CXX, ZBC_RUNTIME_INCLUDE_DIR,
+// ZBC_RUNTIME_LIBRARY_DIR, ZBC_RUNTIME_LINK_FLAGS from zbc-tool/zbc's
+// CMakeLists.txt); $ZBC_CXX overrides the compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostCompiler.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace llvm;
+
+namespace {
+
+Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+std::string hostCompiler() {
+  if (const char *cxx = std::getenv("ZBC_CXX"); cxx && *cxx)
+    return cxx;
+  return ZBC_HOST_CXX;
+}
+
+/// The command that builds rank `rank` of `dir`.
+std::vector<std::string> compileCommand(StringRef dir, int rank) {
+  std::string lib = ZBC_RUNTIME_LIBRARY_DIR;
+  std::vector<std::string> args = {
+      hostCompiler(), "-std=c++17", "-O2", "-I" ZBC_RUNTIME_INCLUDE_DIR,
+      formatv("{0}/src/rank{1}.cpp", dir, rank).str(), "-o",
+      formatv("{0}/rank{1}", dir, rank).str(), lib + "/libzbc_runtime.a",
+      lib + "/libzbc_rt_kernels.a", lib + "/libzbc_safetensors.a"};
+  SmallVector<StringRef> flags;
+  StringRef(ZBC_RUNTIME_LINK_FLAGS).split(flags, ' ', -1, false);
+  for (StringRef flag : flags)
+    args.push_back(flag.str());
+  return args;
+}
+
+/// The first "rankN.cpp:LINE:COL: error: ..." line of a compiler's output.
+std::string firstError(StringRef output) {
+  Regex located("(rank[0-9]+\\.cpp:[0-9]+:[0-9]+: (fatal )?error: .*)");
+  SmallVector<StringRef> lines;
+  output.split(lines, '\n');
+  for (StringRef line : lines) {
+    SmallVector<StringRef> match;
+    if (located.match(line, &match))
+      return line.trim().str();
+  }
+  for (StringRef line : lines)
+    if (line.contains("error"))
+      return line.trim().str();
+  return lines.empty() ? "" : lines.front().trim().str();
+}
+
+struct Job {
+  int rank;
+  std::vector<std::string> args;
+  std::string logPath;
+  sys::ProcessInfo process;
+};
+
+} // namespace
+
+StringRef zbc::mpirunPath() { return ZBC_MPIRUN; }
+
+Error zbc::buildRankExecutables(StringRef dir, int ranks) {
+  std::string logPath = (dir + "/build.log").str();
+  std::error_code ec;
+  raw_fd_ostream log(logPath, ec);
+  if (ec)
+    return fail("cannot write '" + logPath + "': " + ec.message());
+  constexpr int kParallel = 2;
+  std::vector<Job> running;
+  int next = 0;
+  std::optional<std::string> failure;
+  auto finish = [&](Job &job) {
+    std::string message;
+    sys::ProcessInfo done = sys::Wait(job.process, std::nullopt, &message);
+    auto output = MemoryBuffer::getFile(job.logPath);
+    std::string text = output ? (*output)->getBuffer().str() : "";
+    log << "$ " << join(job.args, " ") << "\n" << text;
+    sys::fs::remove(job.logPath);
+    if ((done.ReturnCode != 0 || !message.empty()) && !failure) {
+      std::string where = firstError(text);
+      failure = formatv("the host compiler failed on {0}/src/rank{1}.cpp{2}{3} "
+                        "(the commands and their output are in {4})",
+                        dir, job.rank, where.empty() ? "" : ": ", where,
+                        logPath)
+                    .str();
+      if (!message.empty() && where.empty())
+        *failure += ": " + message;
+    }
+  };
+  while (next < ranks || !running.empty()) {
+    while (next < ranks && static_cast<int>(running.size()) < kParallel &&
+           !failure) {
+      Job job;
+      job.rank = next++;
+      job.args = compileCommand(dir, job.rank);
+      job.logPath = formatv("{0}/.build-rank{1}.log", dir, job.rank).str();
+      SmallVector<StringRef> argv(job.args.begin(), job.args.end());
+      std::optional<StringRef> redirects[] = {std::nullopt, StringRef(job.logPath),
+                                              StringRef(job.logPath)};
+      std::string message;
+      bool failed = false;
+      job.process = sys::ExecuteNoWait(job.args.front(), argv, std::nullopt,
+                                       redirects, 0, &message, &failed);
+      if (failed) {
+        log << "$ " << join(job.args, " ") << "\n" << message << "\n";
+        return fail("cannot run the host compiler '" + job.args.front() +
+                    "': " + message + " (set ZBC_CXX to another one)");
+      }
+      running.push_back(std::move(job));
+    }
+    if (running.empty())
+      break;
+    finish(running.front());
+    running.erase(running.begin());
+  }
+  if (failure)
+    return fail(*failure);
+  return Error::success();
+}
+
+Error zbc::writeLaunchScript(StringRef dir, int ranks) {
+  std::string path = (dir + "/launch.sh").str();
+  std::error_code ec;
+  {
+    raw_fd_ostream out(path, ec);
+    if (ec)
+      return fail("cannot write '" + path + "': " + ec.message());
+    out << "#!/bin/sh\n"
+           "# Runs this pipeline: one MPI process per rank executable, each\n"
+           "# given this script's arguments (./rank0 --help lists them).\n"
+           "# Written by zbc compile.\n"
+           "cd \"$(dirname \"$0\")\" || exit 1\n"
+        << formatv("for r in $(seq 0 {0}); do\n", ranks - 1)
+        << "  if [ ! -x ./rank$r ]; then\n"
+           "    echo \"launch.sh: error: $(pwd)/rank$r is missing; rebuild "
+           "with zbc compile\" >&2\n"
+           "    exit 1\n"
+           "  fi\n"
+           "done\n"
+           "# --oversubscribe: more ranks than cores is fine for CPU ranks;\n"
+           "# --bind-to none: each rank gets a core of its own or shares.\n"
+        << "exec " << mpirunPath()
+        << " --allow-run-as-root --oversubscribe --bind-to none";
+    for (int r = 0; r < ranks; ++r)
+      out << (r ? " :" : "") << " -np 1 ./rank" << r << " \"$@\"";
+    out << "\n";
+  }
+  if (std::error_code perm = sys::fs::setPermissions(
+          path, sys::fs::all_read | sys::fs::all_exe | sys::fs::owner_write))
+    return fail("cannot make '" + path + "' executable: " + perm.message());
+  return Error::success();
+}
