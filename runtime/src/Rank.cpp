@@ -28,6 +28,12 @@
 
 namespace zbc::rt {
 
+double Profile::now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 zbc_rt_status fail(zbc_rt_rank *rank, const std::string &message) {
   if (!rank->error.empty())
     return ZBC_RT_ERROR; // the first failure is the one to report
@@ -189,6 +195,28 @@ std::string saveParams(zbc_rt_rank *rank, const std::string &dir) {
 
 using namespace zbc::rt;
 
+/// The number of heap allocations made so far, when a test preloads a
+/// counter that defines it (test/e2e/AllocationCounter.c); otherwise null.
+/// zbc_rt_main reports the allocations made during steps, which must be 0.
+extern "C" __attribute__((weak)) uint64_t zbc_rt_test_allocations(void);
+/// Brackets the calls into MPI, whose internal allocations are not the
+/// runtime's (the counter leaves them out).
+extern "C" __attribute__((weak)) void zbc_rt_test_pause_allocations(int paused);
+
+namespace {
+/// While alive, the thread is inside MPI.
+struct InsideMPI {
+  InsideMPI() {
+    if (zbc_rt_test_pause_allocations)
+      zbc_rt_test_pause_allocations(1);
+  }
+  ~InsideMPI() {
+    if (zbc_rt_test_pause_allocations)
+      zbc_rt_test_pause_allocations(0);
+  }
+};
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // The order
 //===----------------------------------------------------------------------===//
@@ -209,7 +237,13 @@ extern "C" zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
   if (!again)
     rank->ledger.beginOp(p.ops[op].position);
   rank->ledger.beginPhase();
+  double begin = Profile::now();
   zbc_rt_status status = phase(rank);
+  size_t slot = static_cast<size_t>(o.stage) * 4 + static_cast<size_t>(o.what);
+  if (slot < rank->profile.computeSeconds.size()) {
+    rank->profile.computeSeconds[slot] += Profile::now() - begin;
+    rank->profile.computeCount[slot] += again ? 0 : 1;
+  }
   rank->ledger.endPhase();
   rank->ledger.endOp(); // again for a second phase: the sweep takes the max
   return status;
@@ -239,7 +273,13 @@ zbc_rt_status issue(zbc_rt_rank *rank, int32_t op, int32_t what) {
     if (!error.empty())
       return fail(rank, error);
   }
-  std::string error = rank->transport->start(first, count);
+  double begin = Profile::now();
+  std::string error;
+  {
+    InsideMPI mpi;
+    error = rank->transport->start(first, count);
+  }
+  rank->profile.commSeconds += Profile::now() - begin;
   if (!error.empty())
     return fail(rank, error);
   return ZBC_RT_OK;
@@ -274,7 +314,13 @@ extern "C" zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op) {
   rank->op = op;
   rank->frame = nullptr;
   rank->frameSize = 0;
-  std::string error = rank->transport->wait(first, count);
+  double begin = Profile::now();
+  std::string error;
+  {
+    InsideMPI mpi;
+    error = rank->transport->wait(first, count);
+  }
+  rank->profile.commSeconds += Profile::now() - begin;
   if (!error.empty())
     return fail(rank, error);
   for (int32_t i = first; i < first + count; ++i)
@@ -375,6 +421,8 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv) {
     return 1;
   }
   rank->ledger.init(p);
+  rank->profile.computeSeconds.assign(static_cast<size_t>(p.stages) * 4, 0.0);
+  rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
   openblas_set_num_threads(1); // one rank per core
   initParams(rank);
   return 0;
@@ -389,7 +437,7 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv) {
 }
 
 std::string writeReport(zbc_rt_rank *rank, const std::vector<double> &losses,
-                        double seconds) {
+                        double seconds, int64_t allocations) {
   const zbc_rt_program &p = *rank->program;
   ::mkdir(rank->options.reportDir.c_str(), 0777);
   std::string path =
@@ -397,12 +445,27 @@ std::string writeReport(zbc_rt_rank *rank, const std::vector<double> &losses,
   std::ofstream out(path);
   if (!out)
     return fmt::format("cannot write '{}'", path);
+  const Profile &profile = rank->profile;
+  std::string computes;
+  const char *kinds[] = {"F", "B", "W", "BW"};
+  for (size_t i = 0; i < profile.computeCount.size(); ++i)
+    if (profile.computeCount[i])
+      computes += fmt::format(
+          "{}{{\"stage\": {}, \"kind\": \"{}\", \"count\": {}, "
+          "\"seconds\": {:.6f}}}",
+          computes.empty() ? "" : ", ", i / 4, kinds[i % 4],
+          profile.computeCount[i], profile.computeSeconds[i]);
   out << fmt::format(
       "{{\"rank\": {}, \"steps\": {}, \"measured_peak_bytes\": {}, "
       "\"predicted_peak_bytes\": {}, \"arena_bytes\": {}, "
-      "\"seconds\": {:.6f}, \"losses\": [{}]}}\n",
+      "\"seconds\": {:.6f}, \"losses\": [{}], "
+      "\"allocations_in_steps\": {}, \"profile\": {{\"step_seconds\": "
+      "{:.6f}, \"kernel_seconds\": {:.6f}, \"comm_seconds\": {:.6f}, "
+      "\"computes\": [{}]}}}}\n",
       p.rank, rank->options.steps, rank->ledger.peak(), p.peak_bytes,
-      p.arena_bytes, seconds, fmt::join(losses, ", "));
+      p.arena_bytes, seconds, fmt::join(losses, ", "), allocations,
+      profile.stepSeconds, profile.kernelSeconds, profile.commSeconds,
+      computes);
   return out ? "" : fmt::format("cannot write '{}'", path);
 }
 
@@ -434,24 +497,36 @@ extern "C" int zbc_rt_main(int argc, char **argv,
 
   std::vector<double> losses;
   losses.reserve(static_cast<size_t>(o.steps));
+  int64_t allocations = zbc_rt_test_allocations ? 0 : -1;
   bool reports = p.loss >= 0 && !o.quiet;
   auto begin = std::chrono::steady_clock::now();
   for (int64_t s = 0; s < o.steps; ++s) {
     rank->step = s;
     rank->lossSum = 0;
     rank->ledger.beginStep();
+    uint64_t allocationsBefore =
+        zbc_rt_test_allocations ? zbc_rt_test_allocations() : 0;
     auto stepBegin = std::chrono::steady_clock::now();
     if (step(rank) != ZBC_RT_OK)
       failInStep(rank);
     rank->op = -1;
-    if (std::string e = rank->transport->waitAll(transferDone, rank);
-        !e.empty()) {
+    double waitBegin = Profile::now();
+    std::string waitError;
+    {
+      InsideMPI mpi;
+      waitError = rank->transport->waitAll(transferDone, rank);
+    }
+    if (const std::string &e = waitError; !e.empty()) {
       fail(rank, e);
       failInStep(rank);
     }
+    rank->profile.commSeconds += Profile::now() - waitBegin;
     rank->ledger.endStep();
+    if (zbc_rt_test_allocations)
+      allocations += zbc_rt_test_allocations() - allocationsBefore;
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - stepBegin).count();
+    rank->profile.stepSeconds += stepSeconds;
     double elapsed = std::chrono::duration<double>(now - begin).count();
     if (p.loss >= 0) {
       double loss = rank->lossSum / p.microbatches;
@@ -479,7 +554,7 @@ extern "C" int zbc_rt_main(int argc, char **argv,
   if (!o.saveDir.empty())
     e = saveParams(rank, o.saveDir);
   if (e.empty() && !o.reportDir.empty())
-    e = writeReport(rank, losses, seconds);
+    e = writeReport(rank, losses, seconds, allocations);
   if (!e.empty()) {
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, e);
     rank->transport->abort(1);

@@ -36,6 +36,16 @@ struct Options {
 std::string parseOptions(int argc, char **argv, Options &options);
 std::string optionsHelp(const char *program);
 
+/// Where a rank's step time goes (--report writes it): kernels, waits for
+/// transfers, and per stage and compute kind the computes' wall time. The
+/// rest of a step is the runtime's own work (checks, bookkeeping, calls).
+struct Profile {
+  double kernelSeconds = 0, commSeconds = 0, stepSeconds = 0;
+  std::vector<double> computeSeconds; // [stage * 4 + what]
+  std::vector<int64_t> computeCount;
+  static double now(); // a monotonic clock, seconds
+};
+
 /// Data read from --data: per data key, its samples back to back.
 struct DataFile {
   std::vector<std::vector<char>> samples; // per zbc_rt_data entry
@@ -57,6 +67,7 @@ struct zbc_rt_rank {
   int32_t frameSize = 0;
   std::string error;         // the first failure's message
   double lossSum = 0;        // this step's, when the rank holds the loss
+  zbc::rt::Profile profile;
 };
 
 namespace zbc::rt {

@@ -338,6 +338,10 @@ Expected<Compiled> compile(const Request &request) {
   Expected<Compiled> compiled = lowerToProgram(*module, request);
   if (!compiled)
     return compiled.takeError();
+  // The verified, planned program, as code generation reads it.
+  if (Error e = writeFile(request.dir + "/program.mlir",
+                          [&](raw_ostream &os) { module->print(os); }))
+    return std::move(e);
 
   auto begin = std::chrono::steady_clock::now();
   PassManager pm(&context);

@@ -160,8 +160,12 @@ Error zbc::writeLaunchScript(StringRef dir, int ranks) {
            "done\n"
            "# --oversubscribe: more ranks than cores is fine for CPU ranks;\n"
            "# --bind-to none: each rank gets a core of its own or shares.\n"
+           "# MPI's shared-memory transport grows its list of message\n"
+           "# fragments on demand, a heap allocation in the middle of a step:\n"
+           "# start it at its largest (the runtime allocates nothing itself).\n"
         << "exec " << mpirunPath()
-        << " --allow-run-as-root --oversubscribe --bind-to none";
+        << " --allow-run-as-root --oversubscribe --bind-to none"
+           " --mca btl_vader_free_list_num 512";
     for (int r = 0; r < ranks; ++r)
       out << (r ? " :" : "") << " -np 1 ./rank" << r << " \"$@\"";
     out << "\n";

@@ -59,12 +59,16 @@ public:
   }
 
   bool ok() const { return ok_; }
+  /// The checks are done; the kernel runs (its time is the profile's).
+  void kernelBegins() { kernelBegin_ = Profile::now(); }
   /// After the kernel ran.
   zbc_rt_status done() {
+    stopClock();
     rank_->ledger.tick();
     return ok_ ? ZBC_RT_OK : ZBC_RT_ERROR;
   }
   zbc_rt_status indexError(const IndexError &error, const char *what) {
+    stopClock();
     rank_->ledger.tick();
     return zbc::rt::fail(
         rank_, fmt::format("{}: {} {} at position {} is outside [0, {})",
@@ -105,9 +109,16 @@ private:
     return nullptr;
   }
 
+  void stopClock() {
+    if (kernelBegin_ > 0)
+      rank_->profile.kernelSeconds += Profile::now() - kernelBegin_;
+    kernelBegin_ = 0;
+  }
+
   zbc_rt_rank *rank_;
   const char *kernel_;
   bool ok_ = true;
+  double kernelBegin_ = 0;
 };
 
 } // namespace
@@ -115,7 +126,8 @@ private:
 #define ZBC_RT_CALL(name) Call call(rank, #name)
 #define ZBC_RT_RETURN_IF_BAD()                                                 \
   if (!call.ok())                                                              \
-  return call.done()
+    return call.done();                                                        \
+  call.kernelBegins()
 
 extern "C" {
 
