@@ -122,7 +122,7 @@ private:
   Slot yieldTarget(int stage, const PhaseKey &key) const;
   FailureOr<int> frameOf(const PhaseLayout &layout, int microbatch,
                          const std::string &opName, Operation *at,
-                         ComputeKind scratchKind);
+                         ComputeKind scratchKind, const PhaseScratch &scratch);
   LogicalResult readOrder();
 
   ProgramOp program;
@@ -396,7 +396,8 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
 
 FailureOr<int> RankBuilder::frameOf(const PhaseLayout &layout, int microbatch,
                                     const std::string &opName, Operation *at,
-                                    ComputeKind scratchKind) {
+                                    ComputeKind scratchKind,
+                                    const PhaseScratch &scratch) {
   int start = static_cast<int>(t.frames.size());
   std::optional<int64_t> scratchBase;
   auto it = scratchAt.find({layout.stage, scratchKey(scratchKind), microbatch});
@@ -418,14 +419,14 @@ FailureOr<int> RankBuilder::frameOf(const PhaseLayout &layout, int microbatch,
     Buffer buffer;
     int index = static_cast<int>(&slot - layout.slots.data());
     if (slot.source == Slot::Value) {
-      buffer.offset = *scratchBase + layout.scratch.offsetOf.lookup(slot.value);
+      buffer.offset = *scratchBase + scratch.offsetOf.lookup(slot.value);
       buffer.bytes = getNumBytes(slot.value.getType());
       buffer.element = *elementOf(slot.value.getType());
       buffer.kind = BufferKind::Temp;
       buffer.name = llvm::formatv("slot {0} of {1} ({2})", index, opName,
                                   slot.value.getDefiningOp()->getName());
     } else {
-      buffer.offset = *scratchBase + layout.scratch.workspaceOf.lookup(slot.op);
+      buffer.offset = *scratchBase + scratch.workspaceOf.lookup(slot.op);
       buffer.bytes = workspaceBytes(slot.op);
       buffer.kind = BufferKind::Workspace;
       buffer.name = llvm::formatv("workspace of {0} ({1})", opName,
@@ -475,16 +476,21 @@ LogicalResult RankBuilder::readOrder() {
       op.what = computeWhat(kind);
       std::vector<ComputeKind> kinds = {kind};
       StageOp stage = stages[sop.stage];
-      if (kind == ComputeKind::BW && !stage.getPhase(ComputeKind::BW))
+      std::optional<FusedScratch> fused;
+      if (kind == ComputeKind::BW && !stage.getPhase(ComputeKind::BW)) {
         kinds = {ComputeKind::B, ComputeKind::W}; // fused BW of a split stage
+        fused = planFusedScratch(stage);
+      }
       for (auto [n, k] : llvm::enumerate(kinds)) {
         auto it = t.layouts.find({sop.stage, static_cast<int>(k)});
         if (it == t.layouts.end())
           return irOp->emitOpError("runs ")
                  << stringifyComputeKind(k) << " of stage " << sop.stage
                  << ", which has no such phase";
+        const PhaseScratch &scratch =
+            !fused ? it->second.scratch : n == 0 ? fused->b : fused->w;
         FailureOr<int> frame =
-            frameOf(it->second, sop.microbatch, op.name, irOp, kind);
+            frameOf(it->second, sop.microbatch, op.name, irOp, kind, scratch);
         if (failed(frame))
           return failure();
         int size = static_cast<int>(it->second.slots.size());

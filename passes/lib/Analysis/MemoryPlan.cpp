@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <numeric>
 
 using namespace mlir;
@@ -33,17 +34,10 @@ struct Item {
   int64_t offset = 0;
 };
 
-/// Greedy by size: largest first (ties: earlier first, then in order), each
-/// at the lowest aligned offset where it overlaps, in time, nothing placed
-/// in the bytes it would take. Returns the extent of the layout.
-int64_t packGreedyBySize(std::vector<Item> &items) {
-  std::vector<size_t> order(items.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (items[a].bytes != items[b].bytes)
-      return items[a].bytes > items[b].bytes;
-    return items[a].from < items[b].from;
-  });
+/// Places `items` in `order`, each at the lowest aligned offset where it
+/// overlaps, in time, nothing placed in the bytes it would take. Returns
+/// the extent of the layout.
+int64_t packInOrder(std::vector<Item> &items, const std::vector<size_t> &order) {
   std::vector<size_t> placed;
   std::vector<std::pair<int64_t, int64_t>> taken; // [offset, end) in time
   int64_t extent = 0;
@@ -67,6 +61,19 @@ int64_t packGreedyBySize(std::vector<Item> &items) {
   return alignUp(extent);
 }
 
+/// Greedy by size: largest first (ties: earlier first, then in order),
+/// TFLite's "greedy by size".
+int64_t packGreedyBySize(std::vector<Item> &items) {
+  std::vector<size_t> order(items.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (items[a].bytes != items[b].bytes)
+      return items[a].bytes > items[b].bytes;
+    return items[a].from < items[b].from;
+  });
+  return packInOrder(items, order);
+}
+
 } // namespace
 
 bool zbc::isYieldedIntoBuffer(StringRef key) {
@@ -84,48 +91,133 @@ bool zbc::isYieldedIntoBuffer(StringRef key) {
   }
 }
 
-PhaseScratch zbc::planPhaseScratch(PhaseOp phase) {
-  Block &body = phase.getBodyBlock();
-  llvm::DenseMap<Operation *, int> position;
-  int n = 0;
-  for (Operation &op : body)
-    position[&op] = n++;
-  llvm::DenseSet<Value> intoBuffers;
-  YieldOp yield = phase.getYield();
-  for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues()))
-    if (isYieldedIntoBuffer(key))
-      intoBuffers.insert(value);
+namespace {
+
+/// The scratch items of phase bodies run one after another (one phase, or a
+/// fused BW's B then W): each value from its op to its last use on the
+/// common timeline, each workspace at its op. A value yielded into a buffer
+/// takes no scratch, except what B hands W in a fused sequence (B.I), which
+/// lives in the sequence's scratch from its op in B to its last use in W.
+class ScratchItems {
+public:
+  void add(PhaseOp phase, bool handsOverSavedB, PhaseOp reader = {}) {
+    Block &body = phase.getBodyBlock();
+    llvm::DenseMap<Operation *, int> position;
+    int base = next;
+    for (Operation &op : body)
+      position[&op] = next++;
+    llvm::DenseSet<Value> intoBuffers;
+    llvm::DenseMap<Value, std::string> handedOver;
+    YieldOp yield = phase.getYield();
+    for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
+      std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+      if (handsOverSavedB && parsed && parsed->kind == KeyKind::SavedB)
+        handedOver[value] = key.str();
+      else if (isYieldedIntoBuffer(key))
+        intoBuffers.insert(value);
+    }
+    for (Operation &op : body) {
+      int from = position[&op];
+      for (Value result : op.getResults()) {
+        if (intoBuffers.contains(result))
+          continue;
+        int until = from;
+        for (Operation *user : result.getUsers())
+          until = std::max(until, position.lookup(user));
+        auto key = handedOver.find(result);
+        if (key != handedOver.end()) {
+          // Until its last reader in W, which runs after all of B.
+          until = std::max(until, base + static_cast<int>(body.getOperations().size()));
+          until = std::max(until, lastUseIn(reader, key->second));
+          keys.push_back(key->second);
+        } else {
+          keys.push_back("");
+        }
+        items.push_back({getNumBytes(result.getType()), from, until + 1, 0});
+        values.push_back(result);
+        ops.push_back(nullptr);
+      }
+      if (int64_t bytes = workspaceBytes(&op)) {
+        items.push_back({bytes, from, from + 1, 0});
+        values.push_back(Value());
+        ops.push_back(&op);
+        keys.push_back("");
+      }
+    }
+  }
+
+  /// Packs every item; fills `scratch` (its `bytes` the whole extent) and
+  /// the offsets of what is handed over.
+  int64_t pack(PhaseScratch &scratch, llvm::StringMap<int64_t> *handedOver) {
+    int64_t bytes = packGreedyBySize(items);
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (values[i])
+        scratch.offsetOf[values[i]] = items[i].offset;
+      else
+        scratch.workspaceOf[ops[i]] = items[i].offset;
+      if (handedOver && !keys[i].empty())
+        (*handedOver)[keys[i]] = items[i].offset;
+    }
+    scratch.bytes = bytes;
+    return bytes;
+  }
+
+private:
+  /// The position (on the common timeline, W placed after B) of the last op
+  /// of `reader` that reads its argument `key`.
+  int lastUseIn(PhaseOp reader, StringRef key) {
+    if (!reader)
+      return 0;
+    int position = next, last = 0;
+    llvm::DenseMap<Operation *, int> at;
+    for (Operation &op : reader.getBodyBlock())
+      at[&op] = position++;
+    for (auto [arg, argKey] : llvm::zip(reader.getBodyBlock().getArguments(),
+                                        reader.getArgKeyList()))
+      if (argKey == key)
+        for (Operation *user : arg.getUsers())
+          last = std::max(last, at.lookup(user));
+    return last;
+  }
 
   std::vector<Item> items;
   std::vector<Value> values;
-  std::vector<Operation *> workspaceOps;
-  for (Operation &op : body) {
-    int from = position[&op];
-    for (Value result : op.getResults()) {
-      if (intoBuffers.contains(result))
-        continue;
-      int until = from;
-      for (Operation *user : result.getUsers())
-        until = std::max(until, position.lookup(user));
-      items.push_back({getNumBytes(result.getType()), from, until + 1, 0});
-      values.push_back(result);
-    }
-    if (int64_t bytes = workspaceBytes(&op)) {
-      items.push_back({bytes, from, from + 1, 0});
-      values.push_back(Value());
-      workspaceOps.push_back(&op);
-    }
-  }
+  std::vector<Operation *> ops;
+  std::vector<std::string> keys;
+  int next = 0;
+};
+
+} // namespace
+
+PhaseScratch zbc::planPhaseScratch(PhaseOp phase) {
+  ScratchItems items;
+  items.add(phase, /*handsOverSavedB=*/false);
   PhaseScratch scratch;
-  scratch.bytes = packGreedyBySize(items);
-  size_t workspace = 0;
-  for (auto [item, value] : llvm::zip(items, values)) {
-    if (value)
-      scratch.offsetOf[value] = item.offset;
-    else
-      scratch.workspaceOf[workspaceOps[workspace++]] = item.offset;
-  }
+  items.pack(scratch, nullptr);
   return scratch;
+}
+
+FusedScratch zbc::planFusedScratch(StageOp stage) {
+  PhaseOp b = stage.getPhase(ComputeKind::B), w = stage.getPhase(ComputeKind::W);
+  FusedScratch fused;
+  // B's values, then W's, on one timeline: W's items start after B's.
+  ScratchItems items;
+  items.add(b, /*handsOverSavedB=*/true, w);
+  items.add(w, /*handsOverSavedB=*/false);
+  PhaseScratch all;
+  fused.bytes = items.pack(all, &fused.handedOver);
+  for (PhaseOp phase : {b, w}) {
+    PhaseScratch &part = phase == b ? fused.b : fused.w;
+    part.bytes = fused.bytes;
+    phase.getBodyBlock().walk([&](Operation *op) {
+      for (Value result : op->getResults())
+        if (auto it = all.offsetOf.find(result); it != all.offsetOf.end())
+          part.offsetOf[result] = it->second;
+      if (auto it = all.workspaceOf.find(op); it != all.workspaceOf.end())
+        part.workspaceOf[op] = it->second;
+    });
+  }
+  return fused;
 }
 
 std::string zbc::scratchKey(ComputeKind kind) {
@@ -150,12 +242,14 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
   // The scratch each phase kind of each stage needs (a fused BW of a split
   // stage runs B, then W, in the same region).
   std::vector<std::map<ComputeKind, int64_t>> scratchOf(stages.size());
+  std::vector<std::optional<FusedScratch>> fusedOf(stages.size());
   for (auto [s, stage] : llvm::enumerate(stages)) {
     for (PhaseOp phase : stage.getPhases())
       scratchOf[s][phase.getKind()] = planPhaseScratch(phase).bytes;
-    if (!scratchOf[s].count(ComputeKind::BW))
-      scratchOf[s][ComputeKind::BW] = std::max(scratchOf[s][ComputeKind::B],
-                                               scratchOf[s][ComputeKind::W]);
+    if (!scratchOf[s].count(ComputeKind::BW)) {
+      fusedOf[s] = planFusedScratch(stage);
+      scratchOf[s][ComputeKind::BW] = fusedOf[s]->bytes;
+    }
   }
 
   std::vector<RankPlan> plans(memory.size());
@@ -192,10 +286,24 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     if (holdsLoss)
       persist("loss", memory[r].lossAccumulator);
 
-    // The buffers, and each compute's scratch over its own position.
+    // The buffers, and each compute's scratch over its own position. What a
+    // fused BW's B hands its W lives inside that compute's scratch
+    // (planFusedScratch): it is placed with it, below.
+    auto handedOverInFusedBW = [&](const BufferLife &buffer) {
+      return buffer.role == BufferRole::Kept && buffer.until == buffer.from &&
+             fusedOf[buffer.stage] &&
+             fusedOf[buffer.stage]->handedOver.count(buffer.key);
+    };
     std::vector<Item> items;
-    for (const BufferLife &buffer : memory[r].buffers)
+    std::vector<const BufferLife *> packed, inScratch;
+    for (const BufferLife &buffer : memory[r].buffers) {
+      if (handedOverInFusedBW(buffer)) {
+        inScratch.push_back(&buffer);
+        continue;
+      }
       items.push_back({buffer.bytes, buffer.firstWrite(), buffer.until, 0});
+      packed.push_back(&buffer);
+    }
     std::vector<Placement> scratch;
     const std::vector<sched::ProgramOp> &ops = p.ranks[r].ops;
     for (auto [k, index] : llvm::enumerate(memory[r].opAt)) {
@@ -210,16 +318,29 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
       items.push_back({bytes, static_cast<int>(k), static_cast<int>(k) + 1, 0});
     }
     int64_t extent = packGreedyBySize(items);
-    for (auto [buffer, item] : llvm::zip(memory[r].buffers, items))
-      plan.buffers.push_back({buffer.key, buffer.stage, buffer.microbatch,
-                              offset + item.offset, buffer.bytes, item.from,
+    for (auto [buffer, item] : llvm::zip(packed, items))
+      plan.buffers.push_back({buffer->key, buffer->stage, buffer->microbatch,
+                              offset + item.offset, buffer->bytes, item.from,
                               item.until});
     for (auto [placement, item] :
-         llvm::zip(scratch, llvm::drop_begin(items, memory[r].buffers.size()))) {
+         llvm::zip(scratch, llvm::drop_begin(items, packed.size()))) {
       placement.offset = offset + item.offset;
       placement.from = item.from;
       placement.until = item.until;
       plan.buffers.push_back(placement);
+    }
+    for (const BufferLife *buffer : inScratch) {
+      const Placement *region = nullptr;
+      for (const Placement &placement : plan.buffers)
+        if (placement.key == scratchKey(ComputeKind::BW) &&
+            placement.stage == buffer->stage &&
+            placement.microbatch == buffer->microbatch)
+          region = &placement;
+      int64_t at = region ? region->offset : offset;
+      plan.buffers.push_back(
+          {buffer->key, buffer->stage, buffer->microbatch,
+           at + fusedOf[buffer->stage]->handedOver.lookup(buffer->key),
+           buffer->bytes, buffer->firstWrite(), buffer->until});
     }
     plan.arenaBytes = offset + extent;
     plan.peakBytes = memory[r].peak;

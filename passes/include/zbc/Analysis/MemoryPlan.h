@@ -12,8 +12,9 @@
 //   buffers: every buffer of Note [Program memory] (ProgramMemory.h), each
 //     reserved over [firstWrite, until) of the rank's order, and each
 //     compute's scratch ("scratch.F" of its stage and microbatch; a fused
-//     BW of a split stage runs B, then W, in one), reserved over its own
-//     position, all packed together greedily by size (largest first, each
+//     BW of a split stage runs B, then W, in one, which also holds what B
+//     hands W: planFusedScratch), reserved over its own position, all
+//     packed together greedily by size (largest first, each
 //     at the lowest offset where nothing whose interval overlaps its own is
 //     placed; TFLite's "greedy by size"). Inside a scratch region, each
 //     value of the phase sits at the offset planPhaseScratch packs from the
@@ -34,6 +35,7 @@
 #include "zbc/Analysis/ProgramMemory.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <cstdint>
 #include <string>
@@ -81,6 +83,18 @@ bool isYieldedIntoBuffer(llvm::StringRef key);
 /// The scratch layout of one phase body (the value lifetimes of
 /// ProgramMemory's temporaries, the values yielded into buffers left out).
 PhaseScratch planPhaseScratch(zb::PhaseOp phase);
+
+/// The scratch of a fused BW of a split stage: B's body, then W's, packed
+/// as one sequence, so that what B hands W (its B.I) sits inside the region
+/// too, from its op in B to its last use in W, as Note [Program memory]
+/// counts it. `b` and `w` hold each body's offsets, `handedOver` the offset
+/// of each B.I key.
+struct FusedScratch {
+  PhaseScratch b, w;
+  llvm::StringMap<int64_t> handedOver;
+  int64_t bytes = 0;
+};
+FusedScratch planFusedScratch(zb::StageOp stage);
 
 /// The key of a compute's scratch region: "scratch.F", "scratch.BW", ...
 std::string scratchKey(zb::ComputeKind kind);

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""One GPT block through zbc's per-rank programs against PyTorch: F, B, W.
+
+Generates a 3-block GPT (zbc-dsl-gpt --layers 3 --hidden 512 --seq 256
+--batch 4 --heads 8 --vocab 256), compiles it for 3 ranks under zb-h1, runs
+it with --report and reads rank 1's profile: stage 1 is exactly one GPT
+block, the block bench/gpt_layer_torch.py times, so its F, B and W per
+microbatch are the profile's seconds / count (wall time of each compute
+phase: the kernels and the runtime's checks).
+
+Fairness: 3 ranks on 2 cores would time-share, inflating compute wall times.
+So the measured run is launch.sh's own mpirun line with each rank under
+taskset: rank 1 alone on the last CPU, ranks 0 and 2 together on the first
+(with 3 or more CPUs, one each); rank 1's computes then never share a core,
+and its waits for the slower neighbours are comm, not compute. The torch
+script runs on rank 1's CPU, after it, alone. launch.sh as generated
+(unpinned) is run too, to show what sharing costs. Each round runs all three
+one after another; the table gives medians over the rounds, and each ratio
+is the median of the per-round ratios.
+
+Usage: bench/gpt_layer.py [--rounds 5] [--steps 3] [--microbatches 4]
+       [--build build] [--work DIR]   (needs mpirun, taskset, Debian's
+       python3-torch at /usr/bin/python3)
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHAPE = ["--hidden", "512", "--seq", "256", "--batch", "4", "--heads", "8"]
+
+
+def rank1_ms(report_dir):
+    """Stage 1's F, B, W ms per microbatch from rank 1's profile."""
+    with open(os.path.join(report_dir, "rank1.json")) as f:
+        profile = json.load(f)["profile"]
+    return {c["kind"]: c["seconds"] / c["count"] * 1e3
+            for c in profile["computes"] if c["stage"] == 1 and c["count"]}
+
+
+def pinned_command(out, run_args):
+    """launch.sh's mpirun line with every ./rankN under taskset."""
+    with open(os.path.join(out, "launch.sh")) as f:
+        line = next(l for l in f if l.startswith("exec "))
+    cpus = sorted(os.sched_getaffinity(0))
+    cpu_of = (lambda r: cpus[r]) if len(cpus) >= 3 else \
+        (lambda r: cpus[-1] if r == 1 else cpus[0])
+    command = []
+    for token in shlex.split(line)[1:]:
+        if token.startswith("./rank"):
+            command += ["taskset", "-c", str(cpu_of(int(token[6:])))]
+        command += run_args if token == "$@" else [token]
+    return command, cpu_of(1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--microbatches", type=int, default=4)
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--work", default=None)
+    args = parser.parse_args()
+    work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="zbc-gpt-layer-"))
+    os.makedirs(work, exist_ok=True)
+    binary = lambda name: os.path.join(args.build, "bin", name)
+    model, out = os.path.join(work, "gpt3.mlir"), os.path.join(work, "out")
+    subprocess.run([binary("zbc-dsl-gpt"), "--layers", "3", "--vocab", "256",
+                    *SHAPE, "-o", model], check=True)
+    subprocess.run([binary("zbc"), "compile", model, "--ranks", "3",
+                    "--microbatches", str(args.microbatches), "--schedule",
+                    "zb-h1", "-o", out], check=True, stdout=subprocess.DEVNULL)
+
+    samples = {"pinned": [], "unpinned": [], "torch": []}
+    for r in range(args.rounds):
+        rep = os.path.join(work, f"pinned{r}")
+        command, torch_cpu = pinned_command(
+            out, ["--steps", str(args.steps), "--report", rep, "--quiet"])
+        subprocess.run(command, cwd=out, check=True)
+        samples["pinned"].append(rank1_ms(rep))
+        rep = os.path.join(work, f"unpinned{r}")
+        subprocess.run([os.path.join(out, "launch.sh"), "--steps",
+                        str(args.steps), "--report", rep, "--quiet"], check=True)
+        samples["unpinned"].append(rank1_ms(rep))
+        torch = subprocess.run(
+            ["taskset", "-c", str(torch_cpu), "/usr/bin/python3",
+             os.path.join(ROOT, "bench", "gpt_layer_torch.py")],
+            check=True, capture_output=True, text=True)
+        t = json.loads(torch.stdout)
+        samples["torch"].append({"F": t["F_ms"], "B": t["B_ms"],
+                                 "W": t["W_ms"], "BW": t["BW_ms"]})
+        print(f"round {r + 1}/{args.rounds}: zbc {samples['pinned'][-1]}, "
+              f"torch {samples['torch'][-1]}", file=sys.stderr)
+    for s in samples["pinned"] + samples["unpinned"]:
+        s["B+W"] = s["B"] + s["W"]
+
+    med = lambda key, op: statistics.median(s[op] for s in samples[key])
+    print(f"zbc: 3 ranks, zb-h1, m={args.microbatches}, {args.steps} steps; "
+          f"medians of {args.rounds} rounds; torch {t['torch']}, 1 thread\n")
+    print("| op | zbc ms (rank 1 pinned) | torch ms | ratio | "
+          "zbc ms (launch.sh, unpinned) |")
+    print("|---|---|---|---|---|")
+    for op, top in (("F", "F"), ("B", "B"), ("W", "W"), ("B+W", "BW")):
+        ratio = statistics.median(z[op] / t[top] for z, t in
+                                  zip(samples["pinned"], samples["torch"]))
+        label = "B+W (torch: fused backward)" if op == "B+W" else op
+        print(f"| {label} | {med('pinned', op):.1f} | {med('torch', top):.1f}"
+              f" | {ratio:.2f} | {med('unpinned', op):.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

