@@ -1,9 +1,9 @@
 //===- RankTables.cpp - what one rank's program holds, as plain tables ----===//
 //
-// buildRankTables of RankTables.h: the buffers come from the rank's
-// memory_plan (Note [Memory plan]) and each compute's scratch layout
-// (planPhaseScratch), the order and positions from the program as the proof
-// read it (ProgramModel, ProgramMemory), the frames from Note [Frames].
+// buildRankTables of RankTables.h: the buffers and every compute's
+// temporaries come from the rank's memory_plan (Note [Memory plan]), the
+// order and positions from the program as the proof read it (ProgramModel,
+// ProgramMemory), the frames from Note [Frames].
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,8 +121,7 @@ private:
   /// The buffer a phase of `stage` yields `key` into (Note [Frames]).
   Slot yieldTarget(int stage, const PhaseKey &key) const;
   FailureOr<int> frameOf(const PhaseLayout &layout, int microbatch,
-                         const std::string &opName, Operation *at,
-                         ComputeKind scratchKind, const PhaseScratch &scratch);
+                         const std::string &opName, Operation *at);
   LogicalResult readOrder();
 
   ProgramOp program;
@@ -284,16 +283,7 @@ LogicalResult RankBuilder::readParamsAndData() {
 
 Slot RankBuilder::yieldTarget(int stage, const PhaseKey &key) const {
   Slot slot;
-  slot.stage = stage;
-  slot.key = key.str();
-  if (key.kind == KeyKind::Out || key.kind == KeyKind::DIn) {
-    // To a stage on this rank: straight into its in.I / d_out.I.
-    int consumer = key.kind == KeyKind::Out ? stage + 1 : stage - 1;
-    if (onThisRank(consumer)) {
-      slot.stage = consumer;
-      slot.key = key.counterpart()->str();
-    }
-  }
+  std::tie(slot.stage, slot.key) = bufferOfYield(stage, key.str(), p().rankOfStage);
   return slot;
 }
 
@@ -389,20 +379,16 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
     if (parsed && (parsed->kind == KeyKind::Grad || parsed->kind == KeyKind::Loss))
       ++layout.kernelCalls;
   }
-  layout.scratch = planPhaseScratch(phase);
+  int index = 0;
+  for (Operation &op : body)
+    layout.opIndex[&op] = index++;
   t.layouts[{stage, static_cast<int>(phase.getKind())}] = std::move(layout);
   return success();
 }
 
 FailureOr<int> RankBuilder::frameOf(const PhaseLayout &layout, int microbatch,
-                                    const std::string &opName, Operation *at,
-                                    ComputeKind scratchKind,
-                                    const PhaseScratch &scratch) {
+                                    const std::string &opName, Operation *at) {
   int start = static_cast<int>(t.frames.size());
-  std::optional<int64_t> scratchBase;
-  auto it = scratchAt.find({layout.stage, scratchKey(scratchKind), microbatch});
-  if (it != scratchAt.end())
-    scratchBase = it->second;
   for (const Slot &slot : layout.slots) {
     if (slot.source == Slot::Keyed) {
       auto found = keyed.find({slot.stage, slot.key, microbatch});
@@ -413,24 +399,31 @@ FailureOr<int> RankBuilder::frameOf(const PhaseLayout &layout, int microbatch,
       t.frames.push_back(found->second);
       continue;
     }
-    if (!scratchBase)
-      return at->emitOpError("has temporaries but the memory plan gives ")
-             << opName << " no scratch";
+    Operation *op = slot.source == Slot::Value ? slot.value.getDefiningOp()
+                                               : slot.op;
+    int result = slot.source == Slot::Value
+                     ? static_cast<int>(cast<OpResult>(slot.value).getResultNumber())
+                     : -1;
+    std::string key =
+        scratchKey(layout.phase.getKind(), layout.opIndex.lookup(op), result);
+    auto placed = scratchAt.find({layout.stage, key, microbatch});
+    if (placed == scratchAt.end())
+      return at->emitOpError("needs '")
+             << key << "' of " << opName << ", which the memory plan lacks";
     Buffer buffer;
     int index = static_cast<int>(&slot - layout.slots.data());
+    buffer.offset = placed->second;
     if (slot.source == Slot::Value) {
-      buffer.offset = *scratchBase + scratch.offsetOf.lookup(slot.value);
       buffer.bytes = getNumBytes(slot.value.getType());
       buffer.element = *elementOf(slot.value.getType());
       buffer.kind = BufferKind::Temp;
       buffer.name = llvm::formatv("slot {0} of {1} ({2})", index, opName,
-                                  slot.value.getDefiningOp()->getName());
+                                  op->getName());
     } else {
-      buffer.offset = *scratchBase + scratch.workspaceOf.lookup(slot.op);
-      buffer.bytes = workspaceBytes(slot.op);
+      buffer.bytes = workspaceBytes(op);
       buffer.kind = BufferKind::Workspace;
       buffer.name = llvm::formatv("workspace of {0} ({1})", opName,
-                                  slot.op->getName());
+                                  op->getName());
     }
     t.frames.push_back(static_cast<int>(t.buffers.size()));
     t.buffers.push_back(std::move(buffer));
@@ -476,10 +469,15 @@ LogicalResult RankBuilder::readOrder() {
       op.what = computeWhat(kind);
       std::vector<ComputeKind> kinds = {kind};
       StageOp stage = stages[sop.stage];
-      std::optional<FusedScratch> fused;
       if (kind == ComputeKind::BW && !stage.getPhase(ComputeKind::BW)) {
         kinds = {ComputeKind::B, ComputeKind::W}; // fused BW of a split stage
-        fused = planFusedScratch(stage);
+        // What B hands W lives and dies inside this compute: to the ledger,
+        // a temporary (Note [Program memory]).
+        for (StringRef key : stage.getPhase(ComputeKind::W).getArgKeyList())
+          if (PhaseKey::parse(key)->kind == KeyKind::SavedB)
+            if (auto it = keyed.find({sop.stage, key.str(), sop.microbatch});
+                it != keyed.end())
+              t.buffers[it->second].kind = BufferKind::Temp;
       }
       for (auto [n, k] : llvm::enumerate(kinds)) {
         auto it = t.layouts.find({sop.stage, static_cast<int>(k)});
@@ -487,10 +485,8 @@ LogicalResult RankBuilder::readOrder() {
           return irOp->emitOpError("runs ")
                  << stringifyComputeKind(k) << " of stage " << sop.stage
                  << ", which has no such phase";
-        const PhaseScratch &scratch =
-            !fused ? it->second.scratch : n == 0 ? fused->b : fused->w;
         FailureOr<int> frame =
-            frameOf(it->second, sop.microbatch, op.name, irOp, kind, scratch);
+            frameOf(it->second, sop.microbatch, op.name, irOp);
         if (failed(frame))
           return failure();
         int size = static_cast<int>(it->second.slots.size());

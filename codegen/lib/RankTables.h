@@ -72,8 +72,9 @@ struct PhaseLayout {
   /// F: (slot, data index) of each tensor it loads.
   std::vector<std::pair<int, int>> loads;
   int kernelCalls = 0; // loads, kernels, accumulations
-  /// Where each scratch value and workspace sits in the compute's scratch.
-  PhaseScratch scratch;
+  /// Each op's index in the body: the plan names scratch by it
+  /// (scratchKey).
+  llvm::DenseMap<mlir::Operation *, int> opIndex;
 };
 
 struct OrderOp {

@@ -26,7 +26,6 @@ void Ledger::init(const zbc_rt_program &program) {
   writer_.assign(n, Writer::Kernel);
   writeOp_.assign(n, 0);
   writeTick_.assign(n, 0);
-  writePhase_.assign(n, 0);
   lastReadOp_.assign(n, -1);
   lastReadTick_.assign(n, -1);
   completedAt_.assign(n, -1);
@@ -65,24 +64,14 @@ void Ledger::beginStep() {
 void Ledger::beginOp(int32_t position) {
   position_ = position;
   opStartTick_ = tick_;
-  phase_ = -1;
   writtenThisOp_.clear();
-}
-
-void Ledger::beginPhase() {
-  phase_ = std::min(phase_ + 1, 1);
-}
-
-void Ledger::endPhase() {
-  if (phase_ >= 0)
-    phaseEnd_[phase_] = tick_ - 1;
 }
 
 void Ledger::endOp() {
   if (writtenThisOp_.empty())
     return;
   // The op's temporaries: each value a kernel wrote here, from its tick to
-  // its last read here (a yielded one at least to the end of its phase).
+  // its last read here (a yielded one, which outlives the op, to its end).
   int32_t ticks = tick_ - opStartTick_;
   if (static_cast<size_t>(ticks) + 2 > tickDelta_.size())
     tickDelta_.resize(static_cast<size_t>(ticks) + 2); // never: sized at init
@@ -93,7 +82,7 @@ void Ledger::endOp() {
     if (lastReadOp_[b] == position_)
       until = std::max(until, lastReadTick_[b] - opStartTick_);
     if (program_->buffers[b].kind == ZBC_RT_YIELDED)
-      until = std::max(until, phaseEnd_[writePhase_[b]] - opStartTick_);
+      until = std::max(until, ticks - 1);
     tickDelta_[from] += program_->buffers[b].bytes;
     tickDelta_[until + 1] -= program_->buffers[b].bytes;
   }
@@ -165,7 +154,6 @@ std::string Ledger::write(int32_t buffer, Writer writer) {
   writer_[buffer] = writer;
   writeOp_[buffer] = position_;
   writeTick_[buffer] = tick_;
-  writePhase_[buffer] = std::max(phase_, 0);
   lastReadOp_[buffer] = -1;
   lastReadTick_[buffer] = -1;
   completedAt_[buffer] = -1;

@@ -15,11 +15,11 @@
 //    Note [Program memory] (passes/include/zbc/Analysis/ProgramMemory.h)
 //    counts them, from the accesses rather than the program: a buffer a
 //    kernel writes counts as its compute's temporary from that kernel until
-//    its last read in the compute (until the end of its phase if the phase
-//    yields it), and from the next op until its last read (a sent one: until
-//    its send completes, at the op whose wait completes it); one the data
-//    source or a recv writes counts from its op; the persistent state
-//    counts throughout.
+//    its last read in the compute (to the end of the compute if it outlives
+//    it: a yielded one), and from the next op until its last read (a sent
+//    one: until its send completes, at the op whose wait completes it); one
+//    the data source or a recv writes counts from its op; the persistent
+//    state counts throughout.
 // The measured peak therefore equals the verifier's figure exactly when the
 // generated program does what the proof assumed, and the e2e tests hold it
 // to that. Each buffer holds one value per step (the plan gives every
@@ -52,8 +52,6 @@ public:
   int64_t endStep();
 
   void beginOp(int32_t position);
-  void beginPhase();
-  void endPhase();
   void endOp();
   int32_t position() const { return position_; }
   /// Ends a kernel call: its reads and writes share one tick.
@@ -84,13 +82,11 @@ private:
   int64_t step_ = 0;
   int32_t position_ = -1;
   int32_t tick_ = 0, opStartTick_ = 0;
-  int32_t phase_ = 0;
-  int32_t phaseEnd_[2] = {0, 0};
 
   // Per buffer: the step its value was written in (-1: none), and how.
   std::vector<int64_t> stamp_;
   std::vector<Writer> writer_;
-  std::vector<int32_t> writeOp_, writeTick_, writePhase_;
+  std::vector<int32_t> writeOp_, writeTick_;
   std::vector<int32_t> lastReadOp_, lastReadTick_;
   std::vector<int32_t> completedAt_; // sends: the op whose wait freed it
   std::vector<uint8_t> sendInFlight_, recvInFlight_;

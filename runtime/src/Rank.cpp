@@ -236,7 +236,6 @@ extern "C" zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
   rank->frameSize = again ? o.second_frame_size : o.frame_size;
   if (!again)
     rank->ledger.beginOp(p.ops[op].position);
-  rank->ledger.beginPhase();
   double begin = Profile::now();
   zbc_rt_status status = phase(rank);
   size_t slot = static_cast<size_t>(o.stage) * 4 + static_cast<size_t>(o.what);
@@ -244,7 +243,6 @@ extern "C" zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
     rank->profile.computeSeconds[slot] += Profile::now() - begin;
     rank->profile.computeCount[slot] += again ? 0 : 1;
   }
-  rank->ledger.endPhase();
   rank->ledger.endOp(); // again for a second phase: the sweep takes the max
   return status;
 }

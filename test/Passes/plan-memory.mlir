@@ -1,10 +1,12 @@
 // Tests zb-plan-memory (Note [Memory plan]) on the example MLP under ZB-H1
 // with one microbatch, the case whose bytes verify-schedule-memory.mlir
 // names one by one: the persistent part in declaration order (parameters,
-// gradients, SGD momentum), then the buffers and each compute's scratch
-// packed over their lifetimes; the peak is the verifier's figure, and rank
-// 0's arena is exactly its peak (at W everything else is dead, and what W
-// needs packs without a gap).
+// gradients, SGD momentum), then the buffers and every compute's body
+// values ("scratch.W.3.0": result 0 of op 3 of W) packed over their
+// lifetimes on the plan's fine timeline; the peak is the verifier's figure,
+// and rank 0's arena is exactly its peak (at W everything else is dead, and
+// what W needs packs without a gap: its weight gradient reuses the bytes of
+// out.0, whose send completed, and of F's temporaries).
 //
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory=report=true -o - 2>&1 | FileCheck %s
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1 optimizer=adamw" --zb-insert-p2p --zb-plan-memory -o - 2>&1 | FileCheck %s --check-prefix=ADAMW
@@ -17,7 +19,9 @@
 // CHECK-SAME: {bytes = 256 : i64, key = "momentum.fc1.bias", offset = 62720 : i64}
 // The buffers start at 62976, where the persistent part ends.
 // CHECK-SAME: {bytes = 2048 : i64, key = "out.0", mb = 0 : i64, offset = 62976 : i64, stage = 0 : i64}
-// CHECK-SAME: {bytes = 23040 : i64, key = "scratch.W", mb = 0 : i64, offset = 62976 : i64, stage = 0 : i64}], peak_bytes = 94720 : i64}
+// CHECK-SAME: {bytes = 2048 : i64, key = "scratch.F.0.0", mb = 0 : i64, offset = 62976 : i64, stage = 0 : i64}
+// CHECK-SAME: {bytes = 16384 : i64, key = "scratch.W.3.0", mb = 0 : i64, offset = 62976 : i64, stage = 0 : i64}
+// CHECK-SAME: peak_bytes = 94720 : i64}
 // CHECK-LABEL: zb.rank 1 attributes {arena_bytes = 81472 : i64
 // CHECK-SAME: {bytes = 4 : i64, key = "loss", offset = 56256 : i64}
 // CHECK-SAME: key = "label.y", mb = 0 : i64

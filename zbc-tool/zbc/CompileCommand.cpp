@@ -1,7 +1,8 @@
 //===- CompileCommand.cpp - `zbc compile` and `zbc run` -------------------===//
 //
 //   zbc compile MODEL.mlir --ranks P --microbatches M --schedule NAME
-//       [--virtual V] [--mem-limit BYTES] [--optimizer sgd|adamw] -o DIR
+//       [--virtual V] [--mem-limit BYTES] [--cost-file F]
+//       [--optimizer sgd|adamw] -o DIR
 //   zbc run MODEL.mlir [the same] --steps N [--seed S] [--save D]
 //       [--save-init D] [--data FILE] [-o DIR]
 //
@@ -74,6 +75,11 @@ cl::opt<std::string> memLimitOpt(
     cl::desc("Per-rank memory limit in bytes for the schedule and the proof "
              "(0: none; default: the schedule's own)"),
     cl::value_desc("BYTES"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> costFileOpt(
+    "cost-file",
+    cl::desc("JSON cost file whose F/B/W/M_B/M_W lists and comm replace the "
+             "cost model's (as zbc schedule --cost-file reads)"),
+    cl::value_desc("file"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> optimizerOpt("optimizer",
                                   cl::desc("sgd (with momentum) or adamw"),
                                   cl::value_desc("name"), cl::init("sgd"),
@@ -245,6 +251,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
     options.microbatches = request.microbatches;
     options.virtualStages = request.virtualStages;
     options.optimizer = request.optimizer;
+    options.costFile = costFileOpt;
     if (request.memLimit)
       options.memoryLimit = static_cast<double>(*request.memLimit);
     pm.addPass(createZBSchedulePass(options));

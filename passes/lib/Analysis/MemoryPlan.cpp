@@ -1,9 +1,8 @@
 //===- MemoryPlan.cpp - one arena per rank, every buffer at a fixed offset ===//
 //
 // Note [Memory plan] (MemoryPlan.h): the persistent part in declaration
-// order, then the scratch region, then the buffers of Note [Program memory]
-// packed greedily by size over their intervals in the rank's order. Phase
-// scratch is packed the same way over the ops of the body.
+// order, then the buffers of Note [Program memory] and every compute's body
+// values packed greedily by size over one fine timeline of the rank's order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,138 +90,98 @@ bool zbc::isYieldedIntoBuffer(StringRef key) {
   }
 }
 
+std::pair<int, std::string>
+zbc::bufferOfYield(int stage, StringRef key, const std::vector<int> &rankOfStage) {
+  std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+  if (parsed && (parsed->kind == KeyKind::Out || parsed->kind == KeyKind::DIn)) {
+    int consumer = parsed->kind == KeyKind::Out ? stage + 1 : stage - 1;
+    if (consumer >= 0 && consumer < static_cast<int>(rankOfStage.size()) &&
+        rankOfStage[consumer] == rankOfStage[stage])
+      return {consumer, parsed->counterpart()->str()};
+  }
+  return {stage, key.str()};
+}
+
+std::string zbc::scratchKey(ComputeKind phase, int op, int result) {
+  std::string key = ("scratch." + stringifyComputeKind(phase)).str() + "." +
+                    std::to_string(op) + ".";
+  return key + (result < 0 ? std::string("ws") : std::to_string(result));
+}
+
 namespace {
 
-/// The scratch items of phase bodies run one after another (one phase, or a
-/// fused BW's B then W): each value from its op to its last use on the
-/// common timeline, each workspace at its op. A value yielded into a buffer
-/// takes no scratch, except what B hands W in a fused sequence (B.I), which
-/// lives in the sequence's scratch from its op in B to its last use in W.
-class ScratchItems {
-public:
-  void add(PhaseOp phase, bool handsOverSavedB, PhaseOp reader = {}) {
-    Block &body = phase.getBodyBlock();
-    llvm::DenseMap<Operation *, int> position;
-    int base = next;
-    for (Operation &op : body)
-      position[&op] = next++;
-    llvm::DenseSet<Value> intoBuffers;
-    llvm::DenseMap<Value, std::string> handedOver;
-    YieldOp yield = phase.getYield();
-    for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
-      std::optional<PhaseKey> parsed = PhaseKey::parse(key);
-      if (handsOverSavedB && parsed && parsed->kind == KeyKind::SavedB)
-        handedOver[value] = key.str();
-      else if (isYieldedIntoBuffer(key))
-        intoBuffers.insert(value);
-    }
-    for (Operation &op : body) {
-      int from = position[&op];
-      for (Value result : op.getResults()) {
-        if (intoBuffers.contains(result))
-          continue;
-        int until = from;
-        for (Operation *user : result.getUsers())
-          until = std::max(until, position.lookup(user));
-        auto key = handedOver.find(result);
-        if (key != handedOver.end()) {
-          // Until its last reader in W, which runs after all of B.
-          until = std::max(until, base + static_cast<int>(body.getOperations().size()));
-          until = std::max(until, lastUseIn(reader, key->second));
-          keys.push_back(key->second);
-        } else {
-          keys.push_back("");
-        }
-        items.push_back({getNumBytes(result.getType()), from, until + 1, 0});
-        values.push_back(result);
-        ops.push_back(nullptr);
-      }
-      if (int64_t bytes = workspaceBytes(&op)) {
-        items.push_back({bytes, from, from + 1, 0});
-        values.push_back(Value());
-        ops.push_back(&op);
-        keys.push_back("");
-      }
-    }
-  }
-
-  /// Packs every item; fills `scratch` (its `bytes` the whole extent) and
-  /// the offsets of what is handed over.
-  int64_t pack(PhaseScratch &scratch, llvm::StringMap<int64_t> *handedOver) {
-    int64_t bytes = packGreedyBySize(items);
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (values[i])
-        scratch.offsetOf[values[i]] = items[i].offset;
-      else
-        scratch.workspaceOf[ops[i]] = items[i].offset;
-      if (handedOver && !keys[i].empty())
-        (*handedOver)[keys[i]] = items[i].offset;
-    }
-    scratch.bytes = bytes;
-    return bytes;
-  }
-
-private:
-  /// The position (on the common timeline, W placed after B) of the last op
-  /// of `reader` that reads its argument `key`.
-  int lastUseIn(PhaseOp reader, StringRef key) {
-    if (!reader)
-      return 0;
-    int position = next, last = 0;
-    llvm::DenseMap<Operation *, int> at;
-    for (Operation &op : reader.getBodyBlock())
-      at[&op] = position++;
-    for (auto [arg, argKey] : llvm::zip(reader.getBodyBlock().getArguments(),
-                                        reader.getArgKeyList()))
-      if (argKey == key)
-        for (Operation *user : arg.getUsers())
-          last = std::max(last, at.lookup(user));
-    return last;
-  }
-
-  std::vector<Item> items;
-  std::vector<Value> values;
-  std::vector<Operation *> ops;
-  std::vector<std::string> keys;
-  int next = 0;
+/// A value (or workspace) of bodies run in sequence, on their common
+/// timeline (op i of the sequence at i), live over [from, until].
+struct BodyValue {
+  ComputeKind phase;
+  int op = 0, result = 0; // result -1: the op's workspace
+  int from = 0, until = 0;
+  int64_t bytes = 0;
+  /// The key it is yielded into a buffer under, if any; `handedOver` if that
+  /// is a B.I a later body of the sequence reads (it then lives to there).
+  std::string bufferKey;
+  bool handedOver = false;
 };
 
-} // namespace
-
-PhaseScratch zbc::planPhaseScratch(PhaseOp phase) {
-  ScratchItems items;
-  items.add(phase, /*handsOverSavedB=*/false);
-  PhaseScratch scratch;
-  items.pack(scratch, nullptr);
-  return scratch;
-}
-
-FusedScratch zbc::planFusedScratch(StageOp stage) {
-  PhaseOp b = stage.getPhase(ComputeKind::B), w = stage.getPhase(ComputeKind::W);
-  FusedScratch fused;
-  // B's values, then W's, on one timeline: W's items start after B's.
-  ScratchItems items;
-  items.add(b, /*handsOverSavedB=*/true, w);
-  items.add(w, /*handsOverSavedB=*/false);
-  PhaseScratch all;
-  fused.bytes = items.pack(all, &fused.handedOver);
-  for (PhaseOp phase : {b, w}) {
-    PhaseScratch &part = phase == b ? fused.b : fused.w;
-    part.bytes = fused.bytes;
-    phase.getBodyBlock().walk([&](Operation *op) {
-      for (Value result : op->getResults())
-        if (auto it = all.offsetOf.find(result); it != all.offsetOf.end())
-          part.offsetOf[result] = it->second;
-      if (auto it = all.workspaceOf.find(op); it != all.workspaceOf.end())
-        part.workspaceOf[op] = it->second;
-    });
+/// Every value of `phases` run one after the other, as Note [Program
+/// memory] times them (ProgramMemory.cpp's temporariesOf): a value from its
+/// op to its last use (its yield included), a value a later phase of the
+/// sequence reads until that reader's last use; each workspace at its op.
+std::vector<BodyValue> bodyValuesOf(ArrayRef<PhaseOp> phases, int &length) {
+  llvm::DenseMap<Operation *, int> position;
+  int n = 0;
+  for (PhaseOp phase : phases)
+    for (Operation &op : PhaseOp(phase).getBodyBlock())
+      position[&op] = n++;
+  length = n;
+  auto lastUse = [&](Value value, int from) {
+    int until = from;
+    for (Operation *user : value.getUsers())
+      until = std::max(until, position.lookup(user));
+    return until;
+  };
+  std::vector<BodyValue> values;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    PhaseOp phase = phases[i];
+    llvm::StringMap<int> laterUse;
+    for (PhaseOp later : phases.drop_front(i + 1))
+      for (auto [arg, key] : llvm::zip(later.getBodyBlock().getArguments(),
+                                       later.getArgKeyList()))
+        laterUse[key] = std::max(laterUse.lookup(key), lastUse(arg, 0));
+    YieldOp yield = phase.getYield();
+    int index = 0;
+    for (Operation &op : phase.getBodyBlock()) {
+      int from = position[&op];
+      for (auto [r, result] : llvm::enumerate(op.getResults())) {
+        BodyValue v{phase.getKind(), index, static_cast<int>(r), from,
+                    lastUse(result, from), getNumBytes(result.getType())};
+        for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
+          if (value != result || !isYieldedIntoBuffer(key))
+            continue;
+          v.bufferKey = key.str();
+          if (laterUse.count(key)) {
+            v.handedOver = true;
+            v.until = std::max(v.until, laterUse.lookup(key));
+          }
+        }
+        values.push_back(v);
+      }
+      if (int64_t bytes = workspaceBytes(&op))
+        values.push_back({phase.getKind(), index, -1, from, from, bytes});
+      ++index;
+    }
   }
-  return fused;
+  return values;
 }
 
-std::string zbc::scratchKey(ComputeKind kind) {
-  return ("scratch." + stringifyComputeKind(kind)).str();
+/// The bodies a compute of `kind` runs on `stage`.
+SmallVector<PhaseOp, 2> bodiesOf(StageOp stage, ComputeKind kind) {
+  if (kind == ComputeKind::BW && !stage.getPhase(ComputeKind::BW))
+    return {stage.getPhase(ComputeKind::B), stage.getPhase(ComputeKind::W)};
+  return {stage.getPhase(kind)};
 }
+
+} // namespace
 
 std::vector<std::string> zbc::optimizerStateKeys(StringRef optimizer,
                                                  StringRef name) {
@@ -238,19 +197,6 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
   const sched::Program &p = model.program;
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   std::string optimizer = program.getOptimizer().value_or("sgd").str();
-
-  // The scratch each phase kind of each stage needs (a fused BW of a split
-  // stage runs B, then W, in the same region).
-  std::vector<std::map<ComputeKind, int64_t>> scratchOf(stages.size());
-  std::vector<std::optional<FusedScratch>> fusedOf(stages.size());
-  for (auto [s, stage] : llvm::enumerate(stages)) {
-    for (PhaseOp phase : stage.getPhases())
-      scratchOf[s][phase.getKind()] = planPhaseScratch(phase).bytes;
-    if (!scratchOf[s].count(ComputeKind::BW)) {
-      fusedOf[s] = planFusedScratch(stage);
-      scratchOf[s][ComputeKind::BW] = fusedOf[s]->bytes;
-    }
-  }
 
   std::vector<RankPlan> plans(memory.size());
   for (size_t r = 0; r < memory.size(); ++r) {
@@ -286,62 +232,68 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     if (holdsLoss)
       persist("loss", memory[r].lossAccumulator);
 
-    // The buffers, and each compute's scratch over its own position. What a
-    // fused BW's B hands its W lives inside that compute's scratch
-    // (planFusedScratch): it is placed with it, below.
-    auto handedOverInFusedBW = [&](const BufferLife &buffer) {
-      return buffer.role == BufferRole::Kept && buffer.until == buffer.from &&
-             fusedOf[buffer.stage] &&
-             fusedOf[buffer.stage]->handedOver.count(buffer.key);
-    };
-    std::vector<Item> items;
-    std::vector<const BufferLife *> packed, inScratch;
-    for (const BufferLife &buffer : memory[r].buffers) {
-      if (handedOverInFusedBW(buffer)) {
-        inScratch.push_back(&buffer);
-        continue;
-      }
-      items.push_back({buffer.bytes, buffer.firstWrite(), buffer.until, 0});
-      packed.push_back(&buffer);
-    }
-    std::vector<Placement> scratch;
+    // Everything else on the fine timeline of Note [Memory plan].
     const std::vector<sched::ProgramOp> &ops = p.ranks[r].ops;
+    int slots = 1;
+    for (int index : memory[r].opAt)
+      if (ops[index].what == sched::OpClass::Compute) {
+        int length = 0;
+        bodyValuesOf(bodiesOf(stages[ops[index].stage],
+                              toComputeKind(ops[index].kind)),
+                     length);
+        slots = std::max(slots, length + 1);
+      }
+    using BufferId = std::tuple<int, std::string, int>; // stage, key, mb
+    std::map<BufferId, int> writtenAt;
+    std::map<BufferId, std::pair<int, int>> handedOver;
+    std::vector<Item> items, scratchItems;
+    std::vector<Placement> placements, scratch;
     for (auto [k, index] : llvm::enumerate(memory[r].opAt)) {
       const sched::ProgramOp &op = ops[index];
       if (op.what != sched::OpClass::Compute)
         continue;
-      ComputeKind kind = toComputeKind(op.kind);
-      int64_t bytes = scratchOf[op.stage][kind];
-      if (bytes == 0)
-        continue;
-      scratch.push_back({scratchKey(kind), op.stage, op.microbatch, 0, bytes});
-      items.push_back({bytes, static_cast<int>(k), static_cast<int>(k) + 1, 0});
+      int base = static_cast<int>(k) * slots, length = 0;
+      for (const BodyValue &v : bodyValuesOf(
+               bodiesOf(stages[op.stage], toComputeKind(op.kind)), length)) {
+        int from = base + v.from, until = base + v.until + 1;
+        if (v.handedOver) {
+          handedOver[{op.stage, v.bufferKey, op.microbatch}] = {from, until};
+          continue;
+        }
+        if (!v.bufferKey.empty()) {
+          auto [stage, key] = bufferOfYield(op.stage, v.bufferKey, p.rankOfStage);
+          writtenAt[{stage, key, op.microbatch}] = from;
+          continue;
+        }
+        scratchItems.push_back({v.bytes, from, until, 0});
+        scratch.push_back({scratchKey(v.phase, v.op, v.result), op.stage,
+                           op.microbatch, 0, v.bytes, from, until});
+      }
     }
+    // The buffers first, then the scratch, in the plan as in the packing.
+    for (const BufferLife &buffer : memory[r].buffers) {
+      BufferId id{buffer.stage, buffer.key, buffer.microbatch};
+      int from = buffer.from * slots, until = buffer.until * slots;
+      if (auto it = handedOver.find(id); it != handedOver.end())
+        std::tie(from, until) = it->second;
+      else if (auto it = writtenAt.find(id); it != writtenAt.end())
+        from = it->second;
+      else if (buffer.role != BufferRole::Received &&
+               buffer.role != BufferRole::Data)
+        from = buffer.firstWrite() * slots;
+      items.push_back({buffer.bytes, from, std::max(until, from + 1), 0});
+      placements.push_back({buffer.key, buffer.stage, buffer.microbatch, 0,
+                            buffer.bytes, from, std::max(until, from + 1)});
+    }
+    items.insert(items.end(), scratchItems.begin(), scratchItems.end());
+    placements.insert(placements.end(), scratch.begin(), scratch.end());
     int64_t extent = packGreedyBySize(items);
-    for (auto [buffer, item] : llvm::zip(packed, items))
-      plan.buffers.push_back({buffer->key, buffer->stage, buffer->microbatch,
-                              offset + item.offset, buffer->bytes, item.from,
-                              item.until});
-    for (auto [placement, item] :
-         llvm::zip(scratch, llvm::drop_begin(items, packed.size()))) {
+    for (auto [placement, item] : llvm::zip(placements, items)) {
       placement.offset = offset + item.offset;
-      placement.from = item.from;
-      placement.until = item.until;
-      plan.buffers.push_back(placement);
+      plan.buffers.push_back(std::move(placement));
     }
-    for (const BufferLife *buffer : inScratch) {
-      const Placement *region = nullptr;
-      for (const Placement &placement : plan.buffers)
-        if (placement.key == scratchKey(ComputeKind::BW) &&
-            placement.stage == buffer->stage &&
-            placement.microbatch == buffer->microbatch)
-          region = &placement;
-      int64_t at = region ? region->offset : offset;
-      plan.buffers.push_back(
-          {buffer->key, buffer->stage, buffer->microbatch,
-           at + fusedOf[buffer->stage]->handedOver.lookup(buffer->key),
-           buffer->bytes, buffer->firstWrite(), buffer->until});
-    }
+    for (Placement &placement : plan.persistent)
+      placement.until = static_cast<int>(memory[r].opAt.size()) * slots;
     plan.arenaBytes = offset + extent;
     plan.peakBytes = memory[r].peak;
   }

@@ -10,6 +10,8 @@
 
 #include "zbc/Analysis/ProgramMemory.h"
 
+#include "zbc/Analysis/MemoryPlan.h" // isYieldedIntoBuffer
+
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 
@@ -73,9 +75,10 @@ struct StageInfo {
 
 /// The largest set of values live at once while `phases` run one after the
 /// other (one phase, or B then W for a fused BW of a split stage): a value
-/// from its op to its last use (its yield included), and a value that a
-/// phase yields under a key a later phase of the sequence reads, until that
-/// reader's last use; plus each op's workspace while it runs.
+/// from its op to its last use (its yield included), a value that a phase
+/// yields under a key a later phase of the sequence reads, until that
+/// reader's last use, and one it yields into a buffer that outlives the
+/// sequence, to the sequence's end; plus each op's workspace while it runs.
 int64_t temporariesOf(ArrayRef<PhaseOp> phases) {
   llvm::DenseMap<Operation *, int> position;
   int n = 0;
@@ -103,9 +106,15 @@ int64_t temporariesOf(ArrayRef<PhaseOp> phases) {
       for (Value result : op.getResults()) {
         int until = lastUse(result, from);
         for (auto [key, value] : llvm::zip(yield.getKeyList(),
-                                           yield.getValues()))
-          if (value == result)
-            until = std::max(until, laterUse.lookup(key));
+                                           yield.getValues())) {
+          if (value != result)
+            continue;
+          until = std::max(until, laterUse.lookup(key));
+          // A tensor the sequence keeps past its end (an out.I, d_in.I,
+          // F.I or B.I no later phase of it reads) is held to the end.
+          if (isYieldedIntoBuffer(key) && !laterUse.count(key))
+            until = n - 1;
+        }
         int64_t bytes = getNumBytes(result.getType());
         delta[from] += bytes;
         delta[until + 1] -= bytes;

@@ -16,11 +16,14 @@
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Schedule/CostFile.h"
 #include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Support/Limits.h"
 
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,6 +47,7 @@ struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
   using Base::Base;
   void runOnOperation() override;
   LogicalResult schedulePipeline(PipelineOp pipeline);
+  LogicalResult applyCostFile(PipelineOp pipeline, sched::Problem &problem);
 };
 
 /// FLOPs as a schedule time. An F with no FLOPs (a stage of data movement
@@ -85,6 +89,56 @@ FailureOr<sched::Problem> zbc::schedulingProblemOf(PipelineOp pipeline,
     problem.stages.push_back(cost);
   }
   return problem;
+}
+
+/// Replaces the cost model's figures with the cost file's: each list one
+/// value for every stage or one per stage; its sizes, if it gives them,
+/// must be the pipeline's.
+LogicalResult ZBSchedulePass::applyCostFile(PipelineOp pipeline,
+                                            sched::Problem &problem) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(costFile, &error);
+  if (!file)
+    return pipeline.emitOpError("cannot read the cost file: ") << error;
+  llvm::Expected<sched::CostFile> parsed =
+      sched::parseCostFile(file->getBuffer(), costFile);
+  if (!parsed)
+    return pipeline.emitOpError(llvm::toString(parsed.takeError()));
+  int stages = problem.numStages();
+  if ((parsed->ranks && *parsed->ranks != problem.ranks) ||
+      (parsed->virtualStages && *parsed->virtualStages != problem.virtualStages))
+    return pipeline.emitOpError("cost file '")
+           << costFile << "' describes " << parsed->ranks.value_or(problem.ranks)
+           << " ranks of " << parsed->virtualStages.value_or(problem.virtualStages)
+           << " stages each; the pipeline has " << problem.ranks << " of "
+           << problem.virtualStages;
+  struct Field {
+    const char *name;
+    const std::vector<double> &values;
+    double sched::StageCost::*member;
+  };
+  for (const Field &field :
+       {Field{"F", parsed->F, &sched::StageCost::F},
+        Field{"B", parsed->B, &sched::StageCost::B},
+        Field{"W", parsed->W, &sched::StageCost::W},
+        Field{"M_B", parsed->memB, &sched::StageCost::memB},
+        Field{"M_W", parsed->memW, &sched::StageCost::memW}}) {
+    if (field.values.empty())
+      continue;
+    if (field.values.size() != 1 && static_cast<int>(field.values.size()) != stages)
+      return pipeline.emitOpError("cost file '")
+             << costFile << "' gives " << field.values.size() << " " << field.name
+             << " values; the pipeline has " << stages << " stages (give one "
+             << "for all, or one per stage)";
+    for (int s = 0; s < stages; ++s)
+      problem.stages[s].*field.member =
+          field.values[field.values.size() == 1 ? 0 : s];
+  }
+  if (parsed->comm)
+    problem.comm = *parsed->comm;
+  if (llvm::Error e = problem.validate())
+    return pipeline.emitOpError(llvm::toString(std::move(e)));
+  return success();
 }
 
 LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
@@ -146,6 +200,9 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
       pipeline, v, microbatches, comm,
       memoryLimit == -1 ? std::nullopt : std::optional<double>(memoryLimit));
   if (failed(problem))
+    return failure();
+
+  if (!costFile.empty() && failed(applyCostFile(pipeline, *problem)))
     return failure();
 
   sched::BuildOptions options;

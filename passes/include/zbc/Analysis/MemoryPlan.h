@@ -4,25 +4,28 @@
 // code generator lowers and the runtime allocates once, at start-up.
 //
 // Note [Memory plan]
-// Each rank gets one arena, laid out in three parts:
-//   persistent: every parameter of the rank's stages, its gradient
-//     accumulator, its optimizer state (SGD: "momentum.N"; AdamW:
-//     "exp_avg.N" and "exp_avg_sq.N", PyTorch's names) and the loss
-//     accumulator, each at its own offset for the whole run;
-//   buffers: every buffer of Note [Program memory] (ProgramMemory.h), each
-//     reserved over [firstWrite, until) of the rank's order, and each
-//     compute's scratch ("scratch.F" of its stage and microbatch; a fused
-//     BW of a split stage runs B, then W, in one, which also holds what B
-//     hands W: planFusedScratch), reserved over its own position, all
-//     packed together greedily by size (largest first, each
-//     at the lowest offset where nothing whose interval overlaps its own is
-//     placed; TFLite's "greedy by size"). Inside a scratch region, each
-//     value of the phase sits at the offset planPhaseScratch packs from the
-//     values' lifetimes in the body (kernel workspaces included).
-// A value a phase yields into a buffer (F.I, B.I, a sent out.I or d_in.I, an
-// in.I of a stage on the same rank) is written straight into that buffer, so
-// it takes no scratch; a gradient and the loss are written to scratch and
-// added into their accumulators at the end of the phase. Offsets are
+// Each rank gets one arena: first the persistent part, every parameter of
+// the rank's stages, its gradient accumulator, its optimizer state (SGD:
+// "momentum.N"; AdamW: "exp_avg.N" and "exp_avg_sq.N", PyTorch's names) and
+// the loss accumulator, each at its own offset for the whole run; then
+// everything else packed together greedily by size (largest first, each at
+// the lowest offset where nothing whose lifetime overlaps its own is placed;
+// TFLite's "greedy by size") over one fine timeline: position k of the
+// rank's order spans [k S, (k + 1) S), S one more than the longest body a
+// compute runs, and op i of the body a compute at k runs (B's, then W's, for
+// a fused BW of a split stage) is time k S + i. On it:
+//   - every buffer of Note [Program memory] lives from its write (its recv
+//     or data load: the start of its position; the op that yields it) to the
+//     start of the position where it goes;
+//   - every value of a body that no buffer holds (a temporary, a gradient or
+//     loss before its accumulation at the end of the phase) lives from its op
+//     to its last use, under the key scratchKey(phase, op, result), stage and
+//     microbatch of its compute; each kernel workspace at its op;
+//   - what a fused BW's B hands its W (B.I) lives from its op in B to its
+//     last use in W.
+// So a buffer a compute yields late can reuse the bytes of its temporaries
+// that died before, and the arena comes close to the peak. A value yielded
+// into a buffer (bufferOfYield) is written straight into it. Offsets are
 // multiples of kArenaAlignment. The plan's peak live bytes are the
 // verifier's figure (ProgramMemory's peak): the plan adds only padding and
 // fragmentation, which the arena size shows beside it. Depends on this note:
@@ -54,8 +57,8 @@ struct Placement {
   std::string key;
   int stage = -1, microbatch = -1;
   int64_t offset = 0, bytes = 0;
-  /// The positions of the rank's order it is reserved over, [from, until);
-  /// persistent entries: the whole order.
+  /// When it is reserved, [from, until), on the plan's fine timeline (Note
+  /// [Memory plan]); persistent entries: the whole step.
   int from = 0, until = 0;
 };
 
@@ -66,38 +69,20 @@ struct RankPlan {
   int64_t peakBytes = 0; // the verifier's figure
 };
 
-/// Where each value of a phase body that lives in scratch sits, relative to
-/// the scratch region; values yielded into buffers are absent. `bytes` is
-/// the extent the layout needs.
-struct PhaseScratch {
-  llvm::DenseMap<mlir::Value, int64_t> offsetOf;
-  /// Per op that needs a workspace (workspaceBytes), its offset.
-  llvm::DenseMap<mlir::Operation *, int64_t> workspaceOf;
-  int64_t bytes = 0;
-};
-
 /// True for the keys whose yielded value goes straight into a buffer of
 /// Note [Program memory] rather than into scratch.
 bool isYieldedIntoBuffer(llvm::StringRef key);
 
-/// The scratch layout of one phase body (the value lifetimes of
-/// ProgramMemory's temporaries, the values yielded into buffers left out).
-PhaseScratch planPhaseScratch(zb::PhaseOp phase);
+/// The buffer (stage, key) that stage `stage` yields `key` into: an out.I
+/// or d_in.I for a stage on the same rank is that stage's in.I or d_out.I,
+/// anything else is the yielding stage's own key.
+std::pair<int, std::string> bufferOfYield(int stage, llvm::StringRef key,
+                                          const std::vector<int> &rankOfStage);
 
-/// The scratch of a fused BW of a split stage: B's body, then W's, packed
-/// as one sequence, so that what B hands W (its B.I) sits inside the region
-/// too, from its op in B to its last use in W, as Note [Program memory]
-/// counts it. `b` and `w` hold each body's offsets, `handedOver` the offset
-/// of each B.I key.
-struct FusedScratch {
-  PhaseScratch b, w;
-  llvm::StringMap<int64_t> handedOver;
-  int64_t bytes = 0;
-};
-FusedScratch planFusedScratch(zb::StageOp stage);
-
-/// The key of a compute's scratch region: "scratch.F", "scratch.BW", ...
-std::string scratchKey(zb::ComputeKind kind);
+/// The plan's key of a body value of a `phase` phase (result `result` of
+/// the body's op `op`, counting from 0), or with `result` -1, of that op's
+/// workspace: "scratch.F.3.0", "scratch.B.5.ws".
+std::string scratchKey(zb::ComputeKind phase, int op, int result);
 
 /// The names of the optimizer state buffers of parameter `name`, one per
 /// copy that optimizerCopies counts.

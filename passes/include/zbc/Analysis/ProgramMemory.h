@@ -26,12 +26,13 @@
 //     d_out.I, from after the producing phase;
 // and, during a compute op, its phase's own temporaries: the largest set of
 // values of the phase body live at once (a value from its op to its last
-// use; yielded values count here while the phase runs), plus the workspace
-// of the op that needs one (workspaceBytes). A fused BW of a split stage
-// runs B's body, then W's, as one sequence: what B hands to W (B.I) lives
-// from its op in B to its last use in W.
+// use; a yielded value the op keeps past its end, from its op to the end of
+// the op), plus the workspace of the op that needs one (workspaceBytes). A
+// fused BW of a split stage runs B's body, then W's, as one sequence: what B
+// hands to W (B.I) lives from its op in B to its last use in W, and what B
+// yields for later (d_in.I) through W to the end of the op.
 // Depends on this note: ProgramMemory.cpp, zb-verify-schedule, the memory
-// plan and the runtime (planned).
+// plan and the runtime's ledger.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_ANALYSIS_PROGRAMMEMORY_H

@@ -142,6 +142,10 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
            "The optimizer the program trains with, which decides its "
            "state's memory: sgd (with momentum: one copy) or adamw (two)">,
+    Option<"costFile", "cost-file", "std::string", /*default=*/"\"\"",
+           "A JSON cost file (as `zbc schedule --cost-file` reads): its F, "
+           "B, W, M_B and M_W lists (one value, or one per stage) and comm "
+           "replace the cost model's figures, e.g. with measured times">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the simulated makespan, bubble and memory">,
   ];
