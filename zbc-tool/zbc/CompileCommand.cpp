@@ -286,6 +286,10 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   FailureOr<sched::Problem> problem = schedulingProblemOf(
       pipeline, stages / std::max(result.ranks, 1), program.getMicrobatches(),
       0, std::nullopt);
+  // The costs the schedule was built with.
+  if (succeeded(problem) && !costFileOpt.empty() &&
+      failed(applyCostFile(pipeline, costFileOpt, *problem)))
+    return fail("the cost file does not fit the pipeline (the error is above)");
   if (succeeded(problem)) {
     Expected<sched::SimResult> sim = sched::simulate(*problem, table);
     if (!sim)

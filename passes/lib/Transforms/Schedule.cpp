@@ -47,7 +47,6 @@ struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
   using Base::Base;
   void runOnOperation() override;
   LogicalResult schedulePipeline(PipelineOp pipeline);
-  LogicalResult applyCostFile(PipelineOp pipeline, sched::Problem &problem);
 };
 
 /// FLOPs as a schedule time. An F with no FLOPs (a stage of data movement
@@ -91,11 +90,8 @@ FailureOr<sched::Problem> zbc::schedulingProblemOf(PipelineOp pipeline,
   return problem;
 }
 
-/// Replaces the cost model's figures with the cost file's: each list one
-/// value for every stage or one per stage; its sizes, if it gives them,
-/// must be the pipeline's.
-LogicalResult ZBSchedulePass::applyCostFile(PipelineOp pipeline,
-                                            sched::Problem &problem) {
+LogicalResult zbc::applyCostFile(PipelineOp pipeline, StringRef costFile,
+                                 sched::Problem &problem) {
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(costFile, &error);
   if (!file)
@@ -202,7 +198,7 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
   if (failed(problem))
     return failure();
 
-  if (!costFile.empty() && failed(applyCostFile(pipeline, *problem)))
+  if (!costFile.empty() && failed(applyCostFile(pipeline, costFile, *problem)))
     return failure();
 
   sched::BuildOptions options;

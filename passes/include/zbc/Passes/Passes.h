@@ -55,6 +55,13 @@ schedulingProblemOf(zb::PipelineOp pipeline, int64_t virtualStages,
                     int64_t microbatches, double comm,
                     std::optional<double> memoryLimit);
 
+/// Replaces `problem`'s stage costs with those of the JSON cost file at
+/// `path` (zb-schedule's cost-file): each list one value for every stage or
+/// one per stage, comm if given; its sizes, if it gives them, must be the
+/// pipeline's. Errors go to the pipeline.
+mlir::LogicalResult applyCostFile(zb::PipelineOp pipeline, llvm::StringRef path,
+                                  sched::Problem &problem);
+
 } // namespace zbc
 
 #endif // ZBC_PASSES_PASSES_H
