@@ -75,21 +75,6 @@ int64_t packGreedyBySize(std::vector<Item> &items) {
 
 } // namespace
 
-bool zbc::isYieldedIntoBuffer(StringRef key) {
-  std::optional<PhaseKey> parsed = PhaseKey::parse(key);
-  if (!parsed)
-    return false;
-  switch (parsed->kind) {
-  case KeyKind::Out:
-  case KeyKind::DIn:
-  case KeyKind::SavedF:
-  case KeyKind::SavedB:
-    return true;
-  default:
-    return false;
-  }
-}
-
 std::pair<int, std::string>
 zbc::bufferOfYield(int stage, StringRef key, const std::vector<int> &rankOfStage) {
   std::optional<PhaseKey> parsed = PhaseKey::parse(key);
@@ -109,70 +94,6 @@ std::string zbc::scratchKey(ComputeKind phase, int op, int result) {
 }
 
 namespace {
-
-/// A value (or workspace) of bodies run in sequence, on their common
-/// timeline (op i of the sequence at i), live over [from, until].
-struct BodyValue {
-  ComputeKind phase;
-  int op = 0, result = 0; // result -1: the op's workspace
-  int from = 0, until = 0;
-  int64_t bytes = 0;
-  /// The key it is yielded into a buffer under, if any; `handedOver` if that
-  /// is a B.I a later body of the sequence reads (it then lives to there).
-  std::string bufferKey;
-  bool handedOver = false;
-};
-
-/// Every value of `phases` run one after the other, as Note [Program
-/// memory] times them (ProgramMemory.cpp's temporariesOf): a value from its
-/// op to its last use (its yield included), a value a later phase of the
-/// sequence reads until that reader's last use; each workspace at its op.
-std::vector<BodyValue> bodyValuesOf(ArrayRef<PhaseOp> phases, int &length) {
-  llvm::DenseMap<Operation *, int> position;
-  int n = 0;
-  for (PhaseOp phase : phases)
-    for (Operation &op : PhaseOp(phase).getBodyBlock())
-      position[&op] = n++;
-  length = n;
-  auto lastUse = [&](Value value, int from) {
-    int until = from;
-    for (Operation *user : value.getUsers())
-      until = std::max(until, position.lookup(user));
-    return until;
-  };
-  std::vector<BodyValue> values;
-  for (size_t i = 0; i < phases.size(); ++i) {
-    PhaseOp phase = phases[i];
-    llvm::StringMap<int> laterUse;
-    for (PhaseOp later : phases.drop_front(i + 1))
-      for (auto [arg, key] : llvm::zip(later.getBodyBlock().getArguments(),
-                                       later.getArgKeyList()))
-        laterUse[key] = std::max(laterUse.lookup(key), lastUse(arg, 0));
-    YieldOp yield = phase.getYield();
-    int index = 0;
-    for (Operation &op : phase.getBodyBlock()) {
-      int from = position[&op];
-      for (auto [r, result] : llvm::enumerate(op.getResults())) {
-        BodyValue v{phase.getKind(), index, static_cast<int>(r), from,
-                    lastUse(result, from), getNumBytes(result.getType())};
-        for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
-          if (value != result || !isYieldedIntoBuffer(key))
-            continue;
-          v.bufferKey = key.str();
-          if (laterUse.count(key)) {
-            v.handedOver = true;
-            v.until = std::max(v.until, laterUse.lookup(key));
-          }
-        }
-        values.push_back(v);
-      }
-      if (int64_t bytes = workspaceBytes(&op))
-        values.push_back({phase.getKind(), index, -1, from, from, bytes});
-      ++index;
-    }
-  }
-  return values;
-}
 
 /// The bodies a compute of `kind` runs on `stage`.
 SmallVector<PhaseOp, 2> bodiesOf(StageOp stage, ComputeKind kind) {

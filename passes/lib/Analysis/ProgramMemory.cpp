@@ -10,7 +10,6 @@
 
 #include "zbc/Analysis/ProgramMemory.h"
 
-#include "zbc/Analysis/MemoryPlan.h" // isYieldedIntoBuffer
 
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
@@ -74,54 +73,14 @@ struct StageInfo {
 };
 
 /// The largest set of values live at once while `phases` run one after the
-/// other (one phase, or B then W for a fused BW of a split stage): a value
-/// from its op to its last use (its yield included), a value that a phase
-/// yields under a key a later phase of the sequence reads, until that
-/// reader's last use, and one it yields into a buffer that outlives the
-/// sequence, to the sequence's end; plus each op's workspace while it runs.
+/// other (bodyValuesOf's lifetimes).
 int64_t temporariesOf(ArrayRef<PhaseOp> phases) {
-  llvm::DenseMap<Operation *, int> position;
   int n = 0;
-  for (PhaseOp phase : phases)
-    for (Operation &op : PhaseOp(phase).getBodyBlock())
-      position[&op] = n++;
-  auto lastUse = [&](Value value, int from) {
-    int until = from;
-    for (Operation *user : value.getUsers())
-      until = std::max(until, position.lookup(user));
-    return until;
-  };
+  std::vector<BodyValue> values = bodyValuesOf(phases, n);
   std::vector<int64_t> delta(n + 1, 0);
-  for (size_t i = 0; i < phases.size(); ++i) {
-    PhaseOp phase = phases[i];
-    // Where a later phase of the sequence reads each key.
-    llvm::StringMap<int> laterUse;
-    for (PhaseOp later : phases.drop_front(i + 1))
-      for (auto [arg, key] : llvm::zip(later.getBodyBlock().getArguments(),
-                                       later.getArgKeyList()))
-        laterUse[key] = std::max(laterUse.lookup(key), lastUse(arg, 0));
-    YieldOp yield = phase.getYield();
-    for (Operation &op : phase.getBodyBlock()) {
-      int from = position[&op];
-      for (Value result : op.getResults()) {
-        int until = lastUse(result, from);
-        for (auto [key, value] : llvm::zip(yield.getKeyList(),
-                                           yield.getValues())) {
-          if (value != result)
-            continue;
-          until = std::max(until, laterUse.lookup(key));
-          // A tensor the sequence keeps past its end (an out.I, d_in.I,
-          // F.I or B.I no later phase of it reads) is held to the end.
-          if (isYieldedIntoBuffer(key) && !laterUse.count(key))
-            until = n - 1;
-        }
-        int64_t bytes = getNumBytes(result.getType());
-        delta[from] += bytes;
-        delta[until + 1] -= bytes;
-      }
-      delta[from] += workspaceBytes(&op);
-      delta[from + 1] -= workspaceBytes(&op);
-    }
+  for (const BodyValue &v : values) {
+    delta[v.from] += v.bytes;
+    delta[v.until + 1] -= v.bytes;
   }
   int64_t live = 0, peak = 0;
   for (int i = 0; i < n; ++i)
@@ -178,6 +137,71 @@ int slotOf(ComputeKind kind) {
 }
 
 } // namespace
+
+bool zbc::isYieldedIntoBuffer(StringRef key) {
+  std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+  if (!parsed)
+    return false;
+  switch (parsed->kind) {
+  case KeyKind::Out:
+  case KeyKind::DIn:
+  case KeyKind::SavedF:
+  case KeyKind::SavedB:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length) {
+  llvm::DenseMap<Operation *, int> position;
+  int n = 0;
+  for (PhaseOp phase : phases)
+    for (Operation &op : PhaseOp(phase).getBodyBlock())
+      position[&op] = n++;
+  length = n;
+  auto lastUse = [&](Value value, int from) {
+    int until = from;
+    for (Operation *user : value.getUsers())
+      until = std::max(until, position.lookup(user));
+    return until;
+  };
+  std::vector<BodyValue> values;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    PhaseOp phase = phases[i];
+    llvm::StringMap<int> laterUse;
+    for (PhaseOp later : phases.drop_front(i + 1))
+      for (auto [arg, key] : llvm::zip(later.getBodyBlock().getArguments(),
+                                       later.getArgKeyList()))
+        laterUse[key] = std::max(laterUse.lookup(key), lastUse(arg, 0));
+    YieldOp yield = phase.getYield();
+    int index = 0;
+    for (Operation &op : phase.getBodyBlock()) {
+      int from = position[&op];
+      for (auto [r, result] : llvm::enumerate(op.getResults())) {
+        BodyValue v{phase.getKind(), index, static_cast<int>(r), from,
+                    lastUse(result, from), getNumBytes(result.getType())};
+        for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
+          if (value != result || !isYieldedIntoBuffer(key))
+            continue;
+          v.bufferKey = key.str();
+          if (laterUse.count(key)) {
+            v.handedOver = true;
+            v.until = std::max(v.until, laterUse.lookup(key));
+          } else {
+            v.until = n - 1; // kept past the sequence's end
+          }
+        }
+        values.push_back(v);
+      }
+      if (int64_t bytes = workspaceBytes(&op))
+        values.push_back({phase.getKind(), index, -1, from, from, bytes});
+      ++index;
+    }
+  }
+  return values;
+}
+
 
 FailureOr<std::vector<RankMemory>>
 zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,

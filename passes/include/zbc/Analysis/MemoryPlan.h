@@ -69,10 +69,6 @@ struct RankPlan {
   int64_t peakBytes = 0; // the verifier's figure
 };
 
-/// True for the keys whose yielded value goes straight into a buffer of
-/// Note [Program memory] rather than into scratch.
-bool isYieldedIntoBuffer(llvm::StringRef key);
-
 /// The buffer (stage, key) that stage `stage` yields `key` into: an out.I
 /// or d_in.I for a stage on the same rank is that stage's in.I or d_out.I,
 /// anything else is the yielding stage's own key.

@@ -91,6 +91,29 @@ struct RankMemory {
   }
 };
 
+/// One value (or kernel workspace) of phase bodies run in sequence (one
+/// phase, or a fused BW's B then W), on their common timeline (op i of the
+/// sequence at i, yields included), live over [from, until]: a value from
+/// its op to its last use; one a later phase of the sequence reads (what B
+/// hands W) until that reader's last use (`handedOver`); one yielded into a
+/// buffer that outlives the sequence (`bufferKey`) to the sequence's end; a
+/// workspace at its op. The one timeline Note [Program memory] counts a
+/// compute's temporaries on, and the memory plan places them on.
+struct BodyValue {
+  zb::ComputeKind phase;
+  int op = 0, result = 0; // the op's index in its body; result -1: workspace
+  int from = 0, until = 0;
+  int64_t bytes = 0;
+  std::string bufferKey; // the key it is yielded into a buffer under
+  bool handedOver = false;
+};
+std::vector<BodyValue> bodyValuesOf(llvm::ArrayRef<zb::PhaseOp> phases,
+                                    int &length);
+
+/// True for the keys whose yielded value goes straight into a buffer of
+/// Note [Program memory] (out.I, d_in.I, F.I, B.I) rather than into scratch.
+bool isYieldedIntoBuffer(llvm::StringRef key);
+
 /// The scratch a kernel needs beside its operands and result, in bytes:
 /// causal attention keeps one S x S score matrix (its gradient two), as the
 /// CPU runtime's kernels do; 0 for every other op.
