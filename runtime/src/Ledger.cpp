@@ -31,6 +31,7 @@ void Ledger::init(const zbc_rt_program &program) {
   completedAt_.assign(n, -1);
   sendInFlight_.assign(n, 0);
   recvInFlight_.assign(n, 0);
+  clobberedBy_.assign(n, -1);
   owner_.assign(static_cast<size_t>((program.arena_bytes + kGranule - 1) /
                                     kGranule),
                 -1);
@@ -92,31 +93,6 @@ void Ledger::endOp() {
   temporaries_[position_] = std::max(temporaries_[position_], most);
 }
 
-std::string Ledger::ownedElsewhere(int32_t buffer, bool forWrite) const {
-  const zbc_rt_buffer &b = program_->buffers[buffer];
-  int64_t first = b.offset / kGranule;
-  int64_t last = (b.offset + std::max<int64_t>(b.bytes, 1) - 1) / kGranule;
-  for (int64_t g = first; g <= last; ++g) {
-    int32_t owner = owner_[static_cast<size_t>(g)];
-    if (owner == buffer)
-      continue;
-    if (forWrite) {
-      if (owner >= 0 && sendInFlight_[owner])
-        return fmt::format("writes {} over bytes that the send of {} still "
-                           "reads (the memory plan overlaps them while the "
-                           "send is in flight)",
-                           b.name, program_->buffers[owner].name);
-      continue;
-    }
-    if (owner < 0)
-      return fmt::format("reads {}, which holds nothing yet", b.name);
-    return fmt::format("reads {} after {} was written over its bytes (the "
-                       "memory plan overlaps two live buffers)",
-                       b.name, program_->buffers[owner].name);
-  }
-  return {};
-}
-
 std::string Ledger::read(int32_t buffer) {
   if (persistent(buffer))
     return {};
@@ -129,9 +105,10 @@ std::string Ledger::read(int32_t buffer) {
     return fmt::format("reads {} before its recv completed (no wait for "
                        "it precedes this op)",
                        b.name);
-  std::string overlap = ownedElsewhere(buffer, /*forWrite=*/false);
-  if (!overlap.empty())
-    return overlap;
+  if (int32_t by = clobberedBy_[buffer]; by >= 0)
+    return fmt::format("reads {} after {} was written over its bytes (the "
+                       "memory plan overlaps two live buffers)",
+                       b.name, program_->buffers[by].name);
   lastReadOp_[buffer] = position_;
   lastReadTick_[buffer] = tick_;
   return {};
@@ -143,13 +120,26 @@ std::string Ledger::write(int32_t buffer, Writer writer) {
   const zbc_rt_buffer &b = program_->buffers[buffer];
   if (stamp_[buffer] == step_)
     return fmt::format("writes {} a second time in one step", b.name);
-  std::string overlap = ownedElsewhere(buffer, /*forWrite=*/true);
-  if (!overlap.empty())
-    return overlap;
+  // Take the bytes over: a buffer whose granule this write takes holds
+  // garbage from now on, which its next read reports (reads stay O(1)); a
+  // send still reading them is an error now.
   int64_t first = b.offset / kGranule;
   int64_t last = (b.offset + std::max<int64_t>(b.bytes, 1) - 1) / kGranule;
-  for (int64_t g = first; g <= last; ++g)
-    owner_[static_cast<size_t>(g)] = buffer;
+  for (int64_t g = first; g <= last; ++g) {
+    int32_t &owner = owner_[static_cast<size_t>(g)];
+    if (owner == buffer)
+      continue;
+    if (owner >= 0) {
+      if (sendInFlight_[owner])
+        return fmt::format("writes {} over bytes that the send of {} still "
+                           "reads (the memory plan overlaps them while the "
+                           "send is in flight)",
+                           b.name, program_->buffers[owner].name);
+      clobberedBy_[owner] = buffer;
+    }
+    owner = buffer;
+  }
+  clobberedBy_[buffer] = -1;
   stamp_[buffer] = step_;
   writer_[buffer] = writer;
   writeOp_[buffer] = position_;
@@ -221,6 +211,7 @@ int64_t Ledger::endStep() {
   }
   // Every buffer of the step is dead now: the next step writes afresh.
   std::fill(owner_.begin(), owner_.end(), -1);
+  std::fill(clobberedBy_.begin(), clobberedBy_.end(), -1);
   return stepPeak;
 }
 

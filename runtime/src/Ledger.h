@@ -75,7 +75,6 @@ public:
 
 private:
   bool persistent(int32_t buffer) const;
-  std::string ownedElsewhere(int32_t buffer, bool forWrite) const;
 
   const zbc_rt_program *program_ = nullptr;
   int64_t persistentBytes_ = 0;
@@ -90,8 +89,10 @@ private:
   std::vector<int32_t> lastReadOp_, lastReadTick_;
   std::vector<int32_t> completedAt_; // sends: the op whose wait freed it
   std::vector<uint8_t> sendInFlight_, recvInFlight_;
-  // The last writer of every 64-byte granule of the arena.
+  // The last writer of every 64-byte granule of the arena, and per buffer
+  // the one that wrote over its bytes since its own write (-1: none).
   std::vector<int32_t> owner_;
+  std::vector<int32_t> clobberedBy_;
   // Buffers a kernel wrote in the running op; the op's tick sweep.
   std::vector<int32_t> writtenThisOp_;
   std::vector<int64_t> tickDelta_;

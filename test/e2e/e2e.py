@@ -18,7 +18,9 @@ Modes (one ctest test each, see test/CMakeLists.txt):
   bad-input       an unverifiable program stops before code generation with
                   the verifier's diagnostic; a launch with the wrong number of
                   ranks, a missing executable or an unreadable data file
-                  exits non-zero with a message from every rank, never hangs.
+                  exits non-zero with a message from every rank, never hangs;
+                  a memory plan that overlaps live buffers is caught by the
+                  rank's ledger.
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse
@@ -192,6 +194,23 @@ def bad_input(args):
     expect_failure([os.path.join(out, "launch.sh"), "--data",
                     os.path.join(args.work, "no-such-file.safetensors")], 2,
                    "no-such-file.safetensors")
+    # A plan that overlaps two live buffers (the generated table edited):
+    # the ledger stops the rank at the first read of the clobbered bytes,
+    # and the job ends.
+    source = os.path.join(out, "src", "rank1.cpp")
+    with open(source) as f:
+        code = f.read()
+    at = re.search(r'\{"in.0 of stage 1 mb 0", (\d+),', code).group(1)
+    code = re.sub(r'(\{"F.0 of stage 1 mb 0", )\d+,', r"\g<1>" + at + ",", code)
+    with open(source, "w") as f:
+        f.write(code)
+    with open(os.path.join(out, "build.log")) as f:
+        build = next(line[2:].split() for line in f
+                     if line.startswith("$ ") and "rank1.cpp" in line)
+    run(build)
+    expect_failure([os.path.join(out, "launch.sh")], 1,
+                   "reads in.0 of stage 1 mb 0 after F.0 of stage 1 mb 0 was "
+                   "written over its bytes")
     # A missing executable.
     os.remove(os.path.join(out, "rank1"))
     expect_failure([os.path.join(out, "launch.sh")], 1, "rank1 is missing")
