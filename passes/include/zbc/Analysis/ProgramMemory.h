@@ -4,8 +4,8 @@
 // buffers each rank holds at each op of its order, from the pipeline's
 // tensors and the program's order alone, never from timing. zb-verify-schedule
 // reports its peak and holds it to the program's memory_limit; the memory
-// plan (planned) places the same buffers at fixed offsets, and the runtime
-// counts the same ones, so the three agree byte for byte.
+// plan (MemoryPlan.h) places the same buffers at fixed offsets, and the
+// runtime's ledger counts the same ones, so the three agree byte for byte.
 //
 // Note [Program memory]
 // A rank holds, for the whole step:

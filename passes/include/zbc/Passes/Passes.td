@@ -161,9 +161,10 @@ def ZBPlanMemoryPass : Pass<"zb-plan-memory", "::mlir::ModuleOp"> {
     `zb.rank` its static memory plan (Note [Memory plan] in
     passes/include/zbc/Analysis/MemoryPlan.h): parameters, gradient
     accumulators, optimizer state and the loss accumulator for the whole
-    run; one scratch region for the temporaries of the phase that runs; and
-    every buffer of Note [Program memory] at an offset packed greedily by
-    size over its lifetime in the rank's order. `arena_bytes` is the arena's
+    run; then every buffer of Note [Program memory] and every value of the
+    bodies each compute runs ("scratch.W.3.0": result 0 of W's op 3),
+    packed greedily by size over their lifetimes on one fine timeline of
+    the rank's order. `arena_bytes` is the arena's
     size, `peak_bytes` the verifier's peak live bytes, `memory_plan` the
     placements.
 

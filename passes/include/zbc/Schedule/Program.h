@@ -35,7 +35,7 @@
 // transfers. This is how MPI's Isend/Irecv/Wait and NCCL's grouped p2p
 // behave, and how PyTorch's runtime runs its CSV actions. Depends on this
 // note: verifyProgram (VerifyProgram.cpp), zb-insert-p2p (InsertP2P.cpp),
-// the runtime (planned).
+// the runtime (runtime/src/Rank.cpp, MPITransport.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_SCHEDULE_PROGRAM_H
