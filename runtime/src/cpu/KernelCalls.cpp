@@ -123,7 +123,7 @@ private:
 
 } // namespace
 
-#define ZBC_RT_CALL(name) Call call(rank, #name)
+#define ZBC_RT_KERNEL(name) Call call(rank, #name)
 #define ZBC_RT_RETURN_IF_BAD()                                                 \
   if (!call.ok())                                                              \
     return call.done();                                                        \
@@ -170,7 +170,7 @@ zbc_rt_status zbc_rt_load(zbc_rt_rank *rank, int32_t dst, int32_t dataIndex) {
 }
 
 zbc_rt_status zbc_rt_accumulate(zbc_rt_rank *rank, int32_t grad, int32_t value) {
-  ZBC_RT_CALL(zbc_rt_accumulate);
+  ZBC_RT_KERNEL(zbc_rt_accumulate);
   int32_t g = resolve(rank, grad);
   if (g < 0)
     return ZBC_RT_ERROR;
@@ -183,7 +183,7 @@ zbc_rt_status zbc_rt_accumulate(zbc_rt_rank *rank, int32_t grad, int32_t value) 
 }
 
 zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss) {
-  ZBC_RT_CALL(zbc_rt_add_loss);
+  ZBC_RT_KERNEL(zbc_rt_add_loss);
   const float *v = call.in(loss, 1);
   ZBC_RT_RETURN_IF_BAD();
   rank->lossSum += *v;
@@ -195,7 +195,7 @@ zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss) {
 
 zbc_rt_status zbc_rt_linear(zbc_rt_rank *rank, int32_t x, int32_t w, int32_t y,
                             int64_t rows, int64_t in, int64_t out) {
-  ZBC_RT_CALL(zbc_rt_linear);
+  ZBC_RT_KERNEL(zbc_rt_linear);
   const float *px = call.in(x, rows * in), *pw = call.in(w, in * out);
   float *py = call.out(y, rows * out);
   ZBC_RT_RETURN_IF_BAD();
@@ -205,7 +205,7 @@ zbc_rt_status zbc_rt_linear(zbc_rt_rank *rank, int32_t x, int32_t w, int32_t y,
 
 zbc_rt_status zbc_rt_matmul(zbc_rt_rank *rank, int32_t a, int32_t b, int32_t c,
                             int64_t batch, int64_t m, int64_t k, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_matmul);
+  ZBC_RT_KERNEL(zbc_rt_matmul);
   const float *pa = call.in(a, batch * m * k), *pb = call.in(b, batch * k * n);
   float *pc = call.out(c, batch * m * n);
   ZBC_RT_RETURN_IF_BAD();
@@ -215,7 +215,7 @@ zbc_rt_status zbc_rt_matmul(zbc_rt_rank *rank, int32_t a, int32_t b, int32_t c,
 
 zbc_rt_status zbc_rt_bias_add(zbc_rt_rank *rank, int32_t x, int32_t bias,
                               int32_t y, int64_t rows, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_bias_add);
+  ZBC_RT_KERNEL(zbc_rt_bias_add);
   const float *px = call.in(x, rows * n), *pb = call.in(bias, n);
   float *py = call.out(y, rows * n);
   ZBC_RT_RETURN_IF_BAD();
@@ -225,7 +225,7 @@ zbc_rt_status zbc_rt_bias_add(zbc_rt_rank *rank, int32_t x, int32_t bias,
 
 zbc_rt_status zbc_rt_add(zbc_rt_rank *rank, int32_t a, int32_t b, int32_t y,
                          int64_t n) {
-  ZBC_RT_CALL(zbc_rt_add);
+  ZBC_RT_KERNEL(zbc_rt_add);
   const float *pa = call.in(a, n), *pb = call.in(b, n);
   float *py = call.out(y, n);
   ZBC_RT_RETURN_IF_BAD();
@@ -234,7 +234,7 @@ zbc_rt_status zbc_rt_add(zbc_rt_rank *rank, int32_t a, int32_t b, int32_t y,
 }
 
 zbc_rt_status zbc_rt_relu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_relu);
+  ZBC_RT_KERNEL(zbc_rt_relu);
   const float *px = call.in(x, n);
   float *py = call.out(y, n);
   ZBC_RT_RETURN_IF_BAD();
@@ -243,7 +243,7 @@ zbc_rt_status zbc_rt_relu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n) {
 }
 
 zbc_rt_status zbc_rt_gelu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_gelu);
+  ZBC_RT_KERNEL(zbc_rt_gelu);
   const float *px = call.in(x, n);
   float *py = call.out(y, n);
   ZBC_RT_RETURN_IF_BAD();
@@ -254,7 +254,7 @@ zbc_rt_status zbc_rt_gelu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n) {
 zbc_rt_status zbc_rt_layernorm(zbc_rt_rank *rank, int32_t x, int32_t gamma,
                                int32_t beta, int32_t y, int64_t rows, int64_t n,
                                double epsilon) {
-  ZBC_RT_CALL(zbc_rt_layernorm);
+  ZBC_RT_KERNEL(zbc_rt_layernorm);
   const float *px = call.in(x, rows * n), *pg = call.in(gamma, n),
               *pb = call.in(beta, n);
   float *py = call.out(y, rows * n);
@@ -266,7 +266,7 @@ zbc_rt_status zbc_rt_layernorm(zbc_rt_rank *rank, int32_t x, int32_t gamma,
 zbc_rt_status zbc_rt_embedding(zbc_rt_rank *rank, int32_t indices,
                                int32_t table, int32_t y, int64_t count,
                                int64_t vocab, int64_t h) {
-  ZBC_RT_CALL(zbc_rt_embedding);
+  ZBC_RT_KERNEL(zbc_rt_embedding);
   int32_t element = ZBC_RT_I64;
   const void *pi = call.indices(indices, count, element);
   const float *pt = call.in(table, vocab * h);
@@ -285,7 +285,7 @@ zbc_rt_status zbc_rt_causal_attention(zbc_rt_rank *rank, int32_t qkv,
                                       int32_t out, int32_t workspace,
                                       int64_t batch, int64_t seq,
                                       int64_t hidden, int64_t heads) {
-  ZBC_RT_CALL(zbc_rt_causal_attention);
+  ZBC_RT_KERNEL(zbc_rt_causal_attention);
   const float *pq = call.in(qkv, batch * seq * 3 * hidden);
   float *po = call.out(out, batch * seq * hidden);
   float *pw = call.workspace(workspace,
@@ -298,7 +298,7 @@ zbc_rt_status zbc_rt_causal_attention(zbc_rt_rank *rank, int32_t qkv,
 zbc_rt_status zbc_rt_cross_entropy(zbc_rt_rank *rank, int32_t logits,
                                    int32_t labels, int32_t loss, int64_t rows,
                                    int64_t classes) {
-  ZBC_RT_CALL(zbc_rt_cross_entropy);
+  ZBC_RT_KERNEL(zbc_rt_cross_entropy);
   int32_t element = ZBC_RT_I64;
   const float *pl = call.in(logits, rows * classes);
   const void *py = call.indices(labels, rows, element);
@@ -315,7 +315,7 @@ zbc_rt_status zbc_rt_cross_entropy(zbc_rt_rank *rank, int32_t logits,
 
 zbc_rt_status zbc_rt_fill(zbc_rt_rank *rank, int32_t y, int64_t n,
                           double value) {
-  ZBC_RT_CALL(zbc_rt_fill);
+  ZBC_RT_KERNEL(zbc_rt_fill);
   float *py = call.out(y, n);
   ZBC_RT_RETURN_IF_BAD();
   zbc::rt::cpu::fill(py, n, static_cast<float>(value));
@@ -325,7 +325,7 @@ zbc_rt_status zbc_rt_fill(zbc_rt_rank *rank, int32_t y, int64_t n,
 zbc_rt_status zbc_rt_linear_grad_input(zbc_rt_rank *rank, int32_t dy, int32_t w,
                                        int32_t dx, int64_t rows, int64_t in,
                                        int64_t out) {
-  ZBC_RT_CALL(zbc_rt_linear_grad_input);
+  ZBC_RT_KERNEL(zbc_rt_linear_grad_input);
   const float *pdy = call.in(dy, rows * out), *pw = call.in(w, in * out);
   float *pdx = call.out(dx, rows * in);
   ZBC_RT_RETURN_IF_BAD();
@@ -336,7 +336,7 @@ zbc_rt_status zbc_rt_linear_grad_input(zbc_rt_rank *rank, int32_t dy, int32_t w,
 zbc_rt_status zbc_rt_linear_grad_weight(zbc_rt_rank *rank, int32_t x,
                                         int32_t dy, int32_t dw, int64_t rows,
                                         int64_t in, int64_t out) {
-  ZBC_RT_CALL(zbc_rt_linear_grad_weight);
+  ZBC_RT_KERNEL(zbc_rt_linear_grad_weight);
   const float *px = call.in(x, rows * in), *pdy = call.in(dy, rows * out);
   float *pdw = call.out(dw, in * out);
   ZBC_RT_RETURN_IF_BAD();
@@ -347,7 +347,7 @@ zbc_rt_status zbc_rt_linear_grad_weight(zbc_rt_rank *rank, int32_t x,
 zbc_rt_status zbc_rt_matmul_grad_lhs(zbc_rt_rank *rank, int32_t dc, int32_t b,
                                      int32_t da, int64_t batch, int64_t m,
                                      int64_t k, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_matmul_grad_lhs);
+  ZBC_RT_KERNEL(zbc_rt_matmul_grad_lhs);
   const float *pdc = call.in(dc, batch * m * n), *pb = call.in(b, batch * k * n);
   float *pda = call.out(da, batch * m * k);
   ZBC_RT_RETURN_IF_BAD();
@@ -358,7 +358,7 @@ zbc_rt_status zbc_rt_matmul_grad_lhs(zbc_rt_rank *rank, int32_t dc, int32_t b,
 zbc_rt_status zbc_rt_matmul_grad_rhs(zbc_rt_rank *rank, int32_t a, int32_t dc,
                                      int32_t db, int64_t batch, int64_t m,
                                      int64_t k, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_matmul_grad_rhs);
+  ZBC_RT_KERNEL(zbc_rt_matmul_grad_rhs);
   const float *pa = call.in(a, batch * m * k), *pdc = call.in(dc, batch * m * n);
   float *pdb = call.out(db, batch * k * n);
   ZBC_RT_RETURN_IF_BAD();
@@ -368,7 +368,7 @@ zbc_rt_status zbc_rt_matmul_grad_rhs(zbc_rt_rank *rank, int32_t a, int32_t dc,
 
 zbc_rt_status zbc_rt_bias_grad(zbc_rt_rank *rank, int32_t dy, int32_t db,
                                int64_t rows, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_bias_grad);
+  ZBC_RT_KERNEL(zbc_rt_bias_grad);
   const float *pdy = call.in(dy, rows * n);
   float *pdb = call.out(db, n);
   ZBC_RT_RETURN_IF_BAD();
@@ -378,7 +378,7 @@ zbc_rt_status zbc_rt_bias_grad(zbc_rt_rank *rank, int32_t dy, int32_t db,
 
 zbc_rt_status zbc_rt_relu_grad(zbc_rt_rank *rank, int32_t dy, int32_t x,
                                int32_t dx, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_relu_grad);
+  ZBC_RT_KERNEL(zbc_rt_relu_grad);
   const float *pdy = call.in(dy, n), *px = call.in(x, n);
   float *pdx = call.out(dx, n);
   ZBC_RT_RETURN_IF_BAD();
@@ -388,7 +388,7 @@ zbc_rt_status zbc_rt_relu_grad(zbc_rt_rank *rank, int32_t dy, int32_t x,
 
 zbc_rt_status zbc_rt_gelu_grad(zbc_rt_rank *rank, int32_t dy, int32_t x,
                                int32_t dx, int64_t n) {
-  ZBC_RT_CALL(zbc_rt_gelu_grad);
+  ZBC_RT_KERNEL(zbc_rt_gelu_grad);
   const float *pdy = call.in(dy, n), *px = call.in(x, n);
   float *pdx = call.out(dx, n);
   ZBC_RT_RETURN_IF_BAD();
@@ -400,7 +400,7 @@ zbc_rt_status zbc_rt_layernorm_grad_input(zbc_rt_rank *rank, int32_t dy,
                                           int32_t x, int32_t gamma, int32_t dx,
                                           int64_t rows, int64_t n,
                                           double epsilon) {
-  ZBC_RT_CALL(zbc_rt_layernorm_grad_input);
+  ZBC_RT_KERNEL(zbc_rt_layernorm_grad_input);
   const float *pdy = call.in(dy, rows * n), *px = call.in(x, rows * n),
               *pg = call.in(gamma, n);
   float *pdx = call.out(dx, rows * n);
@@ -414,7 +414,7 @@ zbc_rt_status zbc_rt_layernorm_grad_gamma(zbc_rt_rank *rank, int32_t dy,
                                           int32_t x, int32_t dgamma,
                                           int64_t rows, int64_t n,
                                           double epsilon) {
-  ZBC_RT_CALL(zbc_rt_layernorm_grad_gamma);
+  ZBC_RT_KERNEL(zbc_rt_layernorm_grad_gamma);
   const float *pdy = call.in(dy, rows * n), *px = call.in(x, rows * n);
   float *pdg = call.out(dgamma, n);
   ZBC_RT_RETURN_IF_BAD();
@@ -426,7 +426,7 @@ zbc_rt_status zbc_rt_layernorm_grad_gamma(zbc_rt_rank *rank, int32_t dy,
 zbc_rt_status zbc_rt_embedding_grad(zbc_rt_rank *rank, int32_t indices,
                                     int32_t dy, int32_t dtable, int64_t count,
                                     int64_t vocab, int64_t h) {
-  ZBC_RT_CALL(zbc_rt_embedding_grad);
+  ZBC_RT_KERNEL(zbc_rt_embedding_grad);
   int32_t element = ZBC_RT_I64;
   const void *pi = call.indices(indices, count, element);
   const float *pdy = call.in(dy, count * h);
@@ -446,7 +446,7 @@ zbc_rt_status zbc_rt_causal_attention_grad(zbc_rt_rank *rank, int32_t dout,
                                            int32_t workspace, int64_t batch,
                                            int64_t seq, int64_t hidden,
                                            int64_t heads) {
-  ZBC_RT_CALL(zbc_rt_causal_attention_grad);
+  ZBC_RT_KERNEL(zbc_rt_causal_attention_grad);
   const float *pdo = call.in(dout, batch * seq * hidden),
               *pq = call.in(qkv, batch * seq * 3 * hidden);
   float *pdq = call.out(dqkv, batch * seq * 3 * hidden);
@@ -462,7 +462,7 @@ zbc_rt_status zbc_rt_cross_entropy_grad(zbc_rt_rank *rank, int32_t logits,
                                         int32_t labels, int32_t dloss,
                                         int32_t dlogits, int64_t rows,
                                         int64_t classes) {
-  ZBC_RT_CALL(zbc_rt_cross_entropy_grad);
+  ZBC_RT_KERNEL(zbc_rt_cross_entropy_grad);
   int32_t element = ZBC_RT_I64;
   const float *pl = call.in(logits, rows * classes);
   const void *py = call.indices(labels, rows, element);
