@@ -306,9 +306,9 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
               "indices only";
   };
   Block &body = phase.getBodyBlock();
+  // (build() checked the arguments' element types, before anything read
+  // them.)
   for (auto [arg, key] : llvm::zip(body.getArguments(), phase.getArgKeyList())) {
-    if (failed(checkElement(arg, phase)))
-      return failure();
     std::optional<PhaseKey> parsed = PhaseKey::parse(key);
     if (parsed && parsed->kind == KeyKind::Param)
       continue; // named by its buffer id

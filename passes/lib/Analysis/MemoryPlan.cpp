@@ -119,6 +119,23 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   std::string optimizer = program.getOptimizer().value_or("sgd").str();
 
+  // The values of what each kind of compute runs on each stage, with the
+  // length of its timeline: the same for every microbatch and rank, so
+  // computed once.
+  struct Bodies {
+    std::vector<BodyValue> values;
+    int length = 0;
+  };
+  std::map<std::pair<int, ComputeKind>, Bodies> bodiesAt;
+  auto bodies = [&](const sched::ProgramOp &op) -> const Bodies & {
+    ComputeKind kind = toComputeKind(op.kind);
+    auto [it, inserted] = bodiesAt.try_emplace({op.stage, kind});
+    if (inserted)
+      it->second.values =
+          bodyValuesOf(bodiesOf(stages[op.stage], kind), it->second.length);
+    return it->second;
+  };
+
   std::vector<RankPlan> plans(memory.size());
   for (size_t r = 0; r < memory.size(); ++r) {
     RankPlan &plan = plans[r];
@@ -157,13 +174,8 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     const std::vector<sched::ProgramOp> &ops = p.ranks[r].ops;
     int slots = 1;
     for (int index : memory[r].opAt)
-      if (ops[index].what == sched::OpClass::Compute) {
-        int length = 0;
-        bodyValuesOf(bodiesOf(stages[ops[index].stage],
-                              toComputeKind(ops[index].kind)),
-                     length);
-        slots = std::max(slots, length + 1);
-      }
+      if (ops[index].what == sched::OpClass::Compute)
+        slots = std::max(slots, bodies(ops[index]).length + 1);
     using BufferId = std::tuple<int, std::string, int>; // stage, key, mb
     std::map<BufferId, int> writtenAt;
     std::map<BufferId, std::pair<int, int>> handedOver;
@@ -173,9 +185,8 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
       const sched::ProgramOp &op = ops[index];
       if (op.what != sched::OpClass::Compute)
         continue;
-      int base = static_cast<int>(k) * slots, length = 0;
-      for (const BodyValue &v : bodyValuesOf(
-               bodiesOf(stages[op.stage], toComputeKind(op.kind)), length)) {
+      int base = static_cast<int>(k) * slots;
+      for (const BodyValue &v : bodies(op).values) {
         int from = base + v.from, until = base + v.until + 1;
         if (v.handedOver) {
           handedOver[{op.stage, v.bufferKey, op.microbatch}] = {from, until};
