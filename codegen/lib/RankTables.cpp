@@ -506,6 +506,7 @@ LogicalResult RankBuilder::readOrder() {
       bool send = sop.what == sched::OpClass::Send;
       op.what = send ? 4 : 5;
       op.peer = sop.peer;
+      op.gradient = sop.payload != sched::Payload::Act;
       int stage = sop.stage;
       std::string key = sop.key;
       if (!send) {
@@ -609,6 +610,19 @@ FailureOr<RankTables> RankBuilder::build(RankOp rankOp) {
   return std::move(t);
 }
 
+/// FNV-1a of the pipeline as printed (no locations): what a checkpoint
+/// names as its model, so that a checkpoint of another model, or of this
+/// one changed, is refused even under the same name.
+std::string modelHashOf(PipelineOp pipeline) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  pipeline->print(os, OpPrintingFlags().enableDebugInfo(false));
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : text)
+    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return llvm::formatv("{0}", llvm::format_hex_no_prefix(hash, 16)).str();
+}
+
 } // namespace
 
 FailureOr<std::vector<RankTables>>
@@ -623,6 +637,7 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
     return program.emitOpError("has ")
            << rankOps.size() << " zb.rank ops for " << memory->size()
            << " ranks";
+  std::string modelHash = modelHashOf(pipeline);
   std::vector<RankTables> tables;
   for (auto [r, rankOp] : llvm::enumerate(rankOps)) {
     RankBuilder builder(program, pipeline, model, (*memory)[r],
@@ -630,6 +645,7 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
     FailureOr<RankTables> t = builder.build(rankOp);
     if (failed(t))
       return failure();
+    t->modelHash = modelHash;
     tables.push_back(std::move(*t));
   }
   return tables;

@@ -82,6 +82,9 @@ struct OrderOp {
   int stage = 0, microbatch = 0, position = 0;
   int frame = -1, frameSize = 0, secondFrame = -1, secondFrameSize = 0;
   int buffer = -1, peer = -1, firstMember = -1, memberCount = 0;
+  /// Transfer: it carries a gradient (B's d_in), not an activation (a
+  /// group: false; its members say).
+  bool gradient = false;
   std::string name;
   /// Compute: the phase functions it runs (two for a fused BW of a split
   /// stage). Transfers: the ops it waits for first.
@@ -110,6 +113,7 @@ struct Data {
 struct RankTables {
   int rank = 0, ranks = 0, stages = 0, microbatches = 0;
   std::string model, schedule, optimizer;
+  std::string modelHash; // of the pipeline's IR, hex (checkpoints check it)
   int64_t arenaBytes = 0, peakBytes = 0;
   std::vector<Buffer> buffers;
   std::vector<OrderOp> ops;

@@ -193,15 +193,17 @@ void FileWriter::writeTables() {
   text = "{\n";
   for (const OrderOp &op : t.ops)
     text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
-                          "{10}, {11}, {12}},\n",
+                          "{10}, {11}, {12}, {13}},\n",
                           opWhat(op.what), op.stage, op.microbatch, op.position,
                           op.frame, op.frameSize, op.secondFrame,
                           op.secondFrameSize, op.buffer, op.peer, op.firstMember,
-                          op.memberCount, cString(op.name))
+                          op.memberCount, op.gradient ? 1 : 0,
+                          cString(op.name))
                 .str();
   verbatim("// The verified order: what, stage, microbatch, position, frame, "
            "frame size,\n// W's frame and size (fused BW of a split stage), "
-           "buffer, peer, group members, name.");
+           "buffer, peer, group members,\n// gradient (a transfer of B's "
+           "d_in), name.");
   global("kOps",
          emitc::ArrayType::get({static_cast<int64_t>(t.ops.size())},
                                emitc::OpaqueType::get(ctx, "zbc_rt_op")),
@@ -239,7 +241,7 @@ void FileWriter::writeTables() {
     return some ? name.str() : std::string("nullptr");
   };
   text = llvm::formatv(
-             "{{\n  {0}, {1}, {2}, {3},\n  {4}, {5}, {6},\n  {7}, {8},\n"
+             "{{\n  {0}, {1}, {2}, {3},\n  {4}, {21}, {5}, {6},\n  {7}, {8},\n"
              "  kBuffers, {9}, kOps, {10}, {11},\n  {12}, {13}, {14}, {15}, "
              "{16}, {17},\n  {18}, {19}, {20}}",
              t.rank, t.ranks, t.stages, t.microbatches, cString(t.model),
@@ -248,10 +250,10 @@ void FileWriter::writeTables() {
              orNull(!t.frames.empty(), "kFrames"), t.frames.size(),
              orNull(!t.params.empty(), "kParams"), t.params.size(),
              orNull(!t.data.empty(), "kData"), t.data.size(), t.loss,
-             t.tokensPerMicrobatch, t.maxKernelCalls)
+             t.tokensPerMicrobatch, t.maxKernelCalls, cString(t.modelHash))
              .str();
   verbatim("// The program zbc_rt_main runs: rank, ranks, stages, "
-           "microbatches, model, schedule,\n// optimizer, arena and peak "
+           "microbatches, model, its hash,\n// schedule, optimizer, arena and peak "
            "bytes, tables, loss buffer, tokens per microbatch, kernel calls.");
   global("kProgram", emitc::OpaqueType::get(ctx, "zbc_rt_program"),
          opaque(text));

@@ -45,6 +45,41 @@ bool parseReal(const char *text, double &out) {
   return true;
 }
 
+/// The option's path field, if `arg` takes a path.
+std::string *pathOption(const char *arg, Options &o) {
+  struct Entry {
+    const char *flag;
+    std::string Options::*field;
+  };
+  static const Entry entries[] = {
+      {"--data", &Options::dataFile},       {"--save", &Options::saveDir},
+      {"--save-init", &Options::saveInitDir}, {"--report", &Options::reportDir},
+      {"--checkpoint-dir", &Options::checkpointDir},
+      {"--resume", &Options::resumeDir},
+      {"--status-dir", &Options::statusDir}};
+  for (const Entry &e : entries)
+    if (!std::strcmp(arg, e.flag))
+      return &(o.*e.field);
+  return nullptr;
+}
+
+/// The option's count field, if `arg` takes a whole number of steps.
+int64_t *countOption(const char *arg, Options &o) {
+  struct Entry {
+    const char *flag;
+    int64_t Options::*field;
+  };
+  static const Entry entries[] = {{"--eval-every", &Options::evalEvery},
+                                  {"--warmup", &Options::warmupSteps},
+                                  {"--decay-steps", &Options::decaySteps},
+                                  {"--checkpoint-every",
+                                   &Options::checkpointEvery}};
+  for (const Entry &e : entries)
+    if (!std::strcmp(arg, e.flag))
+      return &(o.*e.field);
+  return nullptr;
+}
+
 } // namespace
 
 std::string optionsHelp(const char *program) {
@@ -53,10 +88,12 @@ std::string optionsHelp(const char *program) {
       "  --steps N          training steps (default 1)\n"
       "  --seed S           seed of the parameters and the synthetic data "
       "(default 0)\n"
-      "  --data FILE        read the microbatches from a safetensors file "
-      "(a tensor per\n"
+      "  --data FILE        read the microbatches from FILE: a .safetensors "
+      "file (a tensor per\n"
       "                     data key, e.g. \"input.x\", samples stacked on "
-      "a first dimension)\n"
+      "a first dimension),\n"
+      "                     or any other file as text (bytes are tokens; "
+      "the last tenth held out)\n"
       "  --save DIR         write this rank's parameters after the run "
       "(DIR/rankN.safetensors)\n"
       "  --save-init DIR    write them before the first step\n"
@@ -68,6 +105,29 @@ std::string optionsHelp(const char *program) {
       "0.01 momentum 0.9;\n"
       "                     AdamW lr 0.001 betas 0.9 0.999 eps 1e-8 weight "
       "decay 0.01)\n"
+      "  --clip-norm X      clip the gradient's global norm (over all "
+      "ranks) to X (default: no clipping)\n"
+      "  --warmup N         warm the learning rate up linearly over the "
+      "first N steps\n"
+      "  --decay-steps N    then decay it along a cosine to --min-lr by step "
+      "N (default: constant)\n"
+      "  --min-lr X         the learning rate at the end of the decay "
+      "(default: lr / 10)\n"
+      "  --eval-every K     every K steps and at the end, print the loss on "
+      "the held-out split\n"
+      "                     (text data only)\n"
+      "  --checkpoint-every N  write a checkpoint every N steps and at the "
+      "end\n"
+      "  --checkpoint-dir DIR  where checkpoints go (DIR/step-N; default "
+      "checkpoints)\n"
+      "  --resume DIR       continue from a checkpoint (DIR/step-N, or the "
+      "latest under DIR)\n"
+      "  --timeout S        give up on a peer after S seconds in one wait "
+      "(default 30)\n"
+      "  --status-dir DIR   keep DIR/rankN.status: running, done, failed or "
+      "stopped (zbc run reads it)\n"
+      "  --progress-bar     redraw one progress line (zbc run: when its "
+      "output is a terminal)\n"
       "  --quiet            no progress lines\n",
       program);
 }
@@ -76,6 +136,7 @@ std::string parseOptions(int argc, char **argv, Options &options) {
   double nan = std::numeric_limits<double>::quiet_NaN();
   options.lr = options.momentum = options.weightDecay = nan;
   options.beta1 = options.beta2 = options.epsilon = nan;
+  options.minLr = nan;
   for (int i = 1; i < argc; ++i) {
     const char *arg = argv[i];
     auto value = [&](const char *&out) -> bool {
@@ -98,6 +159,8 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       options.help = true;
     } else if (!std::strcmp(arg, "--quiet")) {
       options.quiet = true;
+    } else if (!std::strcmp(arg, "--progress-bar")) {
+      options.progressBar = true;
     } else if (!std::strcmp(arg, "--steps")) {
       int64_t steps = 0;
       if (!value(text) || !parseInt(text, 1, int64_t(1) << 40, steps))
@@ -112,17 +175,15 @@ std::string parseOptions(int argc, char **argv, Options &options) {
         return fmt::format("--seed needs a whole number >= 0, got '{}'",
                            text ? text : "");
       options.seed = static_cast<uint64_t>(seed);
-    } else if (!std::strcmp(arg, "--data") || !std::strcmp(arg, "--save") ||
-               !std::strcmp(arg, "--save-init") ||
-               !std::strcmp(arg, "--report")) {
+      options.seedGiven = true;
+    } else if (std::string *path = pathOption(arg, options)) {
       if (!value(text) || !*text)
         return fmt::format("{} needs a path", arg);
-      std::string &into = !std::strcmp(arg, "--data")   ? options.dataFile
-                          : !std::strcmp(arg, "--save") ? options.saveDir
-                          : !std::strcmp(arg, "--report")
-                              ? options.reportDir
-                              : options.saveInitDir;
-      into = text;
+      *path = text;
+    } else if (int64_t *count = countOption(arg, options)) {
+      if (!value(text) || !parseInt(text, 0, int64_t(1) << 40, *count))
+        return fmt::format("{} needs a whole number >= 0, got '{}'", arg,
+                           text ? text : "");
     } else if (!std::strcmp(arg, "--lr")) {
       error = real(options.lr);
     } else if (!std::strcmp(arg, "--momentum")) {
@@ -135,12 +196,23 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       error = real(options.beta2);
     } else if (!std::strcmp(arg, "--eps")) {
       error = real(options.epsilon);
+    } else if (!std::strcmp(arg, "--clip-norm")) {
+      error = real(options.clipNorm);
+    } else if (!std::strcmp(arg, "--min-lr")) {
+      error = real(options.minLr);
+    } else if (!std::strcmp(arg, "--timeout")) {
+      error = real(options.timeoutSeconds);
+      if (error.empty() && !(options.timeoutSeconds > 0))
+        error = "--timeout needs a number of seconds > 0";
     } else {
       return fmt::format("unknown option '{}' (--help lists them)", arg);
     }
     if (!error.empty())
       return error;
   }
+  if (options.decaySteps && options.decaySteps <= options.warmupSteps)
+    return fmt::format("--decay-steps {} must come after the {} warm-up steps",
+                       options.decaySteps, options.warmupSteps);
   return {};
 }
 

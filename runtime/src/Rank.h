@@ -9,8 +9,12 @@
 #ifndef ZBC_RUNTIME_RANK_H
 #define ZBC_RUNTIME_RANK_H
 
+#include "DataSource.h"
 #include "Ledger.h"
 #include "Transport.h"
+#include "Watchdog.h"
+
+#include "zbc/runtime/OptimizerSchedule.h"
 
 #include "zbc/runtime/zbc_runtime.h"
 
@@ -25,10 +29,19 @@ namespace zbc::rt {
 struct Options {
   int64_t steps = 1;
   uint64_t seed = 0;
+  bool seedGiven = false; // --seed given (a resumed run must agree)
   std::string saveDir, saveInitDir, dataFile, reportDir;
+  std::string checkpointDir = "checkpoints", resumeDir, statusDir;
   // Optimizer hyperparameters; NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, epsilon;
+  // Clipping (0: none) and the learning-rate schedule (OptimizerSchedule.h;
+  // minLr NaN: lr / 10).
+  double clipNorm = 0, minLr;
+  int64_t warmupSteps = 0, decaySteps = 0;
+  int64_t evalEvery = 0, checkpointEvery = 0; // 0: never (but at the end)
+  double timeoutSeconds = 30; // the longest one wait for a peer may take
   bool quiet = false;
+  bool progressBar = false; // one line redrawn in place (a terminal)
   bool help = false;
 };
 
@@ -46,12 +59,6 @@ struct Profile {
   static double now(); // a monotonic clock, seconds
 };
 
-/// Data read from --data: per data key, its samples back to back.
-struct DataFile {
-  std::vector<std::vector<char>> samples; // per zbc_rt_data entry
-  std::vector<int64_t> count;             // samples per entry
-};
-
 } // namespace zbc::rt
 
 struct zbc_rt_rank {
@@ -60,17 +67,43 @@ struct zbc_rt_rank {
   char *arena = nullptr;
   zbc::rt::Ledger ledger;
   std::unique_ptr<zbc::rt::Transport> transport;
-  zbc::rt::DataFile data;
-  int64_t step = 0;          // 0-based, of the run
+  zbc::rt::DataSource data;
+  int64_t step = 0;          // 0-based, of the training (a resumed run
+                             // starts at its checkpoint's step)
+  // Evaluating: `step` runs forward only, on held-out batch evalBatch
+  // (computes other than F, gradient transfers and updates are skipped).
+  bool evaluating = false;
+  int64_t evalBatch = 0;
   int32_t op = -1;           // the op running (compute, transfer), or -1
   const int32_t *frame = nullptr; // the running compute's frame
   int32_t frameSize = 0;
   std::string error;         // the first failure's message
   double lossSum = 0;        // this step's, when the rank holds the loss
+  double learningRate = 0;   // this step's (OptimizerSchedule.h)
+  double gradNorm = -1;      // this step's global norm, when clipping
+  std::vector<uint8_t> updateDue; // per parameter: its update waits for
+                                  // the end of the step (Optimizer.cpp)
   zbc::rt::Profile profile;
+  zbc::rt::Watchdog watchdog;
 };
 
 namespace zbc::rt {
+
+/// The optimizer's learning rate before its schedule, and the schedule
+/// (Optimizer.cpp).
+double baseLearningRate(const zbc_rt_rank *rank);
+LearningRateSchedule learningRateSchedule(const zbc_rt_rank *rank);
+
+/// Marks transfer op `op` completed in the rank's ledger.
+void transferDone(void *rank, int32_t op);
+
+/// Where the running compute's microbatch comes from.
+BatchPosition batchPosition(const zbc_rt_rank *rank, int32_t microbatch);
+
+/// The optimizer step of every parameter whose update is due at the end of
+/// the step (all of them when gradients are clipped: the global norm needs
+/// every gradient first). Collective when clipping. Optimizer.cpp.
+zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank);
 
 /// Records `message` as the rank's failure, with where it happened (rank,
 /// op of the order, step), and returns ZBC_RT_ERROR.
@@ -80,6 +113,36 @@ zbc_rt_status fail(zbc_rt_rank *rank, const std::string &message);
 /// -1 (with the rank's error set) if neither.
 int32_t resolve(zbc_rt_rank *rank, int32_t id);
 
+} // namespace zbc::rt
+
+/// The number of heap allocations made so far, when a test preloads a
+/// counter that defines it (test/e2e/AllocationCounter.c); otherwise null.
+/// zbc_rt_main reports the allocations made during steps, which must be 0.
+extern "C" __attribute__((weak)) uint64_t zbc_rt_test_allocations(void);
+/// Brackets the calls into MPI, whose internal allocations are not the
+/// runtime's (the counter leaves them out).
+extern "C" __attribute__((weak)) void zbc_rt_test_pause_allocations(int paused);
+
+namespace zbc::rt {
+/// While alive, the thread is inside MPI: a call that may block on a peer,
+/// which the watchdog times (`what` names a collective; a transfer is the
+/// running op).
+struct InsideMPI {
+  explicit InsideMPI(zbc_rt_rank *rank, const char *what = nullptr)
+      : rank(rank) {
+    if (zbc_rt_test_pause_allocations)
+      zbc_rt_test_pause_allocations(1);
+    rank->watchdog.enter(what);
+  }
+  ~InsideMPI() {
+    rank->watchdog.leave();
+    if (zbc_rt_test_pause_allocations)
+      zbc_rt_test_pause_allocations(0);
+  }
+  InsideMPI(const InsideMPI &) = delete;
+  InsideMPI &operator=(const InsideMPI &) = delete;
+  zbc_rt_rank *rank;
+};
 } // namespace zbc::rt
 
 #endif // ZBC_RUNTIME_RANK_H

@@ -2,20 +2,25 @@
 //
 // The writer builds the JSON header with fmt, tensors in name order at
 // consecutive offsets, the header padded with spaces to 8 bytes (the format
-// allows it), and renames a temporary file into place so that a reader
-// never sees half a file. The reader parses just the JSON the format uses
+// allows it), and writes the file atomically (a temporary file, fsync,
+// rename, fsync of the directory) so that a reader never sees half a file. The reader parses just the JSON the format uses
 // (objects, arrays, strings, integers) and checks every offset and size
 // against the file before it copies a byte.
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbc/runtime/SafeTensors.h"
+#include "zbc/runtime/JsonSubset.h"
 
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace zbc::rt {
 
@@ -29,147 +34,15 @@ int64_t dtypeBytes(const std::string &dtype) {
   return 0;
 }
 
-namespace {
-
-std::string quoted(const std::string &text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-/// The JSON subset of a safetensors header.
-class Parser {
-public:
-  explicit Parser(const std::string &text) : text_(text) {}
-
-  struct Value {
-    enum Kind { Object, Array, String, Number } kind = Number;
-    std::string string;
-    int64_t number = 0;
-    std::vector<std::pair<std::string, Value>> members;
-    std::vector<Value> elements;
-  };
-
-  bool parse(Value &out, std::string &error) {
-    if (!value(out, 0)) {
-      error = error_.empty() ? fmt::format("malformed JSON at byte {}", pos_)
-                             : error_;
-      return false;
-    }
-    skip();
-    if (pos_ != text_.size()) {
-      error = fmt::format("trailing text at byte {}", pos_);
-      return false;
-    }
-    return true;
-  }
-
-private:
-  void skip() {
-    while (pos_ < text_.size() && std::strchr(" \t\r\n", text_[pos_]))
-      ++pos_;
-  }
-  bool value(Value &out, int depth) {
-    if (depth > 16) {
-      error_ = "JSON nested too deeply";
-      return false;
-    }
-    skip();
-    if (pos_ >= text_.size())
-      return false;
-    char c = text_[pos_];
-    if (c == '{') {
-      out.kind = Value::Object;
-      ++pos_;
-      skip();
-      if (pos_ < text_.size() && text_[pos_] == '}')
-        return ++pos_, true;
-      while (true) {
-        Value key, member;
-        skip();
-        if (!string(key) || (skip(), pos_ >= text_.size()) ||
-            text_[pos_++] != ':' || !value(member, depth + 1))
-          return false;
-        out.members.emplace_back(key.string, std::move(member));
-        skip();
-        if (pos_ >= text_.size())
-          return false;
-        if (text_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        return text_[pos_++] == '}';
-      }
-    }
-    if (c == '[') {
-      out.kind = Value::Array;
-      ++pos_;
-      skip();
-      if (pos_ < text_.size() && text_[pos_] == ']')
-        return ++pos_, true;
-      while (true) {
-        Value element;
-        if (!value(element, depth + 1))
-          return false;
-        out.elements.push_back(std::move(element));
-        skip();
-        if (pos_ >= text_.size())
-          return false;
-        if (text_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        return text_[pos_++] == ']';
-      }
-    }
-    if (c == '"')
-      return string(out);
-    out.kind = Value::Number;
-    size_t start = pos_;
-    if (text_[pos_] == '-')
-      ++pos_;
-    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9')
-      ++pos_;
-    if (pos_ == start || pos_ - start > 18)
-      return false;
-    out.number = std::stoll(text_.substr(start, pos_ - start));
-    return true;
-  }
-  bool string(Value &out) {
-    out.kind = Value::String;
-    if (pos_ >= text_.size() || text_[pos_] != '"')
-      return false;
-    ++pos_;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      if (text_[pos_] == '\\') {
-        if (++pos_ >= text_.size())
-          return false;
-      }
-      out.string += text_[pos_++];
-    }
-    return pos_ < text_.size() && text_[pos_++] == '"';
-  }
-
-  const std::string &text_;
-  size_t pos_ = 0;
-  std::string error_;
-};
-
-} // namespace
-
-std::string writeSafeTensors(const std::string &path, const TensorFile &tensors,
-                             const std::map<std::string, std::string> &metadata) {
+std::string encodeSafeTensors(const TensorFile &tensors,
+                              const std::map<std::string, std::string> &metadata) {
   std::string header = "{";
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
     bool first = true;
     for (const auto &[key, value] : metadata) {
-      header += fmt::format("{}{}:{}", first ? "" : ",", quoted(key),
-                            quoted(value));
+      header += fmt::format("{}{}:{}", first ? "" : ",", jsonQuoted(key),
+                            jsonQuoted(value));
       first = false;
     }
     header += "}";
@@ -182,90 +55,129 @@ std::string writeSafeTensors(const std::string &path, const TensorFile &tensors,
     int64_t end = offset + static_cast<int64_t>(tensor.data.size());
     header += fmt::format(
         "{}{}:{{\"dtype\":{},\"shape\":[{}],\"data_offsets\":[{},{}]}}",
-        header.size() > 1 ? "," : "", quoted(name), quoted(tensor.dtype), shape,
-        offset, end);
+        header.size() > 1 ? "," : "", jsonQuoted(name),
+        jsonQuoted(tensor.dtype), shape, offset, end);
     offset = end;
   }
   header += "}";
   while (header.size() % 8)
     header += ' ';
+  std::string bytes(8, '\0');
+  uint64_t length = header.size();
+  for (int i = 0; i < 8; ++i)
+    bytes[i] = static_cast<char>(length >> (8 * i));
+  bytes.reserve(8 + header.size() + static_cast<size_t>(offset));
+  bytes += header;
+  for (const auto &[name, tensor] : tensors)
+    bytes.append(tensor.data.data(), tensor.data.size());
+  return bytes;
+}
+
+std::string writeSafeTensors(const std::string &path, const TensorFile &tensors,
+                             const std::map<std::string, std::string> &metadata) {
+  return writeFileAtomically(path, encodeSafeTensors(tensors, metadata));
+}
+
+std::string readFileBytes(const std::string &path, std::string &bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+  bytes.assign(std::istreambuf_iterator<char>(in),
+               std::istreambuf_iterator<char>());
+  if (in.bad())
+    return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+  return {};
+}
+
+std::string writeFileAtomically(const std::string &path,
+                                const std::string &bytes) {
   std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return fmt::format("cannot write '{}': {}", temporary,
-                         std::strerror(errno));
-    uint64_t length = header.size();
-    unsigned char bytes[8];
-    for (int i = 0; i < 8; ++i)
-      bytes[i] = static_cast<unsigned char>(length >> (8 * i));
-    out.write(reinterpret_cast<const char *>(bytes), 8);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    for (const auto &[name, tensor] : tensors)
-      out.write(tensor.data.data(),
-                static_cast<std::streamsize>(tensor.data.size()));
-    out.flush();
-    if (!out)
-      return fmt::format("cannot write '{}': {}", temporary,
-                         std::strerror(errno));
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    return fmt::format("cannot write '{}': {}", temporary, std::strerror(errno));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      std::string error = fmt::format("cannot write '{}': {}", temporary,
+                                      std::strerror(errno));
+      ::close(fd);
+      return error;
+    }
+    done += static_cast<size_t>(n);
   }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    return fmt::format("cannot write '{}': {}", temporary, std::strerror(errno));
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     return fmt::format("cannot rename '{}' to '{}': {}", temporary, path,
                        std::strerror(errno));
+  // The rename itself lasts once the directory is on disk.
+  std::string dir = path.find('/') == std::string::npos
+                        ? std::string(".")
+                        : path.substr(0, path.rfind('/'));
+  if (int d = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY);
+      d >= 0) {
+    ::fsync(d);
+    ::close(d);
+  }
   return {};
 }
 
 std::string readSafeTensors(const std::string &path, TensorFile &tensors) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  int64_t size = static_cast<int64_t>(in.tellg());
-  in.seekg(0);
-  unsigned char bytes[8];
-  if (size < 8 || !in.read(reinterpret_cast<char *>(bytes), 8))
+  std::string bytes;
+  if (std::string error = readFileBytes(path, bytes); !error.empty())
+    return error;
+  return decodeSafeTensors(path, bytes, tensors);
+}
+
+std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
+                              TensorFile &tensors) {
+  int64_t size = static_cast<int64_t>(bytes.size());
+  if (size < 8)
     return fmt::format("'{}' is not a safetensors file: shorter than its "
                        "8-byte header length",
                        path);
   uint64_t length = 0;
   for (int i = 0; i < 8; ++i)
-    length |= static_cast<uint64_t>(bytes[i]) << (8 * i);
+    length |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i]))
+              << (8 * i);
   if (length > static_cast<uint64_t>(size - 8) || length > (100u << 20))
     return fmt::format("'{}' is not a safetensors file: its header claims "
                        "{} bytes, the file has {}",
                        path, length, size - 8);
-  std::string header(length, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(length));
-  Parser::Value root;
+  std::string header = bytes.substr(8, length);
+  JsonValue root;
   std::string error;
-  if (!Parser(header).parse(root, error) ||
-      root.kind != Parser::Value::Object)
+  if (!parseJson(header, root, error) ||
+      root.kind != JsonValue::Object)
     return fmt::format("'{}': its header is not a JSON object ({})", path,
                        error.empty() ? "not an object" : error);
   int64_t dataSize = size - 8 - static_cast<int64_t>(length);
   for (const auto &[name, entry] : root.members) {
     if (name == "__metadata__")
       continue;
-    auto field = [&](const char *key) -> const Parser::Value * {
+    auto field = [&](const char *key) -> const JsonValue * {
       for (const auto &[k, v] : entry.members)
         if (k == key)
           return &v;
       return nullptr;
     };
-    const Parser::Value *dtype = field("dtype"), *shape = field("shape"),
+    const JsonValue *dtype = field("dtype"), *shape = field("shape"),
                         *offsets = field("data_offsets");
-    if (entry.kind != Parser::Value::Object || !dtype ||
-        dtype->kind != Parser::Value::String || !shape ||
-        shape->kind != Parser::Value::Array || !offsets ||
-        offsets->kind != Parser::Value::Array || offsets->elements.size() != 2)
+    if (entry.kind != JsonValue::Object || !dtype ||
+        dtype->kind != JsonValue::String || !shape ||
+        shape->kind != JsonValue::Array || !offsets ||
+        offsets->kind != JsonValue::Array || offsets->elements.size() != 2)
       return fmt::format("'{}': tensor '{}' lacks a dtype, shape or "
                          "data_offsets",
                          path, name);
     StoredTensor tensor;
     tensor.dtype = dtype->string;
     int64_t elements = 1;
-    for (const Parser::Value &d : shape->elements) {
-      if (d.kind != Parser::Value::Number || d.number < 0 ||
+    for (const JsonValue &d : shape->elements) {
+      if (d.kind != JsonValue::Number || d.number < 0 ||
           d.number > (int64_t(1) << 40))
         return fmt::format("'{}': tensor '{}' has a bad shape", path, name);
       tensor.shape.push_back(d.number);
@@ -286,10 +198,8 @@ std::string readSafeTensors(const std::string &path, TensorFile &tensors) {
                          "(its shape needs {}): the file is truncated or "
                          "corrupt",
                          path, name, begin, end, dataSize, elements * width);
-    tensor.data.resize(static_cast<size_t>(end - begin));
-    in.seekg(static_cast<std::streamoff>(8 + length + begin));
-    if (!in.read(tensor.data.data(), end - begin))
-      return fmt::format("'{}': cannot read tensor '{}'", path, name);
+    const char *from = bytes.data() + 8 + length + begin;
+    tensor.data.assign(from, from + (end - begin));
     tensors[name] = std::move(tensor);
   }
   return {};

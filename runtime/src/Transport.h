@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace zbc::rt {
 
@@ -42,6 +43,10 @@ public:
   virtual bool allEqual(uint64_t value) = 0;
   /// A sum over all ranks (collective).
   virtual double sum(double value) = 0;
+  /// The largest value over all ranks (collective).
+  virtual int64_t maximum(int64_t value) = 0;
+  /// Every rank's `value`, by rank (collective; allocates, so not in steps).
+  virtual std::vector<uint64_t> allGather(uint64_t value) = 0;
   /// Ends the job on every rank (this rank failed alone).
   [[noreturn]] virtual void abort(int code) = 0;
   virtual void finish() = 0;

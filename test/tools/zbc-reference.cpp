@@ -1,12 +1,17 @@
 //===- zbc-reference.cpp - the single-process training oracle -------------===//
 //
-//   zbc-reference DIR/program.mlir --steps N [--seed S] --compare DIR/saved
+//   zbc-reference DIR/program.mlir --steps N [--seed S] [--data TEXT]
+//       [--lr X --eps X --clip-norm X --warmup N --decay-steps N --min-lr X]
+//       --compare DIR/saved
 //
 // Trains the program's pipeline in one process with the reference
 // interpreter: the same parameters and data as the compiled ranks draw
-// (zbc/runtime/SyntheticData.h), each step the mean gradient over the
-// program's microbatches, then the reference optimizer (SGD with momentum or
-// AdamW, the program's, default hyperparameters). Then compares every
+// (zbc/runtime/SyntheticData.h, or windows of a text file as
+// zbc/runtime/TextData.h orders them), each step the mean gradient over the
+// program's microbatches, clipped to a global norm and stepped with the
+// step's learning rate as zbc/runtime/OptimizerSchedule.h defines them,
+// then the reference optimizer (SGD with momentum or AdamW, the program's;
+// the same options as the ranks take). Then compares every
 // parameter the ranks saved (--save: DIR/rankN.safetensors) with its own:
 // the largest |rank - reference| / max|reference| of each tensor must be at
 // most --tolerance (1e-5); prints how many tensors matched bit for bit.
@@ -21,7 +26,9 @@
 #include "zbc/Interpreter/Interpreter.h"
 #include "zbc/Interpreter/Optimizers.h"
 #include "zbc/runtime/SafeTensors.h"
+#include "zbc/runtime/OptimizerSchedule.h"
 #include "zbc/runtime/SyntheticData.h"
+#include "zbc/runtime/TextData.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -50,6 +57,41 @@ static cl::opt<std::string> compareDir("compare",
                                        cl::Required);
 static cl::opt<double> tolerance("tolerance", cl::init(1e-5),
                                  cl::desc("Largest relative error accepted"));
+static cl::opt<std::string> dataFile("data",
+                                     cl::desc("Train on windows of this text "
+                                              "file (as the ranks' --data)"));
+static cl::opt<double> lr("lr", cl::desc("Learning rate (default: the "
+                                         "optimizer's)"),
+                          cl::init(-1));
+static cl::opt<double> epsilon("eps", cl::desc("AdamW's epsilon"),
+                               cl::init(-1));
+static cl::opt<double> clipNorm("clip-norm", cl::desc("Global norm clipping"),
+                                cl::init(0));
+static cl::opt<int64_t> warmup("warmup", cl::desc("Warm-up steps"),
+                               cl::init(0));
+static cl::opt<int64_t> decaySteps("decay-steps",
+                                   cl::desc("Cosine decay until this step"),
+                                   cl::init(0));
+static cl::opt<double> minLr("min-lr", cl::desc("Learning rate after the "
+                                                "decay (default lr/10)"),
+                             cl::init(-1));
+
+/// Microbatch j of step s from the text file: each data key by its role.
+static interp::TensorMap textFeeds(interp::TensorMap feeds,
+                                   const rt::TextCorpus &corpus, int64_t step,
+                                   int64_t m, int64_t j) {
+  for (auto &[key, tensor] : feeds) {
+    std::optional<rt::TextRole> role = rt::textRoleOf(key);
+    if (!role || tensor.shape().size() != 2)
+      continue; // zbc run refuses these
+    int64_t rows = tensor.shape()[0];
+    std::vector<int64_t> values(static_cast<size_t>(rows * corpus.sequence));
+    rt::fillText(corpus, *role, seed, /*heldOut=*/false,
+                 rt::firstSampleOf(step, m, j, rows), rows, values.data());
+    tensor = interp::Tensor::fromInts(tensor.shape(), std::move(values));
+  }
+  return feeds;
+}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -78,27 +120,59 @@ int main(int argc, char **argv) {
   for (auto &[key, tensor] : params)
     state[key] = {interp::Tensor::zeros(tensor.shape(), precision),
                   interp::Tensor::zeros(tensor.shape(), precision)};
+  rt::TextCorpus corpus;
+  if (!dataFile.empty()) {
+    interp::TensorMap feeds = interp::randomFeeds(pipeline, seed, precision);
+    int64_t sequence = feeds.begin()->second.shape().back();
+    if (std::string e = rt::loadTextCorpus(dataFile, sequence, corpus);
+        !e.empty()) {
+      llvm::errs() << "zbc-reference: error: " << e << "\n";
+      return 1;
+    }
+  }
+  interp::SgdConfig sgd;
+  interp::AdamWConfig adamw;
+  if (lr >= 0)
+    sgd.lr = adamw.lr = lr;
+  if (epsilon >= 0)
+    adamw.epsilon = epsilon;
+  double baseLr = optimizer == "adamw" ? adamw.lr : sgd.lr;
+  rt::LearningRateSchedule schedule;
+  schedule.warmup = warmup;
+  schedule.decaySteps = decaySteps;
+  schedule.minLr = minLr >= 0 ? minLr.getValue() : baseLr / 10;
   for (int s = 0; s < steps; ++s) {
     std::vector<interp::TensorMap> microbatches;
-    for (int64_t j = 0; j < m; ++j)
-      microbatches.push_back(interp::randomFeeds(
-          pipeline, rt::dataSeed(seed, s, m, j), precision));
+    for (int64_t j = 0; j < m; ++j) {
+      interp::TensorMap feeds = interp::randomFeeds(
+          pipeline, rt::dataSeed(seed, s, m, j), precision);
+      microbatches.push_back(dataFile.empty()
+                                 ? std::move(feeds)
+                                 : textFeeds(std::move(feeds), corpus, s, m, j));
+    }
     FailureOr<interp::StepResult> result =
         interp::runPipelineStep(pipeline, microbatches, params, precision);
     if (failed(result))
       return 1;
     llvm::outs() << llvm::formatv("reference step {0}/{1}  loss {2:F6}\n", s + 1,
                                   steps.getValue(), result->meanLoss());
+    // The global norm of the (mean) gradients, and the step's rate.
+    double sumOfSquares = 0;
+    for (auto &[key, grad] : result->grads)
+      if (zb::PhaseKey::parse(key)->kind == zb::KeyKind::Grad)
+        for (int64_t i = 0; i < grad.numElements(); ++i)
+          sumOfSquares += double(grad.data<float>()[i]) * grad.data<float>()[i];
+    double scale = rt::clipCoefficient(std::sqrt(sumOfSquares), clipNorm);
+    sgd.lr = adamw.lr = rt::learningRateAt(baseLr, s, schedule);
     for (auto &[key, param] : params) {
       std::string name = zb::PhaseKey::parse(key)->suffix;
       const interp::Tensor &grad =
           result->grads.at(zb::keyOf(zb::KeyKind::Grad, name));
       if (optimizer == "adamw")
-        interp::adamwStep(param, state[key][0], state[key][1], grad,
-                          interp::AdamWConfig(), s + 1, 1.0);
+        interp::adamwStep(param, state[key][0], state[key][1], grad, adamw,
+                          s + 1, scale);
       else
-        interp::sgdMomentumStep(param, state[key][0], grad,
-                                interp::SgdConfig(), 1.0);
+        interp::sgdMomentumStep(param, state[key][0], grad, sgd, scale);
     }
   }
 

@@ -17,12 +17,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Compile.h"
 #include "HostCompiler.h"
 #include "Input.h"
 #include "Numbers.h"
 #include "Options.h"
 
 #include "zbc/Analysis/ProgramTable.h"
+#include "zbc/Dialect/ZB/DataBounds.h"
+#include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Codegen/Codegen.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Passes/Passes.h"
@@ -43,6 +46,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <set>
 #include <optional>
 
 using namespace llvm;
@@ -87,30 +91,6 @@ cl::opt<std::string> optimizerOpt("optimizer",
 cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                cl::value_desc("DIR"), BOTH,
                                cl::cat(zbcCategory));
-// zbc run only: passed to every rank (see ./rank0 --help).
-cl::opt<std::string> stepsOpt("steps", cl::desc("Training steps (default 1)"),
-                              cl::value_desc("N"), cl::sub(zbc::runCommand()),
-                              cl::cat(zbcCategory));
-cl::opt<std::string> seedOpt("seed",
-                             cl::desc("Seed of the parameters and data"),
-                             cl::value_desc("S"), cl::sub(zbc::runCommand()),
-                             cl::cat(zbcCategory));
-cl::opt<std::string> saveOpt("save",
-                             cl::desc("Write the parameters after the run "
-                                      "(DIR/rankN.safetensors)"),
-                             cl::value_desc("DIR"), cl::sub(zbc::runCommand()),
-                             cl::cat(zbcCategory));
-cl::opt<std::string> saveInitOpt("save-init",
-                                 cl::desc("Write the parameters before the "
-                                          "first step"),
-                                 cl::value_desc("DIR"),
-                                 cl::sub(zbc::runCommand()),
-                                 cl::cat(zbcCategory));
-cl::opt<std::string> dataOpt("data",
-                             cl::desc("Train on this safetensors file instead "
-                                      "of seeded synthetic data"),
-                             cl::value_desc("FILE"), cl::sub(zbc::runCommand()),
-                             cl::cat(zbcCategory));
 #undef BOTH
 
 Error fail(const Twine &message) {
@@ -122,13 +102,10 @@ double secondsSince(std::chrono::steady_clock::time_point begin) {
       .count();
 }
 
-struct Request {
-  int64_t ranks = 0, microbatches = 0, virtualStages = 1;
-  std::optional<int64_t> memLimit;
-  std::string schedule, optimizer, dir;
-};
 
-Expected<Request> readRequest(bool outputRequired) {
+} // namespace
+
+Expected<Request> zbc::readRequest(bool outputRequired) {
   Request request;
   if (!ranksOpt.getNumOccurrences() || !microbatchesOpt.getNumOccurrences())
     return fail("--ranks and --microbatches are required");
@@ -183,18 +160,33 @@ Expected<Request> readRequest(bool outputRequired) {
   return request;
 }
 
-/// How long each part took, for report.json and the benchmark.
-struct Timings {
-  double passes = 0, codegen = 0, hostCompile = 0;
-};
 
-struct Compiled {
-  int ranks = 0, stages = 0;
-  std::string model;
-  std::vector<int64_t> peak, arena;
-  double makespan = 0, bubbleRate = 0;
-  Timings seconds;
-};
+namespace {
+
+/// Every input and label key the pipeline's phases read, once each.
+std::vector<rt::TextDataKey> dataKeysOf(zb::PipelineOp pipeline) {
+  std::vector<rt::TextDataKey> keys;
+  std::set<std::string> seen;
+  pipeline.walk([&](zb::PhaseOp phase) {
+    for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
+                                     phase.getArgKeyList())) {
+      std::optional<zb::PhaseKey> parsed = zb::PhaseKey::parse(key);
+      if (!parsed || (parsed->kind != zb::KeyKind::Input &&
+                      parsed->kind != zb::KeyKind::Label) ||
+          !seen.insert(key.str()).second)
+        continue;
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      rt::TextDataKey k;
+      k.key = key.str();
+      k.integer = type && type.getElementType().isInteger();
+      k.bound = k.integer ? zb::indexDataBound(pipeline, key) : 0;
+      if (type)
+        k.shape.assign(type.getShape().begin(), type.getShape().end());
+      keys.push_back(std::move(k));
+    }
+  });
+  return keys;
+}
 
 /// Runs `pm` on `module`, adding its time to `seconds`.
 LogicalResult runTimed(PassManager &pm, ModuleOp module, double &seconds) {
@@ -276,6 +268,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
 
   result.model = pipeline.getSymName().str();
   result.stages = static_cast<int>(stages);
+  result.dataKeys = dataKeysOf(pipeline);
   for (zb::RankOp rank : program.getBody().front().getOps<zb::RankOp>()) {
     result.peak.push_back(rank.getPeakBytesAttr().getInt());
     result.arena.push_back(rank.getArenaBytesAttr().getInt());
@@ -334,8 +327,9 @@ Error writeReport(const Request &request, const Compiled &c) {
   });
 }
 
-/// `zbc compile`, into request.dir; prints the summary.
-Expected<Compiled> compile(const Request &request) {
+} // namespace
+
+Expected<Compiled> zbc::compile(const Request &request) {
   if (std::error_code ec = sys::fs::create_directories(request.dir + "/src"))
     return fail("cannot make '" + request.dir + "/src': " + ec.message());
   MLIRContext context;
@@ -401,8 +395,6 @@ Expected<Compiled> compile(const Request &request) {
   return compiled;
 }
 
-} // namespace
-
 int zbc::runCompileCommand() {
   Expected<Request> request = readRequest(/*outputRequired=*/true);
   if (!request) {
@@ -412,49 +404,6 @@ int zbc::runCompileCommand() {
   Expected<Compiled> compiled = compile(*request);
   if (!compiled) {
     errs() << "zbc: error: " << toString(compiled.takeError()) << "\n";
-    return 1;
-  }
-  return 0;
-}
-
-int zbc::runRunCommand() {
-  Expected<Request> request = readRequest(/*outputRequired=*/false);
-  if (!request) {
-    errs() << "zbc: error: " << toString(request.takeError()) << "\n";
-    return 1;
-  }
-  std::vector<std::string> rankArgs;
-  auto forward = [&](cl::opt<std::string> &opt, StringRef flag) {
-    if (opt.getNumOccurrences()) {
-      rankArgs.push_back(flag.str());
-      rankArgs.push_back(opt);
-    }
-  };
-  if (stepsOpt.getNumOccurrences())
-    if (Expected<int64_t> n = parseInteger("--steps", stepsOpt, 1, int64_t(1) << 40); !n) {
-      errs() << "zbc: error: " << toString(n.takeError()) << "\n";
-      return 1;
-    }
-  forward(stepsOpt, "--steps");
-  forward(seedOpt, "--seed");
-  forward(saveOpt, "--save");
-  forward(saveInitOpt, "--save-init");
-  forward(dataOpt, "--data");
-  Expected<Compiled> compiled = compile(*request);
-  if (!compiled) {
-    errs() << "zbc: error: " << toString(compiled.takeError()) << "\n";
-    return 1;
-  }
-  std::string launch = request->dir + "/launch.sh";
-  std::vector<StringRef> argv = {launch};
-  for (const std::string &arg : rankArgs)
-    argv.push_back(arg);
-  std::string message;
-  int code = sys::ExecuteAndWait(launch, argv, std::nullopt, {}, 0, 0, &message);
-  if (code != 0) {
-    errs() << "zbc: error: the training run failed"
-           << (message.empty() ? "" : ": " + message) << " (exit " << code
-           << "; the ranks' messages are above)\n";
     return 1;
   }
   return 0;

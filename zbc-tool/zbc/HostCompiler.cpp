@@ -150,10 +150,11 @@ Error zbc::writeLaunchScript(StringRef dir, int ranks) {
            "# Runs this pipeline: one MPI process per rank executable, each\n"
            "# given this script's arguments (./rank0 --help lists them).\n"
            "# Written by zbc compile.\n"
-           "cd \"$(dirname \"$0\")\" || exit 1\n"
+           "# Paths in the arguments stay relative to the caller's directory.\n"
+           "here=$(cd \"$(dirname \"$0\")\" && pwd) || exit 1\n"
         << formatv("for r in $(seq 0 {0}); do\n", ranks - 1)
-        << "  if [ ! -x ./rank$r ]; then\n"
-           "    echo \"launch.sh: error: $(pwd)/rank$r is missing; rebuild "
+        << "  if [ ! -x \"$here/rank$r\" ]; then\n"
+           "    echo \"launch.sh: error: $here/rank$r is missing; rebuild "
            "with zbc compile\" >&2\n"
            "    exit 1\n"
            "  fi\n"
@@ -167,7 +168,7 @@ Error zbc::writeLaunchScript(StringRef dir, int ranks) {
         << " --allow-run-as-root --oversubscribe --bind-to none"
            " --mca btl_vader_free_list_num 512";
     for (int r = 0; r < ranks; ++r)
-      out << (r ? " :" : "") << " -np 1 ./rank" << r << " \"$@\"";
+      out << (r ? " :" : "") << " -np 1 \"$here/rank" << r << "\" \"$@\"";
     out << "\n";
   }
   if (std::error_code perm = sys::fs::setPermissions(

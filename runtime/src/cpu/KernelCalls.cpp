@@ -11,7 +11,6 @@
 #include "../Rank.h"
 #include "kernels/Kernels.h"
 
-#include "zbc/runtime/SyntheticData.h"
 
 #include <fmt/format.h>
 
@@ -138,33 +137,12 @@ zbc_rt_status zbc_rt_load(zbc_rt_rank *rank, int32_t dst, int32_t dataIndex) {
   int32_t b = resolve(rank, dst);
   if (b < 0)
     return ZBC_RT_ERROR;
-  const zbc_rt_data &data = p.data[dataIndex];
   const zbc_rt_buffer &buffer = p.buffers[b];
   if (std::string error = rank->ledger.write(b, Ledger::Writer::Data);
       !error.empty())
     return fail(rank, "zbc_rt_load: " + error);
-  char *at = rank->arena + buffer.offset;
-  int32_t mb = p.ops[rank->op].microbatch;
-  if (!rank->data.samples.empty()) {
-    // Microbatch j of step s is sample (s m + j) mod N of the file.
-    int64_t n = rank->data.count[dataIndex];
-    int64_t sample = (rank->step * p.microbatches + mb) % n;
-    std::memcpy(at, rank->data.samples[dataIndex].data() + sample * buffer.bytes,
-                static_cast<size_t>(buffer.bytes));
-  } else {
-    Generator gen(dataSeed(rank->options.seed, rank->step, p.microbatches, mb),
-                  data.key);
-    int64_t n = buffer.bytes / (data.element == ZBC_RT_I64 ? 8 : 4);
-    for (int64_t i = 0; i < n; ++i) {
-      if (data.element == ZBC_RT_F32)
-        reinterpret_cast<float *>(at)[i] = static_cast<float>(gen.floatData());
-      else if (data.element == ZBC_RT_I32)
-        reinterpret_cast<int32_t *>(at)[i] =
-            static_cast<int32_t>(gen.indexData(data.bound));
-      else
-        reinterpret_cast<int64_t *>(at)[i] = gen.indexData(data.bound);
-    }
-  }
+  rank->data.fill(dataIndex, batchPosition(rank, p.ops[rank->op].microbatch),
+                  rank->arena + buffer.offset, buffer.bytes);
   rank->ledger.tick();
   return ZBC_RT_OK;
 }

@@ -117,6 +117,20 @@ public:
     return total;
   }
 
+  int64_t maximum(int64_t value) override {
+    long long local = value, largest = 0;
+    MPI_Allreduce(&local, &largest, 1, MPI_LONG_LONG, MPI_MAX, comm_);
+    return largest;
+  }
+
+  std::vector<uint64_t> allGather(uint64_t value) override {
+    std::vector<unsigned long long> all(static_cast<size_t>(size_));
+    unsigned long long local = value;
+    MPI_Allgather(&local, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1,
+                  MPI_UNSIGNED_LONG_LONG, comm_);
+    return std::vector<uint64_t>(all.begin(), all.end());
+  }
+
   [[noreturn]] void abort(int code) override {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);

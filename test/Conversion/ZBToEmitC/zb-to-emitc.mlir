@@ -16,7 +16,7 @@
 // CHECK: param_fc0_weight = 0,
 // CHECK: global static const @kBuffers : !emitc.array<27x!emitc.opaque<"zbc_rt_buffer">> = #emitc.opaque<"{\0A  {\22param.fc0.weight\22, 0, 4096, ZBC_RT_PARAM, ZBC_RT_F32},
 // CHECK: global static const @kFrames : !emitc.array<19xi32> = dense<
-// CHECK: global static const @kOps : !emitc.array<5x!emitc.opaque<"zbc_rt_op">> = #emitc.opaque<"{\0A  {ZBC_RT_OP_RECV, 1, 0, 0, -1, 0, -1, 0, 17, 1, -1, 0, \22recv grad stage 1 mb 0 from 1 (d_in.0)\22},
+// CHECK: global static const @kOps : !emitc.array<5x!emitc.opaque<"zbc_rt_op">> = #emitc.opaque<"{\0A  {ZBC_RT_OP_RECV, 1, 0, 0, -1, 0, -1, 0, 17, 1, -1, 0, 1, \22recv grad stage 1 mb 0 from 1 (d_in.0)\22},
 // CHECK: global static const @kProgram : !emitc.opaque<"zbc_rt_program">
 // CHECK-LABEL: func @stage0_F(%{{.*}}: !emitc.ptr<!emitc.opaque<"zbc_rt_rank">>) -> !emitc.opaque<"zbc_rt_status"> attributes {specifiers = ["static"]}
 // CHECK-NEXT: call_opaque "ZBC_RT_CALL"(%{{.*}}) {args = [#emitc.opaque<"zbc_rt_load">, 0 : index, #emitc.opaque<"ZBC_RT_FRAME(0)">, 0 : i32]}

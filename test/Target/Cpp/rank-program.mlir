@@ -18,7 +18,7 @@
 // CHECK-NEXT:   {"label.y", ZBC_RT_I64, 8, 1, {8}},
 // CHECK: static const zbc_rt_program kProgram = {
 // CHECK-NEXT:   1, 2, 2, 1,
-// CHECK-NEXT:   "mlp", "zb-h1", "sgd",
+// CHECK-NEXT:   "mlp", "{{[0-9a-f]+}}", "zb-h1", "sgd",
 // CHECK-NEXT:   81472, 81284,
 // CHECK-LABEL: static zbc_rt_status stage1_F(zbc_rt_rank* v1) {
 // CHECK-NEXT:   ZBC_RT_CALL(zbc_rt_load, v1, ZBC_RT_FRAME(1), 0);

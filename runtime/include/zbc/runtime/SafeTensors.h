@@ -36,6 +36,20 @@ std::string writeSafeTensors(const std::string &path, const TensorFile &tensors,
 /// wrong) or "".
 std::string readSafeTensors(const std::string &path, TensorFile &tensors);
 
+/// The file's bytes, both ways; `path` only names it in errors.
+std::string encodeSafeTensors(const TensorFile &tensors,
+                              const std::map<std::string, std::string> &metadata = {});
+std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
+                              TensorFile &tensors);
+
+/// All of `path`'s bytes; an error message or "".
+std::string readFileBytes(const std::string &path, std::string &bytes);
+/// Writes `bytes` to `path` so that `path` holds either its old content or
+/// all of the new, also across a crash: a temporary file, fsync, rename,
+/// fsync of the directory. An error message or "".
+std::string writeFileAtomically(const std::string &path,
+                                const std::string &bytes);
+
 /// Bytes per element of a dtype name; 0 if unknown.
 int64_t dtypeBytes(const std::string &dtype);
 

@@ -104,6 +104,8 @@ typedef struct zbc_rt_op {
   int32_t peer;          /* transfer: the other rank */
   int32_t first_member;  /* group: its members, consecutive ops */
   int32_t member_count;
+  int32_t gradient;      /* transfer: 1 if it carries a gradient (B's
+                            d_in), 0 an activation; evaluation skips it */
   const char *name;      /* "F(1,3)", "send act stage 0 mb 3 to 1", ... */
 } zbc_rt_op;
 
@@ -129,7 +131,9 @@ typedef struct zbc_rt_data {
 
 typedef struct zbc_rt_program {
   int32_t rank, ranks, stages, microbatches;
-  const char *model, *schedule, *optimizer; /* optimizer: "sgd", "adamw" */
+  const char *model;
+  const char *model_hash; /* of the model's IR: checkpoints name it */
+  const char *schedule, *optimizer; /* optimizer: "sgd", "adamw" */
   int64_t arena_bytes;
   int64_t peak_bytes;    /* the verifier's figure */
   const zbc_rt_buffer *buffers;

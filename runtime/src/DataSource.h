@@ -1,0 +1,66 @@
+//===- DataSource.h - where a rank's microbatches come from ------*- C++ -*-===//
+//
+// A rank that loads data (the first stage's inputs, the last stage's
+// labels) fills each microbatch from one of three sources, chosen by
+// --data: seeded synthetic data (none given; SyntheticData.h), a
+// safetensors file of samples (one tensor per data key, [N, *shape];
+// microbatch j of step s reads sample (s m + j) mod N), or a text file
+// (Note [Text data] in zbc/runtime/TextData.h), which also has a held-out
+// split to evaluate on. Ranks that load no data never open the file.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_RUNTIME_DATASOURCE_H
+#define ZBC_RUNTIME_DATASOURCE_H
+
+#include "zbc/runtime/TextData.h"
+#include "zbc/runtime/zbc_runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zbc::rt {
+
+/// Which microbatch to fill: of batch `batch` (the step, or the evaluation
+/// batch), global microbatch `microbatch` of `microbatches` per batch.
+struct BatchPosition {
+  bool heldOut = false;
+  int64_t batch = 0;
+  int64_t microbatch = 0, microbatches = 1;
+};
+
+class DataSource {
+public:
+  enum class Kind { Synthetic, SafeTensors, Text };
+
+  /// Opens `path` ("" for synthetic data) for `program`'s data keys;
+  /// returns what is wrong (naming the file and the key) or "".
+  std::string open(const zbc_rt_program &program, const std::string &path,
+                   uint64_t seed);
+
+  Kind kind() const { return kind_; }
+  /// Text only: the corpus (its entropy, its held-out windows).
+  const TextCorpus &text() const { return text_; }
+  /// The number of rows (windows) of one microbatch, for text.
+  int64_t rows() const { return rows_; }
+
+  /// Fills `dst` (`bytes` long) with data key `index` at `at`.
+  void fill(int32_t index, const BatchPosition &at, char *dst,
+            int64_t bytes) const;
+
+private:
+  const zbc_rt_program *program_ = nullptr;
+  Kind kind_ = Kind::Synthetic;
+  uint64_t seed_ = 0;
+  // Safetensors: per data key, its samples back to back, and their count.
+  std::vector<std::vector<char>> samples_;
+  std::vector<int64_t> count_;
+  // Text: the corpus, and per data key its role.
+  TextCorpus text_;
+  std::vector<TextRole> roles_;
+  int64_t rows_ = 0;
+};
+
+} // namespace zbc::rt
+
+#endif // ZBC_RUNTIME_DATASOURCE_H

@@ -1,0 +1,435 @@
+//===- Main.cpp - zbc_rt_main: start-up, the training loop, the end -------===//
+//
+// Start-up (options, MPI, the checks every rank agrees on before any step,
+// the arena, the data, the parameters or a checkpoint), the training loop
+// (the generated `step`, the end of step: outstanding transfers, the
+// deferred optimizer steps, the ledger's sweep, the progress line; the
+// held-out evaluation and the checkpoints between steps), and the end (the
+// memory line, --save, --report). Failures: at start-up every rank learns
+// that one failed (a collective) and exits 1 with a message; in a step the
+// failing rank prints where and why and aborts the job, so no rank waits
+// forever for a peer that stopped (Note [Lost ranks] in Watchdog.h for a
+// peer that dies or hangs).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Checkpoint.h"
+#include "Rank.h"
+
+#include "zbc/runtime/SafeTensors.h"
+#include "zbc/runtime/SyntheticData.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sys/stat.h>
+
+namespace zbc::rt {
+namespace {
+
+uint64_t fnv1a(uint64_t hash, const char *text) {
+  for (; text && *text; ++text)
+    hash = (hash ^ static_cast<unsigned char>(*text)) * 0x100000001b3ull;
+  return (hash ^ 0xff) * 0x100000001b3ull;
+}
+
+/// A stable fingerprint of what the program was compiled as, so that ranks
+/// of different compiles refuse to train together.
+uint64_t fingerprint(const zbc_rt_program &p) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const char *part : {p.model, p.model_hash, p.schedule, p.optimizer})
+    hash = fnv1a(hash, part);
+  for (int32_t n : {p.ranks, p.stages, p.microbatches})
+    hash = fnv1a(hash, std::to_string(n).c_str());
+  return hash;
+}
+
+/// The ranks' options must agree (the optimizer and the evaluation are
+/// collective): a fingerprint of the command line.
+uint64_t argumentsFingerprint(int argc, char **argv) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (int i = 1; i < argc; ++i)
+    hash = fnv1a(hash, argv[i]);
+  return hash;
+}
+
+int64_t elementsOf(const int64_t *shape, int32_t rank) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; ++i)
+    n *= shape[i];
+  return n;
+}
+
+void initParams(zbc_rt_rank *rank) {
+  const zbc_rt_program &p = *rank->program;
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    const zbc_rt_param &param = p.params[i];
+    const zbc_rt_buffer &buffer = p.buffers[param.param];
+    auto *values = reinterpret_cast<float *>(rank->arena + buffer.offset);
+    Generator gen(rank->options.seed, std::string("param.") + param.name);
+    auto kind = static_cast<InitKind>(param.init);
+    int64_t n = elementsOf(param.shape, param.rank_of_shape);
+    for (int64_t e = 0; e < n; ++e)
+      values[e] = static_cast<float>(gen.initValue(kind, param.scale));
+  }
+}
+
+std::string saveParams(zbc_rt_rank *rank, const std::string &dir) {
+  const zbc_rt_program &p = *rank->program;
+  ::mkdir(dir.c_str(), 0777);
+  TensorFile file;
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    const zbc_rt_param &param = p.params[i];
+    const zbc_rt_buffer &buffer = p.buffers[param.param];
+    StoredTensor t;
+    t.dtype = "F32";
+    t.shape.assign(param.shape, param.shape + param.rank_of_shape);
+    t.data.assign(rank->arena + buffer.offset,
+                  rank->arena + buffer.offset + buffer.bytes);
+    file[param.name] = std::move(t);
+  }
+  return writeSafeTensors(fmt::format("{}/rank{}.safetensors", dir, p.rank),
+                          file,
+                          {{"model", p.model ? p.model : ""},
+                           {"schedule", p.schedule ? p.schedule : ""},
+                           {"rank", std::to_string(p.rank)},
+                           {"step", std::to_string(rank->step)}});
+}
+
+/// What the run measured, for the progress lines and --report.
+struct RunLog {
+  int64_t firstStep = 0; // a resumed run's
+  std::vector<double> losses;
+  std::vector<std::pair<int64_t, double>> evals; // (steps done, loss)
+  int64_t evalBatches = 0;
+  double entropy = std::numeric_limits<double>::quiet_NaN();
+  int64_t allocations = -1;
+  double seconds = 0;
+};
+
+void printStartUpError(const zbc_rt_rank *rank, const std::string &error) {
+  if (!error.empty())
+    fmt::print(stderr, "zbc rank {}: error: {}\n", rank->program->rank, error);
+  else
+    fmt::print(stderr, "zbc rank {}: error: stopping before the first step: "
+                       "another rank failed at start-up (its message above)\n",
+               rank->program->rank);
+}
+
+int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
+  const zbc_rt_program &p = *rank->program;
+  const Options &o = rank->options;
+  std::string error;
+  // The command line, before MPI_Init may edit it.
+  uint64_t arguments = argumentsFingerprint(argc, argv);
+  Transport *transport = createMPITransport(&argc, &argv, error);
+  if (!transport) {
+    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
+    return 1;
+  }
+  rank->transport.reset(transport);
+  rank->watchdog.start(rank);
+  // Every rank reaches each collective below, whatever failed before it,
+  // so that all of them learn of a failure and none waits alone.
+  if (transport->size() != p.ranks)
+    error = fmt::format("this job has {} ranks, but the program was compiled "
+                        "for {} (launch.sh starts one executable per rank)",
+                        transport->size(), p.ranks);
+  else if (transport->rank() != p.rank)
+    error = fmt::format("MPI started rank {}'s executable as rank {} (launch "
+                        "the executables in rank order)",
+                        p.rank, transport->rank());
+  if (!transport->allEqual(fingerprint(p)) && error.empty())
+    error = "the ranks of this job run programs of different compiles "
+            "(model, schedule, ranks, microbatches or optimizer differ)";
+  if (!transport->allEqual(arguments) && error.empty())
+    error = "the ranks of this job were started with different options "
+            "(launch.sh gives every rank the same)";
+  if (error.empty()) {
+    void *memory = std::aligned_alloc(
+        64, static_cast<size_t>((p.arena_bytes + 63) / 64 * 64));
+    if (!memory)
+      error = fmt::format("cannot allocate the arena of {} bytes",
+                          p.arena_bytes);
+    else {
+      std::memset(memory, 0, static_cast<size_t>(p.arena_bytes));
+      rank->arena = static_cast<char *>(memory);
+    }
+  }
+  if (error.empty())
+    error = rank->data.open(p, o.dataFile, o.seed);
+  bool text = rank->data.kind() == DataSource::Kind::Text;
+  if (error.empty() && o.evalEvery && p.data_count && !text)
+    error = "--eval-every needs text data (--data FILE with a held-out split)";
+  if (error.empty())
+    error = transport->prepare(p, rank->arena);
+  if (transport->anyFailed(!error.empty())) {
+    printStartUpError(rank, error);
+    rank->watchdog.status("failed: " + error + "\n");
+    rank->watchdog.stop();
+    transport->finish();
+    return 1;
+  }
+  rank->ledger.init(p);
+  rank->profile.computeSeconds.assign(static_cast<size_t>(p.stages) * 4, 0.0);
+  rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
+  rank->updateDue.assign(static_cast<size_t>(p.param_count), 0);
+  openblas_set_num_threads(1); // one rank per core
+  initParams(rank);
+  if (!o.resumeDir.empty()) {
+    error = resumeFromCheckpoint(rank, log.firstStep);
+    if (!error.empty()) {
+      fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
+      rank->watchdog.status("failed: " + error + "\n");
+      rank->watchdog.stop();
+      transport->finish();
+      return 1;
+    }
+  }
+  // Every rank runs the same evaluation batches; only the data ranks know
+  // the held-out split.
+  if (o.evalEvery)
+    log.evalBatches = transport->maximum(
+        text ? evalBatches(rank->data.text(), p.microbatches,
+                           rank->data.rows())
+             : 0);
+  if (text) {
+    log.entropy = unigramEntropy(rank->data.text());
+    if (p.loss >= 0 && !o.quiet)
+      fmt::print("data: '{}' as text, {} bytes: {} training windows of {} "
+                 "tokens, {} held out; unigram entropy {:.4f} nats/token\n",
+                 o.dataFile, rank->data.text().bytes.size(),
+                 rank->data.text().trainWindows(), rank->data.text().sequence,
+                 rank->data.text().heldOutWindows(), log.entropy);
+  }
+  return 0;
+}
+
+[[noreturn]] void failRun(zbc_rt_rank *rank) {
+  std::string message = rank->error.empty() ? "failed" : rank->error;
+  fmt::print(stderr, "zbc rank {}: error: {}\n", rank->program->rank, message);
+  std::fflush(stderr);
+  rank->watchdog.status("failed: " + message + "\n");
+  rank->transport->abort(1);
+  std::_Exit(1); // abort does not return; this says so to the compiler
+}
+
+/// One pass of the order and its end: the outstanding transfers, the
+/// deferred optimizer steps, the ledger's sweep.
+void runOrder(zbc_rt_rank *rank, zbc_rt_step_fn step) {
+  rank->lossSum = 0;
+  rank->ledger.beginStep();
+  if (step(rank) != ZBC_RT_OK)
+    failRun(rank);
+  rank->op = -1;
+  double waitBegin = Profile::now();
+  std::string waitError;
+  {
+    InsideMPI mpi(rank, "the step's last transfers");
+    waitError = rank->transport->waitAll(transferDone, rank);
+  }
+  if (!waitError.empty()) {
+    fail(rank, waitError);
+    failRun(rank);
+  }
+  if (!rank->evaluating)
+    rank->profile.commSeconds += Profile::now() - waitBegin;
+  if (finishOptimizerStep(rank) != ZBC_RT_OK)
+    failRun(rank);
+  rank->ledger.endStep();
+}
+
+/// The mean loss over the held-out split (Note [Text data]); on ranks that
+/// hold no loss, NaN.
+double evaluate(zbc_rt_rank *rank, zbc_rt_step_fn step, int64_t batches) {
+  const zbc_rt_program &p = *rank->program;
+  rank->evaluating = true;
+  double sum = 0;
+  for (int64_t e = 0; e < batches; ++e) {
+    rank->evalBatch = e;
+    runOrder(rank, step);
+    sum += rank->lossSum;
+  }
+  rank->evaluating = false;
+  return p.loss >= 0 ? sum / double(batches * p.microbatches)
+                     : std::numeric_limits<double>::quiet_NaN();
+}
+
+void printProgress(const zbc_rt_rank *rank, int64_t s, double loss,
+                   double stepSeconds, double elapsed, int64_t stepsRun) {
+  const zbc_rt_program &p = *rank->program;
+  const Options &o = rank->options;
+  double eta = elapsed / double(stepsRun) * double(o.steps - s - 1);
+  std::string norm =
+      rank->gradNorm >= 0 ? fmt::format("  norm {:.3f}", rank->gradNorm) : "";
+  std::string line = fmt::format(
+      "step {:>{}}/{}  loss {:.6f}  lr {:.2e}{}  {:.0f} tokens/s  step {:.3f} s"
+      "  eta {:.1f} s",
+      s + 1, std::to_string(o.steps).size(), o.steps, loss, rank->learningRate,
+      norm, double(p.tokens_per_microbatch * p.microbatches) / stepSeconds,
+      stepSeconds, eta);
+  if (o.progressBar) {
+    constexpr int kWidth = 24;
+    int done = static_cast<int>(kWidth * (s + 1) / o.steps);
+    fmt::print("\r[{}{}] {}\x1b[K", std::string(done, '#'),
+               std::string(kWidth - done, '.'), line);
+  } else {
+    fmt::print("{}\n", line);
+  }
+  std::fflush(stdout);
+}
+
+std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
+  const zbc_rt_program &p = *rank->program;
+  ::mkdir(rank->options.reportDir.c_str(), 0777);
+  std::string path =
+      fmt::format("{}/rank{}.json", rank->options.reportDir, p.rank);
+  std::ofstream out(path);
+  if (!out)
+    return fmt::format("cannot write '{}'", path);
+  const Profile &profile = rank->profile;
+  std::string computes;
+  const char *kinds[] = {"F", "B", "W", "BW"};
+  for (size_t i = 0; i < profile.computeCount.size(); ++i)
+    if (profile.computeCount[i])
+      computes += fmt::format(
+          "{}{{\"stage\": {}, \"kind\": \"{}\", \"count\": {}, "
+          "\"seconds\": {:.6f}}}",
+          computes.empty() ? "" : ", ", i / 4, kinds[i % 4],
+          profile.computeCount[i], profile.computeSeconds[i]);
+  std::string evals;
+  for (auto [steps, loss] : log.evals)
+    evals += fmt::format("{}[{}, {:.6f}]", evals.empty() ? "" : ", ", steps,
+                         loss);
+  out << fmt::format(
+      "{{\"rank\": {}, \"steps\": {}, \"first_step\": {}, "
+      "\"measured_peak_bytes\": {}, \"predicted_peak_bytes\": {}, "
+      "\"arena_bytes\": {}, \"seconds\": {:.6f}, \"losses\": [{}], "
+      "\"evals\": [{}], \"unigram_entropy\": {}, "
+      "\"allocations_in_steps\": {}, \"profile\": {{\"step_seconds\": "
+      "{:.6f}, \"kernel_seconds\": {:.6f}, \"comm_seconds\": {:.6f}, "
+      "\"computes\": [{}]}}}}\n",
+      p.rank, rank->options.steps, log.firstStep, rank->ledger.peak(),
+      p.peak_bytes, p.arena_bytes, log.seconds, fmt::join(log.losses, ", "),
+      evals,
+      std::isnan(log.entropy) ? std::string("null")
+                              : fmt::format("{:.6f}", log.entropy),
+      log.allocations, profile.stepSeconds, profile.kernelSeconds,
+      profile.commSeconds, computes);
+  return out ? "" : fmt::format("cannot write '{}'", path);
+}
+
+} // namespace
+} // namespace zbc::rt
+
+using namespace zbc::rt;
+
+extern "C" int zbc_rt_main(int argc, char **argv,
+                           const zbc_rt_program *program,
+                           zbc_rt_step_fn step) {
+  auto *rank = new zbc_rt_rank();
+  rank->program = program;
+  std::string error = parseOptions(argc, argv, rank->options);
+  if (rank->options.help) {
+    fmt::print("{}", optionsHelp(argv[0]));
+    return 0;
+  }
+  if (!error.empty()) {
+    fmt::print(stderr, "zbc rank {}: error: {}\n", program->rank, error);
+    return 1;
+  }
+  RunLog log;
+  if (int code = startUp(rank, argc, argv, log))
+    return code;
+  const zbc_rt_program &p = *program;
+  const Options &o = rank->options;
+  if (!o.saveInitDir.empty())
+    if (std::string e = saveParams(rank, o.saveInitDir); !e.empty()) {
+      rank->error = e;
+      failRun(rank);
+    }
+
+  log.losses.reserve(static_cast<size_t>(std::max<int64_t>(o.steps, 0)));
+  log.allocations = zbc_rt_test_allocations ? 0 : -1;
+  bool reports = p.loss >= 0 && !o.quiet;
+  double base = baseLearningRate(rank);
+  LearningRateSchedule schedule = learningRateSchedule(rank);
+  auto begin = std::chrono::steady_clock::now();
+  for (int64_t s = log.firstStep; s < o.steps; ++s) {
+    rank->step = s;
+    rank->learningRate = learningRateAt(base, s, schedule);
+    uint64_t allocationsBefore =
+        zbc_rt_test_allocations ? zbc_rt_test_allocations() : 0;
+    auto stepBegin = std::chrono::steady_clock::now();
+    runOrder(rank, step);
+    if (zbc_rt_test_allocations)
+      log.allocations += zbc_rt_test_allocations() - allocationsBefore;
+    auto now = std::chrono::steady_clock::now();
+    double stepSeconds = std::chrono::duration<double>(now - stepBegin).count();
+    rank->profile.stepSeconds += stepSeconds;
+    if (p.loss >= 0) {
+      double loss = rank->lossSum / p.microbatches;
+      log.losses.push_back(loss);
+      if (reports)
+        printProgress(rank, s, loss, stepSeconds,
+                      std::chrono::duration<double>(now - begin).count(),
+                      s + 1 - log.firstStep);
+    }
+    bool last = s + 1 == o.steps;
+    if (o.evalEvery && ((s + 1) % o.evalEvery == 0 || last)) {
+      double heldOut = evaluate(rank, step, log.evalBatches);
+      if (p.loss >= 0) {
+        log.evals.emplace_back(s + 1, heldOut);
+        if (reports)
+          fmt::print("{}eval after step {}: held-out loss {:.6f} (unigram "
+                     "entropy {:.4f})\n",
+                     o.progressBar ? "\n" : "", s + 1, heldOut, log.entropy);
+      }
+    }
+    if (o.checkpointEvery && ((s + 1) % o.checkpointEvery == 0 || last)) {
+      if (std::string e = writeCheckpoint(rank, s + 1); !e.empty()) {
+        rank->op = -1;
+        fail(rank, "cannot checkpoint: " + e);
+        failRun(rank);
+      }
+      if (p.rank == 0 && !o.quiet)
+        fmt::print("{}checkpoint after step {}: {}/step-{}\n",
+                   o.progressBar ? "\n" : "", s + 1, o.checkpointDir, s + 1);
+    }
+  }
+  if (o.progressBar && reports)
+    fmt::print("\n");
+  log.seconds = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - begin)
+                    .count();
+  if (!o.quiet)
+    fmt::print("rank {}: peak live bytes {} measured, {} predicted; arena "
+               "{}\n",
+               p.rank, rank->ledger.peak(), p.peak_bytes, p.arena_bytes);
+  std::string e;
+  if (!o.saveDir.empty())
+    e = saveParams(rank, o.saveDir);
+  if (e.empty() && !o.reportDir.empty())
+    e = writeReport(rank, log);
+  if (!e.empty()) {
+    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, e);
+    rank->watchdog.status("failed: " + e + "\n");
+    rank->transport->abort(1);
+  }
+  std::fflush(stdout);
+  {
+    InsideMPI mpi(rank, "the end of the job (MPI_Finalize)");
+    rank->transport->finish();
+  }
+  rank->watchdog.status("done\n");
+  rank->watchdog.stop();
+  std::free(rank->arena);
+  delete rank;
+  return 0;
+}

@@ -1,0 +1,131 @@
+//===- Optimizer.cpp - each parameter's optimizer step -------------------===//
+//
+// zbc_rt_update runs a parameter's step (SGD with momentum or AdamW, the
+// program's) as soon as the order has produced its last gradient, unless
+// gradients are clipped: the global norm needs every gradient of every
+// rank, so then each update is marked due and finishOptimizerStep runs them
+// all after the step's transfers, once the norm's all-reduce (one double
+// per rank) has returned. Either way the learning rate is the step's
+// (OptimizerSchedule.h) and each microbatch's gradient counts 1/m (Note
+// [Mean over microbatches] in ZB.md). Evaluation updates nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Rank.h"
+
+#include "cpu/kernels/Kernels.h"
+#include "zbc/runtime/OptimizerSchedule.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace zbc::rt {
+namespace {
+
+float *bufferAt(zbc_rt_rank *rank, int32_t id) {
+  return reinterpret_cast<float *>(rank->arena +
+                                   rank->program->buffers[id].offset);
+}
+
+double pick(double given, double fallback) {
+  return std::isnan(given) ? fallback : given;
+}
+
+void applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
+  const zbc_rt_program &p = *rank->program;
+  const zbc_rt_param &param = p.params[index];
+  int64_t bytes = p.buffers[param.param].bytes;
+  const Options &o = rank->options;
+  float *value = bufferAt(rank, param.param), *grad = bufferAt(rank, param.grad);
+  if (!std::strcmp(p.optimizer, "adamw")) {
+    cpu::AdamWConfig config;
+    config.lr = rank->learningRate;
+    config.beta1 = pick(o.beta1, config.beta1);
+    config.beta2 = pick(o.beta2, config.beta2);
+    config.epsilon = pick(o.epsilon, config.epsilon);
+    config.weightDecay = pick(o.weightDecay, config.weightDecay);
+    cpu::adamw(value, grad, bufferAt(rank, param.state0),
+               bufferAt(rank, param.state1), bytes / 4, config, rank->step + 1,
+               gradScale);
+  } else {
+    cpu::SgdConfig config;
+    config.lr = rank->learningRate;
+    config.momentum = pick(o.momentum, config.momentum);
+    config.weightDecay = pick(o.weightDecay, config.weightDecay);
+    cpu::sgdMomentum(value, grad, bufferAt(rank, param.state0), bytes / 4,
+                     config, gradScale);
+  }
+  std::memset(grad, 0, static_cast<size_t>(bytes));
+}
+
+bool defersUpdates(const zbc_rt_rank *rank) {
+  return rank->options.clipNorm > 0;
+}
+
+} // namespace
+
+double baseLearningRate(const zbc_rt_rank *rank) {
+  bool adamw = !std::strcmp(rank->program->optimizer, "adamw");
+  return pick(rank->options.lr,
+              adamw ? cpu::AdamWConfig().lr : cpu::SgdConfig().lr);
+}
+
+LearningRateSchedule learningRateSchedule(const zbc_rt_rank *rank) {
+  const Options &o = rank->options;
+  LearningRateSchedule schedule;
+  schedule.warmup = o.warmupSteps;
+  schedule.decaySteps = o.decaySteps;
+  schedule.minLr = pick(o.minLr, baseLearningRate(rank) / 10);
+  return schedule;
+}
+
+zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
+  if (rank->evaluating || !defersUpdates(rank))
+    return ZBC_RT_OK;
+  const zbc_rt_program &p = *rank->program;
+  double sumOfSquares = 0;
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    const zbc_rt_param &param = p.params[i];
+    const float *grad = bufferAt(rank, param.grad);
+    int64_t n = p.buffers[param.grad].bytes / 4;
+    for (int64_t e = 0; e < n; ++e)
+      sumOfSquares += double(grad[e]) * double(grad[e]);
+  }
+  {
+    InsideMPI mpi(rank, "the all-reduce of the gradient norm");
+    sumOfSquares = rank->transport->sum(sumOfSquares);
+  }
+  // The gradients are sums over the microbatches; the norm is the mean's.
+  double norm = std::sqrt(sumOfSquares) / p.microbatches;
+  rank->gradNorm = norm;
+  double coefficient = clipCoefficient(norm, rank->options.clipNorm);
+  auto scale = static_cast<float>(coefficient / p.microbatches);
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    if (!rank->updateDue[i])
+      return fail(rank, fmt::format("the order never updated parameter '{}'",
+                                    p.params[i].name));
+    rank->updateDue[i] = 0;
+    applyUpdate(rank, i, scale);
+  }
+  return ZBC_RT_OK;
+}
+
+} // namespace zbc::rt
+
+using namespace zbc::rt;
+
+extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
+  const zbc_rt_program &p = *rank->program;
+  if (index < 0 || index >= p.param_count)
+    return fail(rank, fmt::format("no parameter {}", index));
+  if (rank->evaluating)
+    return ZBC_RT_OK;
+  if (defersUpdates(rank)) {
+    rank->updateDue[index] = 1;
+    return ZBC_RT_OK;
+  }
+  applyUpdate(rank, index, static_cast<float>(1.0 / p.microbatches));
+  return ZBC_RT_OK;
+}

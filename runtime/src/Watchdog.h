@@ -1,0 +1,68 @@
+//===- Watchdog.h - no rank waits forever, and every stop is told -*- C++ -*-===//
+//
+// Note [Lost ranks]
+// A rank that dies (SIGKILL, a crash) says nothing; a rank that hangs says
+// nothing either. The ranks around it learn of it in one of two ways:
+//  - the launcher (mpirun, srun) sees a process of the job end and
+//    terminates the others (SIGTERM): the handler installed here prints,
+//    with async-signal-safe writes only, what the rank was doing (its step
+//    and the op it was waiting for or running) and exits 1;
+//  - a rank waits in one MPI call (a transfer's wait, a collective) longer
+//    than --timeout seconds: the watchdog thread prints what it waits for
+//    and on which rank, and exits 1, and the launcher then stops the rest.
+// With --status-dir DIR each rank keeps DIR/rankR.status: "running" from
+// start-up, then "done", "failed: MESSAGE" or "stopped: ..." (by the
+// launcher). A rank whose status still says "running" after the job ended
+// died without a word: `zbc run` names it (and the last checkpoint).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_RUNTIME_WATCHDOG_H
+#define ZBC_RUNTIME_WATCHDOG_H
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+struct zbc_rt_rank;
+
+namespace zbc::rt {
+
+class Watchdog {
+public:
+  /// Starts the thread and the SIGTERM handler for `rank`.
+  void start(zbc_rt_rank *rank);
+  /// Stops the thread (at the end of the run).
+  void stop();
+
+  /// The rank enters / leaves a call that may block on a peer; `what`
+  /// (a static string) names a collective when no op of the order does.
+  void enter(const char *what);
+  void leave();
+
+  /// Writes the status file, if there is one ("running", "done", ...).
+  void status(const std::string &text);
+
+  /// What the rank waits for now.
+  struct Snapshot {
+    bool waiting = false;
+    int64_t sinceNs = 0;
+    int32_t op = -1;
+    const char *what = nullptr;
+  };
+  Snapshot snapshot() const;
+
+private:
+  void run();
+
+  zbc_rt_rank *rank_ = nullptr;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> waitingSinceNs_{0}; // 0: not waiting
+  std::atomic<const char *> waitingWhat_{nullptr};
+  std::atomic<int32_t> waitingOp_{-1};
+};
+
+} // namespace zbc::rt
+
+#endif // ZBC_RUNTIME_WATCHDOG_H

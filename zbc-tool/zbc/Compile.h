@@ -1,0 +1,52 @@
+//===- Compile.h - the compile step `zbc compile` and `zbc run` share -*- C++ -*-===//
+//
+// A request (ranks, microbatches, schedule, ...; read from the command
+// line the two subcommands share) and what compiling it into DIR produced:
+// the programs, launch.sh, report.json, schedule.svg (CompileCommand.cpp).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_TOOL_COMPILE_H
+#define ZBC_TOOL_COMPILE_H
+
+#include "zbc/runtime/TextData.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zbc {
+
+struct Request {
+  int64_t ranks = 0, microbatches = 0, virtualStages = 1;
+  std::optional<int64_t> memLimit;
+  std::string schedule, optimizer, dir;
+};
+
+/// How long each part took, for report.json and the benchmark.
+struct Timings {
+  double passes = 0, codegen = 0, hostCompile = 0;
+};
+
+struct Compiled {
+  int ranks = 0, stages = 0;
+  std::string model;
+  std::vector<int64_t> peak, arena;
+  double makespan = 0, bubbleRate = 0;
+  Timings seconds;
+  /// The model's data keys (inputs and labels), as the ranks read them.
+  std::vector<rt::TextDataKey> dataKeys;
+};
+
+/// The request on the command line; without -o, a fresh temporary DIR
+/// unless `outputRequired`.
+llvm::Expected<Request> readRequest(bool outputRequired);
+
+/// `zbc compile`, into request.dir; prints the summary.
+llvm::Expected<Compiled> compile(const Request &request);
+
+} // namespace zbc
+
+#endif // ZBC_TOOL_COMPILE_H
