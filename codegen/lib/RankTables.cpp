@@ -12,6 +12,7 @@
 #include "zbc/Analysis/MemoryPlan.h"
 #include "zbc/Analysis/ProgramMemory.h"
 #include "zbc/Dialect/ZB/DataBounds.h"
+#include "zbc/Dialect/ZB/ModelHash.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -608,19 +609,6 @@ FailureOr<RankTables> RankBuilder::build(RankOp rankOp) {
   if (failed(readOrder()))
     return failure();
   return std::move(t);
-}
-
-/// FNV-1a of the pipeline as printed (no locations): what a checkpoint
-/// names as its model, so that a checkpoint of another model, or of this
-/// one changed, is refused even under the same name.
-std::string modelHashOf(PipelineOp pipeline) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  pipeline->print(os, OpPrintingFlags().enableDebugInfo(false));
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : text)
-    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-  return llvm::formatv("{0}", llvm::format_hex_no_prefix(hash, 16)).str();
 }
 
 } // namespace

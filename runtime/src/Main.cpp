@@ -177,6 +177,8 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
     return 1;
   }
   rank->ledger.init(p);
+  // The barrier above ended on every rank at about this moment.
+  rank->timeline.init(p, o.traceDir.empty() ? 0 : o.traceSteps, Profile::now());
   rank->profile.computeSeconds.assign(static_cast<size_t>(p.stages) * 4, 0.0);
   rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
   rank->updateDue.assign(static_cast<size_t>(p.param_count), 0);
@@ -250,6 +252,7 @@ void runOrder(zbc_rt_rank *rank, zbc_rt_step_fn step) {
 double evaluate(zbc_rt_rank *rank, zbc_rt_step_fn step, int64_t batches) {
   const zbc_rt_program &p = *rank->program;
   rank->evaluating = true;
+  rank->timeline.pause();
   double sum = 0;
   for (int64_t e = 0; e < batches; ++e) {
     rank->evalBatch = e;
@@ -367,6 +370,7 @@ extern "C" int zbc_rt_main(int argc, char **argv,
     uint64_t allocationsBefore =
         zbc_rt_test_allocations ? zbc_rt_test_allocations() : 0;
     auto stepBegin = std::chrono::steady_clock::now();
+    rank->timeline.beginStep(s);
     runOrder(rank, step);
     if (zbc_rt_test_allocations)
       log.allocations += zbc_rt_test_allocations() - allocationsBefore;
@@ -417,6 +421,8 @@ extern "C" int zbc_rt_main(int argc, char **argv,
     e = saveParams(rank, o.saveDir);
   if (e.empty() && !o.reportDir.empty())
     e = writeReport(rank, log);
+  if (e.empty() && !o.traceDir.empty())
+    e = rank->timeline.write(o.traceDir);
   if (!e.empty()) {
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, e);
     rank->watchdog.status("failed: " + e + "\n");

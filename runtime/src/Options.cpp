@@ -56,7 +56,8 @@ std::string *pathOption(const char *arg, Options &o) {
       {"--save-init", &Options::saveInitDir}, {"--report", &Options::reportDir},
       {"--checkpoint-dir", &Options::checkpointDir},
       {"--resume", &Options::resumeDir},
-      {"--status-dir", &Options::statusDir}};
+      {"--status-dir", &Options::statusDir},
+      {"--trace", &Options::traceDir}};
   for (const Entry &e : entries)
     if (!std::strcmp(arg, e.flag))
       return &(o.*e.field);
@@ -73,7 +74,8 @@ int64_t *countOption(const char *arg, Options &o) {
                                   {"--warmup", &Options::warmupSteps},
                                   {"--decay-steps", &Options::decaySteps},
                                   {"--checkpoint-every",
-                                   &Options::checkpointEvery}};
+                                   &Options::checkpointEvery},
+                                  {"--trace-steps", &Options::traceSteps}};
   for (const Entry &e : entries)
     if (!std::strcmp(arg, e.flag))
       return &(o.*e.field);
@@ -124,6 +126,9 @@ std::string optionsHelp(const char *program) {
       "latest under DIR)\n"
       "  --timeout S        give up on a peer after S seconds in one wait "
       "(default 30)\n"
+      "  --trace DIR        write DIR/rankN.json: when each op of the last "
+      "steps ran\n"
+      "  --trace-steps N    how many last steps --trace keeps (default 8)\n"
       "  --status-dir DIR   keep DIR/rankN.status: running, done, failed or "
       "stopped (zbc run reads it)\n"
       "  --progress-bar     redraw one progress line (zbc run: when its "

@@ -72,6 +72,7 @@ BatchPosition batchPosition(const zbc_rt_rank *rank, int32_t microbatch) {
 void transferDone(void *context, int32_t op) {
   auto *rank = static_cast<zbc_rt_rank *>(context);
   const zbc_rt_op &o = rank->program->ops[op];
+  rank->timeline.end(op, Profile::now());
   if (o.what == ZBC_RT_OP_SEND)
     rank->ledger.sendCompleted(o.buffer);
   else if (o.what == ZBC_RT_OP_RECV)
@@ -100,7 +101,9 @@ extern "C" zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
   if (!again)
     rank->ledger.beginOp(p.ops[op].position);
   double begin = Profile::now();
+  rank->timeline.begin(op, begin);
   zbc_rt_status status = phase(rank);
+  rank->timeline.end(op, Profile::now());
   size_t slot = static_cast<size_t>(o.stage) * 4 + static_cast<size_t>(o.what);
   if (!rank->evaluating && slot < rank->profile.computeSeconds.size()) {
     rank->profile.computeSeconds[slot] += Profile::now() - begin;
@@ -158,6 +161,7 @@ zbc_rt_status issue(zbc_rt_rank *rank, int32_t op, int32_t what) {
       return fail(rank, error);
   }
   double begin = Profile::now();
+  rank->timeline.begin(op, begin);
   std::string error;
   {
     InsideMPI mpi(rank);
@@ -217,7 +221,9 @@ extern "C" zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op) {
         if (!skipped(rank, i))
           error = rank->transport->wait(i, 1);
   }
-  rank->profile.commSeconds += Profile::now() - begin;
+  double now = Profile::now();
+  rank->profile.commSeconds += now - begin;
+  rank->timeline.end(op, now);
   if (!error.empty())
     return fail(rank, error);
   for (int32_t i = m.first; i < m.first + m.count; ++i)

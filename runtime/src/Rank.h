@@ -11,6 +11,7 @@
 
 #include "DataSource.h"
 #include "Ledger.h"
+#include "Timeline.h"
 #include "Transport.h"
 #include "Watchdog.h"
 
@@ -31,7 +32,8 @@ struct Options {
   uint64_t seed = 0;
   bool seedGiven = false; // --seed given (a resumed run must agree)
   std::string saveDir, saveInitDir, dataFile, reportDir;
-  std::string checkpointDir = "checkpoints", resumeDir, statusDir;
+  std::string checkpointDir = "checkpoints", resumeDir, statusDir, traceDir;
+  int64_t traceSteps = 8; // with --trace: the last steps recorded
   // Optimizer hyperparameters; NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, epsilon;
   // Clipping (0: none) and the learning-rate schedule (OptimizerSchedule.h;
@@ -85,6 +87,7 @@ struct zbc_rt_rank {
                                   // the end of the step (Optimizer.cpp)
   zbc::rt::Profile profile;
   zbc::rt::Watchdog watchdog;
+  zbc::rt::Timeline timeline;
 };
 
 namespace zbc::rt {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -98,7 +99,8 @@ void describePlace(Message &m, const zbc_rt_rank *rank, int32_t waitingOp,
   }
 }
 
-void onTerminate(int) {
+/// Says, async-signal-safely, that `by` stopped the rank where it was.
+void tellStop(const char *by) {
   Watchdog::Snapshot s = gWatchdog->snapshot();
   Message place;
   describePlace(place, gRank, s.op, s.what, s.waiting);
@@ -106,14 +108,28 @@ void onTerminate(int) {
   Message m;
   m.add("zbc rank ");
   m.add(static_cast<int64_t>(gRank->program->rank));
-  m.add(": error: stopped by the launcher");
+  m.add(": error: stopped by ");
+  m.add(by);
   m.add(place.text);
   writeAll(2, m.text, m.size);
   Message status;
-  status.add("stopped: by the launcher");
+  status.add("stopped: by ");
+  status.add(by);
   status.add(place.text);
   writeStatus(status.text, status.size);
+}
+
+void onTerminate(int) {
+  tellStop("the launcher");
   ::_exit(1);
+}
+
+/// MPI may end a rank itself when a peer's connection breaks (exit() from
+/// inside a call); unless the rank said how it ended, say where it was.
+std::atomic<bool> gEndTold{false};
+void onExit() {
+  if (!gEndTold.exchange(true))
+    tellStop("MPI");
 }
 
 } // namespace
@@ -138,6 +154,7 @@ void Watchdog::start(zbc_rt_rank *rank) {
       std::memcpy(gStatusPath, path.c_str(), path.size() + 1);
   }
   status("running\n");
+  std::atexit(onExit);
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = onTerminate;
@@ -164,6 +181,8 @@ void Watchdog::enter(const char *what) {
 void Watchdog::leave() { waitingSinceNs_ = 0; }
 
 void Watchdog::status(const std::string &text) {
+  if (text != "running\n")
+    gEndTold = true; // the rank tells how it ends
   writeStatus(text.data(), text.size());
 }
 

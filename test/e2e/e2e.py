@@ -21,6 +21,10 @@ Modes (one ctest test each, see test/CMakeLists.txt):
                   exits non-zero with a message from every rank, never hangs;
                   a memory plan that overlaps live buffers is caught by the
                   rank's ledger.
+  training-*      training as users run it (test/e2e/training.py): text data,
+                  AdamW with clipping and a learning-rate schedule against
+                  the reference, bitwise resume and refused checkpoints, lost
+                  ranks, bad training input.
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse
@@ -37,22 +41,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "examples", "data"))
 from counting import learnable_data  # noqa: E402
 from zbc_models import gpt, mlp, schedules  # noqa: E402
+from zbc_e2e import EXAMPLES, expect_failure, run  # noqa: E402
+import training  # noqa: E402
 
-TIMEOUT = 300
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
-
-
-def run(cmd, env=None, check=True, timeout=TIMEOUT):
-    """Runs `cmd`; a timeout or (with check) a non-zero exit fails the test."""
-    try:
-        result = subprocess.run(cmd, text=True, capture_output=True, env=env,
-                                timeout=timeout)
-    except subprocess.TimeoutExpired:
-        sys.exit(f"FAILED: timed out after {timeout} s (a hang): {' '.join(cmd)}")
-    if check and result.returncode != 0:
-        sys.exit(f"FAILED: exit {result.returncode}: {' '.join(cmd)}\n"
-                 f"{result.stdout}\n{result.stderr}")
-    return result
 
 
 def every_schedule(args):
@@ -139,18 +130,6 @@ def loss_falls(args):
         sys.exit(f"FAILED: the loss did not fall to half: {losses}")
 
 
-def expect_failure(cmd, ranks, message, env=None):
-    """`cmd` must exit non-zero, each of `ranks` ranks saying `message`."""
-    result = run(cmd, env=env, check=False, timeout=120)
-    said = (result.stdout + result.stderr).count(message)
-    if result.returncode == 0 or said < ranks:
-        sys.exit(f"FAILED: {' '.join(cmd)} exited {result.returncode} with "
-                 f"'{message}' {said} times (want non-zero, {ranks} times):\n"
-                 f"{result.stdout}\n{result.stderr}")
-    print(f"ok: exit {result.returncode}, '{message}' from {said} ranks: "
-          f"{' '.join(os.path.basename(c) for c in cmd[:2])}")
-
-
 def bad_input(args):
     zbc = os.path.join(args.bin, "zbc")
     os.makedirs(args.work, exist_ok=True)
@@ -221,16 +200,16 @@ def bad_input(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["every-schedule", "loss-falls",
-                                         "bad-input"])
+    modes = {"every-schedule": every_schedule, "loss-falls": loss_falls,
+             "bad-input": bad_input, **training.MODES}
+    parser.add_argument("mode", choices=sorted(modes))
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     args.bin, args.lib, args.work = (os.path.abspath(p) for p in
                                      (args.bin, args.lib, args.work))
-    {"every-schedule": every_schedule, "loss-falls": loss_falls,
-     "bad-input": bad_input}[args.mode](args)
+    modes[args.mode](args)
 
 
 if __name__ == "__main__":

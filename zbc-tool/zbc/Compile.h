@@ -8,6 +8,7 @@
 #ifndef ZBC_TOOL_COMPILE_H
 #define ZBC_TOOL_COMPILE_H
 
+#include "zbc/Schedule/Simulator.h"
 #include "zbc/runtime/TextData.h"
 
 #include "llvm/Support/Error.h"
@@ -20,6 +21,7 @@
 namespace zbc {
 
 struct Request {
+  std::string input, costFile; // the model; a cost file or ""
   int64_t ranks = 0, microbatches = 0, virtualStages = 1;
   std::optional<int64_t> memLimit;
   std::string schedule, optimizer, dir;
@@ -32,10 +34,13 @@ struct Timings {
 
 struct Compiled {
   int ranks = 0, stages = 0;
-  std::string model;
+  std::string model, modelHash; // zb::modelHashOf
   std::vector<int64_t> peak, arena;
   double makespan = 0, bubbleRate = 0;
   Timings seconds;
+  /// The schedule and the costs it was built with (the picture's).
+  std::optional<sched::Problem> problem;
+  sched::ScheduleTable table;
   /// The model's data keys (inputs and labels), as the ranks read them.
   std::vector<rt::TextDataKey> dataKeys;
 };

@@ -25,6 +25,7 @@
 
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/DataBounds.h"
+#include "zbc/Dialect/ZB/ModelHash.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Codegen/Codegen.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
@@ -132,6 +133,8 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
       return limit.takeError();
     request.memLimit = *limit;
   }
+  request.input = inputFile;
+  request.costFile = costFileOpt;
   request.schedule = scheduleOpt;
   const sched::ScheduleInfo *info = sched::lookupSchedule(request.schedule);
   if (!info) {
@@ -225,7 +228,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   if (pipelines.size() != 1)
     return fail(formatv("'{0}' must hold one zb.model or zb.pipeline; it "
                         "holds {1} pipelines",
-                        inputFile, pipelines.size()));
+                        request.input, pipelines.size()));
   zb::PipelineOp pipeline = pipelines.front();
   int64_t stages = std::distance(pipeline.getBody().front().getOps<zb::StageOp>().begin(),
                                  pipeline.getBody().front().getOps<zb::StageOp>().end());
@@ -235,7 +238,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
           "'{0}' has {1} stages, but {2} ranks under '{3}' ({4} per rank) need "
           "{5}: cut the model into {5} stages, or give it no zb.cut and zbc "
           "cuts it",
-          inputFile, stages, request.ranks, request.schedule,
+          request.input, stages, request.ranks, request.schedule,
           request.virtualStages, request.ranks * request.virtualStages));
     PassManager pm(context);
     ZBSchedulePassOptions options;
@@ -243,7 +246,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
     options.microbatches = request.microbatches;
     options.virtualStages = request.virtualStages;
     options.optimizer = request.optimizer;
-    options.costFile = costFileOpt;
+    options.costFile = request.costFile;
     if (request.memLimit)
       options.memoryLimit = static_cast<double>(*request.memLimit);
     pm.addPass(createZBSchedulePass(options));
@@ -269,6 +272,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   result.model = pipeline.getSymName().str();
   result.stages = static_cast<int>(stages);
   result.dataKeys = dataKeysOf(pipeline);
+  result.modelHash = zb::modelHashOf(pipeline);
   for (zb::RankOp rank : program.getBody().front().getOps<zb::RankOp>()) {
     result.peak.push_back(rank.getPeakBytesAttr().getInt());
     result.arena.push_back(rank.getArenaBytesAttr().getInt());
@@ -280,8 +284,8 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
       pipeline, stages / std::max(result.ranks, 1), program.getMicrobatches(),
       0, std::nullopt);
   // The costs the schedule was built with.
-  if (succeeded(problem) && !costFileOpt.empty() &&
-      failed(applyCostFile(pipeline, costFileOpt, *problem)))
+  if (succeeded(problem) && !request.costFile.empty() &&
+      failed(applyCostFile(pipeline, request.costFile, *problem)))
     return fail("the cost file does not fit the pipeline (the error is above)");
   if (succeeded(problem)) {
     Expected<sched::SimResult> sim = sched::simulate(*problem, table);
@@ -289,6 +293,8 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
       return sim.takeError();
     result.makespan = sim->makespan;
     result.bubbleRate = sim->bubbleRate;
+    result.problem = *problem;
+    result.table = table;
     if (Error e = writeFile(request.dir + "/schedule.svg", [&](raw_ostream &os) {
           sched::writeSVG(*problem, table, *sim, os);
         }))
@@ -337,9 +343,10 @@ Expected<Compiled> zbc::compile(const Request &request) {
   context.loadDialect<emitc::EmitCDialect>();
   SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseInputFile(inputFile, context, sourceMgr);
+  OwningOpRef<ModuleOp> module =
+      parseInputFile(request.input, context, sourceMgr);
   if (!module)
-    return fail("cannot compile '" + inputFile + "'");
+    return fail("cannot compile '" + request.input + "'");
   Expected<Compiled> compiled = lowerToProgram(*module, request);
   if (!compiled)
     return compiled.takeError();

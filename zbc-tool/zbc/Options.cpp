@@ -30,6 +30,15 @@ cl::SubCommand &zbc::compileCommand() {
   return command;
 }
 
+cl::SubCommand &zbc::profileCommand() {
+  static cl::SubCommand command(
+      "profile", "Measure each stage's F, B and W on this machine's backend "
+                 "(compiled ranks, warm-up, repetitions, the median) and its "
+                 "bytes; write the cost file zbc schedule/compile/run "
+                 "--cost-file read");
+  return command;
+}
+
 cl::SubCommand &zbc::runCommand() {
   static cl::SubCommand command(
       "run", "Compile a model as `zbc compile` does, then train with it: "

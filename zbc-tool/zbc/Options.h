@@ -15,11 +15,13 @@ extern llvm::cl::OptionCategory zbcCategory;
 llvm::cl::SubCommand &scheduleCommand(); // run: ScheduleCommand.cpp
 llvm::cl::SubCommand &verifyCommand();   // run: VerifyCommand.cpp
 llvm::cl::SubCommand &compileCommand();  // run: CompileCommand.cpp
-llvm::cl::SubCommand &runCommand();      // run: CompileCommand.cpp
+llvm::cl::SubCommand &runCommand();      // run: RunCommand.cpp
+llvm::cl::SubCommand &profileCommand();  // run: ProfileCommand.cpp
 int runScheduleCommand();
 int runVerifyCommand();
 int runCompileCommand();
 int runRunCommand();
+int runProfileCommand();
 } // namespace zbc
 
 #endif // ZBC_TOOL_OPTIONS_H

@@ -17,9 +17,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compile.h"
+#include "MeasuredTimeline.h"
 #include "Numbers.h"
 #include "Options.h"
 
+#include "zbc/Schedule/Export.h"
 #include "zbc/runtime/CheckpointLayout.h"
 #include "zbc/runtime/TextData.h"
 
@@ -194,45 +196,68 @@ std::optional<json::Value> readJson(const std::string &path) {
   return std::move(*value);
 }
 
-/// The end of a run that worked: losses and memory, from the reports.
-void printSummary(const std::string &reportDir, const Compiled &compiled) {
+/// The end of a run that worked: losses, bubble and memory, from the
+/// ranks' reports and traces; writes DIR/trace.json and DIR/timeline.svg.
+void printSummary(const std::string &dir, const Compiled &compiled) {
+  std::vector<std::optional<json::Value>> reports;
+  for (int r = 0; r < compiled.ranks; ++r)
+    reports.push_back(readJson(formatv("{0}/run/rank{1}.json", dir, r).str()));
   outs() << "summary:\n";
-  for (int r = 0; r < compiled.ranks; ++r) {
-    std::optional<json::Value> report =
-        readJson(formatv("{0}/rank{1}.json", reportDir, r).str());
+  for (const std::optional<json::Value> &report : reports) {
     const json::Object *o = report ? report->getAsObject() : nullptr;
-    if (!o)
+    const json::Array *losses = o ? o->getArray("losses") : nullptr;
+    if (!losses || losses->empty())
+      continue; // not the rank that holds the loss
+    outs() << formatv("  final training loss {0:F4}",
+                      losses->back().getAsNumber().value_or(NAN));
+    if (std::optional<double> h = o->getNumber("unigram_entropy"))
+      outs() << formatv(" (unigram entropy of the text {0:F4})", *h);
+    outs() << "\n";
+    const json::Array *evals = o->getArray("evals");
+    if (!evals || evals->empty())
       continue;
-    const json::Array *losses = o->getArray("losses");
-    if (losses && !losses->empty()) {
-      outs() << formatv("  final training loss {0:F4}", (*losses).back().getAsNumber().value_or(NAN));
-      if (std::optional<double> h = o->getNumber("unigram_entropy"))
-        outs() << formatv(" (unigram entropy {0:F4})", *h);
-      outs() << "\n";
-    }
-    if (const json::Array *evals = o->getArray("evals"); evals && !evals->empty()) {
-      double best = INFINITY, last = NAN;
-      int64_t bestStep = 0;
-      for (const json::Value &e : *evals) {
-        const json::Array *pair = e.getAsArray();
-        if (!pair || pair->size() != 2)
-          continue;
-        double loss = (*pair)[1].getAsNumber().value_or(NAN);
-        last = loss;
-        if (loss < best) {
-          best = loss;
-          bestStep = (*pair)[0].getAsInteger().value_or(0);
-        }
+    double best = INFINITY, last = NAN;
+    int64_t bestStep = 0;
+    for (const json::Value &e : *evals) {
+      const json::Array *pair = e.getAsArray();
+      if (!pair || pair->size() != 2)
+        continue;
+      last = (*pair)[1].getAsNumber().value_or(NAN);
+      if (last < best) {
+        best = last;
+        bestStep = (*pair)[0].getAsInteger().value_or(0);
       }
-      outs() << formatv("  held-out loss {0:F4} at the end, best {1:F4} "
-                        "after step {2}\n",
-                        last, best, bestStep);
     }
-    outs() << formatv("  rank {0}: peak {1} bytes measured, {2} predicted\n",
-                      r, o->getInteger("measured_peak_bytes").value_or(-1),
-                      o->getInteger("predicted_peak_bytes").value_or(-1));
+    outs() << formatv("  held-out loss {0:F4} at the end, best {1:F4} after "
+                      "step {2}\n",
+                      last, best, bestStep);
   }
-  outs() << formatv("  predicted bubble rate {0:F4}\n", compiled.bubbleRate);
+  Expected<MeasuredRun> run = readMeasuredRun(dir + "/trace", compiled.ranks);
+  if (!run) {
+    errs() << "zbc: warning: no measured timeline: "
+           << toString(run.takeError()) << "\n";
+  } else if (run->stepsUsed > 0) {
+    std::error_code ec;
+    raw_fd_ostream trace(dir + "/trace.json", ec);
+    if (!ec)
+      writeMeasuredTrace(*run, trace);
+    raw_fd_ostream svg(dir + "/timeline.svg", ec);
+    if (!ec && compiled.problem)
+      sched::writeSVG(*compiled.problem, compiled.table, run->lastStep, svg);
+    outs() << formatv("  bubble rate {0:F4} measured (mean of {1} steps), "
+                      "{2:F4} predicted\n",
+                      run->bubbleRate, run->stepsUsed, compiled.bubbleRate);
+    outs() << formatv("  timelines: {0}/trace.json (Perfetto), "
+                      "{0}/timeline.svg beside {0}/schedule.svg\n",
+                      dir);
+  }
+  for (auto [r, report] : llvm::enumerate(reports)) {
+    const json::Object *o = report ? report->getAsObject() : nullptr;
+    if (o)
+      outs() << formatv("  rank {0}: peak {1} bytes measured, {2} predicted\n",
+                        r, o->getInteger("measured_peak_bytes").value_or(-1),
+                        o->getInteger("predicted_peak_bytes").value_or(-1));
+  }
 }
 
 /// After a failed run: who failed or was lost, and where to resume.
@@ -303,7 +328,9 @@ int zbc::runRunCommand() {
   std::vector<StringRef> argv = {launch};
   for (const std::string &arg : *rankArgs)
     argv.push_back(arg);
-  argv.insert(argv.end(), {"--status-dir", statusDir, "--report", reportDir});
+  std::string traceDir = request->dir + "/trace";
+  argv.insert(argv.end(), {"--status-dir", statusDir, "--report", reportDir,
+                           "--trace", traceDir});
   if (sys::Process::StandardOutIsDisplayed())
     argv.push_back("--progress-bar");
   std::string message;
@@ -315,6 +342,6 @@ int zbc::runRunCommand() {
     explainFailure(statusDir, compiled->ranks, checkpointRoot);
     return 1;
   }
-  printSummary(reportDir, *compiled);
+  printSummary(request->dir, *compiled);
   return 0;
 }

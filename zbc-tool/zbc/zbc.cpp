@@ -7,7 +7,9 @@
 //   zbc schedule ...        build/simulate/draw a schedule (ScheduleCommand.cpp)
 //   zbc verify FILE         prove a program or a PyTorch CSV (VerifyCommand.cpp)
 //   zbc compile MODEL -o D  per-rank executables (CompileCommand.cpp)
-//   zbc run MODEL ...       compile, then train (CompileCommand.cpp)
+//   zbc run MODEL ...       compile, then train (RunCommand.cpp)
+//   zbc profile MODEL       measure stage costs into a cost file
+//                           (ProfileCommand.cpp)
 //
 // Errors name the place (file:line:col for IR), and every failure exits 1.
 //
@@ -234,6 +236,8 @@ int main(int argc, char **argv) {
     return zbc::runCompileCommand();
   if (zbc::runCommand())
     return zbc::runRunCommand();
+  if (zbc::profileCommand())
+    return zbc::runProfileCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

@@ -146,8 +146,8 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
     return fail(name + ": expected a JSON object, got " + typeName(*parsed));
 
   static const llvm::StringRef known[] = {
-      "ranks", "microbatches", "virtual", "comm", "mem_limit",
-      "F",     "B",            "W",       "M_B",  "M_W"};
+      "ranks", "microbatches", "virtual", "comm", "mem_limit", "F",
+      "B",     "W",            "M_B",     "M_W",  "model",     "model_hash"};
   Reader read{name};
   CostFile file;
   // In the order of `known`, not the file's, so the first error is stable.
@@ -194,6 +194,18 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
       if (!xs)
         return xs.takeError();
       file.*field = std::move(*xs);
+    }
+  }
+  for (auto [key, field] :
+       {std::pair<llvm::StringRef, std::optional<std::string> CostFile::*>{
+            "model", &CostFile::model},
+        {"model_hash", &CostFile::modelHash}}) {
+    if (const json::Value *value = object->get(key)) {
+      std::optional<llvm::StringRef> text = value->getAsString();
+      if (!text)
+        return fail(name + ": '" + key + "' must be a string, got " +
+                    typeName(*value));
+      file.*field = text->str();
     }
   }
   return std::move(file);

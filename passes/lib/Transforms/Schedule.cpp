@@ -15,6 +15,7 @@
 
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Analysis/StageAnalysis.h"
+#include "zbc/Dialect/ZB/ModelHash.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Schedule/CostFile.h"
 #include "zbc/Schedule/Dependences.h"
@@ -100,6 +101,12 @@ LogicalResult zbc::applyCostFile(PipelineOp pipeline, StringRef costFile,
       sched::parseCostFile(file->getBuffer(), costFile);
   if (!parsed)
     return pipeline.emitOpError(llvm::toString(parsed.takeError()));
+  if (parsed->modelHash && *parsed->modelHash != zb::modelHashOf(pipeline))
+    return pipeline.emitOpError("cost file '")
+           << costFile << "' was measured on model '"
+           << parsed->model.value_or("?") << "' (IR hash " << *parsed->modelHash
+           << "); this pipeline is '" << pipeline.getSymName() << "' (IR hash "
+           << zb::modelHashOf(pipeline) << ")";
   int stages = problem.numStages();
   if ((parsed->ranks && *parsed->ranks != problem.ranks) ||
       (parsed->virtualStages && *parsed->virtualStages != problem.virtualStages))

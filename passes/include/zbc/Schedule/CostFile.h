@@ -6,7 +6,9 @@
 //    "mem_limit": 8, "F": [1, 1, 1, 1.2], "B": 1, "W": 0.5,
 //    "M_B": 1, "M_W": 0.5}
 //
-// Every key is optional; an unknown key is an error. `ranks`, `microbatches`
+// Every key is optional; an unknown key is an error. `model` and
+// `model_hash` (strings; zbc profile writes them) name the model the costs
+// were measured on. `ranks`, `microbatches`
 // and `virtual` are integers in [1, 2^12], [1, 2^20] and [1, 2^13]
 // (zbc/Support/Limits.h); `comm` and `mem_limit` (0: none)
 // numbers in [0, 1e30]; `F`, `B`, `W`, `M_B` and `M_W` one number (every
@@ -25,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace zbc::sched {
@@ -34,6 +37,10 @@ struct CostFile {
   std::optional<double> comm, memLimit;
   /// Empty: not given; one value: every stage; else one per stage.
   std::vector<double> F, B, W, memB, memW;
+  /// Measured costs (zbc profile) name the model they were measured on:
+  /// its name and zb::modelHashOf; a pipeline of another model refuses
+  /// them.
+  std::optional<std::string> model, modelHash;
 };
 
 /// Parses `text`; `name` (the file's path) starts every message.

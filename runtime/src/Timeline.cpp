@@ -1,0 +1,81 @@
+//===- Timeline.cpp - when each op of the last steps ran ------------------===//
+//
+// Note [Timelines] (Timeline.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Timeline.h"
+
+#include "zbc/runtime/JsonSubset.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sys/stat.h>
+
+namespace zbc::rt {
+
+void Timeline::init(const zbc_rt_program &program, int64_t steps,
+                    double origin) {
+  program_ = &program;
+  steps_ = steps;
+  origin_ = origin;
+  stepOf_.assign(static_cast<size_t>(steps), -1);
+  times_.assign(static_cast<size_t>(steps * program.op_count * 2), -1.0);
+}
+
+void Timeline::beginStep(int64_t step) {
+  if (!steps_)
+    return;
+  size_t slot = static_cast<size_t>(recorded_++ % steps_);
+  stepOf_[slot] = step;
+  current_ = times_.data() + slot * static_cast<size_t>(program_->op_count) * 2;
+  std::fill(current_, current_ + program_->op_count * 2, -1.0);
+}
+
+std::string Timeline::write(const std::string &dir) const {
+  const zbc_rt_program &p = *program_;
+  ::mkdir(dir.c_str(), 0777);
+  std::string path = fmt::format("{}/rank{}.json", dir, p.rank);
+  std::ofstream out(path);
+  if (!out)
+    return fmt::format("cannot write '{}'", path);
+  static const char *what[] = {"F", "B", "W", "BW", "send", "recv", "group"};
+  out << fmt::format("{{\"rank\": {}, \"ops\": [", p.rank);
+  for (int32_t i = 0; i < p.op_count; ++i) {
+    const zbc_rt_op &o = p.ops[i];
+    out << fmt::format("{}\n  {{\"name\": {}, \"what\": \"{}\", \"stage\": {}, "
+                       "\"microbatch\": {}}}",
+                       i ? "," : "", jsonQuoted(o.name), what[o.what], o.stage,
+                       o.microbatch);
+  }
+  out << "],\n\"steps\": [";
+  int64_t kept = std::min(recorded_, steps_);
+  for (int64_t k = 0; k < kept; ++k) {
+    // Oldest first.
+    size_t slot = static_cast<size_t>((recorded_ - kept + k) % steps_);
+    const double *t = times_.data() + slot * static_cast<size_t>(p.op_count) * 2;
+    out << fmt::format("{}\n  {{\"step\": {}, \"events\": [", k ? "," : "",
+                       stepOf_[slot] + 1);
+    bool first = true;
+    for (int32_t i = 0; i < p.op_count; ++i) {
+      double end = t[2 * i + 1];
+      // A group ends with its last member (the end of the step may have
+      // completed them one by one).
+      if (p.ops[i].what == ZBC_RT_OP_GROUP)
+        for (int32_t m = 0; m < p.ops[i].member_count; ++m)
+          end = std::max(end, t[2 * (p.ops[i].first_member + m) + 1]);
+      if (t[2 * i] < 0 || end < 0)
+        continue;
+      out << fmt::format("{}[{}, {:.7f}, {:.7f}]", first ? "" : ", ", i,
+                         t[2 * i], end);
+      first = false;
+    }
+    out << "]}";
+  }
+  out << "]}\n";
+  return out ? "" : fmt::format("cannot write '{}'", path);
+}
+
+} // namespace zbc::rt

@@ -1,0 +1,298 @@
+"""The e2e modes of training as users run it (driven by e2e.py).
+
+  training-equivalence  the GPT on text data (GPL-3, byte tokens) with AdamW,
+                        global-norm clipping and a warm-up + cosine learning
+                        rate, p in {2, 4} and a V schedule, and the MLP with
+                        SGD and clipping: after 3 steps every parameter
+                        equals zbc-reference's single-process training to
+                        1e-5 relative. AdamW runs with eps 1e-4: some
+                        gradients are zero in exact arithmetic (the key bias
+                        of attention: softmax ignores a shift), so their
+                        rounding noise decides the sign of AdamW's first
+                        update, lr * g / (|g| + eps), in any two
+                        implementations; a larger eps damps that noise and
+                        keeps every real gradient's update.
+  training-resume       20 steps equal 10 steps, a checkpoint, --resume and
+                        10 more, bit for bit (losses and parameters); a
+                        truncated, a bit-flipped, a cut-short and a mismatched
+                        checkpoint are each refused, naming the file and
+                        what is wrong, before any step.
+  training-lost-rank    SIGKILL of one rank mid-step, p in {2, 4}: every rank
+                        exits within 30 s, zbc run names the lost rank and
+                        the last checkpoint.
+  training-bad-input    an empty, unreadable or too short text file, keys
+                        that text cannot fill, --eval-every without text and a
+                        cost file for another model: clear errors before any
+                        rank starts.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from zbc_e2e import EXAMPLES, run
+from zbc_models import gpt, mlp
+
+TEXT = "/usr/share/common-licenses/GPL-3"
+ADAMW = ["--optimizer", "adamw", "--lr", "3e-3", "--eps", "1e-4",
+         "--clip-norm", "0.5", "--warmup", "2", "--decay-steps", "3"]
+
+
+def _model(args, work, kind, stages):
+    os.makedirs(work, exist_ok=True)
+    source = os.path.join(work, f"{kind}{stages}.mlir")
+    with open(source, "w") as f:
+        f.write(mlp(stages) if kind == "mlp"
+                else gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages))
+    return source
+
+
+def _rank_options(options):
+    """zbc run's training options as zbc-reference takes them (no
+    --optimizer: the program says)."""
+    out, i = [], 0
+    while i < len(options):
+        if options[i] == "--optimizer":
+            i += 2
+            continue
+        out.append(options[i])
+        i += 1
+    return out
+
+
+def equivalence(args):
+    zbc = os.path.join(args.bin, "zbc")
+    reference = os.path.join(args.bin, "zbc-reference")
+    cases = [("gpt", "zb-h1", 1, 2, ["--data", TEXT] + ADAMW),
+             ("gpt", "zb-h1", 1, 4, ["--data", TEXT] + ADAMW),
+             ("gpt", "zb-v", 2, 2, ["--data", TEXT] + ADAMW),
+             ("mlp", "1f1b", 1, 2, ["--clip-norm", "0.05", "--warmup", "2"])]
+    for kind, schedule, v, p, options in cases:
+        case = f"{kind}-{schedule}-p{p}"
+        work = os.path.join(args.work, case)
+        shutil.rmtree(work, ignore_errors=True)
+        source = _model(args, work, kind, v * p)
+        out, saved = os.path.join(work, "out"), os.path.join(work, "saved")
+        result = run([zbc, "run", source, "--ranks", str(p), "--microbatches",
+                      str(2 * p), "--schedule", schedule, "--steps", "3",
+                      "--save", saved, "-o", out] + options)
+        if "norm" not in result.stdout:
+            sys.exit(f"FAILED: {case}: no gradient norm in the progress "
+                     f"lines:\n{result.stdout}")
+        check = run([reference, os.path.join(out, "program.mlir"), "--steps",
+                     "3", "--compare", saved] + _rank_options(options))
+        print(f"ok {case}: {check.stdout.strip().splitlines()[-1]}", flush=True)
+
+
+def _losses(report):
+    with open(report) as f:
+        return json.load(f)["losses"]
+
+
+def _tensor_bytes(path):
+    """name -> raw bytes of each tensor of a safetensors file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + length])
+    base = 8 + length
+    return {name: data[base + t["data_offsets"][0]:base + t["data_offsets"][1]]
+            for name, t in header.items() if name != "__metadata__"}
+
+
+def _expect_refusal(cmd, message, what):
+    result = run(cmd, check=False, timeout=120)
+    text = result.stdout + result.stderr
+    if result.returncode == 0 or message not in text or "step 1/" in text:
+        sys.exit(f"FAILED: {what} was not refused with '{message}' before any "
+                 f"step (exit {result.returncode}):\n{text}")
+    line = next(l for l in text.splitlines() if message in l)
+    print(f"ok: {what} refused: {line.strip()}", flush=True)
+
+
+def resume(args):
+    zbc = os.path.join(args.bin, "zbc")
+    work = os.path.join(args.work, "resume")
+    shutil.rmtree(work, ignore_errors=True)
+    source = _model(args, work, "gpt", 2)
+    out = os.path.join(work, "out")
+    run([zbc, "compile", source, "--ranks", "2", "--microbatches", "4",
+         "--optimizer", "adamw", "-o", out])
+    launch = os.path.join(out, "launch.sh")
+    train = ["--data", TEXT, "--lr", "3e-3", "--clip-norm", "1", "--warmup",
+             "5", "--decay-steps", "20", "--quiet"]
+    # One run of 20 steps, and 10 + 10 through a checkpoint.
+    whole, half = os.path.join(work, "whole"), os.path.join(work, "half")
+    checkpoints = os.path.join(work, "checkpoints")
+    run([launch, "--steps", "20", "--report", whole, "--save", whole] + train)
+    run([launch, "--steps", "10", "--checkpoint-every", "10",
+         "--checkpoint-dir", checkpoints] + train)
+    run([launch, "--steps", "20", "--resume", checkpoints, "--report", half,
+         "--save", half] + train)
+    losses_whole = _losses(os.path.join(whole, "rank1.json"))
+    losses_half = _losses(os.path.join(half, "rank1.json"))
+    if losses_whole[10:] != losses_half or len(losses_half) != 10:
+        sys.exit(f"FAILED: the losses after resuming differ:\n{losses_whole}\n"
+                 f"{losses_half}")
+    tensors = 0
+    for r in range(2):
+        a = _tensor_bytes(os.path.join(whole, f"rank{r}.safetensors"))
+        b = _tensor_bytes(os.path.join(half, f"rank{r}.safetensors"))
+        if a != b:
+            differ = [n for n in a if a[n] != b.get(n)]
+            sys.exit(f"FAILED: rank {r}: parameters after resuming differ "
+                     f"from the uninterrupted run's: {differ[:5]}")
+        tensors += len(a)
+    print(f"ok: 20 steps = 10 + resume + 10, bitwise: 10 losses, {tensors} "
+          "parameter tensors", flush=True)
+
+    step10 = os.path.join(checkpoints, "step-10")
+    resume_from = [launch, "--steps", "20", "--quiet", "--data", TEXT,
+                   "--resume"]
+
+    def damaged(name, damage):
+        copy = os.path.join(work, name)
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(step10, copy)
+        damage(copy)
+        return copy
+
+    def truncate(d):
+        path = os.path.join(d, "rank1.safetensors")
+        os.truncate(path, os.path.getsize(path) // 2)
+
+    def flip(d):
+        path = os.path.join(d, "rank0.safetensors")
+        with open(path, "r+b") as f:
+            f.seek(os.path.getsize(path) - 100)
+            byte = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([byte[0] ^ 0x10]))
+
+    _expect_refusal(resume_from + [damaged("truncated", truncate)],
+                    "rank1.safetensors' has", "a truncated checkpoint")
+    _expect_refusal(resume_from + [damaged("flipped", flip)],
+                    "rank0.safetensors' fails its checksum",
+                    "a bit-flipped checkpoint")
+    _expect_refusal(
+        resume_from + [damaged("cut-short", lambda d: os.remove(
+            os.path.join(d, "manifest.json")))],
+        "holds no checkpoint", "a checkpoint without its manifest")
+    # The same model under another schedule, and another model.
+    other = os.path.join(work, "other")
+    run([zbc, "compile", source, "--ranks", "2", "--microbatches", "4",
+         "--optimizer", "adamw", "--schedule", "1f1b", "-o", other])
+    _expect_refusal([os.path.join(other, "launch.sh"), "--steps", "20",
+                     "--data", TEXT, "--resume", step10],
+                    "was trained under zb-h1 on 2 ranks",
+                    "a checkpoint of another schedule")
+    wider = os.path.join(work, "wider.mlir")
+    with open(wider, "w") as f:
+        f.write(gpt(os.path.join(args.bin, "zbc-dsl-gpt"), 2, "--hidden", "32"))
+    run([zbc, "compile", wider, "--ranks", "2", "--microbatches", "4",
+         "--optimizer", "adamw", "-o", os.path.join(work, "wider")])
+    _expect_refusal([os.path.join(work, "wider", "launch.sh"), "--steps", "20",
+                     "--data", TEXT, "--resume", step10],
+                    "is a checkpoint of model 'gpt' (IR hash",
+                    "a checkpoint of another model")
+
+
+def lost_rank(args):
+    zbc = os.path.join(args.bin, "zbc")
+    for p in (2, 4):
+        work = os.path.join(args.work, f"lost-p{p}")
+        shutil.rmtree(work, ignore_errors=True)
+        source = _model(args, work, "gpt", p)
+        out = os.path.join(work, "out")
+        victim = p - 1
+        cmd = [zbc, "run", source, "--ranks", str(p), "--microbatches",
+               str(2 * p), "--steps", "1000000", "--data", TEXT,
+               "--checkpoint-every", "20", "-o", out]
+        job = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        # Wait for the first checkpoint, then kill one rank mid-step.
+        deadline = time.time() + 120
+        manifest = os.path.join(out, "checkpoints", "step-20", "manifest.json")
+        while not os.path.exists(manifest):
+            if time.time() > deadline or job.poll() is not None:
+                job.kill()
+                sys.exit(f"FAILED: p={p}: no checkpoint to start from:\n"
+                         f"{job.communicate()[0]}")
+            time.sleep(0.2)
+        time.sleep(0.5)
+        pids = subprocess.run(["pgrep", "-f", f"^{out}/rank{victim} "],
+                              text=True, capture_output=True).stdout.split()
+        if len(pids) != 1:
+            job.kill()
+            sys.exit(f"FAILED: p={p}: cannot find rank {victim}: {pids}")
+        killed = time.time()
+        os.kill(int(pids[0]), signal.SIGKILL)
+        try:
+            text, _ = job.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            sys.exit(f"FAILED: p={p}: the job outlived its killed rank by "
+                     "30 s (a hang)")
+        seconds = time.time() - killed
+        left = subprocess.run(["pgrep", "-f", f"^{out}/rank"], text=True,
+                              capture_output=True).stdout.split()
+        said = [f"zbc rank {r}: error:" in text for r in range(p) if r != victim]
+        if (job.returncode == 0 or left or not all(said) or
+                f"rank {victim} was lost" not in text or
+                "the last checkpoint is" not in text):
+            sys.exit(f"FAILED: p={p}: after SIGKILL of rank {victim}: exit "
+                     f"{job.returncode}, ranks left {left}, a message from "
+                     f"every other rank {said}:\n{text}")
+        print(f"ok: p={p}: rank {victim} killed; every rank gone after "
+              f"{seconds:.1f} s, each with a message; zbc run: "
+              + next(l for l in text.splitlines()
+                     if f"rank {victim} was lost" in l),
+              flush=True)
+
+
+def bad_input(args):
+    zbc = os.path.join(args.bin, "zbc")
+    work = os.path.join(args.work, "bad-input")
+    shutil.rmtree(work, ignore_errors=True)
+    gpt_source = _model(args, work, "gpt", 2)
+    mlp_source = _model(args, work, "mlp", 2)
+    empty = os.path.join(work, "empty.txt")
+    open(empty, "w").close()
+    short = os.path.join(work, "short.txt")
+    with open(short, "w") as f:
+        f.write("a few words, far fewer than two windows of 32 tokens\n")
+    costs = os.path.join(work, "costs.json")
+    with open(costs, "w") as f:
+        json.dump({"F": [1, 1, 1], "B": [1, 1, 1], "W": [1, 1, 1],
+                   "M_B": [1, 1, 1], "M_W": [1, 1, 1]}, f)
+    base = ["--ranks", "2", "--microbatches", "4", "--steps", "2"]
+    cases = [
+        (gpt_source, ["--data", empty], "is empty"),
+        (gpt_source, ["--data", os.path.join(work, "missing.txt")],
+         "cannot read the data file"),
+        (gpt_source, ["--data", short], "too short for windows of 32 tokens"),
+        (mlp_source, ["--data", TEXT], "the model also reads 'input.x'"),
+        (gpt_source, ["--eval-every", "5"], "--eval-every needs text data"),
+        (gpt_source, ["--cost-file", costs], "cost file"),
+    ]
+    for source, options, message in cases:
+        out = os.path.join(work, "out")
+        shutil.rmtree(out, ignore_errors=True)
+        result = run([zbc, "run", source, *base, *options, "-o", out],
+                     check=False, timeout=120)
+        text = result.stdout + result.stderr
+        started = os.path.exists(os.path.join(out, "status"))
+        if result.returncode == 0 or message not in text or started:
+            sys.exit(f"FAILED: {' '.join(options)}: want '{message}' before "
+                     f"any rank starts (exit {result.returncode}, ranks "
+                     f"started: {started}):\n{text}")
+        print(f"ok: {' '.join(options)}: "
+              f"{next(l for l in text.splitlines() if message in l).strip()}",
+              flush=True)
+
+
+MODES = {"training-equivalence": equivalence, "training-resume": resume,
+         "training-lost-rank": lost_rank, "training-bad-input": bad_input}

@@ -1,0 +1,189 @@
+//===- ProfileCommand.cpp - `zbc profile`: measured stage costs -----------===//
+//
+//   zbc profile MODEL.mlir [--stages N] [--microbatches M] [--steps R]
+//       [--data FILE] [-o COSTS.json]
+//
+// Measures what each stage's F, B and W take on this machine's backend:
+// compiles the model into N stages on N ranks under ZB-H1 (B and W apart),
+// trains 3 warm-up steps and R recorded ones (Note [Timelines]), and takes
+// per stage and kind the median duration over every microbatch of the
+// recorded steps. The stages' bytes (M_B: what F keeps for B, M_W: what B
+// keeps for W) are the memory model's, which the ranks' ledgers measure
+// exactly. `comm` is the shortest transfer seen (issue to completion), a
+// lower bound of one message. Writes, in milliseconds and bytes, the cost
+// file `zbc schedule|compile|run --cost-file` read, naming the model and its
+// IR hash so that no other model takes it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Compile.h"
+#include "MeasuredTimeline.h"
+#include "Numbers.h"
+#include "Options.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace llvm;
+using namespace zbc;
+
+namespace {
+
+#define PROFILE cl::sub(zbc::profileCommand()), cl::cat(zbcCategory)
+cl::opt<std::string> modelFile(cl::Positional, cl::Required,
+                               cl::desc("<model.mlir>"), PROFILE);
+cl::opt<std::string> stagesOpt("stages",
+                               cl::desc("Stages to cut the model into (one "
+                                        "rank each; default 2)"),
+                               cl::value_desc("N"), cl::init("2"), PROFILE);
+cl::opt<std::string> microbatchesOpt("microbatches",
+                                     cl::desc("Microbatches per step "
+                                              "(default 2N)"),
+                                     cl::value_desc("M"), PROFILE);
+cl::opt<std::string> stepsOpt("steps",
+                              cl::desc("Recorded steps after 3 of warm-up "
+                                       "(default 10)"),
+                              cl::value_desc("R"), cl::init("10"), PROFILE);
+cl::opt<std::string> dataOpt("data", cl::desc("Data for the ranks (--data)"),
+                             cl::value_desc("FILE"), PROFILE);
+cl::opt<std::string> outputFile("o", cl::desc("The cost file (default "
+                                              "costs.json)"),
+                                cl::value_desc("FILE"), cl::init("costs.json"),
+                                PROFILE);
+#undef PROFILE
+
+constexpr int kWarmUpSteps = 3;
+
+Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+/// Milliseconds to a tenth of a microsecond: what the clock resolves.
+double rounded(double ms) { return std::round(ms * 1e4) / 1e4; }
+
+double median(std::vector<double> xs) {
+  if (xs.empty())
+    return 0;
+  std::sort(xs.begin(), xs.end());
+  size_t n = xs.size();
+  return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
+Error profile() {
+  Expected<int64_t> stages = parseInteger("--stages", stagesOpt, 1, 64);
+  if (!stages)
+    return stages.takeError();
+  Expected<int64_t> steps = parseInteger("--steps", stepsOpt, 1, 1000);
+  if (!steps)
+    return steps.takeError();
+  Request request;
+  request.input = modelFile;
+  request.ranks = *stages;
+  request.microbatches = 2 * *stages;
+  if (microbatchesOpt.getNumOccurrences()) {
+    Expected<int64_t> m = parseInteger("--microbatches", microbatchesOpt, 1, 4096);
+    if (!m)
+      return m.takeError();
+    request.microbatches = *m;
+  }
+  request.schedule = "zb-h1";
+  request.optimizer = "sgd";
+  SmallString<128> dir;
+  if (std::error_code ec = sys::fs::createUniqueDirectory("zbc-profile", dir))
+    return fail("cannot make a build directory: " + ec.message());
+  request.dir = dir.str().str();
+  Expected<Compiled> compiled = compile(request);
+  if (!compiled)
+    return compiled.takeError();
+  if (!compiled->problem)
+    return fail("the model has no cost model to start from");
+
+  std::string launch = request.dir + "/launch.sh";
+  std::string total = std::to_string(kWarmUpSteps + *steps);
+  std::string trace = request.dir + "/trace";
+  std::string recorded = std::to_string(*steps);
+  std::vector<StringRef> argv = {launch,    "--steps",       total,
+                                 "--trace", trace,           "--trace-steps",
+                                 recorded,  "--quiet"};
+  if (!dataOpt.empty())
+    argv.insert(argv.end(), {"--data", dataOpt});
+  std::string message;
+  outs() << formatv("zbc: profiling {0} stages: {1} warm-up and {2} recorded "
+                    "steps of {3} microbatches\n",
+                    *stages, kWarmUpSteps, *steps, request.microbatches);
+  outs().flush();
+  if (int code = sys::ExecuteAndWait(launch, argv, std::nullopt, {}, 0, 0,
+                                     &message))
+    return fail(formatv("the profiling run failed (exit {0}{1}; the ranks' "
+                        "messages are above)",
+                        code, message.empty() ? "" : ": " + message));
+  Expected<MeasuredRun> run = readMeasuredRun(trace, compiled->ranks);
+  if (!run)
+    return run.takeError();
+
+  // Per stage and kind, every duration recorded; the shortest transfer.
+  std::map<std::pair<int, std::string>, std::vector<double>> durations;
+  double comm = INFINITY;
+  for (const auto &step : run->events)
+    for (const auto &line : step)
+      for (const TraceEvent &e : line) {
+        double ms = (e.end - e.begin) * 1e3;
+        if (e.what == "send" || e.what == "recv" || e.what == "group")
+          comm = std::min(comm, ms);
+        else
+          durations[{e.stage, e.what}].push_back(ms);
+      }
+  const sched::Problem &problem = *compiled->problem;
+  json::Array F, B, W, memB, memW;
+  for (int s = 0; s < problem.numStages(); ++s) {
+    double f = median(durations[{s, "F"}]), b = median(durations[{s, "B"}]),
+           w = median(durations[{s, "W"}]);
+    if (f <= 0)
+      return fail(formatv("stage {0}'s F was never recorded", s));
+    F.push_back(rounded(f));
+    B.push_back(rounded(b));
+    W.push_back(rounded(w));
+    memB.push_back(problem.stages[s].memB);
+    memW.push_back(problem.stages[s].memW);
+    outs() << formatv("  stage {0}: F {1:F3} ms, B {2:F3} ms, W {3:F3} ms "
+                      "(median of {4}); M_B {5} bytes, M_W {6} bytes\n",
+                      s, f, b, w, durations[{s, "F"}].size(),
+                      int64_t(problem.stages[s].memB),
+                      int64_t(problem.stages[s].memW));
+  }
+  json::Object costs{{"model", compiled->model},
+                     {"model_hash", compiled->modelHash},
+                     {"comm", std::isfinite(comm) ? rounded(comm) : 0.0},
+                     {"F", std::move(F)},
+                     {"B", std::move(B)},
+                     {"W", std::move(W)},
+                     {"M_B", std::move(memB)},
+                     {"M_W", std::move(memW)}};
+  std::error_code ec;
+  raw_fd_ostream out(outputFile, ec);
+  if (ec)
+    return fail("cannot write '" + outputFile + "': " + ec.message());
+  out << formatv("{0:2}", json::Value(std::move(costs))) << "\n";
+  outs() << formatv("  comm {0:F3} ms; cost file {1} (milliseconds, bytes)\n",
+                    std::isfinite(comm) ? comm : 0.0, outputFile);
+  sys::fs::remove_directories(request.dir);
+  return Error::success();
+}
+
+} // namespace
+
+int zbc::runProfileCommand() {
+  if (Error e = profile()) {
+    errs() << "zbc: error: " << toString(std::move(e)) << "\n";
+    return 1;
+  }
+  return 0;
+}
