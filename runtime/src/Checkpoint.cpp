@@ -185,11 +185,13 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
   const zbc_rt_program &p = *rank->program;
   std::string root = rank->options.checkpointDir;
   std::string dir = checkpointDirectory(root, stepsDone);
-  std::string error = makeDirectory(root);
-  if (error.empty())
+  // The replicas hold the same state: the first writes it for all.
+  bool writes = rank->transport->replica() == 0;
+  std::string error = writes ? makeDirectory(root) : std::string();
+  if (error.empty() && writes)
     error = makeDirectory(dir);
   std::string bytes;
-  if (error.empty()) {
+  if (error.empty() && writes) {
     TensorFile file;
     forEachTensor(p, [&](const std::string &name, int32_t buffer,
                          const zbc_rt_param &param) {
@@ -213,8 +215,9 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
     return error.empty() ? "another rank could not write its part of the "
                            "checkpoint (its message above)"
                          : error;
-  // Every part is on disk: the manifest makes the checkpoint.
-  if (p.rank == 0)
+  // Every part is on disk: the manifest makes the checkpoint. (Sizes and
+  // checksums are by job rank: replica 0's pipeline ranks come first.)
+  if (rank->transport->rank() == 0)
     error = writeFileAtomically(
         checkpointManifest(dir),
         manifestText(p, stepsDone, rank->options.seed, sizes, checksums));
@@ -250,7 +253,7 @@ std::string resumeFromCheckpoint(zbc_rt_rank *rank, int64_t &stepsDone) {
                 t.data.size());
   });
   rank->options.seed = seed;
-  if (p.rank == 0 && !rank->options.quiet)
+  if (rank->transport->rank() == 0 && !rank->options.quiet)
     fmt::print("resuming from '{}' after step {}\n", dir, stepsDone);
   return {};
 }

@@ -134,17 +134,19 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
     return 1;
   }
   rank->transport.reset(transport);
-  rank->watchdog.start(rank);
+  rank->watchdog.start(rank, transport->rank());
   // Every rank reaches each collective below, whatever failed before it,
   // so that all of them learn of a failure and none waits alone.
-  if (transport->size() != p.ranks)
+  if (!transport->configure(p.ranks).empty())
     error = fmt::format("this job has {} ranks, but the program was compiled "
-                        "for {} (launch.sh starts one executable per rank)",
+                        "for {} (or a multiple: one per rank of each "
+                        "data-parallel replica; launch.sh starts them)",
                         transport->size(), p.ranks);
-  else if (transport->rank() != p.rank)
+  else if (transport->rank() % p.ranks != p.rank)
     error = fmt::format("MPI started rank {}'s executable as rank {} (launch "
-                        "the executables in rank order)",
-                        p.rank, transport->rank());
+                        "the executables in rank order, replica after "
+                        "replica)",
+                        p.rank, transport->rank() % p.ranks);
   if (!transport->allEqual(fingerprint(p)) && error.empty())
     error = "the ranks of this job run programs of different compiles "
             "(model, schedule, ranks, microbatches or optimizer differ)";
@@ -203,7 +205,7 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
              : 0);
   if (text) {
     log.entropy = unigramEntropy(rank->data.text());
-    if (p.loss >= 0 && !o.quiet)
+    if (p.loss >= 0 && !o.quiet && transport->replica() == 0)
       fmt::print("data: '{}' as text, {} bytes: {} training windows of {} "
                  "tokens, {} held out; unigram entropy {:.4f} nats/token\n",
                  o.dataFile, rank->data.text().bytes.size(),
@@ -247,6 +249,19 @@ void runOrder(zbc_rt_rank *rank, zbc_rt_step_fn step) {
   rank->ledger.endStep();
 }
 
+/// A loss summed over `batches` batches of this replica's microbatches, as
+/// the mean over every replica's (collective among the replicas of the
+/// rank that holds the loss).
+double globalMean(zbc_rt_rank *rank, double sum, int64_t batches) {
+  double total;
+  {
+    InsideMPI mpi(rank, "the all-reduce of the loss over the replicas");
+    total = rank->transport->sumOverReplicas(sum);
+  }
+  return total / double(batches * rank->program->microbatches *
+                        rank->transport->replicas());
+}
+
 /// The mean loss over the held-out split (Note [Text data]); on ranks that
 /// hold no loss, NaN.
 double evaluate(zbc_rt_rank *rank, zbc_rt_step_fn step, int64_t batches) {
@@ -260,7 +275,7 @@ double evaluate(zbc_rt_rank *rank, zbc_rt_step_fn step, int64_t batches) {
     sum += rank->lossSum;
   }
   rank->evaluating = false;
-  return p.loss >= 0 ? sum / double(batches * p.microbatches)
+  return p.loss >= 0 ? globalMean(rank, sum, batches)
                      : std::numeric_limits<double>::quiet_NaN();
 }
 
@@ -360,7 +375,8 @@ extern "C" int zbc_rt_main(int argc, char **argv,
 
   log.losses.reserve(static_cast<size_t>(std::max<int64_t>(o.steps, 0)));
   log.allocations = zbc_rt_test_allocations ? 0 : -1;
-  bool reports = p.loss >= 0 && !o.quiet;
+  bool first = rank->transport->replica() == 0; // the replica that speaks
+  bool reports = p.loss >= 0 && !o.quiet && first;
   double base = baseLearningRate(rank);
   LearningRateSchedule schedule = learningRateSchedule(rank);
   auto begin = std::chrono::steady_clock::now();
@@ -378,7 +394,7 @@ extern "C" int zbc_rt_main(int argc, char **argv,
     double stepSeconds = std::chrono::duration<double>(now - stepBegin).count();
     rank->profile.stepSeconds += stepSeconds;
     if (p.loss >= 0) {
-      double loss = rank->lossSum / p.microbatches;
+      double loss = globalMean(rank, rank->lossSum, 1);
       log.losses.push_back(loss);
       if (reports)
         printProgress(rank, s, loss, stepSeconds,
@@ -402,7 +418,7 @@ extern "C" int zbc_rt_main(int argc, char **argv,
         fail(rank, "cannot checkpoint: " + e);
         failRun(rank);
       }
-      if (p.rank == 0 && !o.quiet)
+      if (p.rank == 0 && first && !o.quiet)
         fmt::print("{}checkpoint after step {}: {}/step-{}\n",
                    o.progressBar ? "\n" : "", s + 1, o.checkpointDir, s + 1);
     }
@@ -412,16 +428,17 @@ extern "C" int zbc_rt_main(int argc, char **argv,
   log.seconds = std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - begin)
                     .count();
-  if (!o.quiet)
+  if (!o.quiet && first)
     fmt::print("rank {}: peak live bytes {} measured, {} predicted; arena "
                "{}\n",
                p.rank, rank->ledger.peak(), p.peak_bytes, p.arena_bytes);
+  // The replicas hold the same parameters: the first writes for them all.
   std::string e;
-  if (!o.saveDir.empty())
+  if (first && !o.saveDir.empty())
     e = saveParams(rank, o.saveDir);
-  if (e.empty() && !o.reportDir.empty())
+  if (first && e.empty() && !o.reportDir.empty())
     e = writeReport(rank, log);
-  if (e.empty() && !o.traceDir.empty())
+  if (first && e.empty() && !o.traceDir.empty())
     e = rank->timeline.write(o.traceDir);
   if (!e.empty()) {
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, e);

@@ -2,10 +2,13 @@
 //
 // zbc_rt_update runs a parameter's step (SGD with momentum or AdamW, the
 // program's) as soon as the order has produced its last gradient, unless
-// gradients are clipped: the global norm needs every gradient of every
-// rank, so then each update is marked due and finishOptimizerStep runs them
-// all after the step's transfers, once the norm's all-reduce (one double
-// per rank) has returned. Either way the learning rate is the step's
+// gradients are clipped or summed over data-parallel replicas: the global
+// norm needs every gradient of every rank, and a replica's gradient the
+// others'. Then the update starts the gradient's all-reduce over the
+// replicas (MPI_Iallreduce: it overlaps the rest of the order) and is
+// marked due, and finishOptimizerStep runs them all after the step's
+// transfers, once the all-reduces and the norm's (one double per rank)
+// have returned. Either way the learning rate is the step's
 // (OptimizerSchedule.h) and each microbatch's gradient counts 1/m (Note
 // [Mean over microbatches] in ZB.md). Evaluation updates nothing.
 //
@@ -61,7 +64,12 @@ void applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
 }
 
 bool defersUpdates(const zbc_rt_rank *rank) {
-  return rank->options.clipNorm > 0;
+  return rank->options.clipNorm > 0 || rank->transport->replicas() > 1;
+}
+
+/// Each gradient is a sum over the job's microbatches, D m of them.
+int64_t microbatchesOfJob(const zbc_rt_rank *rank) {
+  return int64_t(rank->program->microbatches) * rank->transport->replicas();
 }
 
 } // namespace
@@ -85,6 +93,11 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
   if (rank->evaluating || !defersUpdates(rank))
     return ZBC_RT_OK;
   const zbc_rt_program &p = *rank->program;
+  {
+    InsideMPI mpi(rank, "the all-reduce of the gradients over the replicas");
+    if (std::string error = rank->transport->finishAllReduces(); !error.empty())
+      return fail(rank, error);
+  }
   double sumOfSquares = 0;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
@@ -93,15 +106,16 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
     for (int64_t e = 0; e < n; ++e)
       sumOfSquares += double(grad[e]) * double(grad[e]);
   }
-  {
+  if (rank->options.clipNorm > 0) {
     InsideMPI mpi(rank, "the all-reduce of the gradient norm");
-    sumOfSquares = rank->transport->sum(sumOfSquares);
+    sumOfSquares = rank->transport->sumOverPipeline(sumOfSquares);
   }
   // The gradients are sums over the microbatches; the norm is the mean's.
-  double norm = std::sqrt(sumOfSquares) / p.microbatches;
-  rank->gradNorm = norm;
+  double norm = std::sqrt(sumOfSquares) / double(microbatchesOfJob(rank));
+  if (rank->options.clipNorm > 0)
+    rank->gradNorm = norm;
   double coefficient = clipCoefficient(norm, rank->options.clipNorm);
-  auto scale = static_cast<float>(coefficient / p.microbatches);
+  auto scale = static_cast<float>(coefficient / double(microbatchesOfJob(rank)));
   for (int32_t i = 0; i < p.param_count; ++i) {
     if (!rank->updateDue[i])
       return fail(rank, fmt::format("the order never updated parameter '{}'",
@@ -124,6 +138,17 @@ extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
     return ZBC_RT_OK;
   if (defersUpdates(rank)) {
     rank->updateDue[index] = 1;
+    // Its gradient is final: the replicas can start summing it now, under
+    // the rest of the order.
+    const zbc_rt_param &param = p.params[index];
+    std::string error;
+    {
+      InsideMPI mpi(rank);
+      error = rank->transport->startAllReduce(
+          bufferAt(rank, param.grad), p.buffers[param.grad].bytes / 4);
+    }
+    if (!error.empty())
+      return fail(rank, error);
     return ZBC_RT_OK;
   }
   applyUpdate(rank, index, static_cast<float>(1.0 / p.microbatches));

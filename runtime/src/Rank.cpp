@@ -30,6 +30,8 @@ zbc_rt_status fail(zbc_rt_rank *rank, const std::string &message) {
     return ZBC_RT_ERROR; // the first failure is the one to report
   const zbc_rt_program &p = *rank->program;
   std::string where = fmt::format("rank {}", p.rank);
+  if (rank->transport && rank->transport->replicas() > 1)
+    where += fmt::format(" of replica {}", rank->transport->replica());
   if (rank->op >= 0)
     where += fmt::format(", {} (op {} of its order)", p.ops[rank->op].name,
                          rank->op);
@@ -64,8 +66,10 @@ BatchPosition batchPosition(const zbc_rt_rank *rank, int32_t microbatch) {
   BatchPosition at;
   at.heldOut = rank->evaluating;
   at.batch = rank->evaluating ? rank->evalBatch : rank->step;
-  at.microbatch = microbatch;
-  at.microbatches = rank->program->microbatches;
+  // Replica d reads microbatches d m ... d m + m - 1 of the job's D m.
+  int32_t m = rank->program->microbatches;
+  at.microbatch = rank->transport->replica() * m + microbatch;
+  at.microbatches = rank->transport->replicas() * m;
   return at;
 }
 

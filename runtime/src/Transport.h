@@ -20,12 +20,21 @@
 
 namespace zbc::rt {
 
+/// Data parallelism: the job's processes are D replicas of a P-rank
+/// pipeline, replica-major (process w is pipeline rank w mod P of replica
+/// w / P). Transfers stay inside a replica; each pipeline rank's replicas
+/// all-reduce their gradients.
 class Transport {
 public:
   virtual ~Transport() = default;
-  /// This process's rank and the number of ranks.
+  /// This process's rank in the job and the job's size.
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// Splits the job into replicas of a `pipelineRanks`-rank pipeline (the
+  /// size must be a multiple; collective). Before it: one replica.
+  virtual std::string configure(int pipelineRanks) = 0;
+  virtual int replica() const = 0;
+  virtual int replicas() const = 0;
   /// Prepares a request for every transfer op of `program` on `arena`.
   virtual std::string prepare(const zbc_rt_program &program, char *arena) = 0;
   /// Starts ops[first, first + count) as one unit.
@@ -41,11 +50,19 @@ public:
   virtual bool anyFailed(bool failed) = 0;
   /// The same value on every rank? (collective)
   virtual bool allEqual(uint64_t value) = 0;
-  /// A sum over all ranks (collective).
-  virtual double sum(double value) = 0;
+  /// A sum over this replica's pipeline ranks (collective in the replica).
+  virtual double sumOverPipeline(double value) = 0;
+  /// A sum over the replicas of this pipeline rank (collective among them).
+  virtual double sumOverReplicas(double value) = 0;
+  /// Starts summing `n` floats at `data` over the replicas of this pipeline
+  /// rank, in place (a gradient); finishAllReduces waits for every one
+  /// started.
+  virtual std::string startAllReduce(float *data, int64_t n) = 0;
+  virtual std::string finishAllReduces() = 0;
   /// The largest value over all ranks (collective).
   virtual int64_t maximum(int64_t value) = 0;
-  /// Every rank's `value`, by rank (collective; allocates, so not in steps).
+  /// Every rank's `value`, by rank of the job (collective; allocates, so
+  /// not in steps).
   virtual std::vector<uint64_t> allGather(uint64_t value) = 0;
   /// Ends the job on every rank (this rank failed alone).
   [[noreturn]] virtual void abort(int code) = 0;

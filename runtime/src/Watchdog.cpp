@@ -143,13 +143,13 @@ Watchdog::Snapshot Watchdog::snapshot() const {
   return s;
 }
 
-void Watchdog::start(zbc_rt_rank *rank) {
+void Watchdog::start(zbc_rt_rank *rank, int jobRank) {
   rank_ = rank;
   gRank = rank;
   gWatchdog = this;
   const std::string &dir = rank->options.statusDir;
   if (!dir.empty()) {
-    std::string path = fmt::format("{}/rank{}.status", dir, rank->program->rank);
+    std::string path = fmt::format("{}/rank{}.status", dir, jobRank);
     if (path.size() < sizeof gStatusPath)
       std::memcpy(gStatusPath, path.c_str(), path.size() + 1);
   }

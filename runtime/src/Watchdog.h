@@ -10,7 +10,9 @@
 //  - a rank waits in one MPI call (a transfer's wait, a collective) longer
 //    than --timeout seconds: the watchdog thread prints what it waits for
 //    and on which rank, and exits 1, and the launcher then stops the rest.
-// With --status-dir DIR each rank keeps DIR/rankR.status: "running" from
+// With --status-dir DIR each process keeps DIR/rankR.status (R its rank in
+// the job: with data parallelism, replica d's pipeline rank r is d P + r):
+// "running" from
 // start-up, then "done", "failed: MESSAGE" or "stopped: ..." (by the
 // launcher). A rank whose status still says "running" after the job ended
 // died without a word: `zbc run` names it (and the last checkpoint).
@@ -30,8 +32,9 @@ namespace zbc::rt {
 
 class Watchdog {
 public:
-  /// Starts the thread and the SIGTERM handler for `rank`.
-  void start(zbc_rt_rank *rank);
+  /// Starts the thread and the SIGTERM handler for `rank`, process
+  /// `jobRank` of the job (its status file's number).
+  void start(zbc_rt_rank *rank, int jobRank);
   /// Stops the thread (at the end of the run).
   void stop();
 

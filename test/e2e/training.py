@@ -2,10 +2,11 @@
 
   training-equivalence  the GPT on text data (GPL-3, byte tokens) with AdamW,
                         global-norm clipping and a warm-up + cosine learning
-                        rate, p in {2, 4} and a V schedule, and the MLP with
-                        SGD and clipping: after 3 steps every parameter
-                        equals zbc-reference's single-process training to
-                        1e-5 relative. AdamW runs with eps 1e-4: some
+                        rate, p in {2, 4}, a V schedule and 2 data-parallel
+                        replicas, and the MLP with SGD (clipped; and with 2
+                        replicas): after 3 steps every parameter equals
+                        zbc-reference's single-process training on the whole
+                        batch to 1e-5 relative. AdamW runs with eps 1e-4: some
                         gradients are zero in exact arithmetic (the key bias
                         of attention: softmax ignores a shift), so their
                         rounding noise decides the sign of AdamW's first
@@ -20,10 +21,15 @@
   training-lost-rank    SIGKILL of one rank mid-step, p in {2, 4}: every rank
                         exits within 30 s, zbc run names the lost rank and
                         the last checkpoint.
+  training-profile      zbc profile writes a cost file of the model's stages
+                        that zbc run compiles with, and the run's ranks'
+                        timelines merge into one trace (a computes and a
+                        transfers track per rank) and a picture.
   training-bad-input    an empty, unreadable or too short text file, keys
-                        that text cannot fill, --eval-every without text and a
-                        cost file for another model: clear errors before any
-                        rank starts.
+                        that text cannot fill, --eval-every without text, a
+                        cost file for another model and replicas that do not
+                        divide the batch: clear errors before any rank
+                        starts.
 """
 import json
 import os
@@ -66,24 +72,30 @@ def _rank_options(options):
 def equivalence(args):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
-    cases = [("gpt", "zb-h1", 1, 2, ["--data", TEXT] + ADAMW),
-             ("gpt", "zb-h1", 1, 4, ["--data", TEXT] + ADAMW),
-             ("gpt", "zb-v", 2, 2, ["--data", TEXT] + ADAMW),
-             ("mlp", "1f1b", 1, 2, ["--clip-norm", "0.05", "--warmup", "2"])]
-    for kind, schedule, v, p, options in cases:
-        case = f"{kind}-{schedule}-p{p}"
+    # (model, schedule, stages per rank, ranks, replicas, options)
+    cases = [("gpt", "zb-h1", 1, 2, 1, ["--data", TEXT] + ADAMW),
+             ("gpt", "zb-h1", 1, 4, 1, ["--data", TEXT] + ADAMW),
+             ("gpt", "zb-v", 2, 2, 1, ["--data", TEXT] + ADAMW),
+             ("gpt", "zb-h1", 1, 2, 2, ["--data", TEXT] + ADAMW),
+             ("mlp", "1f1b", 1, 2, 1, ["--clip-norm", "0.05", "--warmup", "2"]),
+             ("mlp", "1f1b", 1, 2, 2, [])]
+    for kind, schedule, v, p, d, options in cases:
+        case = f"{kind}-{schedule}-p{p}-d{d}"
         work = os.path.join(args.work, case)
         shutil.rmtree(work, ignore_errors=True)
         source = _model(args, work, kind, v * p)
         out, saved = os.path.join(work, "out"), os.path.join(work, "saved")
+        # --microbatches is the job's batch: each replica runs 2p of it.
         result = run([zbc, "run", source, "--ranks", str(p), "--microbatches",
-                      str(2 * p), "--schedule", schedule, "--steps", "3",
-                      "--save", saved, "-o", out] + options)
-        if "norm" not in result.stdout:
+                      str(2 * p * d), "--data-parallel", str(d), "--schedule",
+                      schedule, "--steps", "3", "--save", saved, "-o", out]
+                     + options)
+        if "--clip-norm" in options and "norm" not in result.stdout:
             sys.exit(f"FAILED: {case}: no gradient norm in the progress "
                      f"lines:\n{result.stdout}")
         check = run([reference, os.path.join(out, "program.mlir"), "--steps",
-                     "3", "--compare", saved] + _rank_options(options))
+                     "3", "--data-parallel", str(d), "--compare", saved]
+                    + _rank_options(options))
         print(f"ok {case}: {check.stdout.strip().splitlines()[-1]}", flush=True)
 
 
@@ -266,8 +278,8 @@ def bad_input(args):
         f.write("a few words, far fewer than two windows of 32 tokens\n")
     costs = os.path.join(work, "costs.json")
     with open(costs, "w") as f:
-        json.dump({"F": [1, 1, 1], "B": [1, 1, 1], "W": [1, 1, 1],
-                   "M_B": [1, 1, 1], "M_W": [1, 1, 1]}, f)
+        json.dump({"model": "other", "model_hash": "0123456789abcdef",
+                   "F": [1, 1], "B": [1, 1], "W": [1, 1]}, f)
     base = ["--ranks", "2", "--microbatches", "4", "--steps", "2"]
     cases = [
         (gpt_source, ["--data", empty], "is empty"),
@@ -276,7 +288,9 @@ def bad_input(args):
         (gpt_source, ["--data", short], "too short for windows of 32 tokens"),
         (mlp_source, ["--data", TEXT], "the model also reads 'input.x'"),
         (gpt_source, ["--eval-every", "5"], "--eval-every needs text data"),
-        (gpt_source, ["--cost-file", costs], "cost file"),
+        (gpt_source, ["--cost-file", costs], "was measured on model 'other'"),
+        (gpt_source, ["--data-parallel", "3"],
+         "--data-parallel 3 does not divide the batch of 4 microbatches"),
     ]
     for source, options, message in cases:
         out = os.path.join(work, "out")
@@ -294,5 +308,37 @@ def bad_input(args):
               flush=True)
 
 
+def profile(args):
+    zbc = os.path.join(args.bin, "zbc")
+    work = os.path.join(args.work, "profile")
+    shutil.rmtree(work, ignore_errors=True)
+    source = _model(args, work, "gpt", 2)
+    costs = os.path.join(work, "costs.json")
+    run([zbc, "profile", source, "--stages", "2", "--steps", "3", "--data",
+         TEXT, "-o", costs])
+    with open(costs) as f:
+        measured = json.load(f)
+    if (len(measured["F"]) != 2 or min(measured["F"]) <= 0 or
+            len(measured["M_B"]) != 2 or not measured.get("model_hash")):
+        sys.exit(f"FAILED: the profile is not a cost file of 2 stages:\n"
+                 f"{measured}")
+    out = os.path.join(work, "out")
+    result = run([zbc, "run", source, "--ranks", "2", "--microbatches", "4",
+                  "--steps", "4", "--cost-file", costs, "--data", TEXT, "-o",
+                  out])
+    bubble = next((l for l in result.stdout.splitlines()
+                   if "measured (mean of" in l), None)
+    with open(os.path.join(out, "trace.json")) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+    tracks = {(e["pid"], e["tid"]) for e in events}
+    if (bubble is None or tracks != {(0, 0), (0, 1), (1, 0), (1, 1)} or
+            not os.path.exists(os.path.join(out, "timeline.svg"))):
+        sys.exit(f"FAILED: no measured timeline beside the predicted one "
+                 f"(tracks {sorted(tracks)}):\n{result.stdout}")
+    print(f"ok: profiled F {measured['F']} ms; {len(events)} events on "
+          f"{len(tracks)} tracks;{bubble.split('bubble rate')[1]}", flush=True)
+
+
 MODES = {"training-equivalence": equivalence, "training-resume": resume,
-         "training-lost-rank": lost_rank, "training-bad-input": bad_input}
+         "training-lost-rank": lost_rank, "training-bad-input": bad_input,
+         "training-profile": profile}

@@ -72,6 +72,11 @@ static cl::opt<int64_t> warmup("warmup", cl::desc("Warm-up steps"),
 static cl::opt<int64_t> decaySteps("decay-steps",
                                    cl::desc("Cosine decay until this step"),
                                    cl::init(0));
+static cl::opt<int64_t> dataParallel(
+    "data-parallel",
+    cl::desc("The ranks ran this many replicas: one process trains on all "
+             "their microbatches (D x the program's) as one batch"),
+    cl::init(1));
 static cl::opt<double> minLr("min-lr", cl::desc("Learning rate after the "
                                                 "decay (default lr/10)"),
                              cl::init(-1));
@@ -111,7 +116,8 @@ int main(int argc, char **argv) {
   }
   zb::ProgramOp program = *programs.begin();
   zb::PipelineOp pipeline = pipelineOfProgram(program);
-  int64_t m = program.getMicrobatches();
+  // One process on the whole batch of the job's D replicas.
+  int64_t m = program.getMicrobatches() * std::max<int64_t>(1, dataParallel);
   std::string optimizer = program.getOptimizer().value_or("sgd").str();
   auto precision = interp::Precision::F32;
 

@@ -23,6 +23,9 @@ namespace zbc {
 struct Request {
   std::string input, costFile; // the model; a cost file or ""
   int64_t ranks = 0, microbatches = 0, virtualStages = 1;
+  /// Data-parallel replicas of the pipeline; `microbatches` is each one's
+  /// (the job's batch is replicas x microbatches).
+  int64_t replicas = 1;
   std::optional<int64_t> memLimit;
   std::string schedule, optimizer, dir;
 };

@@ -89,6 +89,12 @@ cl::opt<std::string> optimizerOpt("optimizer",
                                   cl::desc("sgd (with momentum) or adamw"),
                                   cl::value_desc("name"), cl::init("sgd"),
                                   BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> dataParallelOpt(
+    "data-parallel",
+    cl::desc("Replicas of the pipeline, each on its own ranks and its share "
+             "of every batch (P x D processes; --microbatches is the whole "
+             "batch, which D must divide)"),
+    cl::value_desc("D"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                cl::value_desc("DIR"), BOTH,
                                cl::cat(zbcCategory));
@@ -120,6 +126,19 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
     return microbatches.takeError();
   request.ranks = *ranks;
   request.microbatches = *microbatches;
+  if (dataParallelOpt.getNumOccurrences()) {
+    Expected<int64_t> d = parseInteger("--data-parallel", dataParallelOpt, 1,
+                                       limits::kMaxRanks);
+    if (!d)
+      return d.takeError();
+    if (*microbatches % *d)
+      return fail(formatv("--data-parallel {0} does not divide the batch of "
+                          "{1} microbatches (each replica takes the same "
+                          "share)",
+                          *d, *microbatches));
+    request.replicas = *d;
+    request.microbatches = *microbatches / *d;
+  }
   if (virtualOpt.getNumOccurrences()) {
     Expected<int64_t> v = parseInteger("--virtual", virtualOpt, 1, limits::kMaxStages);
     if (!v)
@@ -375,7 +394,8 @@ Expected<Compiled> zbc::compile(const Request &request) {
   if (Error e = buildRankExecutables(request.dir, compiled->ranks))
     return std::move(e);
   compiled->seconds.hostCompile = secondsSince(begin);
-  if (Error e = writeLaunchScript(request.dir, compiled->ranks))
+  if (Error e = writeLaunchScript(request.dir, compiled->ranks,
+                                  static_cast<int>(request.replicas)))
     return std::move(e);
   if (Error e = writeReport(request, *compiled))
     return std::move(e);
@@ -384,6 +404,12 @@ Expected<Compiled> zbc::compile(const Request &request) {
                     "microbatches, {4})\n",
                     compiled->model, compiled->ranks, request.schedule,
                     request.microbatches, request.optimizer);
+  if (request.replicas > 1)
+    outs() << formatv("  {0} data-parallel replicas: {1} processes, each "
+                      "replica {2} of the step's {3} microbatches\n",
+                      request.replicas, request.replicas * compiled->ranks,
+                      request.microbatches,
+                      request.replicas * request.microbatches);
   outs() << formatv("  predicted bubble rate {0:F4}\n", compiled->bubbleRate);
   for (int r = 0; r < compiled->ranks; ++r)
     outs() << formatv("  rank {0}: peak {1} bytes, arena {2} ({3:F3}x)\n", r,

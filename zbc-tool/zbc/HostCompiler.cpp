@@ -139,7 +139,7 @@ Error zbc::buildRankExecutables(StringRef dir, int ranks) {
   return Error::success();
 }
 
-Error zbc::writeLaunchScript(StringRef dir, int ranks) {
+Error zbc::writeLaunchScript(StringRef dir, int ranks, int replicas) {
   std::string path = (dir + "/launch.sh").str();
   std::error_code ec;
   {
@@ -147,8 +147,9 @@ Error zbc::writeLaunchScript(StringRef dir, int ranks) {
     if (ec)
       return fail("cannot write '" + path + "': " + ec.message());
     out << "#!/bin/sh\n"
-           "# Runs this pipeline: one MPI process per rank executable, each\n"
-           "# given this script's arguments (./rank0 --help lists them).\n"
+           "# Runs this pipeline: one MPI process per rank executable (and\n"
+           "# data-parallel replica), each given this script's arguments\n"
+           "# (./rank0 --help lists them).\n"
            "# Written by zbc compile.\n"
            "# Paths in the arguments stay relative to the caller's directory.\n"
            "here=$(cd \"$(dirname \"$0\")\" && pwd) || exit 1\n"
@@ -164,11 +165,16 @@ Error zbc::writeLaunchScript(StringRef dir, int ranks) {
            "# MPI's shared-memory transport grows its list of message\n"
            "# fragments on demand, a heap allocation in the middle of a step:\n"
            "# start it at its largest (the runtime allocates nothing itself).\n"
+           "# $ZBC_MPIRUN_ARGS goes to mpirun as it is: across hosts, e.g.\n"
+           "# ZBC_MPIRUN_ARGS=\"--hostfile hosts\" (inside a Slurm allocation\n"
+           "# mpirun finds the hosts itself).\n"
         << "exec " << mpirunPath()
         << " --allow-run-as-root --oversubscribe --bind-to none"
-           " --mca btl_vader_free_list_num 512";
-    for (int r = 0; r < ranks; ++r)
-      out << (r ? " :" : "") << " -np 1 \"$here/rank" << r << "\" \"$@\"";
+           " --mca btl_vader_free_list_num 512 $ZBC_MPIRUN_ARGS";
+    for (int d = 0; d < replicas; ++d)
+      for (int r = 0; r < ranks; ++r)
+        out << (d || r ? " :" : "") << " -np 1 \"$here/rank" << r
+            << "\" \"$@\"";
     out << "\n";
   }
   if (std::error_code perm = sys::fs::setPermissions(

@@ -19,9 +19,10 @@ namespace zbc {
 /// names the generated file and line the compiler stopped at.
 llvm::Error buildRankExecutables(llvm::StringRef dir, int ranks);
 
-/// Writes DIR/launch.sh: `mpirun` MPMD, one process per rank executable,
-/// as root and oversubscribed, its arguments passed to every rank.
-llvm::Error writeLaunchScript(llvm::StringRef dir, int ranks);
+/// Writes DIR/launch.sh: `mpirun` MPMD, one process per rank executable
+/// and replica (replica after replica), as root and oversubscribed, its
+/// arguments passed to every rank.
+llvm::Error writeLaunchScript(llvm::StringRef dir, int ranks, int replicas);
 
 /// The mpirun the launch script uses.
 llvm::StringRef mpirunPath();

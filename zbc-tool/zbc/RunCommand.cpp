@@ -261,11 +261,11 @@ void printSummary(const std::string &dir, const Compiled &compiled) {
 }
 
 /// After a failed run: who failed or was lost, and where to resume.
-void explainFailure(const std::string &statusDir, int ranks,
+void explainFailure(const std::string &statusDir, int processes, int ranks,
                     const std::string &checkpointRoot) {
   std::vector<int> lost;
   std::string firstFailure;
-  for (int r = 0; r < ranks; ++r) {
+  for (int r = 0; r < processes; ++r) {
     ErrorOr<std::unique_ptr<MemoryBuffer>> status =
         MemoryBuffer::getFile(formatv("{0}/rank{1}.status", statusDir, r).str());
     StringRef text = status ? (*status)->getBuffer().trim() : StringRef();
@@ -276,10 +276,13 @@ void explainFailure(const std::string &statusDir, int ranks,
   }
   if (!firstFailure.empty())
     errs() << "zbc: error: " << firstFailure << "\n";
-  for (int r : lost)
-    errs() << formatv("zbc: error: rank {0} was lost: it ended without a "
+  for (int w : lost)
+    errs() << formatv("zbc: error: rank {0}{1} was lost: it ended without a "
                       "word (killed, or it crashed)\n",
-                      r);
+                      w % ranks,
+                      processes > ranks
+                          ? formatv(" of replica {0}", w / ranks).str()
+                          : std::string());
   if (std::string latest = checkpointRoot.empty()
                                ? std::string()
                                : rt::latestCheckpoint(checkpointRoot);
@@ -322,7 +325,8 @@ int zbc::runRunCommand() {
   std::string statusDir = request->dir + "/status";
   std::string reportDir = request->dir + "/run";
   sys::fs::create_directories(statusDir);
-  for (int r = 0; r < compiled->ranks; ++r)
+  int processes = compiled->ranks * static_cast<int>(request->replicas);
+  for (int r = 0; r < processes; ++r)
     sys::fs::remove(formatv("{0}/rank{1}.status", statusDir, r).str());
   std::string launch = request->dir + "/launch.sh";
   std::vector<StringRef> argv = {launch};
@@ -339,7 +343,7 @@ int zbc::runRunCommand() {
     errs() << "zbc: error: the training run failed"
            << (message.empty() ? "" : ": " + message) << " (exit " << code
            << "; the ranks' messages are above)\n";
-    explainFailure(statusDir, compiled->ranks, checkpointRoot);
+    explainFailure(statusDir, processes, compiled->ranks, checkpointRoot);
     return 1;
   }
   printSummary(request->dir, *compiled);

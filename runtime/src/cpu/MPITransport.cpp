@@ -1,8 +1,10 @@
 //===- MPITransport.cpp - the CPU backend's transfers over MPI -------------===//
 //
 // Transport.h over MPI: one persistent request per transfer op
-// (MPI_Send_init / MPI_Recv_init on a duplicate of MPI_COMM_WORLD, tag 0,
-// so messages between two ranks match in start order), MPI_Start /
+// (MPI_Send_init / MPI_Recv_init on the replica's pipeline communicator, a
+// split of a duplicate of MPI_COMM_WORLD, tag 0, so messages between two
+// ranks match in start order), gradients summed over the replicas with
+// MPI_Iallreduce on a communicator per pipeline rank, MPI_Start /
 // MPI_Startall to issue a transfer or a group, MPI_Wait / MPI_Waitall to
 // complete it. Errors return (MPI_ERRORS_RETURN) and are reported with
 // MPI_Error_string.
@@ -28,15 +30,37 @@ std::string mpiError(const char *what, int code) {
 
 class MPITransport final : public Transport {
 public:
-  explicit MPITransport(MPI_Comm comm) : comm_(comm) {
+  explicit MPITransport(MPI_Comm comm) : comm_(comm), pipeline_(comm) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int replica() const override { return replica_; }
+  int replicas() const override { return replicas_; }
+
+  std::string configure(int pipelineRanks) override {
+    if (pipelineRanks < 1 || size_ % pipelineRanks)
+      return fmt::format("{} processes are not replicas of a {}-rank pipeline",
+                         size_, pipelineRanks);
+    replicas_ = size_ / pipelineRanks;
+    replica_ = rank_ / pipelineRanks;
+    if (replicas_ == 1)
+      return {};
+    int code = MPI_Comm_split(comm_, replica_, rank_, &pipeline_);
+    if (code == MPI_SUCCESS)
+      code = MPI_Comm_split(comm_, rank_ % pipelineRanks, rank_, &replicaComm_);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Comm_split", code);
+    MPI_Comm_set_errhandler(pipeline_, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(replicaComm_, MPI_ERRORS_RETURN);
+    return {};
+  }
 
   std::string prepare(const zbc_rt_program &program, char *arena) override {
     requests_.assign(static_cast<size_t>(program.op_count), MPI_REQUEST_NULL);
+    reductionRequests_.assign(static_cast<size_t>(program.param_count),
+                              MPI_REQUEST_NULL);
     pending_.assign(static_cast<size_t>(program.op_count), 0);
     for (int32_t i = 0; i < program.op_count; ++i) {
       const zbc_rt_op &op = program.ops[i];
@@ -50,9 +74,9 @@ public:
       int count = static_cast<int>(buffer.bytes);
       int code = op.what == ZBC_RT_OP_SEND
                      ? MPI_Send_init(arena + buffer.offset, count, MPI_BYTE,
-                                     op.peer, 0, comm_, &requests_[i])
+                                     op.peer, 0, pipeline_, &requests_[i])
                      : MPI_Recv_init(arena + buffer.offset, count, MPI_BYTE,
-                                     op.peer, 0, comm_, &requests_[i]);
+                                     op.peer, 0, pipeline_, &requests_[i]);
       if (code != MPI_SUCCESS)
         return mpiError(op.what == ZBC_RT_OP_SEND ? "MPI_Send_init"
                                                   : "MPI_Recv_init",
@@ -111,10 +135,45 @@ public:
     return lo == hi;
   }
 
-  double sum(double value) override {
+  double sumOverPipeline(double value) override {
     double total = 0;
-    MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, comm_);
+    MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, pipeline_);
     return total;
+  }
+
+  double sumOverReplicas(double value) override {
+    if (replicas_ == 1)
+      return value;
+    double total = 0;
+    MPI_Allreduce(&value, &total, 1, MPI_DOUBLE, MPI_SUM, replicaComm_);
+    return total;
+  }
+
+  std::string startAllReduce(float *data, int64_t n) override {
+    if (replicas_ == 1)
+      return {};
+    if (n > INT32_MAX)
+      return fmt::format("a gradient of {} elements is more than one "
+                         "all-reduce takes",
+                         n);
+    MPI_Request request;
+    int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n),
+                              MPI_FLOAT, MPI_SUM, replicaComm_, &request);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Iallreduce", code);
+    if (reductions_ == reductionRequests_.size())
+      return "more all-reduces in flight than the program has parameters";
+    reductionRequests_[reductions_++] = request;
+    return {};
+  }
+
+  std::string finishAllReduces() override {
+    int code = MPI_Waitall(static_cast<int>(reductions_),
+                           reductionRequests_.data(), MPI_STATUSES_IGNORE);
+    reductions_ = 0;
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Waitall (gradient all-reduce)", code);
+    return {};
   }
 
   int64_t maximum(int64_t value) override {
@@ -140,13 +199,21 @@ public:
     for (MPI_Request &request : requests_)
       if (request != MPI_REQUEST_NULL)
         MPI_Request_free(&request);
+    if (pipeline_ != comm_)
+      MPI_Comm_free(&pipeline_);
+    if (replicaComm_ != MPI_COMM_NULL)
+      MPI_Comm_free(&replicaComm_);
     MPI_Comm_free(&comm_);
     MPI_Finalize();
   }
 
 private:
-  MPI_Comm comm_;
-  int rank_ = 0, size_ = 0;
+  MPI_Comm comm_;     // the job
+  MPI_Comm pipeline_; // this replica's pipeline (the job, with one replica)
+  MPI_Comm replicaComm_ = MPI_COMM_NULL; // this pipeline rank's replicas
+  int rank_ = 0, size_ = 0, replica_ = 0, replicas_ = 1;
+  std::vector<MPI_Request> reductionRequests_;
+  size_t reductions_ = 0;
   std::vector<MPI_Request> requests_;
   std::vector<uint8_t> pending_;
 };
