@@ -3,9 +3,11 @@
 # on the example GPT: builds it from its C++ DSL program and checks that it
 # matches the hand-written IR, splits its backward into B and W, schedules
 # and proves it, then compiles it for 4 ranks under the zero-bubble ZB-H1
-# schedule into one executable per rank and trains it with them for 40
-# steps on CPU ranks over MPI: the falling loss, the predicted peak bytes
-# beside the measured ones, and where the generated code and the picture are.
+# schedule into one executable per rank and trains it with them on text
+# (the GPL's bytes) on CPU ranks over MPI: the falling training and
+# held-out losses beside the text's unigram entropy, the measured bubble and
+# peak bytes beside the predicted ones, then resumes from a checkpoint and
+# gets the same losses.
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 zbc_setup
@@ -40,19 +42,34 @@ echo "   rendezvous p2p, every message matched, exact peak bytes per rank):"
 "$bin/zbc" verify "$out/gpt-scheduled.mlir"
 
 echo
-echo "== Compiled for 4 ranks under ZB-H1 (8 microbatches, AdamW), one executable per rank:"
+echo "== Compiled for 4 ranks under ZB-H1 (8 microbatches, AdamW), one executable per"
+echo "   rank, and trained on text: the bytes of the GNU GPL, a held-out tenth, a"
+echo "   warm-up and cosine learning rate, clipping, a checkpoint every 100 steps:"
 demo="$ZBC_BUILD_DIR/demo-gpt"
+text=/usr/share/common-licenses/GPL-3
 rm -rf "$demo"
-"$bin/zbc" compile examples/gpt.mlir --ranks 4 --microbatches 8 \
-  --schedule zb-h1 --optimizer adamw -o "$demo"
+train=(--steps 300 --data "$text" --lr 3e-3 --warmup 20 --decay-steps 300
+       --clip-norm 1 --eval-every 100)
+"$bin/zbc" run examples/gpt.mlir --ranks 4 --microbatches 8 --schedule zb-h1 \
+  --optimizer adamw "${train[@]}" --checkpoint-every 100 -o "$demo" \
+  | awk '/^step/ { n++; if (n <= 2 || n % 50 == 0) print; next } { print }' \
+  | tee "$out/run.log"
 
 echo
-echo "== Trained for 40 steps on 4 CPU ranks (MPI), on counting sequences"
-echo "   (examples/data/counting.py); each rank's measured peak beside the proof's:"
-python3 examples/data/counting.py "$demo/counting.safetensors"
-"$demo/launch.sh" --steps 40 --lr 0.01 --data "$demo/counting.safetensors" \
-  | awk '/^step/ { n++; if (n <= 3 || n % 10 == 0) print; next } { print }'
+echo "== Resumed from the checkpoint after step 200: the last 100 steps again, bit"
+echo "   for bit the same losses:"
+"$demo/launch.sh" "${train[@]}" --resume "$demo/checkpoints/step-200" \
+  | grep -E '^(resuming|step 300|eval after step 300)' | tee "$out/resumed.log"
+loss_at_300() { awk '/^step 300/ { print $4 }' "$1"; }
+if [ -n "$(loss_at_300 "$out/run.log")" ] &&
+   [ "$(loss_at_300 "$out/run.log")" = "$(loss_at_300 "$out/resumed.log")" ]; then
+  echo "   step 300's loss is the same: $(loss_at_300 "$out/run.log")"
+else
+  echo "zbc: error: the resumed run's loss differs" >&2
+  exit 1
+fi
 echo
 echo "   generated code: $demo/src/rank{0,1,2,3}.cpp"
-echo "   schedule:       $demo/schedule.svg"
-echo "   report:         $demo/report.json"
+echo "   schedule:       $demo/schedule.svg (predicted), $demo/timeline.svg (measured)"
+echo "   trace:          $demo/trace.json (Perfetto)"
+echo "   checkpoints:    $demo/checkpoints/step-{100,200,300}"

@@ -65,7 +65,9 @@ cl::opt<std::string> inputFile(cl::Positional, cl::Required,
 cl::opt<std::string> ranksOpt("ranks", cl::desc("Pipeline ranks p (1 to 4096)"),
                               cl::value_desc("P"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> microbatchesOpt(
-    "microbatches", cl::desc("Microbatches per step m (1 to 2^20)"),
+    "microbatches",
+    cl::desc("Microbatches per step m (1 to 2^20; with --data-parallel, of "
+             "all replicas together)"),
     cl::value_desc("M"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> scheduleOpt("schedule",
                                  cl::desc("Registered schedule (zbc schedule "

@@ -36,6 +36,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 
 using namespace llvm;
 using namespace zbc;
@@ -198,7 +199,8 @@ std::optional<json::Value> readJson(const std::string &path) {
 
 /// The end of a run that worked: losses, bubble and memory, from the
 /// ranks' reports and traces; writes DIR/trace.json and DIR/timeline.svg.
-void printSummary(const std::string &dir, const Compiled &compiled) {
+void printSummary(const std::string &dir, const Compiled &compiled,
+                  int processes) {
   std::vector<std::optional<json::Value>> reports;
   for (int r = 0; r < compiled.ranks; ++r)
     reports.push_back(readJson(formatv("{0}/run/rank{1}.json", dir, r).str()));
@@ -247,6 +249,11 @@ void printSummary(const std::string &dir, const Compiled &compiled) {
     outs() << formatv("  bubble rate {0:F4} measured (mean of {1} steps), "
                       "{2:F4} predicted\n",
                       run->bubbleRate, run->stepsUsed, compiled.bubbleRate);
+    unsigned cores = std::thread::hardware_concurrency();
+    if (cores && processes > static_cast<int>(cores))
+      outs() << formatv("    ({0} processes on {1} cores share them: the "
+                        "measured rate is not the schedule's)\n",
+                        processes, cores);
     outs() << formatv("  timelines: {0}/trace.json (Perfetto), "
                       "{0}/timeline.svg beside {0}/schedule.svg\n",
                       dir);
@@ -346,6 +353,6 @@ int zbc::runRunCommand() {
     explainFailure(statusDir, processes, compiled->ranks, checkpointRoot);
     return 1;
   }
-  printSummary(request->dir, *compiled);
+  printSummary(request->dir, *compiled, processes);
   return 0;
 }
