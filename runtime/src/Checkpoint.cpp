@@ -209,9 +209,15 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
     error = writeFileAtomically(
         fmt::format("{}/rank{}.safetensors", dir, p.rank), bytes);
   }
-  std::vector<uint64_t> sizes = rank->transport->allGather(bytes.size());
-  std::vector<uint64_t> checksums = rank->transport->allGather(fnv1a64(bytes));
-  if (rank->transport->anyFailed(!error.empty()))
+  std::vector<uint64_t> sizes, checksums;
+  bool failed;
+  {
+    InsideMPI mpi(rank, "the checkpoint's collectives");
+    sizes = rank->transport->allGather(bytes.size());
+    checksums = rank->transport->allGather(fnv1a64(bytes));
+    failed = rank->transport->anyFailed(!error.empty());
+  }
+  if (failed)
     return error.empty() ? "another rank could not write its part of the "
                            "checkpoint (its message above)"
                          : error;
@@ -221,7 +227,11 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
     error = writeFileAtomically(
         checkpointManifest(dir),
         manifestText(p, stepsDone, rank->options.seed, sizes, checksums));
-  if (rank->transport->anyFailed(!error.empty()))
+  {
+    InsideMPI mpi(rank, "the checkpoint's collectives");
+    failed = rank->transport->anyFailed(!error.empty());
+  }
+  if (failed)
     return error.empty() ? "rank 0 could not write the checkpoint's manifest"
                          : error;
   return {};

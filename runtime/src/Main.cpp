@@ -196,11 +196,12 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
       return 1;
     }
   }
-  // Every rank runs the same evaluation batches; only the data ranks know
-  // the held-out split.
+  // Every rank runs the same evaluation batches (each replica its share of
+  // each); only the data ranks know the held-out split.
   if (o.evalEvery)
     log.evalBatches = transport->maximum(
-        text ? evalBatches(rank->data.text(), p.microbatches,
+        text ? evalBatches(rank->data.text(),
+                           int64_t(p.microbatches) * transport->replicas(),
                            rank->data.rows())
              : 0);
   if (text) {

@@ -145,6 +145,19 @@ bool skipped(const zbc_rt_rank *rank, int32_t op) {
   return rank->evaluating && rank->program->ops[op].gradient;
 }
 
+/// `call(first, count)` on the members as one unit, or on each one that
+/// evaluation keeps; the first error.
+template <typename Call>
+std::string onMembers(const zbc_rt_rank *rank, const Members &m, Call call) {
+  if (m.all)
+    return call(m.first, m.count);
+  for (int32_t i = m.first; i < m.first + m.count; ++i)
+    if (!skipped(rank, i))
+      if (std::string error = call(i, 1); !error.empty())
+        return error;
+  return {};
+}
+
 zbc_rt_status issue(zbc_rt_rank *rank, int32_t op, int32_t what) {
   const zbc_rt_program &p = *rank->program;
   if (op < 0 || op >= p.op_count || p.ops[op].what != what)
@@ -169,12 +182,9 @@ zbc_rt_status issue(zbc_rt_rank *rank, int32_t op, int32_t what) {
   std::string error;
   {
     InsideMPI mpi(rank);
-    if (m.all)
-      error = rank->transport->start(m.first, m.count);
-    else
-      for (int32_t i = m.first; i < m.first + m.count && error.empty(); ++i)
-        if (!skipped(rank, i))
-          error = rank->transport->start(i, 1);
+    error = onMembers(rank, m, [&](int32_t first, int32_t count) {
+      return rank->transport->start(first, count);
+    });
   }
   rank->profile.commSeconds += Profile::now() - begin;
   if (!error.empty())
@@ -218,12 +228,9 @@ extern "C" zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op) {
   std::string error;
   {
     InsideMPI mpi(rank);
-    if (m.all)
-      error = rank->transport->wait(m.first, m.count);
-    else
-      for (int32_t i = m.first; i < m.first + m.count && error.empty(); ++i)
-        if (!skipped(rank, i))
-          error = rank->transport->wait(i, 1);
+    error = onMembers(rank, m, [&](int32_t first, int32_t count) {
+      return rank->transport->wait(first, count);
+    });
   }
   double now = Profile::now();
   rank->profile.commSeconds += now - begin;

@@ -3,10 +3,11 @@
   training-equivalence  the GPT on text data (GPL-3, byte tokens) with AdamW,
                         global-norm clipping and a warm-up + cosine learning
                         rate, p in {2, 4}, a V schedule and 2 data-parallel
-                        replicas, and the MLP with SGD (clipped; and with 2
-                        replicas): after 3 steps every parameter equals
-                        zbc-reference's single-process training on the whole
-                        batch to 1e-5 relative. AdamW runs with eps 1e-4: some
+                        replicas, evaluating on the held-out tenth after
+                        steps 2 and 3, and the MLP with SGD (clipped; and
+                        with 2 replicas): after 3 steps every parameter
+                        equals zbc-reference's single-process training on
+                        the whole batch to 1e-5 relative. AdamW runs with eps 1e-4: some
                         gradients are zero in exact arithmetic (the key bias
                         of attention: softmax ignores a shift), so their
                         rounding noise decides the sign of AdamW's first
@@ -58,10 +59,10 @@ def _model(args, work, kind, stages):
 
 def _rank_options(options):
     """zbc run's training options as zbc-reference takes them (no
-    --optimizer: the program says)."""
+    --optimizer: the program says; no evaluation)."""
     out, i = [], 0
     while i < len(options):
-        if options[i] == "--optimizer":
+        if options[i] in ("--optimizer", "--eval-every"):
             i += 2
             continue
         out.append(options[i])
@@ -73,10 +74,12 @@ def equivalence(args):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
     # (model, schedule, stages per rank, ranks, replicas, options)
-    cases = [("gpt", "zb-h1", 1, 2, 1, ["--data", TEXT] + ADAMW),
-             ("gpt", "zb-h1", 1, 4, 1, ["--data", TEXT] + ADAMW),
-             ("gpt", "zb-v", 2, 2, 1, ["--data", TEXT] + ADAMW),
-             ("gpt", "zb-h1", 1, 2, 2, ["--data", TEXT] + ADAMW),
+    # The GPT evaluates after steps 2 and 3: evaluation changes nothing.
+    text = ["--data", TEXT, "--eval-every", "2"] + ADAMW
+    cases = [("gpt", "zb-h1", 1, 2, 1, text),
+             ("gpt", "zb-h1", 1, 4, 1, text),
+             ("gpt", "zb-v", 2, 2, 1, text),
+             ("gpt", "zb-h1", 1, 2, 2, text),
              ("mlp", "1f1b", 1, 2, 1, ["--clip-norm", "0.05", "--warmup", "2"]),
              ("mlp", "1f1b", 1, 2, 2, [])]
     for kind, schedule, v, p, d, options in cases:
@@ -93,6 +96,8 @@ def equivalence(args):
         if "--clip-norm" in options and "norm" not in result.stdout:
             sys.exit(f"FAILED: {case}: no gradient norm in the progress "
                      f"lines:\n{result.stdout}")
+        if "--eval-every" in options and "eval after step 3" not in result.stdout:
+            sys.exit(f"FAILED: {case}: no held-out loss:\n{result.stdout}")
         check = run([reference, os.path.join(out, "program.mlir"), "--steps",
                      "3", "--data-parallel", str(d), "--compare", saved]
                     + _rank_options(options))
