@@ -1,9 +1,10 @@
 //===- Rank.h - one rank's state behind the zbc_rt_rank handle ---*- C++ -*-===//
 //
 // The runtime's C++ inside (namespace zbc::rt): the rank a generated program
-// runs as, its options, arena, ledger and transport, and the error it
-// failed with. Rank.cpp drives it (zbc_rt_main and the order's calls),
-// KernelCalls.cpp runs the kernels on it.
+// runs as, its options, arena, ledger, transport, data, watchdog and
+// timeline, and the error it failed with. Main.cpp drives it (zbc_rt_main),
+// Rank.cpp runs the order's calls, Optimizer.cpp the optimizer steps and
+// KernelCalls.cpp the kernels.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_RUNTIME_RANK_H
