@@ -21,6 +21,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -217,6 +218,10 @@ LogicalResult RankBuilder::readParamsAndData() {
     if (!onThisRank(static_cast<int>(s)))
       continue;
     for (ParamOp op : stage.getBody().front().getOps<ParamOp>()) {
+      if (llvm::any_of(t.params, [&](const Param &held) {
+            return held.name == op.getName();
+          }))
+        continue; // tied to an earlier stage of this rank: one copy
       Param param;
       param.name = op.getName().str();
       auto idOf = [&](const std::string &key) -> int {
@@ -626,6 +631,24 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
            << rankOps.size() << " zb.rank ops for " << memory->size()
            << " ranks";
   std::string modelHash = modelHashOf(pipeline);
+  // Parameters whose stages run on more than one rank, in stage order.
+  std::vector<Tied> tied;
+  {
+    std::map<std::string, std::set<int>> holders;
+    std::vector<std::string> order;
+    for (auto [s, stage] :
+         llvm::enumerate(pipeline.getBody().front().getOps<StageOp>()))
+      for (ParamOp param : stage.getBody().front().getOps<ParamOp>()) {
+        auto [it, inserted] = holders.try_emplace(param.getName().str());
+        if (inserted)
+          order.push_back(param.getName().str());
+        it->second.insert(model.program.rankOfStage[s]);
+      }
+    for (const std::string &name : order)
+      if (holders[name].size() > 1)
+        tied.push_back({name, std::vector<int>(holders[name].begin(),
+                                               holders[name].end())});
+  }
   std::vector<RankTables> tables;
   for (auto [r, rankOp] : llvm::enumerate(rankOps)) {
     RankBuilder builder(program, pipeline, model, (*memory)[r],
@@ -634,6 +657,11 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
     if (failed(t))
       return failure();
     t->modelHash = modelHash;
+    t->tied = tied;
+    for (Param &param : t->params)
+      for (auto [g, entry] : llvm::enumerate(tied))
+        if (entry.name == param.name)
+          param.tied = static_cast<int>(g);
     tables.push_back(std::move(*t));
   }
   return tables;

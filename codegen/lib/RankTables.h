@@ -101,6 +101,13 @@ struct Param {
   int init = 0;
   double scale = 0;
   std::vector<int64_t> shape;
+  int tied = -1; // index into RankTables::tied
+};
+
+/// A parameter that stages on several ranks use: its holders, ascending.
+struct Tied {
+  std::string name;
+  std::vector<int> ranks;
 };
 
 struct Data {
@@ -120,6 +127,8 @@ struct RankTables {
   int positions = 0;
   std::vector<int> frames;
   std::vector<Param> params;
+  /// Every tied parameter of the pipeline (the same list on every rank).
+  std::vector<Tied> tied;
   std::vector<Data> data;
   int loss = -1;
   int64_t tokensPerMicrobatch = 0;

@@ -212,17 +212,41 @@ void FileWriter::writeTables() {
   if (!t.params.empty()) {
     text = "{\n";
     for (const Param &param : t.params)
-      text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}, {5}, {6:e}, {7}, {8}},\n",
+      text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}, {5}, {6:e}, {7}, {8}, "
+                            "{9}},\n",
                             cString(param.name), param.param, param.grad,
                             param.state0, param.state1, param.init, param.scale,
-                            param.shape.size(), shapeList(param.shape))
+                            param.shape.size(), shapeList(param.shape),
+                            param.tied)
                   .str();
     verbatim("// Parameters: name, buffers (param, grad, optimizer state), "
-             "init, scale, shape.");
+             "init, scale, shape,\n// tied (an index into kTied, or -1).");
     global("kParams",
            emitc::ArrayType::get({static_cast<int64_t>(t.params.size())},
                                  emitc::OpaqueType::get(ctx, "zbc_rt_param")),
            opaque(text + "}"));
+  }
+  std::vector<int> tiedRanks;
+  if (!t.tied.empty()) {
+    text = "{\n";
+    for (const Tied &entry : t.tied) {
+      text += llvm::formatv("  {{{0}, {1}, {2}},\n", cString(entry.name),
+                            tiedRanks.size(), entry.ranks.size())
+                  .str();
+      tiedRanks.insert(tiedRanks.end(), entry.ranks.begin(), entry.ranks.end());
+    }
+    verbatim("// Parameters tied across ranks (all of the pipeline's): name, "
+             "its holders in kTiedRanks.");
+    global("kTied",
+           emitc::ArrayType::get({static_cast<int64_t>(t.tied.size())},
+                                 emitc::OpaqueType::get(ctx, "zbc_rt_tied")),
+           opaque(text + "}"));
+    auto type = RankedTensorType::get({static_cast<int64_t>(tiedRanks.size())},
+                                      b.getI32Type());
+    global("kTiedRanks",
+           emitc::ArrayType::get({static_cast<int64_t>(tiedRanks.size())},
+                                 b.getI32Type()),
+           DenseIntElementsAttr::get(type, ArrayRef<int>(tiedRanks)));
   }
   if (!t.data.empty()) {
     text = "{\n";
@@ -243,18 +267,21 @@ void FileWriter::writeTables() {
   text = llvm::formatv(
              "{{\n  {0}, {1}, {2}, {3},\n  {4}, {21}, {5}, {6},\n  {7}, {8},\n"
              "  kBuffers, {9}, kOps, {10}, {11},\n  {12}, {13}, {14}, {15}, "
-             "{16}, {17},\n  {18}, {19}, {20}}",
+             "{16}, {17},\n  {18}, {19}, {20},\n  {22}, {23}, {24}}",
              t.rank, t.ranks, t.stages, t.microbatches, cString(t.model),
              cString(t.schedule), cString(t.optimizer), t.arenaBytes,
              t.peakBytes, t.buffers.size(), t.ops.size(), t.positions,
              orNull(!t.frames.empty(), "kFrames"), t.frames.size(),
              orNull(!t.params.empty(), "kParams"), t.params.size(),
              orNull(!t.data.empty(), "kData"), t.data.size(), t.loss,
-             t.tokensPerMicrobatch, t.maxKernelCalls, cString(t.modelHash))
+             t.tokensPerMicrobatch, t.maxKernelCalls, cString(t.modelHash),
+             orNull(!t.tied.empty(), "kTied"), t.tied.size(),
+             orNull(!t.tied.empty(), "kTiedRanks"))
              .str();
   verbatim("// The program zbc_rt_main runs: rank, ranks, stages, "
            "microbatches, model, its hash,\n// schedule, optimizer, arena and peak "
-           "bytes, tables, loss buffer, tokens per microbatch, kernel calls.");
+           "bytes, tables, loss buffer, tokens per microbatch, kernel calls,\n"
+           "// tied parameters.");
   global("kProgram", emitc::OpaqueType::get(ctx, "zbc_rt_program"),
          opaque(text));
 }

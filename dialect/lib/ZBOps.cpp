@@ -133,8 +133,6 @@ LogicalResult ModelOp::verifyRegions() {
   };
 
   unsigned lastStage = getNumStages() - 1;
-  // The first op of each stage that uses a parameter, to point at both uses.
-  llvm::DenseMap<Operation *, Operation *> firstParamUser;
   for (Operation &op : body) {
     unsigned stage = stageOf.lookup(&op);
     for (Value operand : op.getOperands()) {
@@ -148,22 +146,10 @@ LogicalResult ModelOp::verifyRegions() {
                  << "stage (" << lastStage << ") only";
         continue;
       }
-      if (isa<ParamOp>(def)) {
-        auto [it, inserted] = firstParamUser.try_emplace(def, &op);
-        unsigned firstStage = stageOf.lookup(it->second);
-        if (!inserted && firstStage != stage) {
-          InFlightDiagnostic diag =
-              def->emitOpError("is used in stages ")
-              << firstStage << " and " << stage
-              << "; a parameter belongs to one stage (tied parameters are "
-                 "not supported)";
-          diag.attachNote(it->second->getLoc())
-              << "used in stage " << firstStage << " here";
-          diag.attachNote(op.getLoc()) << "used in stage " << stage << " here";
-          return diag;
-        }
+      // A parameter may be used in several stages (tied): each holds a
+      // copy, and its gradient is the sum of every use's.
+      if (isa<ParamOp>(def))
         continue;
-      }
       unsigned defStage = stageOfValue(operand);
       // A use before the definition is the dominance check's to report.
       if (defStage < stage) {

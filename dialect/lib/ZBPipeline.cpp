@@ -396,16 +396,20 @@ LogicalResult PipelineOp::verifyRegions() {
   if (stages.empty())
     return emitOpError("must hold at least one stage");
 
-  // A parameter belongs to one stage; labels are loaded for the last one.
-  llvm::StringMap<int64_t> paramStage;
+  // A parameter declared in several stages (tied) is one parameter: every
+  // declaration must say the same. Labels are loaded for the last stage.
+  llvm::StringMap<ParamOp> firstDeclaration;
   for (StageOp stage : stages) {
     for (ParamOp param : stage.getBody().front().getOps<ParamOp>()) {
-      auto [it, inserted] =
-          paramStage.try_emplace(param.getName(), stage.getIndex());
-      if (!inserted)
-        return param.emitOpError("is declared in stages ")
-               << it->second << " and " << stage.getIndex()
-               << "; a parameter belongs to one stage";
+      auto [it, inserted] = firstDeclaration.try_emplace(param.getName(), param);
+      if (!inserted &&
+          (it->second.getResult().getType() != param.getResult().getType() ||
+           it->second->getAttrDictionary() != param->getAttrDictionary()))
+        return param.emitOpError("declares '")
+               << param.getName() << "' unlike stage "
+               << it->second->getParentOfType<StageOp>().getIndex()
+               << " (a parameter in several stages is tied: the same type "
+                  "and initialisation everywhere)";
     }
     if (stage != stages.back())
       for (LabelOp label : stage.getBody().front().getOps<LabelOp>())

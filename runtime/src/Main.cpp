@@ -171,6 +171,9 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
     error = "--eval-every needs text data (--data FILE with a held-out split)";
   if (error.empty())
     error = transport->prepare(p, rank->arena);
+  // Collective: every rank takes part, whatever failed before.
+  if (std::string e = transport->prepareTied(p); error.empty())
+    error = e;
   if (transport->anyFailed(!error.empty())) {
     printStartUpError(rank, error);
     rank->watchdog.status("failed: " + error + "\n");

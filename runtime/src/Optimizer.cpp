@@ -63,8 +63,28 @@ void applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
   std::memset(grad, 0, static_cast<size_t>(bytes));
 }
 
+/// Its gradient is summed with other processes' before its update: over
+/// the replicas, or over the holders of a tied parameter.
+bool isShared(const zbc_rt_rank *rank, const zbc_rt_param &param) {
+  return rank->transport->replicas() > 1 || param.tied >= 0;
+}
+
 bool defersUpdates(const zbc_rt_rank *rank) {
-  return rank->options.clipNorm > 0 || rank->transport->replicas() > 1;
+  if (rank->options.clipNorm > 0 || rank->transport->replicas() > 1)
+    return true;
+  const zbc_rt_program &p = *rank->program;
+  for (int32_t i = 0; i < p.param_count; ++i)
+    if (p.params[i].tied >= 0)
+      return true;
+  return false;
+}
+
+/// Whether this rank counts the parameter in the global norm: a tied one
+/// counts once, on its first holder (every holder has the summed gradient).
+bool countsInNorm(const zbc_rt_rank *rank, const zbc_rt_param &param) {
+  const zbc_rt_program &p = *rank->program;
+  return param.tied < 0 ||
+         p.tied_ranks[p.tied[param.tied].first_rank] == p.rank;
 }
 
 /// Each gradient is a sum over the job's microbatches, D m of them.
@@ -101,6 +121,8 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
   double sumOfSquares = 0;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
+    if (!countsInNorm(rank, param))
+      continue;
     const float *grad = bufferAt(rank, param.grad);
     int64_t n = p.buffers[param.grad].bytes / 4;
     for (int64_t e = 0; e < n; ++e)
@@ -138,14 +160,17 @@ extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
     return ZBC_RT_OK;
   if (defersUpdates(rank)) {
     rank->updateDue[index] = 1;
-    // Its gradient is final: the replicas can start summing it now, under
-    // the rest of the order.
+    // Its gradient is final here: the replicas (or the tied parameter's
+    // holders) can start summing it now, under the rest of the order.
     const zbc_rt_param &param = p.params[index];
+    if (!isShared(rank, param))
+      return ZBC_RT_OK;
     std::string error;
     {
       InsideMPI mpi(rank);
       error = rank->transport->startAllReduce(
-          bufferAt(rank, param.grad), p.buffers[param.grad].bytes / 4);
+          bufferAt(rank, param.grad), p.buffers[param.grad].bytes / 4,
+          param.tied);
     }
     if (!error.empty())
       return fail(rank, error);

@@ -54,10 +54,14 @@ public:
   virtual double sumOverPipeline(double value) = 0;
   /// A sum over the replicas of this pipeline rank (collective among them).
   virtual double sumOverReplicas(double value) = 0;
-  /// Starts summing `n` floats at `data` over the replicas of this pipeline
-  /// rank, in place (a gradient); finishAllReduces waits for every one
-  /// started.
-  virtual std::string startAllReduce(float *data, int64_t n) = 0;
+  /// Sets up one communicator per tied parameter of `program` (its holders
+  /// in every replica; collective over the job).
+  virtual std::string prepareTied(const zbc_rt_program &program) = 0;
+  /// Starts summing `n` floats at `data` in place (a gradient): over the
+  /// replicas of this pipeline rank, or, for tied parameter `tied` (>= 0),
+  /// over its holders in every replica. finishAllReduces waits for every
+  /// one started.
+  virtual std::string startAllReduce(float *data, int64_t n, int32_t tied) = 0;
   virtual std::string finishAllReduces() = 0;
   /// The largest value over all ranks (collective).
   virtual int64_t maximum(int64_t value) = 0;

@@ -22,6 +22,10 @@
   training-lost-rank    SIGKILL of one rank mid-step, p in {2, 4}: every rank
                         exits within 30 s, zbc run names the lost rank and
                         the last checkpoint.
+  training-tied         every registered schedule on an MLP whose stages 1
+                        and 2 share a weight (AdamW, clipping): every
+                        parameter equals the single-process training, and
+                        the copies on two ranks stay bitwise equal.
   training-profile      zbc profile writes a cost file of the model's stages
                         that zbc run compiles with, and the run's ranks'
                         timelines merge into one trace (a computes and a
@@ -41,7 +45,7 @@ import sys
 import time
 
 from zbc_e2e import EXAMPLES, run
-from zbc_models import gpt, mlp
+from zbc_models import gpt, mlp, schedules, tied_mlp
 
 TEXT = "/usr/share/common-licenses/GPL-3"
 ADAMW = ["--optimizer", "adamw", "--lr", "3e-3", "--eps", "1e-4",
@@ -344,6 +348,46 @@ def profile(args):
           f"{len(tracks)} tracks;{bubble.split('bubble rate')[1]}", flush=True)
 
 
+def tied(args):
+    """Every registered schedule on the MLP whose stages 1 and 2 share a
+    weight: linear placements at p = 4 and interleaved ones at p = 2 hold
+    it on two ranks (a copy each, the gradient all-reduced between them), V
+    placements at p = 2 on one rank (one copy, both stages accumulating into
+    it); both kinds must occur."""
+    zbc = os.path.join(args.bin, "zbc")
+    reference = os.path.join(args.bin, "zbc-reference")
+    kinds = set()
+    for name, v in schedules(zbc):
+        p = 4 // v
+        case = f"tied-{name}-p{p}"
+        work = os.path.join(args.work, case)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        source = os.path.join(work, "tied.mlir")
+        with open(source, "w") as f:
+            f.write(tied_mlp())
+        out, saved = os.path.join(work, "out"), os.path.join(work, "saved")
+        options = ["--optimizer", "adamw", "--lr", "3e-3", "--eps", "1e-4",
+                   "--clip-norm", "0.1"]
+        run([zbc, "run", source, "--ranks", str(p), "--virtual", str(v),
+             "--microbatches", str(2 * p), "--schedule", name, "--steps", "3",
+             "--save", saved, "-o", out] + options)
+        check = run([reference, os.path.join(out, "program.mlir"), "--steps",
+                     "3", "--compare", saved] + _rank_options(options))
+        copies = [_tensor_bytes(os.path.join(saved, f"rank{r}.safetensors"))
+                  .get("fc1.weight") for r in range(p)]
+        copies = [c for c in copies if c is not None]
+        if len(copies) not in (1, 2) or len(set(copies)) != 1:
+            sys.exit(f"FAILED: {case}: {len(copies)} copies of the tied "
+                     f"weight, {len(set(copies))} distinct")
+        kinds.add(len(copies))
+        print(f"ok {case}: {len(copies)} bitwise-equal copies; "
+              f"{check.stdout.strip().splitlines()[-1]}", flush=True)
+    if kinds != {1, 2}:
+        sys.exit(f"FAILED: the tied weight was held by {kinds} ranks; the "
+                 "suite needs both one and two")
+
+
 MODES = {"training-equivalence": equivalence, "training-resume": resume,
          "training-lost-rank": lost_rank, "training-bad-input": bad_input,
-         "training-profile": profile}
+         "training-profile": profile, "training-tied": tied}

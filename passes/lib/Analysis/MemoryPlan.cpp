@@ -153,7 +153,10 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
       if (p.rankOfStage[s] != static_cast<int>(r))
         continue;
       for (ParamOp param : stages[s].getBody().front().getOps<ParamOp>())
-        params.push_back(param);
+        if (llvm::none_of(params, [&](ParamOp held) {
+              return held.getName() == param.getName();
+            }))
+          params.push_back(param); // a tied parameter once per rank
       for (PhaseOp phase : stages[s].getPhases())
         for (StringRef key : phase.getYield().getKeyList())
           holdsLoss |= key == "loss";

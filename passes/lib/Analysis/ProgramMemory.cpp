@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace mlir;
@@ -68,6 +69,9 @@ struct StageInfo {
   std::vector<PhaseInfo> phases;
   std::vector<KeyInfo> keys; // activation keys, each once
   int64_t paramBytes = 0;
+  /// Each parameter it declares and its bytes: a parameter tied between
+  /// two stages of one rank is held there once.
+  std::vector<std::pair<std::string, int64_t>> params;
   int64_t lossBytes = 0; // one element of the loss, if the stage yields it
   int64_t fusedTemporaries = 0; // B then W as one BW (split stages only)
 };
@@ -91,6 +95,9 @@ int64_t temporariesOf(ArrayRef<PhaseOp> phases) {
 StageInfo stageInfoOf(StageOp stage) {
   StageInfo info;
   info.paramBytes = analyzeStage(stage).paramBytes;
+  for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
+    info.params.emplace_back(param.getName().str(),
+                             getNumBytes(param.getType()));
   llvm::StringMap<size_t> indexOf;
   auto keyAt = [&](StringRef key, Type type) -> KeyInfo & {
     auto [it, inserted] = indexOf.try_emplace(key, info.keys.size());
@@ -278,10 +285,13 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
       }
     }
 
-    // The whole step's state.
+    // The whole step's state (a tied parameter once per rank).
+    std::set<std::string> paramsHeld;
     for (int s = 0; s < p.numStages(); ++s)
       if (p.rankOfStage[s] == static_cast<int>(r)) {
-        mem.params += stages[s].paramBytes;
+        for (const auto &[name, bytes] : stages[s].params)
+          if (paramsHeld.insert(name).second)
+            mem.params += bytes;
         mem.lossAccumulator += stages[s].lossBytes;
       }
     mem.grads = mem.params;

@@ -149,8 +149,27 @@ public:
     return total;
   }
 
-  std::string startAllReduce(float *data, int64_t n) override {
-    if (replicas_ == 1)
+  std::string prepareTied(const zbc_rt_program &program) override {
+    int pipelineRank = rank_ % program.ranks;
+    tiedComms_.assign(static_cast<size_t>(program.tied_count), MPI_COMM_NULL);
+    for (int32_t g = 0; g < program.tied_count; ++g) {
+      const zbc_rt_tied &tied = program.tied[g];
+      bool holds = false;
+      for (int32_t i = 0; i < tied.rank_count; ++i)
+        holds |= program.tied_ranks[tied.first_rank + i] == pipelineRank;
+      int code = MPI_Comm_split(comm_, holds ? 0 : MPI_UNDEFINED, rank_,
+                                &tiedComms_[g]);
+      if (code != MPI_SUCCESS)
+        return mpiError("MPI_Comm_split (a tied parameter's holders)", code);
+      if (holds)
+        MPI_Comm_set_errhandler(tiedComms_[g], MPI_ERRORS_RETURN);
+    }
+    return {};
+  }
+
+  std::string startAllReduce(float *data, int64_t n, int32_t tied) override {
+    MPI_Comm comm = tied >= 0 ? tiedComms_[tied] : replicaComm_;
+    if (tied < 0 && replicas_ == 1)
       return {};
     if (n > INT32_MAX)
       return fmt::format("a gradient of {} elements is more than one "
@@ -158,7 +177,7 @@ public:
                          n);
     MPI_Request request;
     int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n),
-                              MPI_FLOAT, MPI_SUM, replicaComm_, &request);
+                              MPI_FLOAT, MPI_SUM, comm, &request);
     if (code != MPI_SUCCESS)
       return mpiError("MPI_Iallreduce", code);
     if (reductions_ == reductionRequests_.size())
@@ -203,6 +222,9 @@ public:
       MPI_Comm_free(&pipeline_);
     if (replicaComm_ != MPI_COMM_NULL)
       MPI_Comm_free(&replicaComm_);
+    for (MPI_Comm &tied : tiedComms_)
+      if (tied != MPI_COMM_NULL)
+        MPI_Comm_free(&tied);
     MPI_Comm_free(&comm_);
     MPI_Finalize();
   }
@@ -212,6 +234,7 @@ private:
   MPI_Comm pipeline_; // this replica's pipeline (the job, with one replica)
   MPI_Comm replicaComm_ = MPI_COMM_NULL; // this pipeline rank's replicas
   int rank_ = 0, size_ = 0, replica_ = 0, replicas_ = 1;
+  std::vector<MPI_Comm> tiedComms_; // per tied parameter: its holders
   std::vector<MPI_Request> reductionRequests_;
   size_t reductions_ = 0;
   std::vector<MPI_Request> requests_;

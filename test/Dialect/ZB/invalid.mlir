@@ -150,26 +150,6 @@ zb.model @use_before_def_across_cut {
 
 // -----
 
-// Tests that a parameter cannot be shared by two stages (no tied weights).
-zb.model @tied_param {
-  %x = zb.input "x" : tensor<4x8xf32>
-  // expected-error @+1 {{'zb.param' op is used in stages 0 and 1; a parameter belongs to one stage (tied parameters are not supported)}}
-  %w = zb.param "w" init normal(0.02) : tensor<8x8xf32>
-  // expected-note @+1 {{used in stage 0 here}}
-  %h = zb.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %c = zb.cut %h : tensor<4x8xf32>
-  // expected-note @+1 {{used in stage 1 here}}
-  %o = zb.linear %c, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  %l = zb.input "l" : tensor<f32>
-  zb.loss %l : tensor<f32>
-}
-
-//===----------------------------------------------------------------------===//
-// zb.param
-//===----------------------------------------------------------------------===//
-
-// -----
-
 // Tests that a normal initialiser needs a scale.
 zb.model @normal_without_scale {
   // expected-error @+1 {{'zb.param' op init 'normal' needs a scale, e.g. normal(0.02)}}
@@ -3381,8 +3361,8 @@ zb.pipeline @integer_loss {
 
 // -----
 
-// Tests that a parameter is declared in one stage only.
-zb.pipeline @param_in_two_stages {
+// Tests that a parameter declared in two stages (tied) is declared alike.
+zb.pipeline @tied_param_unlike {
   zb.stage 0 {
     %x = zb.input "x" : tensor<4x3xf32>
     %w = zb.param "w" init zeros : tensor<3xf32>
@@ -3395,8 +3375,8 @@ zb.pipeline @param_in_two_stages {
   }
   zb.stage 1 {
     %y = zb.label "y" : tensor<4xi64>
-    // expected-error @+1 {{'zb.param' op is declared in stages 0 and 1; a parameter belongs to one stage}}
-    %w = zb.param "w" init zeros : tensor<3xf32>
+    // expected-error @+1 {{'zb.param' op declares 'w' unlike stage 0 (a parameter in several stages is tied: the same type and initialisation everywhere)}}
+    %w = zb.param "w" init ones : tensor<3xf32>
     zb.phase F(%in.0 = "in.0" : tensor<4x3xf32>, %label.y = "label.y" : tensor<4xi64>) {
       %l = zb.cross_entropy %in.0, %label.y : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
       zb.yield "loss" = %l : tensor<f32>

@@ -122,8 +122,8 @@ zb.model @mixed_precision {
   zb.loss %l : tensor<f16>
 }
 
-// Tests that an input may feed several stages (only parameters are tied to
-// one stage) and that a model may have several cuts.
+// Tests that an input may feed several stages and that a model may have
+// several cuts.
 // CHECK-LABEL: zb.model @input_in_every_stage {
 // CHECK:         %[[X:.+]] = zb.input "x" : tensor<2x4xf64>
 // CHECK:         %[[R:.+]] = zb.relu %[[X]] : tensor<2x4xf64>
@@ -276,4 +276,21 @@ zb.program @single_rank microbatches(4) placement [0] {
     %f0 = zb.compute F stage 0 mb 0 after(%f, %w)
     %bw0 = zb.compute BW stage 0 mb 0 after(%f0)
   }
+}
+
+// Tests that a parameter may be used in two stages: it is tied (each stage
+// holds a copy; the gradient sums both uses).
+// CHECK-LABEL: zb.model @tied_param {
+// CHECK:         %[[W:.+]] = zb.param "w" init normal(2.000000e-02) : tensor<8x8xf32>
+// CHECK:         zb.linear %{{.+}}, %[[W]]
+// CHECK:         zb.cut
+// CHECK:         zb.linear %{{.+}}, %[[W]]
+zb.model @tied_param {
+  %x = zb.input "x" : tensor<4x8xf32>
+  %w = zb.param "w" init normal(0.02) : tensor<8x8xf32>
+  %h = zb.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %c = zb.cut %h : tensor<4x8xf32>
+  %o = zb.linear %c, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
 }

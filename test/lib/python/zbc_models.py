@@ -32,6 +32,13 @@ def mlp(stages):
     return "\n".join(lines) + "\n"
 
 
+def tied_mlp():
+    """The example MLP with 4 layers, the middle two (stages 1 and 2) sharing
+    one 64x64 weight: a parameter tied across stages."""
+    lines = [l for l in mlp(4).splitlines() if '%w2 = zb.param' not in l]
+    return "\n".join(l.replace("%w2", "%w1") for l in lines) + "\n"
+
+
 def gpt(dsl_gpt, stages, *args):
     """The example GPT (zbc-dsl-gpt), one block per stage."""
     return subprocess.run([dsl_gpt, "--layers", str(stages), *args], text=True,

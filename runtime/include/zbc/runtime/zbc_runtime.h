@@ -118,7 +118,19 @@ typedef struct zbc_rt_param {
   double scale;          /* normal's sigma, uniform's bound */
   int32_t rank_of_shape; /* dims in `shape` */
   int64_t shape[8];
+  int32_t tied;          /* index into the program's `tied`, or -1 */
 } zbc_rt_param;
+
+/* A parameter that stages on several ranks use (tied): each of those ranks
+ * holds a copy, all start equal, and before each update their gradients
+ * are summed, so the copies stay equal. Every rank's program lists every
+ * tied parameter of the pipeline, in one order (the ranks set up one
+ * communicator per entry together). */
+typedef struct zbc_rt_tied {
+  const char *name;
+  int32_t first_rank;    /* its holders: tied_ranks[first_rank ...], */
+  int32_t rank_count;    /* ascending */
+} zbc_rt_tied;
 
 /* A data tensor of one microbatch (an input or a label). */
 typedef struct zbc_rt_data {
@@ -150,6 +162,9 @@ typedef struct zbc_rt_program {
   int32_t loss;           /* buffer id of the loss accumulator, or -1 */
   int64_t tokens_per_microbatch; /* label elements: the throughput unit */
   int32_t max_kernel_calls; /* per compute, for the ledger's sweep */
+  const zbc_rt_tied *tied; /* every tied parameter of the pipeline */
+  int32_t tied_count;
+  const int32_t *tied_ranks;
 } zbc_rt_program;
 
 typedef zbc_rt_status (*zbc_rt_phase_fn)(zbc_rt_rank *rank);
