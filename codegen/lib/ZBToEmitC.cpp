@@ -363,6 +363,12 @@ LogicalResult FileWriter::writeKernel(const PhaseLayout &layout, Operation *op) 
             id(o.getInput()), id(y), n(numel(y));
             return "zbc_rt_relu";
           })
+          .Case([&](TransposeOp o) {
+            // dim counts from the last: rows, then columns.
+            id(o.getInput()), id(y), n(dim(o.getInput(), 1)),
+                n(dim(o.getInput(), 0));
+            return "zbc_rt_transpose";
+          })
           .Case([&](GeluOp o) {
             id(o.getInput()), id(y), n(numel(y));
             return "zbc_rt_gelu";

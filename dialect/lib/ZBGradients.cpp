@@ -46,6 +46,13 @@ void MatmulOp::buildGradients(OpBuilder &b, Value dc, ForwardFn forward,
                                           forward(getLhs()), dc));
 }
 
+// y = x^T:  dx = dy^T.
+void TransposeOp::buildGradients(OpBuilder &b, Value dy, ForwardFn,
+                                 SmallVectorImpl<Value> &grads) {
+  grads.push_back(
+      TransposeOp::create(b, getLoc(), gradType(getInput()), dy).getResult());
+}
+
 // y = x + b:  dx = dy,  db = sum of dy over the leading dimensions.
 void BiasAddOp::buildGradients(OpBuilder &b, Value dy, ForwardFn,
                                SmallVectorImpl<Value> &grads) {

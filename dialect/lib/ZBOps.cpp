@@ -228,6 +228,11 @@ ZB_VERIFY_BINARY(EmbeddingOp, Indices, Table)
 ZB_VERIFY_BINARY(CrossEntropyOp, Logits, Labels)
 #undef ZB_VERIFY_BINARY
 
+LogicalResult TransposeOp::verify() {
+  return verifyInferredResult(
+      *this, inferResultType(getInput().getType(), [&] { return emitOpError(); }));
+}
+
 LogicalResult LayerNormOp::verify() {
   return verifyInferredResult(
       *this, inferResultType(getInput().getType(), getGamma().getType(),

@@ -66,6 +66,14 @@ LinearOp::inferResultType(RankedTensorType input, RankedTensorType weight,
   return RankedTensorType::get(shape, input.getElementType());
 }
 
+FailureOr<RankedTensorType>
+TransposeOp::inferResultType(RankedTensorType input, EmitErrorFn emitError) {
+  if (input.getRank() != 2)
+    return emitError() << "input must be 2-D, got " << input;
+  return RankedTensorType::get({input.getDimSize(1), input.getDimSize(0)},
+                               input.getElementType());
+}
+
 FailureOr<RankedTensorType> MatmulOp::inferResultType(RankedTensorType lhs,
                                                       RankedTensorType rhs,
                                                       EmitErrorFn emitError) {

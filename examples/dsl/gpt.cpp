@@ -8,6 +8,9 @@
 //
 //   zbc-dsl-gpt            prints the IR (the configuration of gpt.mlir)
 //   zbc-dsl-gpt -o f.mlir  writes it to f.mlir
+//   zbc-dsl-gpt --tied     the head is the token embedding's table,
+//                          transposed (GPT-2's tying: one parameter used in
+//                          the first and the last stage)
 //   zbc-dsl-gpt --layers 96 --hidden 8192 --heads 64 --seq 1024 --no-cuts
 //                          other sizes; without cuts, for zb-partition
 //
@@ -30,6 +33,7 @@ struct GPTConfig {
   int64_t heads = 4;
   int64_t layers = 4;
   int64_t vocab = 256;
+  bool tied = false; // the head reuses wte (transposed)
   bool cuts = true; // one stage per block
 };
 
@@ -42,6 +46,10 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
                {"--hidden", &c.hidden}, {"--heads", &c.heads},
                {"--layers", &c.layers}, {"--vocab", &c.vocab}};
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--tied")) {
+      c.tied = true;
+      continue;
+    }
     if (!std::strcmp(argv[i], "--no-cuts")) {
       c.cuts = false;
       continue;
@@ -66,7 +74,7 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
       std::fprintf(stderr,
                    "%s: error: unknown argument '%s' (usage: %s [--batch N] "
                    "[--seq N] [--hidden N] [--heads N] [--layers N] "
-                   "[--vocab N] [--no-cuts] [-o FILE])\n",
+                   "[--vocab N] [--tied] [--no-cuts] [-o FILE])\n",
                    argv[0], argv[i], argv[0]);
       return false;
     }
@@ -127,7 +135,9 @@ int main(int argc, char **argv) {
 
   Tensor lnfG = m.param("lnf.gamma", {c.hidden}, Init::ones());
   Tensor lnfB = m.param("lnf.beta", {c.hidden}, Init::zeros());
-  Tensor head = m.param("lm_head.weight", {c.hidden, c.vocab}, Init::normal(0.02));
+  Tensor head = c.tied ? m.transpose(wte)
+                       : m.param("lm_head.weight", {c.hidden, c.vocab},
+                                 Init::normal(0.02));
   Tensor logits = m.linear(m.layerNorm(x, lnfG, lnfB), head);
   m.loss(m.crossEntropy(logits, targets));
   return m.emit(outPath);

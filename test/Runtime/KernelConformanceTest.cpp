@@ -405,6 +405,21 @@ TEST(KernelConformance, AddAndAccumulate) {
   }
 }
 
+TEST(KernelConformance, Transpose) {
+  std::mt19937_64 rng(21);
+  // Tiles of 32: shapes on, below and across their edges.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5},
+                            {32, 32}, {33, 70}, {256, 64}}) {
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols));
+    Tensor x = randomF32({rows, cols}, rng);
+    auto [ref64, ref32] =
+        oracles([&](Precision p) { return k::transpose(in(x, p)); });
+    Buffer y(rows * cols);
+    rt::transpose(x.data<float>(), y.data(), rows, cols);
+    expectConforms(y, ref64, ref32, kTol, Match32::Bitwise);
+  }
+}
+
 TEST(KernelConformance, Relu) {
   std::mt19937_64 rng(9);
   for (int64_t n : kSizes) {

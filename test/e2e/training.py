@@ -23,7 +23,8 @@
                         exits within 30 s, zbc run names the lost rank and
                         the last checkpoint.
   training-tied         every registered schedule on an MLP whose stages 1
-                        and 2 share a weight (AdamW, clipping): every
+                        and 2 share a weight and on the GPT with its head
+                        tied to the token embedding (SGD, clipping): every
                         parameter equals the single-process training, and
                         the copies on two ranks stay bitwise equal.
   training-profile      zbc profile writes a cost file of the model's stages
@@ -350,32 +351,39 @@ def profile(args):
 
 def tied(args):
     """Every registered schedule on the MLP whose stages 1 and 2 share a
-    weight: linear placements at p = 4 and interleaved ones at p = 2 hold
+    weight, and on the GPT whose head is its token embedding transposed
+    (GPT-2's tying: stages 0 and 3): linear placements at p = 4 and interleaved ones at p = 2 hold
     it on two ranks (a copy each, the gradient all-reduced between them), V
     placements at p = 2 on one rank (one copy, both stages accumulating into
     it); both kinds must occur."""
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
     kinds = set()
-    for name, v in schedules(zbc):
+    cases = [(name, v, model) for name, v in schedules(zbc)
+             for model in ("mlp", "gpt")]
+    for name, v, model in cases:
         p = 4 // v
-        case = f"tied-{name}-p{p}"
+        case = f"tied-{model}-{name}-p{p}"
         work = os.path.join(args.work, case)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
         source = os.path.join(work, "tied.mlir")
         with open(source, "w") as f:
-            f.write(tied_mlp())
+            f.write(tied_mlp() if model == "mlp" else
+                    gpt(os.path.join(args.bin, "zbc-dsl-gpt"), 4, "--tied"))
         out, saved = os.path.join(work, "out"), os.path.join(work, "saved")
-        options = ["--optimizer", "adamw", "--lr", "3e-3", "--eps", "1e-4",
-                   "--clip-norm", "0.1"]
+        # SGD: AdamW's first steps amplify the rounding noise of gradients
+        # near zero (see training-equivalence), which is not what this
+        # tests; clipping is on (the tied gradient counts once in the norm).
+        options = ["--clip-norm", "0.5"]
         run([zbc, "run", source, "--ranks", str(p), "--virtual", str(v),
              "--microbatches", str(2 * p), "--schedule", name, "--steps", "3",
              "--save", saved, "-o", out] + options)
         check = run([reference, os.path.join(out, "program.mlir"), "--steps",
                      "3", "--compare", saved] + _rank_options(options))
+        tied_name = "fc1.weight" if model == "mlp" else "wte"
         copies = [_tensor_bytes(os.path.join(saved, f"rank{r}.safetensors"))
-                  .get("fc1.weight") for r in range(p)]
+                  .get(tied_name) for r in range(p)]
         copies = [c for c in copies if c is not None]
         if len(copies) not in (1, 2) or len(set(copies)) != 1:
             sys.exit(f"FAILED: {case}: {len(copies)} copies of the tied "

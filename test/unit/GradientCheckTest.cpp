@@ -211,6 +211,27 @@ zb.model @attention {
 }
 )mlir";
 
+// Tied parameters: w1 in both stages, and the embedding table read again,
+// transposed, as the last stage's head (GPT-2's tying). Their gradients are
+// the sums of every use's.
+const char *kTied = R"mlir(
+zb.model @tied {
+  %t = zb.input "t" : tensor<2x4xi64>
+  %y = zb.label "y" : tensor<2x4xi64>
+  %wte = zb.param "wte" init normal(0.5) : tensor<7x6xf32>
+  %e = zb.embedding %t, %wte : (tensor<2x4xi64>, tensor<7x6xf32>) -> tensor<2x4x6xf32>
+  %w1 = zb.param "w1" init normal(0.5) : tensor<6x6xf32>
+  %h = zb.linear %e, %w1 : (tensor<2x4x6xf32>, tensor<6x6xf32>) -> tensor<2x4x6xf32>
+  %c = zb.cut %h : tensor<2x4x6xf32>
+  %g = zb.gelu %c : tensor<2x4x6xf32>
+  %h2 = zb.linear %g, %w1 : (tensor<2x4x6xf32>, tensor<6x6xf32>) -> tensor<2x4x6xf32>
+  %wt = zb.transpose %wte : tensor<7x6xf32> -> tensor<6x7xf32>
+  %o = zb.linear %h2, %wt : (tensor<2x4x6xf32>, tensor<6x7xf32>) -> tensor<2x4x7xf32>
+  %l = zb.cross_entropy %o, %y : (tensor<2x4x7xf32>, tensor<2x4xi64>) -> tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+)mlir";
+
 struct Case {
   const char *name;
   const char *ir;
@@ -234,7 +255,8 @@ TEST_P(GradientCheck, MatchesCentralFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(
     Ops, GradientCheck,
     testing::Values(Case{"mlp", kMlp}, Case{"norms", kNorms},
-                    Case{"matmul", kMatmul}, Case{"attention", kAttention}),
+                    Case{"matmul", kMatmul}, Case{"attention", kAttention},
+                    Case{"tied", kTied}),
     [](const testing::TestParamInfo<Case> &info) { return info.param.name; });
 
 std::string readExample(const char *name) {

@@ -168,6 +168,13 @@ TEST(InterpKernels, MatmulBatched) {
   expectValues(c, {1 * 5 + 2 * 6, 3 * 7 + 4 * 8}, 0.0);
 }
 
+TEST(InterpKernels, Transpose) {
+  Tensor y = k::transpose(f64({2, 3}, {1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(y.shape(), (Shape{3, 2}));
+  expectValues(y, {1, 4, 2, 5, 3, 6}, 0.0);
+  expectValues(k::transpose(y), {1, 2, 3, 4, 5, 6}, 0.0);
+}
+
 TEST(InterpKernels, ElementwiseOps) {
   Tensor x = f64({2, 2}, {-1, 0, 2, -3});
   expectValues(k::biasAdd(x, f64({2}, {10, 20})), {9, 20, 12, 17}, 0.0);

@@ -324,6 +324,23 @@ Tensor Model::relu(Tensor input, SourceLoc loc) {
   return wrap(buildUnary<zb::ReluOp>(this, *impl, input, loc));
 }
 
+Tensor Model::transpose(Tensor input, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::TransposeOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value x = impl->unwrap(input, this, loc, opName, "input");
+  if (!x)
+    return {};
+  FailureOr<RankedTensorType> type = zb::TransposeOp::inferResultType(
+      typeOf(x), [&] { return impl->error(loc, opName); });
+  if (failed(type))
+    return {};
+  return wrap(zb::TransposeOp::create(impl->builder, loc, *type, x)
+                  .getResult()
+                  .getAsOpaquePointer());
+}
+
 Tensor Model::gelu(Tensor input, SourceLoc loc) {
   return wrap(buildUnary<zb::GeluOp>(this, *impl, input, loc));
 }

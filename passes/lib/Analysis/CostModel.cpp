@@ -31,6 +31,7 @@
 //   gelu                    8        output element (tanh approximation)
 //   layernorm               8        element (mean 1, var 3, norm+affine 4)
 //   embedding               1        output element (a gather: a copy)
+//   transpose               1        element (a copy)
 //   causal_attention        5        score, B*heads*S*S (scale, max, exp,
 //                                    sum, divide of the softmax)
 //   cross_entropy           5        logit (max, exp, sum, log, pick)
@@ -73,6 +74,7 @@ namespace {
 constexpr int64_t kFlopsPerBiasAdd = 1;
 constexpr int64_t kFlopsPerAdd = 1;
 constexpr int64_t kFlopsPerRelu = 1;
+constexpr int64_t kFlopsPerTranspose = 1;
 constexpr int64_t kFlopsPerGelu = 8;
 constexpr int64_t kFlopsPerLayerNorm = 8;
 constexpr int64_t kFlopsPerEmbedding = 1;
@@ -229,6 +231,9 @@ OpCost zbc::getOpCost(Operation *op) {
       })
       .Case([](ReluOp op) {
         return elementwise(kFlopsPerRelu, numElements(op.getResult()));
+      })
+      .Case([](TransposeOp op) {
+        return elementwise(kFlopsPerTranspose, numElements(op.getResult()));
       })
       .Case([](GeluOp op) {
         return elementwise(kFlopsPerGelu, numElements(op.getResult()));

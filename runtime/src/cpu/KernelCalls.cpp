@@ -211,6 +211,16 @@ zbc_rt_status zbc_rt_add(zbc_rt_rank *rank, int32_t a, int32_t b, int32_t y,
   return call.done();
 }
 
+zbc_rt_status zbc_rt_transpose(zbc_rt_rank *rank, int32_t x, int32_t y,
+                               int64_t rows, int64_t cols) {
+  ZBC_RT_KERNEL(zbc_rt_transpose);
+  const float *px = call.in(x, rows * cols);
+  float *py = call.out(y, rows * cols);
+  ZBC_RT_RETURN_IF_BAD();
+  zbc::rt::cpu::transpose(px, py, rows, cols);
+  return call.done();
+}
+
 zbc_rt_status zbc_rt_relu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n) {
   ZBC_RT_KERNEL(zbc_rt_relu);
   const float *px = call.in(x, n);

@@ -3488,3 +3488,25 @@ zb.pipeline @p {
     }
   }
 }
+
+// -----
+
+// Tests that zb.transpose takes 2-D tensors.
+zb.model @transpose_3d {
+  %x = zb.input "x" : tensor<2x3x4xf32>
+  // expected-error @+1 {{'zb.transpose' op input must be 2-D, got 'tensor<2x3x4xf32>'}}
+  %t = zb.transpose %x : tensor<2x3x4xf32> -> tensor<4x3x2xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that zb.transpose's result swaps the dimensions.
+zb.model @transpose_shape {
+  %x = zb.input "x" : tensor<2x3xf32>
+  // expected-error @+1 {{'zb.transpose' op result type 'tensor<2x3xf32>' does not match the inferred type 'tensor<3x2xf32>'}}
+  %t = zb.transpose %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}

@@ -294,3 +294,20 @@ zb.model @tied_param {
   %l = zb.input "l" : tensor<f32>
   zb.loss %l : tensor<f32>
 }
+
+// Tests zb.transpose, and that a parameter may be read through it in two
+// stages (GPT-2's tied head: x @ wte^T).
+// CHECK-LABEL: zb.model @tied_head {
+// CHECK:         %[[T:.+]] = zb.transpose %{{.+}} : tensor<16x8xf32> -> tensor<8x16xf32>
+// CHECK:         zb.linear %{{.+}}, %[[T]] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+zb.model @tied_head {
+  %tok = zb.input "tokens" : tensor<4xi64>
+  %y = zb.label "targets" : tensor<4xi64>
+  %wte = zb.param "wte" init normal(0.02) : tensor<16x8xf32>
+  %e = zb.embedding %tok, %wte : (tensor<4xi64>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %c = zb.cut %e : tensor<4x8xf32>
+  %t = zb.transpose %wte : tensor<16x8xf32> -> tensor<8x16xf32>
+  %logits = zb.linear %c, %t : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %l = zb.cross_entropy %logits, %y : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
+  zb.loss %l : tensor<f32>
+}

@@ -109,6 +109,9 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
         return k::add(in(o.getLhs()), in(o.getRhs()));
       })
       .Case([&](zb::ReluOp o) -> FT { return k::relu(in(o.getInput())); })
+      .Case([&](zb::TransposeOp o) -> FT {
+        return k::transpose(in(o.getInput()));
+      })
       .Case([&](zb::GeluOp o) -> FT { return k::gelu(in(o.getInput())); })
       .Case([&](zb::LayerNormOp o) -> FT {
         return k::layerNorm(in(o.getInput()), in(o.getGamma()),

@@ -86,6 +86,20 @@ Tensor add(const Tensor &a, const Tensor &b) {
   });
 }
 
+Tensor transpose(const Tensor &x) {
+  return byPrecision(x.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = x.shape()[0], cols = x.shape()[1];
+    Tensor y = Tensor::zeros({cols, rows}, x.precision());
+    const T *xd = x.data<T>();
+    T *yd = y.data<T>();
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        yd[j * rows + i] = xd[i * cols + j];
+    return y;
+  });
+}
+
 Tensor relu(const Tensor &x) {
   return byPrecision(x.precision(), [&](auto tag) {
     using T = decltype(tag);

@@ -358,6 +358,17 @@ void add(const float *a, const float *b, float *y, int64_t n) noexcept {
     y[i] = a[i] + b[i];
 }
 
+void transpose(const float *x, float *y, int64_t rows, int64_t cols) noexcept {
+  constexpr int64_t kTile = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+      int64_t i1 = std::min(rows, i0 + kTile), j1 = std::min(cols, j0 + kTile);
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j)
+          y[j * rows + i] = x[i * cols + j];
+    }
+}
+
 void relu(const float *x, float *y, int64_t n) noexcept {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)

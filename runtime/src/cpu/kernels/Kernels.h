@@ -63,6 +63,9 @@ void biasAdd(const float *x, const float *bias, float *y, int64_t rows,
 void add(const float *a, const float *b, float *y, int64_t n) noexcept;
 /// zb.relu: y = max(x, 0) (x > 0 ? x : 0, so -0 and NaN give +0).
 void relu(const float *x, float *y, int64_t n) noexcept;
+/// zb.transpose: y [cols, rows] = x [rows, cols]^T (in tiles, so that both
+/// sides stay in cache).
+void transpose(const float *x, float *y, int64_t rows, int64_t cols) noexcept;
 /// zb.gelu, the tanh form: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void gelu(const float *x, float *y, int64_t n) noexcept;
 /// zb.layernorm over the last dim of x [rows, n]: gamma * (x - mean) * rstd

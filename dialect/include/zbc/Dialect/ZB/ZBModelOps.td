@@ -188,6 +188,27 @@ def ZB_LinearOp : ZB_BinaryTensorOp<"linear", "input", "weight",
   }];
 }
 
+def ZB_TransposeOp : ZB_TensorOp<"transpose"> {
+  let summary = "swaps the two dimensions of a 2-D tensor";
+  let description = [{
+    `[A, B] -> [B, A]`. GPT-2's output head is `x @ wte^T`: the token
+    embedding's table, transposed, tied to the head (a parameter used in the
+    first and the last stage).
+
+    ```mlir
+    %wt = zb.transpose %wte : tensor<256x64xf32> -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$input);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType input,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
 def ZB_MatmulOp : ZB_BinaryTensorOp<"matmul", "lhs", "rhs",
                                     ZB_FloatTensor, ZB_FloatTensor> {
   let summary = "batched matrix product of two activations";

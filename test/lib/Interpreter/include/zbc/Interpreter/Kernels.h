@@ -40,6 +40,8 @@ Tensor biasAdd(const Tensor &x, const Tensor &bias);
 Tensor add(const Tensor &a, const Tensor &b);
 /// zb.relu: max(x, 0).
 Tensor relu(const Tensor &x);
+/// [A, B] -> [B, A].
+Tensor transpose(const Tensor &x);
 /// zb.gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu(const Tensor &x);
 /// zb.layernorm over the last dimension, biased variance.
