@@ -9,6 +9,7 @@
 #include "Rank.h"
 
 #include "zbc/runtime/CheckpointLayout.h"
+#include "zbc/runtime/Fnv1a.h"
 #include "zbc/runtime/JsonSubset.h"
 #include "zbc/runtime/SafeTensors.h"
 
@@ -22,13 +23,6 @@ namespace zbc::rt {
 namespace {
 
 constexpr const char *kFormat = "zbc-checkpoint-1";
-
-uint64_t fnv1a64(const std::string &bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : bytes)
-    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-  return hash;
-}
 
 std::string hex(uint64_t value) { return fmt::format("{:016x}", value); }
 

@@ -16,6 +16,7 @@
 #include "Checkpoint.h"
 #include "Rank.h"
 
+#include "zbc/runtime/Fnv1a.h"
 #include "zbc/runtime/SafeTensors.h"
 #include "zbc/runtime/SyntheticData.h"
 
@@ -33,29 +34,29 @@
 namespace zbc::rt {
 namespace {
 
-uint64_t fnv1a(uint64_t hash, const char *text) {
-  for (; text && *text; ++text)
-    hash = (hash ^ static_cast<unsigned char>(*text)) * 0x100000001b3ull;
-  return (hash ^ 0xff) * 0x100000001b3ull;
+/// `hash` extended by one part of a fingerprint and a separator (0xff, in
+/// no text), so that parts cannot run into each other.
+uint64_t withPart(uint64_t hash, const char *part) {
+  return fnv1a64("\xff", fnv1a64(part ? part : "", hash));
 }
 
 /// A stable fingerprint of what the program was compiled as, so that ranks
 /// of different compiles refuse to train together.
 uint64_t fingerprint(const zbc_rt_program &p) {
-  uint64_t hash = 0xcbf29ce484222325ull;
+  uint64_t hash = kFnv1aBasis;
   for (const char *part : {p.model, p.model_hash, p.schedule, p.optimizer})
-    hash = fnv1a(hash, part);
+    hash = withPart(hash, part);
   for (int32_t n : {p.ranks, p.stages, p.microbatches})
-    hash = fnv1a(hash, std::to_string(n).c_str());
+    hash = withPart(hash, std::to_string(n).c_str());
   return hash;
 }
 
 /// The ranks' options must agree (the optimizer and the evaluation are
 /// collective): a fingerprint of the command line.
 uint64_t argumentsFingerprint(int argc, char **argv) {
-  uint64_t hash = 0xcbf29ce484222325ull;
+  uint64_t hash = kFnv1aBasis;
   for (int i = 1; i < argc; ++i)
-    hash = fnv1a(hash, argv[i]);
+    hash = withPart(hash, argv[i]);
   return hash;
 }
 
@@ -186,7 +187,7 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   rank->timeline.init(p, o.traceDir.empty() ? 0 : o.traceSteps, Profile::now());
   rank->profile.computeSeconds.assign(static_cast<size_t>(p.stages) * 4, 0.0);
   rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
-  rank->updateDue.assign(static_cast<size_t>(p.param_count), 0);
+  initOptimizer(rank);
   openblas_set_num_threads(1); // one rank per core
   initParams(rank);
   if (!o.resumeDir.empty()) {

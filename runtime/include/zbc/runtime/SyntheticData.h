@@ -21,6 +21,8 @@
 #ifndef ZBC_RUNTIME_SYNTHETICDATA_H
 #define ZBC_RUNTIME_SYNTHETICDATA_H
 
+#include "zbc/runtime/Fnv1a.h"
+
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -44,12 +46,7 @@ inline uint64_t splitMix64(uint64_t x) {
 class Generator {
 public:
   Generator(uint64_t seed, std::string_view key) {
-    uint64_t hash = 0xcbf29ce484222325ull;
-    for (char c : key) {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 0x100000001b3ull;
-    }
-    rng.seed(splitMix64(hash ^ splitMix64(seed)));
+    rng.seed(splitMix64(fnv1a64(key) ^ splitMix64(seed)));
   }
   /// Uniform in [0, 1), 53 random bits.
   double uniform() { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
