@@ -69,16 +69,6 @@ bool isShared(const zbc_rt_rank *rank, const zbc_rt_param &param) {
   return rank->transport->replicas() > 1 || param.tied >= 0;
 }
 
-bool defersUpdates(const zbc_rt_rank *rank) {
-  if (rank->options.clipNorm > 0 || rank->transport->replicas() > 1)
-    return true;
-  const zbc_rt_program &p = *rank->program;
-  for (int32_t i = 0; i < p.param_count; ++i)
-    if (p.params[i].tied >= 0)
-      return true;
-  return false;
-}
-
 /// Whether this rank counts the parameter in the global norm: a tied one
 /// counts once, on its first holder (every holder has the summed gradient).
 bool countsInNorm(const zbc_rt_rank *rank, const zbc_rt_param &param) {
@@ -109,8 +99,18 @@ LearningRateSchedule learningRateSchedule(const zbc_rt_rank *rank) {
   return schedule;
 }
 
+void initOptimizer(zbc_rt_rank *rank) {
+  const zbc_rt_program &p = *rank->program;
+  bool tied = false;
+  for (int32_t i = 0; i < p.param_count; ++i)
+    tied |= p.params[i].tied >= 0;
+  rank->updatesAtStepEnd = rank->options.clipNorm > 0 ||
+                           rank->transport->replicas() > 1 || tied;
+  rank->updateDue.assign(static_cast<size_t>(p.param_count), 0);
+}
+
 zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
-  if (rank->evaluating || !defersUpdates(rank))
+  if (rank->evaluating || !rank->updatesAtStepEnd)
     return ZBC_RT_OK;
   const zbc_rt_program &p = *rank->program;
   {
@@ -158,7 +158,7 @@ extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
     return fail(rank, fmt::format("no parameter {}", index));
   if (rank->evaluating)
     return ZBC_RT_OK;
-  if (defersUpdates(rank)) {
+  if (rank->updatesAtStepEnd) {
     rank->updateDue[index] = 1;
     // Its gradient is final here: the replicas (or the tied parameter's
     // holders) can start summing it now, under the rest of the order.

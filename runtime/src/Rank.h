@@ -84,8 +84,9 @@ struct zbc_rt_rank {
   double lossSum = 0;        // this step's, when the rank holds the loss
   double learningRate = 0;   // this step's (OptimizerSchedule.h)
   double gradNorm = -1;      // this step's global norm, when clipping
-  std::vector<uint8_t> updateDue; // per parameter: its update waits for
-                                  // the end of the step (Optimizer.cpp)
+  bool updatesAtStepEnd = false;  // initOptimizer decides (Optimizer.cpp)
+  std::vector<uint8_t> updateDue; // per parameter: its update is due at the
+                                  // end of the step
   zbc::rt::Profile profile;
   zbc::rt::Watchdog watchdog;
   zbc::rt::Timeline timeline;
@@ -103,6 +104,10 @@ void transferDone(void *rank, int32_t op);
 
 /// Where the running compute's microbatch comes from.
 BatchPosition batchPosition(const zbc_rt_rank *rank, int32_t microbatch);
+
+/// Decides, once, whether updates wait for the end of the step (clipping,
+/// replicas, or a tied parameter on this rank) and sizes updateDue.
+void initOptimizer(zbc_rt_rank *rank);
 
 /// The optimizer step of every parameter whose update is due at the end of
 /// the step (all of them when gradients are clipped: the global norm needs

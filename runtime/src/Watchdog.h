@@ -43,7 +43,8 @@ public:
   void enter(const char *what);
   void leave();
 
-  /// Writes the status file, if there is one ("running", "done", ...).
+  /// Writes how the rank ends ("done", "failed: ...") to the status file,
+  /// if there is one.
   void status(const std::string &text);
 
   /// What the rank waits for now.

@@ -115,6 +115,16 @@ Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
 }
 
+/// Where this run writes checkpoints: --checkpoint-dir, else DIR/checkpoints
+/// when it writes any; "" when it writes none.
+std::string checkpointDirOf(const Request &request) {
+  if (checkpointDirOpt.opt.getNumOccurrences())
+    return checkpointDirOpt.opt;
+  if (checkpointEveryOpt.opt.getNumOccurrences())
+    return request.dir + "/checkpoints";
+  return {};
+}
+
 /// The rank arguments, each value checked here first.
 Expected<std::vector<std::string>> rankArguments(const Request &request) {
   std::vector<std::string> args;
@@ -151,10 +161,10 @@ Expected<std::vector<std::string>> rankArguments(const Request &request) {
     args.push_back(flag);
     args.push_back(value.str());
   }
-  if (checkpointEveryOpt.opt.getNumOccurrences() &&
-      !checkpointDirOpt.opt.getNumOccurrences()) {
+  if (!checkpointDirOpt.opt.getNumOccurrences() &&
+      !checkpointDirOf(request).empty()) {
     args.push_back("--checkpoint-dir");
-    args.push_back(request.dir + "/checkpoints");
+    args.push_back(checkpointDirOf(request));
   }
   if (resumeOpt.opt.getNumOccurrences() &&
       rt::latestCheckpoint(resumeOpt.opt).empty())
@@ -323,12 +333,11 @@ int zbc::runRunCommand() {
     errs() << "zbc: error: " << toString(std::move(e)) << "\n";
     return 1;
   }
-  // Where a failed run's last checkpoint would be.
-  std::string checkpointRoot =
-      checkpointDirOpt.opt.getNumOccurrences() ? std::string(checkpointDirOpt.opt)
-      : checkpointEveryOpt.opt.getNumOccurrences()
-          ? request->dir + "/checkpoints"
-          : std::string(resumeOpt.opt);
+  // Where a failed run's last checkpoint would be: this run's, or the one
+  // it resumed from.
+  std::string checkpointRoot = checkpointDirOf(*request);
+  if (checkpointRoot.empty())
+    checkpointRoot = resumeOpt.opt;
   std::string statusDir = request->dir + "/status";
   std::string reportDir = request->dir + "/run";
   sys::fs::create_directories(statusDir);

@@ -175,14 +175,14 @@ public:
       return fmt::format("a gradient of {} elements is more than one "
                          "all-reduce takes",
                          n);
-    MPI_Request request;
-    int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n),
-                              MPI_FLOAT, MPI_SUM, comm, &request);
-    if (code != MPI_SUCCESS)
-      return mpiError("MPI_Iallreduce", code);
     if (reductions_ == reductionRequests_.size())
       return "more all-reduces in flight than the program has parameters";
-    reductionRequests_[reductions_++] = request;
+    int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n),
+                              MPI_FLOAT, MPI_SUM, comm,
+                              &reductionRequests_[reductions_]);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Iallreduce", code);
+    ++reductions_;
     return {};
   }
 
