@@ -62,6 +62,8 @@ const char *codegen::spell(Element element) {
     return "ZBC_RT_I32";
   case Element::I64:
     return "ZBC_RT_I64";
+  case Element::BF16:
+    return "ZBC_RT_BF16";
   }
   return "";
 }
@@ -73,6 +75,8 @@ std::optional<Element> elementOf(Type type) {
   Type element = cast<RankedTensorType>(type).getElementType();
   if (element.isF32())
     return Element::F32;
+  if (element.isBF16())
+    return Element::BF16;
   if (element.isInteger(32))
     return Element::I32;
   if (element.isInteger(64))
@@ -238,10 +242,18 @@ LogicalResult RankBuilder::readParamsAndData() {
           (state.size() > 1 && param.state1 < 0))
         return op.emitOpError("has no place in the memory plan of rank ")
                << rank << " (parameter, gradient or optimizer state)";
-      if (!elementOf(op.getType()) || *elementOf(op.getType()) != Element::F32)
+      std::optional<Element> element = elementOf(op.getType());
+      if (!element || (*element != Element::F32 && *element != Element::BF16))
         return op.emitOpError("is ")
                << op.getType()
-               << "; the CPU runtime trains f32 parameters only";
+               << "; the runtime trains f32 and bf16 parameters only";
+      // The working copy has the parameter's type; its gradient, state and
+      // master copy are f32 (Note [Master weights]).
+      t.buffers[param.param].element = *element;
+      param.master = idOf(masterKeyOf(param.name));
+      if (*element != Element::F32 && param.master < 0)
+        return op.emitOpError("has no master copy in the memory plan of rank ")
+               << rank;
       switch (op.getInit()) {
       case InitKind::Zeros:
         param.init = 0;
@@ -272,7 +284,7 @@ LogicalResult RankBuilder::readParamsAndData() {
         Data data;
         data.key = key.str();
         data.element = *elementOf(arg.getType());
-        if (data.element != Element::F32)
+        if (data.element == Element::I32 || data.element == Element::I64)
           data.bound = indexDataBound(pipeline, key);
         data.shape = shapeOf(arg.getType());
         dataIndex[data.key] = static_cast<int>(t.data.size());
@@ -308,8 +320,8 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
       return success();
     return at->emitOpError("has a value of type ")
            << value.getType()
-           << "; the CPU runtime has kernels for f32 tensors and i32/i64 "
-              "indices only";
+           << "; the runtime has kernels for f32 and bf16 tensors and "
+              "i32/i64 indices only";
   };
   Block &body = phase.getBodyBlock();
   // (build() checked the arguments' element types, before anything read

@@ -41,7 +41,7 @@ namespace zbc::codegen {
 
 /// The runtime's enums, by value (zbc_runtime.h spells them ZBC_RT_*).
 enum class BufferKind { Param, Grad, State, Loss, Received, Data, Yielded, Temp, Workspace };
-enum class Element { F32, I32, I64 };
+enum class Element { F32, I32, I64, BF16 };
 const char *spell(BufferKind kind);
 const char *spell(Element element);
 
@@ -98,6 +98,7 @@ struct OrderOp {
 struct Param {
   std::string name; // "fc0.weight"
   int param = -1, grad = -1, state0 = -1, state1 = -1;
+  int master = -1; // a bf16 parameter's f32 master copy
   int init = 0;
   double scale = 0;
   std::vector<int64_t> shape;

@@ -44,7 +44,7 @@ std::string stateName(const zbc_rt_program &p, const zbc_rt_param &param,
 template <typename Fn> void forEachTensor(const zbc_rt_program &p, Fn fn) {
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
-    fn(std::string(param.name), param.param, param);
+    fn(std::string(param.name), weightsOf(param), param);
     if (param.state0 >= 0)
       fn(stateName(p, param, 0), param.state0, param);
     if (param.state1 >= 0)
@@ -192,16 +192,21 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
       StoredTensor t;
       t.dtype = "F32";
       t.shape.assign(param.shape, param.shape + param.rank_of_shape);
-      const char *at = rank->arena + p.buffers[buffer].offset;
-      t.data.assign(at, at + p.buffers[buffer].bytes);
+      t.data.resize(static_cast<size_t>(p.buffers[buffer].bytes));
+      if (std::string e = rank->device->read(p.buffers[buffer].offset,
+                                             t.data.data(),
+                                             p.buffers[buffer].bytes);
+          !e.empty() && error.empty())
+        error = e;
       file[name] = std::move(t);
     });
     bytes = encodeSafeTensors(file, {{"model", p.model},
                                      {"schedule", p.schedule},
                                      {"rank", std::to_string(p.rank)},
                                      {"step", std::to_string(stepsDone)}});
-    error = writeFileAtomically(
-        fmt::format("{}/rank{}.safetensors", dir, p.rank), bytes);
+    if (error.empty())
+      error = writeFileAtomically(
+          fmt::format("{}/rank{}.safetensors", dir, p.rank), bytes);
   }
   std::vector<uint64_t> sizes, checksums;
   bool failed;
@@ -253,9 +258,16 @@ std::string resumeFromCheckpoint(zbc_rt_rank *rank, int64_t &stepsDone) {
   forEachTensor(p, [&](const std::string &name, int32_t buffer,
                        const zbc_rt_param &) {
     const StoredTensor &t = file.at(name);
-    std::memcpy(rank->arena + p.buffers[buffer].offset, t.data.data(),
-                t.data.size());
+    if (std::string e = rank->device->write(p.buffers[buffer].offset,
+                                            t.data.data(),
+                                            static_cast<int64_t>(t.data.size()));
+        !e.empty() && error.empty())
+      error = e;
   });
+  if (error.empty())
+    error = refreshWorkingCopies(rank);
+  if (!error.empty())
+    return error;
   rank->options.seed = seed;
   if (rank->transport->rank() == 0 && !rank->options.quiet)
     fmt::print("resuming from '{}' after step {}\n", dir, stepsDone);

@@ -2,6 +2,7 @@
 
 #include "DataSource.h"
 
+#include "zbc/runtime/BFloat16.h"
 #include "zbc/runtime/SafeTensors.h"
 #include "zbc/runtime/SyntheticData.h"
 
@@ -13,7 +14,20 @@ namespace zbc::rt {
 namespace {
 
 const char *dtypeOf(int32_t element) {
-  return element == ZBC_RT_F32 ? "F32" : element == ZBC_RT_I32 ? "I32" : "I64";
+  switch (element) {
+  case ZBC_RT_F32:
+    return "F32";
+  case ZBC_RT_BF16:
+    return "BF16";
+  case ZBC_RT_I32:
+    return "I32";
+  default:
+    return "I64";
+  }
+}
+
+bool isIndexElement(int32_t element) {
+  return element == ZBC_RT_I32 || element == ZBC_RT_I64;
 }
 
 } // namespace
@@ -31,7 +45,7 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
     int64_t sequence = 0;
     for (int32_t d = 0; d < p.data_count; ++d) {
       const zbc_rt_data &data = p.data[d];
-      TextDataKey key{data.key, data.element != ZBC_RT_F32, data.bound,
+      TextDataKey key{data.key, isIndexElement(data.element), data.bound,
                       std::vector<int64_t>(data.shape,
                                            data.shape + data.rank_of_shape)};
       if (std::string error = checkTextKey(key, sequence); !error.empty())
@@ -64,7 +78,7 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
                          path, data.key, dtypeOf(data.element),
                          fmt::join(data.shape, data.shape + data.rank_of_shape,
                                    ", "));
-    if (data.element != ZBC_RT_F32) {
+    if (isIndexElement(data.element)) {
       // Integer data must be in range for the ops that read it.
       int64_t n = static_cast<int64_t>(t.data.size()) /
                   (data.element == ZBC_RT_I32 ? 4 : 8);
@@ -107,10 +121,15 @@ void DataSource::fill(int32_t index, const BatchPosition &at, char *dst,
   case Kind::Synthetic: {
     Generator gen(dataSeed(seed_, at.batch, at.microbatches, at.microbatch),
                   data.key);
-    int64_t n = bytes / (data.element == ZBC_RT_I64 ? 8 : 4);
+    int64_t n = bytes / (data.element == ZBC_RT_I64  ? 8
+                         : data.element == ZBC_RT_BF16 ? 2
+                                                       : 4);
     for (int64_t i = 0; i < n; ++i) {
       if (data.element == ZBC_RT_F32)
         reinterpret_cast<float *>(dst)[i] = static_cast<float>(gen.floatData());
+      else if (data.element == ZBC_RT_BF16) // Note [bf16]: rounded once
+        reinterpret_cast<uint16_t *>(dst)[i] =
+            toBFloat16(static_cast<float>(gen.floatData()));
       else if (data.element == ZBC_RT_I32)
         reinterpret_cast<int32_t *>(dst)[i] =
             static_cast<int32_t>(gen.indexData(data.bound));

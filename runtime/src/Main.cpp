@@ -20,7 +20,6 @@
 #include "zbc/runtime/SafeTensors.h"
 #include "zbc/runtime/SyntheticData.h"
 
-#include <cblas.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -60,25 +59,23 @@ uint64_t argumentsFingerprint(int argc, char **argv) {
   return hash;
 }
 
-int64_t elementsOf(const int64_t *shape, int32_t rank) {
-  int64_t n = 1;
-  for (int32_t i = 0; i < rank; ++i)
-    n *= shape[i];
-  return n;
-}
-
-void initParams(zbc_rt_rank *rank) {
+std::string initParams(zbc_rt_rank *rank) {
   const zbc_rt_program &p = *rank->program;
+  std::vector<float> values;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
-    const zbc_rt_buffer &buffer = p.buffers[param.param];
-    auto *values = reinterpret_cast<float *>(rank->arena + buffer.offset);
+    const zbc_rt_buffer &weights = p.buffers[weightsOf(param)];
     Generator gen(rank->options.seed, std::string("param.") + param.name);
     auto kind = static_cast<InitKind>(param.init);
-    int64_t n = elementsOf(param.shape, param.rank_of_shape);
-    for (int64_t e = 0; e < n; ++e)
-      values[e] = static_cast<float>(gen.initValue(kind, param.scale));
+    values.resize(static_cast<size_t>(weights.bytes / 4));
+    for (float &value : values)
+      value = static_cast<float>(gen.initValue(kind, param.scale));
+    if (std::string error =
+            rank->device->write(weights.offset, values.data(), weights.bytes);
+        !error.empty())
+      return error;
   }
+  return refreshWorkingCopies(rank);
 }
 
 std::string saveParams(zbc_rt_rank *rank, const std::string &dir) {
@@ -87,12 +84,15 @@ std::string saveParams(zbc_rt_rank *rank, const std::string &dir) {
   TensorFile file;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
-    const zbc_rt_buffer &buffer = p.buffers[param.param];
+    const zbc_rt_buffer &buffer = p.buffers[weightsOf(param)];
     StoredTensor t;
     t.dtype = "F32";
     t.shape.assign(param.shape, param.shape + param.rank_of_shape);
-    t.data.assign(rank->arena + buffer.offset,
-                  rank->arena + buffer.offset + buffer.bytes);
+    t.data.resize(static_cast<size_t>(buffer.bytes));
+    if (std::string error =
+            rank->device->read(buffer.offset, t.data.data(), buffer.bytes);
+        !error.empty())
+      return error;
     file[param.name] = std::move(t);
   }
   return writeSafeTensors(fmt::format("{}/rank{}.safetensors", dir, p.rank),
@@ -129,12 +129,14 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   std::string error;
   // The command line, before MPI_Init may edit it.
   uint64_t arguments = argumentsFingerprint(argc, argv);
-  Transport *transport = createMPITransport(&argc, &argv, error);
-  if (!transport) {
+  Backend backend = createBackend(&argc, &argv, error);
+  if (!backend.transport) {
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
     return 1;
   }
+  Transport *transport = backend.transport;
   rank->transport.reset(transport);
+  rank->device.reset(backend.device);
   rank->watchdog.start(rank, transport->rank());
   // Every rank reaches each collective below, whatever failed before it,
   // so that all of them learn of a failure and none waits alone.
@@ -154,16 +156,16 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   if (!transport->allEqual(arguments) && error.empty())
     error = "the ranks of this job were started with different options "
             "(launch.sh gives every rank the same)";
+  if (error.empty() && !rank->device)
+    error = "no device for this rank (the backend found none)";
+  if (error.empty())
+    error = rank->device->allocate(p);
   if (error.empty()) {
-    void *memory = std::aligned_alloc(
-        64, static_cast<size_t>((p.arena_bytes + 63) / 64 * 64));
-    if (!memory)
-      error = fmt::format("cannot allocate the arena of {} bytes",
-                          p.arena_bytes);
-    else {
-      std::memset(memory, 0, static_cast<size_t>(p.arena_bytes));
-      rank->arena = static_cast<char *>(memory);
-    }
+    int64_t largest = 0; // the largest data tensor: its host staging
+    for (int32_t b = 0; b < p.buffer_count; ++b)
+      if (p.buffers[b].kind == ZBC_RT_DATA)
+        largest = std::max(largest, p.buffers[b].bytes);
+    rank->dataStaging.assign(static_cast<size_t>(largest), 0);
   }
   if (error.empty())
     error = rank->data.open(p, o.dataFile, o.seed);
@@ -171,7 +173,7 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   if (error.empty() && o.evalEvery && p.data_count && !text)
     error = "--eval-every needs text data (--data FILE with a held-out split)";
   if (error.empty())
-    error = transport->prepare(p, rank->arena);
+    error = transport->prepare(p, rank->device->arena());
   // Collective: every rank takes part, whatever failed before.
   if (std::string e = transport->prepareTied(p); error.empty())
     error = e;
@@ -188,8 +190,13 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   rank->profile.computeSeconds.assign(static_cast<size_t>(p.stages) * 4, 0.0);
   rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
   initOptimizer(rank);
-  openblas_set_num_threads(1); // one rank per core
-  initParams(rank);
+  error = initParams(rank);
+  if (!error.empty()) {
+    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
+    rank->watchdog.status("failed: " + error + "\n");
+    rank->watchdog.stop();
+    transport->abort(1);
+  }
   if (!o.resumeDir.empty()) {
     error = resumeFromCheckpoint(rank, log.firstStep);
     if (!error.empty()) {
@@ -229,6 +236,16 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   std::_Exit(1); // abort does not return; this says so to the compiler
 }
 
+/// A compute op's device time, into the profile (a GPU's events).
+void addComputeSeconds(void *context, int32_t op, double seconds) {
+  auto *rank = static_cast<zbc_rt_rank *>(context);
+  if (rank->evaluating)
+    return;
+  const zbc_rt_op &o = rank->program->ops[op];
+  rank->profile.computeSeconds[static_cast<size_t>(o.stage) * 4 + o.what] +=
+      seconds;
+}
+
 /// One pass of the order and its end: the outstanding transfers, the
 /// deferred optimizer steps, the ledger's sweep.
 void runOrder(zbc_rt_rank *rank, zbc_rt_step_fn step) {
@@ -251,6 +268,14 @@ void runOrder(zbc_rt_rank *rank, zbc_rt_step_fn step) {
     rank->profile.commSeconds += Profile::now() - waitBegin;
   if (finishOptimizerStep(rank) != ZBC_RT_OK)
     failRun(rank);
+  // A GPU ran the step's kernels behind the calls: their end, and the
+  // first failure any met, are known here.
+  if (std::string error = rank->device->synchronize(); !error.empty()) {
+    fail(rank, error);
+    failRun(rank);
+  }
+  rank->lossSum = rank->device->takeStepLoss();
+  rank->device->takeComputeSeconds(addComputeSeconds, rank);
   rank->ledger.endStep();
 }
 
@@ -457,7 +482,6 @@ extern "C" int zbc_rt_main(int argc, char **argv,
   }
   rank->watchdog.status("done\n");
   rank->watchdog.stop();
-  std::free(rank->arena);
   delete rank;
   return 0;
 }

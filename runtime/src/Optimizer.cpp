@@ -27,8 +27,9 @@
 namespace zbc::rt {
 namespace {
 
+/// A buffer's address on the device (fp32 unless it is a working copy).
 float *bufferAt(zbc_rt_rank *rank, int32_t id) {
-  return reinterpret_cast<float *>(rank->arena +
+  return reinterpret_cast<float *>(rank->device->arena() +
                                    rank->program->buffers[id].offset);
 }
 
@@ -36,12 +37,19 @@ double pick(double given, double fallback) {
   return std::isnan(given) ? fallback : given;
 }
 
-void applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
+/// The optimizer step of parameter `index`: its fp32 weights (the master
+/// of a bf16 parameter, whose working copy is refreshed), then its
+/// gradient zeroed for the next step.
+std::string applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
   const zbc_rt_program &p = *rank->program;
   const zbc_rt_param &param = p.params[index];
-  int64_t bytes = p.buffers[param.param].bytes;
+  int64_t bytes = p.buffers[param.grad].bytes;
   const Options &o = rank->options;
-  float *value = bufferAt(rank, param.param), *grad = bufferAt(rank, param.grad);
+  float *weights = bufferAt(rank, weightsOf(param));
+  float *grad = bufferAt(rank, param.grad);
+  void *copy = param.master >= 0 ? bufferAt(rank, param.param) : nullptr;
+  int32_t copyElement = p.buffers[param.param].element;
+  std::string error;
   if (!std::strcmp(p.optimizer, "adamw")) {
     cpu::AdamWConfig config;
     config.lr = rank->learningRate;
@@ -49,18 +57,24 @@ void applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
     config.beta2 = pick(o.beta2, config.beta2);
     config.epsilon = pick(o.epsilon, config.epsilon);
     config.weightDecay = pick(o.weightDecay, config.weightDecay);
-    cpu::adamw(value, grad, bufferAt(rank, param.state0),
-               bufferAt(rank, param.state1), bytes / 4, config, rank->step + 1,
-               gradScale);
+    error = rank->device->adamw(weights, grad, bufferAt(rank, param.state0),
+                                bufferAt(rank, param.state1), bytes / 4,
+                                config, rank->step + 1, gradScale, copy,
+                                copyElement);
   } else {
     cpu::SgdConfig config;
     config.lr = rank->learningRate;
     config.momentum = pick(o.momentum, config.momentum);
     config.weightDecay = pick(o.weightDecay, config.weightDecay);
-    cpu::sgdMomentum(value, grad, bufferAt(rank, param.state0), bytes / 4,
-                     config, gradScale);
+    error = rank->device->sgdMomentum(weights, grad,
+                                      bufferAt(rank, param.state0), bytes / 4,
+                                      config, gradScale, copy, copyElement);
   }
-  std::memset(grad, 0, static_cast<size_t>(bytes));
+  if (error.empty())
+    error = rank->device->zero(grad, bytes);
+  return error.empty() ? error
+                       : fmt::format("the update of '{}': {}", param.name,
+                                     error);
 }
 
 /// Its gradient is summed with other processes' before its update: over
@@ -118,16 +132,16 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
     if (std::string error = rank->transport->finishAllReduces(); !error.empty())
       return fail(rank, error);
   }
-  double sumOfSquares = 0;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
     if (!countsInNorm(rank, param))
       continue;
-    const float *grad = bufferAt(rank, param.grad);
-    int64_t n = p.buffers[param.grad].bytes / 4;
-    for (int64_t e = 0; e < n; ++e)
-      sumOfSquares += double(grad[e]) * double(grad[e]);
+    if (std::string error = rank->device->addSumOfSquares(
+            bufferAt(rank, param.grad), p.buffers[param.grad].bytes / 4);
+        !error.empty())
+      return fail(rank, error);
   }
+  double sumOfSquares = rank->device->takeSumOfSquares();
   if (rank->options.clipNorm > 0) {
     InsideMPI mpi(rank, "the all-reduce of the gradient norm");
     sumOfSquares = rank->transport->sumOverPipeline(sumOfSquares);
@@ -143,9 +157,26 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
       return fail(rank, fmt::format("the order never updated parameter '{}'",
                                     p.params[i].name));
     rank->updateDue[i] = 0;
-    applyUpdate(rank, i, scale);
+    if (std::string error = applyUpdate(rank, i, scale); !error.empty())
+      return fail(rank, error);
   }
   return ZBC_RT_OK;
+}
+
+std::string refreshWorkingCopies(zbc_rt_rank *rank) {
+  const zbc_rt_program &p = *rank->program;
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    const zbc_rt_param &param = p.params[i];
+    if (param.master < 0)
+      continue;
+    const zbc_rt_buffer &copy = p.buffers[param.param];
+    if (std::string error = rank->device->convertFromF32(
+            bufferAt(rank, param.master), bufferAt(rank, param.param),
+            copy.element, p.buffers[param.master].bytes / 4);
+        !error.empty())
+      return error;
+  }
+  return {};
 }
 
 } // namespace zbc::rt
@@ -176,6 +207,9 @@ extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
       return fail(rank, error);
     return ZBC_RT_OK;
   }
-  applyUpdate(rank, index, static_cast<float>(1.0 / p.microbatches));
+  if (std::string error =
+          applyUpdate(rank, index, static_cast<float>(1.0 / p.microbatches));
+      !error.empty())
+    return fail(rank, error);
   return ZBC_RT_OK;
 }

@@ -106,11 +106,14 @@ extern "C" zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
     rank->ledger.beginOp(p.ops[op].position);
   double begin = Profile::now();
   rank->timeline.begin(op, begin);
+  rank->device->computeBegins(op);
   zbc_rt_status status = phase(rank);
+  rank->device->computeEnds(op);
   rank->timeline.end(op, Profile::now());
   size_t slot = static_cast<size_t>(o.stage) * 4 + static_cast<size_t>(o.what);
   if (!rank->evaluating && slot < rank->profile.computeSeconds.size()) {
-    rank->profile.computeSeconds[slot] += Profile::now() - begin;
+    if (!rank->device->timesComputes()) // else at the step's end (Main.cpp)
+      rank->profile.computeSeconds[slot] += Profile::now() - begin;
     rank->profile.computeCount[slot] += again ? 0 : 1;
   }
   rank->ledger.endOp(); // again for a second phase: the sweep takes the max

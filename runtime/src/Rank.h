@@ -11,6 +11,7 @@
 #define ZBC_RUNTIME_RANK_H
 
 #include "DataSource.h"
+#include "Device.h"
 #include "Ledger.h"
 #include "Timeline.h"
 #include "Transport.h"
@@ -67,9 +68,10 @@ struct Profile {
 struct zbc_rt_rank {
   const zbc_rt_program *program = nullptr;
   zbc::rt::Options options;
-  char *arena = nullptr;
+  std::unique_ptr<zbc::rt::Device> device; // holds the arena, runs kernels
   zbc::rt::Ledger ledger;
   std::unique_ptr<zbc::rt::Transport> transport;
+  std::vector<char> dataStaging; // host bytes a data tensor is made in
   zbc::rt::DataSource data;
   int64_t step = 0;          // 0-based, of the training (a resumed run
                              // starts at its checkpoint's step)
@@ -113,6 +115,17 @@ void initOptimizer(zbc_rt_rank *rank);
 /// the step (all of them when gradients are clipped: the global norm needs
 /// every gradient first). Collective when clipping. Optimizer.cpp.
 zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank);
+
+/// The buffer holding a parameter's fp32 weights: its master copy if it
+/// has one (a bf16 parameter), else the parameter itself. What the
+/// optimizer steps, checkpoints and --save store, and initialisation sets.
+inline int32_t weightsOf(const zbc_rt_param &param) {
+  return param.master >= 0 ? param.master : param.param;
+}
+
+/// Rounds every bf16 parameter's master weights into its working copy
+/// (after initialisation or a resume wrote the masters). Optimizer.cpp.
+std::string refreshWorkingCopies(zbc_rt_rank *rank);
 
 /// Records `message` as the rank's failure, with where it happened (rank,
 /// op of the order, step), and returns ZBC_RT_ERROR.

@@ -161,15 +161,19 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
         for (StringRef key : phase.getYield().getKeyList())
           holdsLoss |= key == "loss";
     }
+    // (Note [Master weights] for what each holds.)
     for (ParamOp param : params)
       persist(keyOf(KeyKind::Param, param.getName()),
-              getNumBytes(param.getType()));
+              paramHoldingOf(param.getType()).param);
     for (ParamOp param : params)
       persist(keyOf(KeyKind::Grad, param.getName()),
-              getNumBytes(param.getType()));
+              paramHoldingOf(param.getType()).grad);
+    for (ParamOp param : params)
+      if (int64_t bytes = paramHoldingOf(param.getType()).master)
+        persist(masterKeyOf(param.getName()), bytes);
     for (ParamOp param : params)
       for (std::string &key : optimizerStateKeys(optimizer, param.getName()))
-        persist(std::move(key), getNumBytes(param.getType()));
+        persist(std::move(key), paramHoldingOf(param.getType()).stateCopy);
     if (holdsLoss)
       persist("loss", memory[r].lossAccumulator);
 

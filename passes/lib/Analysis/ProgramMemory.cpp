@@ -39,6 +39,23 @@ int64_t zbc::workspaceBytes(Operation *op) {
   return 0;
 }
 
+ParamHolding zbc::paramHoldingOf(Type paramType) {
+  auto type = cast<RankedTensorType>(paramType);
+  ParamHolding holding;
+  holding.param = getNumBytes(type);
+  int64_t f32 = type.getNumElements() * 4;
+  holding.grad = f32;
+  holding.stateCopy = f32;
+  if (isa<FloatType>(type.getElementType()) &&
+      type.getElementTypeBitWidth() < 32)
+    holding.master = f32;
+  return holding;
+}
+
+std::string zbc::masterKeyOf(StringRef name) {
+  return ("master." + name).str();
+}
+
 FailureOr<int> zbc::optimizerCopies(StringRef optimizer) {
   if (optimizer == "sgd")
     return 1;
@@ -71,8 +88,8 @@ struct StageInfo {
   int64_t paramBytes = 0;
   /// Each parameter it declares and its bytes: a parameter tied between
   /// two stages of one rank is held there once.
-  std::vector<std::pair<std::string, int64_t>> params;
-  int64_t lossBytes = 0; // one element of the loss, if the stage yields it
+  std::vector<std::pair<std::string, ParamHolding>> params;
+  int64_t lossBytes = 0; // the f32 loss accumulator, if the stage yields it
   int64_t fusedTemporaries = 0; // B then W as one BW (split stages only)
 };
 
@@ -97,7 +114,7 @@ StageInfo stageInfoOf(StageOp stage) {
   info.paramBytes = analyzeStage(stage).paramBytes;
   for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
     info.params.emplace_back(param.getName().str(),
-                             getNumBytes(param.getType()));
+                             paramHoldingOf(param.getType()));
   llvm::StringMap<size_t> indexOf;
   auto keyAt = [&](StringRef key, Type type) -> KeyInfo & {
     auto [it, inserted] = indexOf.try_emplace(key, info.keys.size());
@@ -119,7 +136,9 @@ StageInfo stageInfoOf(StageOp stage) {
                                        phase.getYield().getValues())) {
       KeyKind kind = PhaseKey::parse(key)->kind;
       if (kind == KeyKind::Loss) {
-        info.lossBytes = getNumBytes(value.getType());
+        // An accumulator, f32 whatever the loss's type (Note [Master
+        // weights]'s rule for accumulators).
+        info.lossBytes = 4;
         continue;
       }
       if (isActivationKey(kind))
@@ -289,13 +308,15 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     std::set<std::string> paramsHeld;
     for (int s = 0; s < p.numStages(); ++s)
       if (p.rankOfStage[s] == static_cast<int>(r)) {
-        for (const auto &[name, bytes] : stages[s].params)
-          if (paramsHeld.insert(name).second)
-            mem.params += bytes;
+        for (const auto &[name, holding] : stages[s].params)
+          if (paramsHeld.insert(name).second) {
+            mem.params += holding.param;
+            mem.grads += holding.grad;
+            mem.masters += holding.master;
+            mem.optimizerState += copies * holding.stateCopy;
+          }
         mem.lossAccumulator += stages[s].lossBytes;
       }
-    mem.grads = mem.params;
-    mem.optimizerState = copies * mem.params;
 
     auto add = [&](std::string name, const KeyInfo &key, int s, int j,
                    BufferRole role, int from, int until) {

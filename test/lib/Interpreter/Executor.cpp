@@ -4,7 +4,8 @@
 // tensor that enters a block, and every result a kernel returns, against the
 // IR type. The first check is the interpreter's contract with callers (feeds
 // of the wrong shape are reported, not read out of bounds); the second keeps
-// a kernel bug from flowing on silently.
+// a kernel bug from flowing on silently. Every tensor becomes a value's
+// through Executor::store, which applies Note [bf16] (see there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Interpreter/Kernels.h"
+#include "zbc/runtime/BFloat16.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -46,11 +48,42 @@ static LogicalResult checkType(Executor &ex, Operation *where,
   return success();
 }
 
+/// True for a tensor type of element type bf16.
+static bool isBFloat16Tensor(Type type) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  return tensorType && tensorType.getElementType().isBF16();
+}
+
+// Note [bf16] (zbc/runtime/BFloat16.h) holds here: every value whose IR
+// element type is bf16 holds bf16 values. Values enter a block only through
+// store: block arguments and leaves (params, inputs, received activations,
+// saved keys) when bound, each op's computed result, and zb.cut's
+// relabelled operands (already rounded; rounding is idempotent). So each op
+// computes in fp32 on bf16 operands and rounds its result once, to nearest
+// even, as the runtime's kernels do. zb.fill rounds its constant; integer
+// results (and f32 ones) are left as they are. What the caller holds
+// (feeds, a bf16 parameter's fp32 master weight, grad.* accumulators) is
+// never rounded: bind rounds its copy.
+//
+// Only at F32, the runtime's precision, of which the interpreter is the
+// oracle. At F64 (finite-difference gradient checks) bf16 computes exactly,
+// unrounded: a bf16 model then equals its f32 twin, and rounding steps
+// would swamp the differences those checks measure.
+void Executor::store(Value value, Tensor tensor) {
+  if (precision == Precision::F32 && tensor.isFloat() &&
+      isBFloat16Tensor(value.getType())) {
+    float *data = tensor.data<float>();
+    for (int64_t i = 0; i < tensor.numElements(); ++i)
+      data[i] = rt::roundToBFloat16(data[i]);
+  }
+  values[value] = std::move(tensor);
+}
+
 LogicalResult Executor::bind(Operation *where, Value value,
                              const Tensor &tensor, const llvm::Twine &what) {
   if (failed(checkType(*this, where, tensor, value.getType(), what)))
     return failure();
-  values[value] = tensor.cast(precision);
+  store(value, tensor.cast(precision));
   return success();
 }
 
@@ -65,10 +98,8 @@ LogicalResult Executor::execute(Operation *op) {
       return error(op) << "reads a value the interpreter has not computed";
   // A cut only relabels its operands as the next stage's values.
   if (auto cut = dyn_cast<zb::CutOp>(op)) {
-    for (auto [in, out] : llvm::zip(cut.getInputs(), cut.getOutputs())) {
-      Tensor copy = *lookup(in);
-      values[out] = std::move(copy);
-    }
+    for (auto [in, out] : llvm::zip(cut.getInputs(), cut.getOutputs()))
+      store(out, *lookup(in));
     return success();
   }
   if (op->getNumResults() != 1)
@@ -79,7 +110,7 @@ LogicalResult Executor::execute(Operation *op) {
   if (failed(checkType(*this, op, *result, op->getResult(0).getType(),
                        "(interpreter bug) its computed result")))
     return failure();
-  values[op->getResult(0)] = std::move(*result);
+  store(op->getResult(0), std::move(*result));
   return success();
 }
 

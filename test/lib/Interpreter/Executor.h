@@ -31,7 +31,8 @@ public:
   /// An error at `op`'s location: "<context>'zb.foo' op ...".
   mlir::InFlightDiagnostic error(mlir::Operation *op);
 
-  /// Makes `tensor`, converted to the run's precision, the value of `value`,
+  /// Makes `tensor`, converted to the run's precision (and rounded to bf16
+  /// if `value` is a bf16 tensor, Note [bf16] at store), the value of `value`,
   /// after checking it against `value`'s type; on a mismatch, reports at
   /// `where` that `what` (e.g. "feed 'input.x'") does not fit.
   mlir::LogicalResult bind(mlir::Operation *where, mlir::Value value,
@@ -48,6 +49,9 @@ public:
 
 private:
   mlir::FailureOr<Tensor> compute(mlir::Operation *op);
+  /// Makes `tensor` the value of `value`; the one place Note [bf16] is
+  /// applied (Executor.cpp).
+  void store(mlir::Value value, Tensor tensor);
 
   Precision precision;
   std::string context;

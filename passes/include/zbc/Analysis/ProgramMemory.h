@@ -9,9 +9,10 @@
 //
 // Note [Program memory]
 // A rank holds, for the whole step:
-//   parameters (every param of its stages), their gradient accumulators (as
-//   many bytes again), optimizer state ("sgd": one copy, momentum; "adamw":
-//   two), and the loss accumulator of the last stage (one element);
+//   parameters (every param of its stages), their gradient accumulators,
+//   the f32 master copies of bf16 ones, optimizer state ("sgd": one copy,
+//   momentum; "adamw": two), all f32 (Note [Master weights] below), and the
+//   loss accumulator of the last stage (one f32);
 // and, per buffer, from the op where it appears to the op where it goes:
 //   a received tensor (in.I, d_out.I): from its recv (or group) until the
 //     last phase of its stage that reads it;
@@ -74,8 +75,24 @@ struct BufferLife {
   }
 };
 
+/// Note [Master weights]
+/// Beside each parameter a rank holds its gradient accumulator and its
+/// optimizer state, in f32 whatever the parameter's type; a parameter of a
+/// float type narrower than f32 (bf16) also has an f32 master copy, which
+/// the optimizer steps, the parameter being its rounded working copy (what
+/// the phases read). Checkpoints, --save and initialisation hold the
+/// master. The memory model, the memory plan ("master.<name>") and the
+/// runtime's tables all take these figures from here.
+struct ParamHolding {
+  int64_t param = 0, grad = 0, master = 0, stateCopy = 0; // bytes
+};
+ParamHolding paramHoldingOf(mlir::Type paramType);
+/// The memory plan's key of a parameter's master copy.
+std::string masterKeyOf(llvm::StringRef name);
+
 struct RankMemory {
-  int64_t params = 0, grads = 0, optimizerState = 0, lossAccumulator = 0;
+  int64_t params = 0, grads = 0, masters = 0, optimizerState = 0,
+          lossAccumulator = 0;
   std::vector<BufferLife> buffers;
   /// Per position: the index (in the model's rank ops) of the op there, and
   /// the temporaries it needs while it runs (0 for transfers and groups).
@@ -87,7 +104,7 @@ struct RankMemory {
   int peakAt = 0; // position of the first op at the peak
 
   int64_t persistent() const {
-    return params + grads + optimizerState + lossAccumulator;
+    return params + grads + masters + optimizerState + lossAccumulator;
   }
 };
 

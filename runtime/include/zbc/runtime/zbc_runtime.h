@@ -20,7 +20,9 @@
  *    measures each rank's live bytes the way Note [Program memory] counts
  *    them, so the measured peak can be set beside the verifier's.
  *
- * The runtime links no LLVM or MLIR. Backends: CPU (OpenBLAS, MPI).
+ * The runtime links no LLVM or MLIR. Backends (runtime/src/Device.h): CPU
+ * (libzbc_runtime: OpenBLAS, MPI) and CUDA (libzbc_runtime_cuda: cuBLASLt,
+ * NCCL over MPI); the same generated program links either.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef ZBC_RUNTIME_ZBC_RUNTIME_H
@@ -67,8 +69,8 @@ enum {
   ZBC_RT_WORKSPACE = 8 /* a kernel's workspace, in its compute's scratch */
 };
 
-/* Element types. */
-enum { ZBC_RT_F32 = 0, ZBC_RT_I32 = 1, ZBC_RT_I64 = 2 };
+/* Element types (bf16: Note [bf16] in zbc/runtime/BFloat16.h). */
+enum { ZBC_RT_F32 = 0, ZBC_RT_I32 = 1, ZBC_RT_I64 = 2, ZBC_RT_BF16 = 3 };
 
 typedef struct zbc_rt_buffer {
   const char *name; /* "param.fc0.weight", "F.0 of stage 1 mb 3", ... */
@@ -114,6 +116,9 @@ typedef struct zbc_rt_param {
   const char *name;      /* as in the model: "fc0.weight" */
   int32_t param, grad;   /* buffer ids */
   int32_t state0, state1; /* optimizer state (-1 if none) */
+  int32_t master;        /* a bf16 parameter's fp32 master weights, which
+                            the optimizer steps (param is their bf16
+                            working copy); -1 for an fp32 parameter */
   int32_t init;          /* 0 zeros, 1 ones, 2 normal, 3 uniform */
   double scale;          /* normal's sigma, uniform's bound */
   int32_t rank_of_shape; /* dims in `shape` */

@@ -46,7 +46,11 @@ using TensorMap = std::map<std::string, Tensor>;
 //===----------------------------------------------------------------------===//
 //
 // In all three, float feeds of the other precision are converted to
-// `precision` when bound, and every result is in `precision`.
+// `precision` when bound, and every result is in `precision`. At F32, a
+// value of IR type bf16 is rounded to bf16 when bound and when computed
+// (Note [bf16], Executor.cpp); the caller's tensors are not: a bf16
+// parameter's entry in `params` is its fp32 master weight, and grad.* sums
+// stay fp32.
 
 /// Runs the forward of a whole model (zb.cut is the identity) on one
 /// microbatch. `feeds` holds "input.NAME", "label.NAME" and "param.NAME" for

@@ -24,7 +24,9 @@ namespace zbc::interp {
 
 /// The arithmetic every float op of a run is carried out in. The element type
 /// the IR declares (f16, bf16, f32, f64) does not change it: the interpreter
-/// is an oracle, and the caller picks how exact it must be.
+/// is an oracle, and the caller picks how exact it must be. One exception,
+/// to match the runtime: at F32, values of IR type bf16 are rounded to bf16
+/// (Note [bf16], Executor.cpp); they are still stored as float.
 enum class Precision { F32, F64 };
 
 enum class ElementKind { Float, Int };

@@ -1,0 +1,195 @@
+//===- Device.h - where a rank's arena lives and its kernels run -*- C++ -*-===//
+//
+// The runtime's second seam beside Transport.h: one implementation per
+// backend, the CPU's (cpu/CpuDevice.cpp: host memory, the kernels of
+// cpu/kernels/Kernels.h, bf16 widened to fp32 around each call) and the
+// GPU's (cuda/CudaDevice.cpp: device memory, cuBLASLt and own kernels, a
+// compute stream). Everything above it (Main, Rank, Optimizer, Checkpoint,
+// the ledger and the checks of KernelCalls.cpp) is the same code for both.
+//
+// Contract:
+//  - Pointers into the arena (`arena() + offset`) are the device's: host
+//    code never dereferences them; it reads and writes through read/write.
+//  - Kernel calls and optimizer steps may return before they finish (the
+//    GPU queues them on its compute stream in call order); `synchronize`
+//    waits for all of them and returns the first failure any of them met.
+//    A CPU call finishes before it returns, and its failure is its result.
+//  - `element` is the element type of a call's float tensors (ZBC_RT_F32 or
+//    ZBC_RT_BF16, Note [bf16]); accumulators, master weights and optimizer
+//    state are fp32 (named `float *`).
+//  - No call allocates after `allocate`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_RUNTIME_DEVICE_H
+#define ZBC_RUNTIME_DEVICE_H
+
+#include "cpu/kernels/Kernels.h"
+
+#include "zbc/runtime/zbc_runtime.h"
+
+#include <cstdint>
+#include <string>
+
+namespace zbc::rt {
+
+class Transport;
+
+/// An index tensor's element type and data.
+struct Indices {
+  const void *data;
+  int32_t element; // ZBC_RT_I32 or ZBC_RT_I64
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  /// "cpu" or "cuda".
+  virtual const char *name() const = 0;
+
+  /// Allocates the zeroed arena of `program` and what its kernels need
+  /// beside it (staging, workspaces, streams).
+  virtual std::string allocate(const zbc_rt_program &program) = 0;
+  virtual char *arena() = 0;
+  /// Copies between host memory and the arena (synchronous).
+  virtual std::string write(int64_t offset, const void *host,
+                            int64_t bytes) = 0;
+  virtual std::string read(int64_t offset, void *host, int64_t bytes) = 0;
+  /// Waits for every call made so far; their first failure, if any.
+  virtual std::string synchronize() = 0;
+
+  /// Whether the device times the compute ops itself (a GPU, with events;
+  /// the host's clock around a call measures only the launches), and the
+  /// marks around each: computeEnds after each call of its phase (twice
+  /// for a fused BW's B then W).
+  virtual bool timesComputes() const { return false; }
+  virtual void computeBegins(int32_t op) { (void)op; }
+  virtual void computeEnds(int32_t op) { (void)op; }
+  /// Hands each compute op's time since the last call to `add` (after
+  /// synchronize); nothing unless timesComputes.
+  virtual void takeComputeSeconds(void (*add)(void *, int32_t op, double),
+                                  void *context) {
+    (void)add;
+    (void)context;
+  }
+
+  //===--- the zb ops (Kernels.h's math) -------------------------------===//
+  virtual std::string linear(int32_t element, const void *x, const void *w,
+                             void *y, int64_t rows, int64_t in,
+                             int64_t out) = 0;
+  virtual std::string matmul(int32_t element, const void *a, const void *b,
+                             void *c, int64_t batch, int64_t m, int64_t k,
+                             int64_t n) = 0;
+  virtual std::string biasAdd(int32_t element, const void *x,
+                              const void *bias, void *y, int64_t rows,
+                              int64_t n) = 0;
+  virtual std::string add(int32_t element, const void *a, const void *b,
+                          void *y, int64_t n) = 0;
+  virtual std::string relu(int32_t element, const void *x, void *y,
+                           int64_t n) = 0;
+  virtual std::string transpose(int32_t element, const void *x, void *y,
+                                int64_t rows, int64_t cols) = 0;
+  virtual std::string gelu(int32_t element, const void *x, void *y,
+                           int64_t n) = 0;
+  virtual std::string layerNorm(int32_t element, const void *x,
+                                const void *gamma, const void *beta, void *y,
+                                int64_t rows, int64_t n, float epsilon) = 0;
+  virtual std::string embedding(int32_t element, Indices indices,
+                                const void *table, void *y, int64_t count,
+                                int64_t vocab, int64_t h) = 0;
+  /// `workspace` holds `workspaceBytes` (the memory plan's figure).
+  virtual std::string causalAttention(int32_t element, const void *qkv,
+                                      void *out, void *workspace,
+                                      int64_t workspaceBytes, int64_t batch,
+                                      int64_t seq, int64_t hidden,
+                                      int64_t heads) = 0;
+  virtual std::string crossEntropy(int32_t element, const void *logits,
+                                   Indices labels, void *loss, int64_t rows,
+                                   int64_t classes) = 0;
+  virtual std::string fill(int32_t element, void *y, int64_t n,
+                           float value) = 0;
+  virtual std::string linearGradInput(int32_t element, const void *dy,
+                                      const void *w, void *dx, int64_t rows,
+                                      int64_t in, int64_t out) = 0;
+  virtual std::string linearGradWeight(int32_t element, const void *x,
+                                       const void *dy, void *dw, int64_t rows,
+                                       int64_t in, int64_t out) = 0;
+  virtual std::string matmulGradLhs(int32_t element, const void *dc,
+                                    const void *b, void *da, int64_t batch,
+                                    int64_t m, int64_t k, int64_t n) = 0;
+  virtual std::string matmulGradRhs(int32_t element, const void *a,
+                                    const void *dc, void *db, int64_t batch,
+                                    int64_t m, int64_t k, int64_t n) = 0;
+  virtual std::string biasGrad(int32_t element, const void *dy, void *db,
+                               int64_t rows, int64_t n) = 0;
+  virtual std::string reluGrad(int32_t element, const void *dy, const void *x,
+                               void *dx, int64_t n) = 0;
+  virtual std::string geluGrad(int32_t element, const void *dy, const void *x,
+                               void *dx, int64_t n) = 0;
+  virtual std::string layerNormGradInput(int32_t element, const void *dy,
+                                         const void *x, const void *gamma,
+                                         void *dx, int64_t rows, int64_t n,
+                                         float epsilon) = 0;
+  virtual std::string layerNormGradGamma(int32_t element, const void *dy,
+                                         const void *x, void *dgamma,
+                                         int64_t rows, int64_t n,
+                                         float epsilon) = 0;
+  virtual std::string embeddingGrad(int32_t element, Indices indices,
+                                    const void *dy, void *dtable,
+                                    int64_t count, int64_t vocab,
+                                    int64_t h) = 0;
+  virtual std::string causalAttentionGrad(int32_t element, const void *dout,
+                                          const void *qkv, void *dqkv,
+                                          void *workspace,
+                                          int64_t workspaceBytes,
+                                          int64_t batch, int64_t seq,
+                                          int64_t hidden, int64_t heads) = 0;
+  virtual std::string crossEntropyGrad(int32_t element, const void *logits,
+                                       Indices labels, const void *dloss,
+                                       void *dlogits, int64_t rows,
+                                       int64_t classes) = 0;
+
+  //===--- accumulation and the loss -----------------------------------===//
+  /// acc += x (x of `element`).
+  virtual std::string accumulate(float *acc, int32_t element, const void *x,
+                                 int64_t n) = 0;
+  /// *accumulator += *value, and the step's loss (takeStepLoss) too.
+  virtual std::string addLoss(int32_t element, const void *value,
+                              float *accumulator) = 0;
+  /// The sum of addLoss's values since the last call (after synchronize).
+  virtual double takeStepLoss() = 0;
+
+  //===--- optimizer steps (fp32 weights: a parameter or its master) ----===//
+  /// One step on `weights`; then, if `copy` is non-null, the weights
+  /// rounded to `copyElement` into it (a bf16 parameter's working copy).
+  virtual std::string sgdMomentum(float *weights, const float *grad,
+                                  float *momentum, int64_t n,
+                                  const cpu::SgdConfig &config,
+                                  float gradScale, void *copy,
+                                  int32_t copyElement) = 0;
+  virtual std::string adamw(float *weights, const float *grad, float *m,
+                            float *v, int64_t n, const cpu::AdamWConfig &config,
+                            int64_t step, float gradScale, void *copy,
+                            int32_t copyElement) = 0;
+  /// y (of `element`) = x rounded (a working copy from its master).
+  virtual std::string convertFromF32(const float *x, void *y, int32_t element,
+                                     int64_t n) = 0;
+  virtual std::string zero(void *data, int64_t bytes) = 0;
+  /// Adds the squares of grad's elements to a sum that takeSumOfSquares
+  /// returns and resets (after synchronize).
+  virtual std::string addSumOfSquares(const float *grad, int64_t n) = 0;
+  virtual double takeSumOfSquares() = 0;
+};
+
+/// The backend this runtime library was built for (one definition per
+/// backend: cpu/CpuBackend.cpp or cuda/CudaBackend.cpp): its transport,
+/// started as `mpirun` started this process, and its device. On failure
+/// both are null and `error` says why ("no CUDA device", ...).
+struct Backend {
+  Transport *transport = nullptr;
+  Device *device = nullptr;
+};
+Backend createBackend(int *argc, char ***argv, std::string &error);
+
+} // namespace zbc::rt
+
+#endif // ZBC_RUNTIME_DEVICE_H
