@@ -1,0 +1,693 @@
+//===- KernelCheck.cu - the CUDA kernels against the CPU kernels ----------===//
+//
+// zbc-cuda-kernel-check: runs every function of CudaKernels.h on seeded
+// random inputs and compares it with the CPU kernel of the same name
+// (runtime/src/cpu/kernels/Kernels.h, the oracle), in fp32 and bf16, at
+// small shapes (an odd one included, and one that takes attention's tensor
+// core path with S not a multiple of its tiles) and at one realistic shape
+// (h 1024, S 512, heads 8); then times linear, linearGradInput,
+// linearGradWeight and attention forward/backward at h 4096, S 2048, bf16.
+// Prints one "PASS"/"FAIL" line per check (and "TIME" lines), exits 1 on any
+// FAIL, 2 when there is no CUDA device.
+//
+// bf16 checks give the CPU kernel the bf16-rounded inputs and round its
+// results (Note [bf16]), so both sides compute in fp32 from the same values.
+//
+// The error of a check is normwise: max |gpu - cpu| / max |cpu|, so that
+// elements that cancel to ~0 (GEMM and attention outputs) do not dominate.
+// Thresholds, and why:
+//  - fp32 elementwise (the same float operations, -fmad=false): 1e-6; the
+//    expected error is 0 (logf may differ from glibc's by an ulp).
+//  - fp32 reductions (layerNorm, column sums, losses): 1e-5: only the
+//    summation order differs, ~sqrt(n) eps.
+//  - fp32 GEMMs: 2e-5: cuBLASLt's and OpenBLAS's accumulation orders differ
+//    (K up to 1024: ~sqrt(K) eps relative to the output's magnitude).
+//  - fp32 attention: 2e-5 forward; 1e-4 backward (dS = P (dP - D) cancels,
+//    and D is computed as dO . O rather than rowsum(dP P)).
+//  - bf16: one bf16 ulp is 2^-8..2^-7 relative: 2^-8 normwise for the
+//    elementwise ops (expected: the same bits), 1e-2 (~2 ulps of the
+//    largest element) for reductions, GEMMs and the attention forward, 2e-2
+//    for the attention backward, whose tensor-core path rounds P and dS to
+//    bf16 before the second products (as FlashAttention does).
+//  - optimizers: at most 1 ulp on every element (expected: the same bits).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaKernels.h"
+#include "Kernels.h"
+#include "zbc/runtime/BFloat16.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace cpu = zbc::rt::cpu;
+namespace gpu = zbc::rt::cuda;
+using gpu::Dtype;
+using gpu::IndexType;
+
+namespace {
+
+#define CHECK_CUDA(call)                                                       \
+  do {                                                                         \
+    cudaError_t err_ = (call);                                                 \
+    if (err_ != cudaSuccess) {                                                 \
+      std::fprintf(stderr, "kernel-check: %s:%d: %s: %s\n", __FILE__,          \
+                   __LINE__, #call, cudaGetErrorString(err_));                 \
+      std::exit(3);                                                            \
+    }                                                                          \
+  } while (0)
+
+int failures = 0;
+cudaStream_t stream = nullptr;
+gpu::Gemm *theGemm = nullptr;
+
+/// A device buffer of `bytes`, freed at scope exit.
+struct Buffer {
+  void *ptr = nullptr;
+  explicit Buffer(size_t bytes) {
+    CHECK_CUDA(cudaMalloc(&ptr, bytes < 16 ? 16 : bytes));
+    CHECK_CUDA(cudaMemset(ptr, 0, bytes < 16 ? 16 : bytes));
+  }
+  ~Buffer() { cudaFree(ptr); }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  template <typename T> T *as() const { return static_cast<T *>(ptr); }
+};
+
+const char *name(Dtype dtype) { return dtype == Dtype::F32 ? "f32" : "bf16"; }
+
+std::vector<float> random(std::mt19937 &rng, int64_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// Rounds every element to bf16 for a bf16 check (the values both sides see).
+void roundFor(Dtype dtype, std::vector<float> &v) {
+  if (dtype == Dtype::BF16)
+    for (float &x : v)
+      x = zbc::rt::roundToBFloat16(x);
+}
+
+Buffer *upload(Dtype dtype, const std::vector<float> &v) {
+  auto *buffer = new Buffer(v.size() * gpu::bytesOf(dtype));
+  if (dtype == Dtype::F32) {
+    CHECK_CUDA(cudaMemcpy(buffer->ptr, v.data(), v.size() * 4,
+                          cudaMemcpyHostToDevice));
+  } else {
+    std::vector<uint16_t> bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      bits[i] = zbc::rt::toBFloat16(v[i]);
+    CHECK_CUDA(cudaMemcpy(buffer->ptr, bits.data(), v.size() * 2,
+                          cudaMemcpyHostToDevice));
+  }
+  return buffer;
+}
+
+std::vector<float> download(Dtype dtype, const void *ptr, int64_t n) {
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<float> v(static_cast<size_t>(n));
+  if (dtype == Dtype::F32) {
+    CHECK_CUDA(cudaMemcpy(v.data(), ptr, v.size() * 4, cudaMemcpyDeviceToHost));
+  } else {
+    std::vector<uint16_t> bits(v.size());
+    CHECK_CUDA(
+        cudaMemcpy(bits.data(), ptr, v.size() * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = zbc::rt::fromBFloat16(bits[i]);
+  }
+  return v;
+}
+
+template <typename I> Buffer *uploadIndices(const std::vector<I> &v) {
+  auto *buffer = new Buffer(v.size() * sizeof(I));
+  CHECK_CUDA(cudaMemcpy(buffer->ptr, v.data(), v.size() * sizeof(I),
+                        cudaMemcpyHostToDevice));
+  return buffer;
+}
+
+/// Reports max |gpu - cpu| / max |cpu| against `tolerance` (the CPU result
+/// rounded to bf16 first for a bf16 check).
+void report(const std::string &what, Dtype dtype, cudaError_t launch,
+            const std::vector<float> &got, std::vector<float> want,
+            double tolerance) {
+  roundFor(dtype, want);
+  double maxDiff = 0.0, maxRef = 0.0;
+  bool finite = true;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!std::isfinite(got[i]) && std::isfinite(want[i]))
+      finite = false;
+    maxDiff = std::max(maxDiff, std::fabs(double(got[i]) - double(want[i])));
+    maxRef = std::max(maxRef, std::fabs(double(want[i])));
+  }
+  double err = maxRef > 0.0 ? maxDiff / maxRef : maxDiff;
+  bool pass = launch == cudaSuccess && finite && err <= tolerance;
+  if (!pass)
+    ++failures;
+  std::printf("%s %-44s %-4s err %.3e (tol %.1e)%s%s\n", pass ? "PASS" : "FAIL",
+              what.c_str(), name(dtype), err, tolerance,
+              launch == cudaSuccess ? "" : " launch: ",
+              launch == cudaSuccess ? "" : cudaGetErrorString(launch));
+  std::fflush(stdout);
+}
+
+/// Distance in units in the last place between two floats.
+int64_t ulps(float a, float b) {
+  if (a == b)
+    return 0;
+  if (std::isnan(a) || std::isnan(b))
+    return INT64_MAX;
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  int64_t la = ia < 0 ? int64_t(INT32_MIN) - ia : ia;
+  int64_t lb = ib < 0 ? int64_t(INT32_MIN) - ib : ib;
+  return la > lb ? la - lb : lb - la;
+}
+
+void reportUlps(const std::string &what, cudaError_t launch,
+                const std::vector<float> &got, const std::vector<float> &want,
+                int64_t allowed) {
+  int64_t worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, ulps(got[i], want[i]));
+  bool pass = launch == cudaSuccess && worst <= allowed;
+  if (!pass)
+    ++failures;
+  std::printf("%s %-44s f32  max %lld ulp (allowed %lld)\n",
+              pass ? "PASS" : "FAIL", what.c_str(),
+              static_cast<long long>(worst), static_cast<long long>(allowed));
+  std::fflush(stdout);
+}
+
+struct Shape {
+  const char *label;
+  int64_t rows, h, out, heads, B, S, vocab, batch;
+};
+
+double tolerance(Dtype dtype, double f32, double bf16) {
+  return dtype == Dtype::F32 ? f32 : bf16;
+}
+
+//===----------------------------------------------------------------------===//
+// The op checks of one (shape, dtype)
+//===----------------------------------------------------------------------===//
+
+void checkGemms(const Shape &s, Dtype dt, std::mt19937 &rng) {
+  const double tol = tolerance(dt, 2e-5, 1e-2);
+  const std::string at = std::string(" ") + s.label;
+  const int64_t rows = s.rows, in = s.h, out = s.out;
+  auto x = random(rng, rows * in, -1, 1), w = random(rng, in * out, -1, 1),
+       dy = random(rng, rows * out, -1, 1);
+  roundFor(dt, x), roundFor(dt, w), roundFor(dt, dy);
+  std::unique_ptr<Buffer> dX(upload(dt, x)), dW(upload(dt, w)),
+      dDy(upload(dt, dy));
+  Buffer y(rows * out * 4), dx(rows * in * 4), dw(in * out * 4);
+  std::vector<float> ref(rows * out), refDx(rows * in), refDw(in * out);
+
+  cudaError_t e = gpu::linear(*theGemm, dt, dX->ptr, dW->ptr, y.ptr, rows, in,
+                              out, stream);
+  cpu::linear(x.data(), w.data(), ref.data(), rows, in, out);
+  report("linear" + at, dt, e, download(dt, y.ptr, rows * out), ref, tol);
+
+  e = gpu::linearGradInput(*theGemm, dt, dDy->ptr, dW->ptr, dx.ptr, rows, in,
+                           out, stream);
+  cpu::linearGradInput(dy.data(), w.data(), refDx.data(), rows, in, out);
+  report("linearGradInput" + at, dt, e, download(dt, dx.ptr, rows * in), refDx,
+         tol);
+
+  e = gpu::linearGradWeight(*theGemm, dt, dX->ptr, dDy->ptr, dw.ptr, rows, in,
+                            out, stream);
+  cpu::linearGradWeight(x.data(), dy.data(), refDw.data(), rows, in, out);
+  report("linearGradWeight" + at, dt, e, download(dt, dw.ptr, in * out), refDw,
+         tol);
+
+  // Batched: a [batch, M, K] @ b [batch, K, N].
+  const int64_t batch = s.batch, M = s.S, K = s.h / s.heads + 1, N = s.S + 1;
+  auto a = random(rng, batch * M * K, -1, 1), b = random(rng, batch * K * N, -1, 1),
+       dc = random(rng, batch * M * N, -1, 1);
+  roundFor(dt, a), roundFor(dt, b), roundFor(dt, dc);
+  std::unique_ptr<Buffer> dA(upload(dt, a)), dB(upload(dt, b)),
+      dDc(upload(dt, dc));
+  Buffer c(batch * M * N * 4), da(batch * M * K * 4), db(batch * K * N * 4);
+  std::vector<float> refC(batch * M * N), refDa(batch * M * K),
+      refDb(batch * K * N);
+  e = gpu::matmul(*theGemm, dt, dA->ptr, dB->ptr, c.ptr, batch, M, K, N,
+                  stream);
+  cpu::matmul(a.data(), b.data(), refC.data(), batch, M, K, N);
+  report("matmul" + at, dt, e, download(dt, c.ptr, batch * M * N), refC, tol);
+  e = gpu::matmulGradLhs(*theGemm, dt, dDc->ptr, dB->ptr, da.ptr, batch, M, K,
+                         N, stream);
+  cpu::matmulGradLhs(dc.data(), b.data(), refDa.data(), batch, M, K, N);
+  report("matmulGradLhs" + at, dt, e, download(dt, da.ptr, batch * M * K),
+         refDa, tol);
+  e = gpu::matmulGradRhs(*theGemm, dt, dA->ptr, dDc->ptr, db.ptr, batch, M, K,
+                         N, stream);
+  cpu::matmulGradRhs(a.data(), dc.data(), refDb.data(), batch, M, K, N);
+  report("matmulGradRhs" + at, dt, e, download(dt, db.ptr, batch * K * N),
+         refDb, tol);
+}
+
+void checkElementwise(const Shape &s, Dtype dt, std::mt19937 &rng) {
+  const double tol = tolerance(dt, 1e-6, 1.0 / 256);
+  const std::string at = std::string(" ") + s.label;
+  const int64_t rows = s.rows, n = s.h, total = rows * n;
+  auto x = random(rng, total, -4, 4), x2 = random(rng, total, -1, 1),
+       bias = random(rng, n, -1, 1);
+  roundFor(dt, x), roundFor(dt, x2), roundFor(dt, bias);
+  std::unique_ptr<Buffer> dX(upload(dt, x)), dX2(upload(dt, x2)),
+      dBias(upload(dt, bias));
+  Buffer y(total * 4);
+  std::vector<float> ref(total);
+
+  cudaError_t e = gpu::biasAdd(dt, dX->ptr, dBias->ptr, y.ptr, rows, n, stream);
+  cpu::biasAdd(x.data(), bias.data(), ref.data(), rows, n);
+  report("biasAdd" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::add(dt, dX->ptr, dX2->ptr, y.ptr, total, stream);
+  cpu::add(x.data(), x2.data(), ref.data(), total);
+  report("add" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::relu(dt, dX->ptr, y.ptr, total, stream);
+  cpu::relu(x.data(), ref.data(), total);
+  report("relu" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::gelu(dt, dX->ptr, y.ptr, total, stream);
+  cpu::gelu(x.data(), ref.data(), total);
+  report("gelu" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::reluGrad(dt, dX2->ptr, dX->ptr, y.ptr, total, stream);
+  cpu::reluGrad(x2.data(), x.data(), ref.data(), total);
+  report("reluGrad" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::geluGrad(dt, dX2->ptr, dX->ptr, y.ptr, total, stream);
+  cpu::geluGrad(x2.data(), x.data(), ref.data(), total);
+  report("geluGrad" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::transpose(dt, dX->ptr, y.ptr, rows, n, stream);
+  cpu::transpose(x.data(), ref.data(), rows, n);
+  report("transpose" + at, dt, e, download(dt, y.ptr, total), ref, 0.0);
+  e = gpu::fill(dt, y.ptr, total, 0.37f, stream);
+  cpu::fill(ref.data(), total, 0.37f);
+  report("fill" + at, dt, e, download(dt, y.ptr, total), ref, 0.0);
+  // In place, as the runtime may run it: y = gelu(y).
+  CHECK_CUDA(cudaMemcpy(y.ptr, dX->ptr, total * gpu::bytesOf(dt),
+                        cudaMemcpyDeviceToDevice));
+  e = gpu::gelu(dt, y.ptr, y.ptr, total, stream);
+  cpu::gelu(x.data(), ref.data(), total);
+  report("gelu in place" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  // Misaligned by one element: the scalar paths.
+  if (total > 2) {
+    e = gpu::add(dt, static_cast<char *>(dX->ptr) + gpu::bytesOf(dt),
+                 static_cast<char *>(dX2->ptr) + gpu::bytesOf(dt), y.ptr,
+                 total - 1, stream);
+    cpu::add(x.data() + 1, x2.data() + 1, ref.data(), total - 1);
+    report("add misaligned" + at, dt, e, download(dt, y.ptr, total - 1),
+           std::vector<float>(ref.begin(), ref.begin() + total - 1), tol);
+  }
+
+  // accumulate (acc fp32), convertFromF32, addScalar.
+  auto acc = random(rng, total, -1, 1);
+  std::unique_ptr<Buffer> dAcc(upload(Dtype::F32, acc));
+  e = gpu::accumulate(dAcc->as<float>(), dt, dX->ptr, total, stream);
+  std::vector<float> refAcc = acc;
+  cpu::accumulate(refAcc.data(), x.data(), total);
+  report("accumulate" + at, Dtype::F32, e,
+         download(Dtype::F32, dAcc->ptr, total), refAcc, 0.0);
+  e = gpu::convertFromF32(dt, dAcc->as<float>(), y.ptr, total, stream);
+  report("convertFromF32" + at, dt, e, download(dt, y.ptr, total), refAcc, 0.0);
+  std::unique_ptr<Buffer> dSum(upload(Dtype::F32, {1.5f}));
+  e = gpu::addScalar(dSum->as<float>(), dt, dX->ptr, stream);
+  report("addScalar" + at, Dtype::F32, e, download(Dtype::F32, dSum->ptr, 1),
+         {static_cast<float>(1.5 + double(x[0]))}, 0.0);
+  Buffer dSq(8);
+  double start = 0.25;
+  CHECK_CUDA(cudaMemcpy(dSq.ptr, &start, 8, cudaMemcpyHostToDevice));
+  e = gpu::addSumOfSquares(dAcc->as<float>(), total, dSq.as<double>(), stream);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  double got = 0.0, want = start;
+  CHECK_CUDA(cudaMemcpy(&got, dSq.ptr, 8, cudaMemcpyDeviceToHost));
+  for (float v : refAcc)
+    want += double(v * v);
+  report("addSumOfSquares" + at, Dtype::F32, e, {float(got - start)},
+         {float(want - start)}, 1e-6);
+}
+
+void checkNormalization(const Shape &s, Dtype dt, std::mt19937 &rng) {
+  const double tol = tolerance(dt, 1e-5, 1e-2);
+  const std::string at = std::string(" ") + s.label;
+  const int64_t rows = s.rows, n = s.h, total = rows * n;
+  const float eps = 1e-5f;
+  auto x = random(rng, total, -2, 3), dy = random(rng, total, -1, 1),
+       gamma = random(rng, n, 0.5f, 1.5f), beta = random(rng, n, -1, 1);
+  for (int64_t i = 0; i < total; ++i) // rows of mean ~ 10: the shift matters
+    x[i] += 10.0f;
+  roundFor(dt, x), roundFor(dt, dy), roundFor(dt, gamma), roundFor(dt, beta);
+  std::unique_ptr<Buffer> dX(upload(dt, x)), dDy(upload(dt, dy)),
+      dG(upload(dt, gamma)), dB(upload(dt, beta));
+  Buffer y(total * 4), col(n * 4);
+  std::vector<float> ref(total), refCol(n);
+  cudaError_t e = gpu::layerNorm(dt, dX->ptr, dG->ptr, dB->ptr, y.ptr, rows, n,
+                                 eps, stream);
+  cpu::layerNorm(x.data(), gamma.data(), beta.data(), ref.data(), rows, n, eps);
+  report("layerNorm" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::layerNormGradInput(dt, dDy->ptr, dX->ptr, dG->ptr, y.ptr, rows, n,
+                              eps, stream);
+  cpu::layerNormGradInput(dy.data(), x.data(), gamma.data(), ref.data(), rows,
+                          n, eps);
+  report("layerNormGradInput" + at, dt, e, download(dt, y.ptr, total), ref,
+         tol);
+  e = gpu::layerNormGradGamma(dt, dDy->ptr, dX->ptr, col.ptr, rows, n, eps,
+                              stream);
+  cpu::layerNormGradGamma(dy.data(), x.data(), refCol.data(), rows, n, eps);
+  report("layerNormGradGamma" + at, dt, e, download(dt, col.ptr, n), refCol,
+         tol);
+  e = gpu::biasGrad(dt, dDy->ptr, col.ptr, rows, n, stream);
+  cpu::biasGrad(dy.data(), refCol.data(), rows, n);
+  report("biasGrad" + at, dt, e, download(dt, col.ptr, n), refCol, tol);
+}
+
+template <typename I>
+void checkIndexOps(const Shape &s, Dtype dt, std::mt19937 &rng) {
+  const IndexType it = sizeof(I) == 4 ? IndexType::I32 : IndexType::I64;
+  const std::string at = std::string(" ") + s.label +
+                         (sizeof(I) == 4 ? " i32" : " i64");
+  const double tolR = tolerance(dt, 1e-5, 1e-2);
+  const int64_t count = s.rows, vocab = s.vocab, h = s.h;
+  std::uniform_int_distribution<int64_t> pick(0, vocab - 1);
+  std::vector<I> idx(count);
+  for (I &v : idx)
+    v = static_cast<I>(pick(rng));
+  if (count > 2)
+    idx[count - 1] = idx[0]; // a duplicate for embeddingGrad
+  auto table = random(rng, vocab * h, -1, 1), dy = random(rng, count * h, -1, 1);
+  roundFor(dt, table), roundFor(dt, dy);
+  std::unique_ptr<Buffer> dIdx(uploadIndices(idx)), dT(upload(dt, table)),
+      dDy(upload(dt, dy));
+  Buffer err(sizeof(gpu::DeviceIndexError)), y(count * h * 4),
+      dtab(vocab * h * 4);
+  auto *error = err.as<gpu::DeviceIndexError>();
+  std::vector<float> ref(count * h), refTab(vocab * h);
+  cpu::IndexError cpuError;
+
+  cudaError_t e = gpu::embedding(dt, it, dIdx->ptr, dT->ptr, y.ptr, count,
+                                 vocab, h, error, 7, stream);
+  cpu::embedding(idx.data(), table.data(), ref.data(), count, vocab, h,
+                 &cpuError);
+  report("embedding" + at, dt, e, download(dt, y.ptr, count * h), ref, 0.0);
+  e = gpu::embeddingGrad(dt, it, dIdx->ptr, dDy->ptr, dtab.ptr, count, vocab, h,
+                         error, 7, stream);
+  cpu::embeddingGrad(idx.data(), dy.data(), refTab.data(), count, vocab, h,
+                     &cpuError);
+  report("embeddingGrad" + at, dt, e, download(dt, dtab.ptr, vocab * h),
+         refTab, tolerance(dt, 0.0, 1.0 / 256));
+
+  // Cross entropy over `vocab` classes, labels idx.
+  const int64_t rows = count, classes = vocab;
+  auto logits = random(rng, rows * classes, -3, 3);
+  roundFor(dt, logits);
+  std::unique_ptr<Buffer> dL(upload(dt, logits)), dLoss(upload(dt, {0.0f})),
+      dScale(upload(dt, {0.75f}));
+  Buffer dlog(rows * classes * 4);
+  float refLoss = 0.0f;
+  e = gpu::crossEntropy(dt, it, dL->ptr, dIdx->ptr, dLoss->ptr, rows, classes,
+                        error, 7, stream);
+  cpu::crossEntropy(logits.data(), idx.data(), &refLoss, rows, classes,
+                    &cpuError);
+  report("crossEntropy" + at, dt, e, download(dt, dLoss->ptr, 1), {refLoss},
+         tolR);
+  std::vector<float> refDlog(rows * classes);
+  const float dloss = 0.75f;
+  e = gpu::crossEntropyGrad(dt, it, dL->ptr, dIdx->ptr, dScale->ptr, dlog.ptr,
+                            rows, classes, error, 7, stream);
+  cpu::crossEntropyGrad(logits.data(), idx.data(), &dloss, refDlog.data(), rows,
+                        classes, &cpuError);
+  report("crossEntropyGrad" + at, dt, e,
+         download(dt, dlog.ptr, rows * classes), refDlog, tolR);
+
+  // No error was recorded by any of the above.
+  gpu::DeviceIndexError host{};
+  CHECK_CUDA(cudaMemcpy(&host, error, sizeof host, cudaMemcpyDeviceToHost));
+  bool clean = host.found == 0;
+  if (!clean)
+    ++failures;
+  std::printf("%s %-44s %-4s found %d\n", clean ? "PASS" : "FAIL",
+              ("no index error" + at).c_str(), name(dt), host.found);
+
+  // A bad label (and a bad embedding index): recorded, clamped, no fault.
+  if (rows >= 2) {
+    std::vector<I> bad = idx;
+    bad[1] = static_cast<I>(classes + 5);
+    std::unique_ptr<Buffer> dBad(uploadIndices(bad));
+    CHECK_CUDA(cudaMemset(error, 0, sizeof(gpu::DeviceIndexError)));
+    e = gpu::crossEntropy(dt, it, dL->ptr, dBad->ptr, dLoss->ptr, rows, classes,
+                          error, 42, stream);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_CUDA(cudaMemcpy(&host, error, sizeof host, cudaMemcpyDeviceToHost));
+    bool ok = e == cudaSuccess && host.found == 1 && host.op == 42 &&
+              host.position == 1 && host.value == classes + 5 &&
+              host.bound == classes;
+    bad[1] = -3;
+    std::unique_ptr<Buffer> dBad2(uploadIndices(bad));
+    CHECK_CUDA(cudaMemset(error, 0, sizeof(gpu::DeviceIndexError)));
+    e = gpu::embedding(dt, it, dBad2->ptr, dT->ptr, y.ptr, count, vocab, h,
+                       error, 43, stream);
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    gpu::DeviceIndexError host2{};
+    CHECK_CUDA(cudaMemcpy(&host2, error, sizeof host2, cudaMemcpyDeviceToHost));
+    ok = ok && e == cudaSuccess && host2.found == 1 && host2.op == 43 &&
+         host2.position == 1 && host2.value == -3 && host2.bound == vocab;
+    CHECK_CUDA(cudaMemset(error, 0, sizeof(gpu::DeviceIndexError)));
+    if (!ok)
+      ++failures;
+    std::printf("%s %-44s %-4s op %d position %lld value %lld bound %lld; "
+                "op %d position %lld value %lld bound %lld\n",
+                ok ? "PASS" : "FAIL", ("index error recorded" + at).c_str(),
+                name(dt), host.op, (long long)host.position,
+                (long long)host.value, (long long)host.bound, host2.op,
+                (long long)host2.position, (long long)host2.value,
+                (long long)host2.bound);
+  }
+}
+
+void checkAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
+  const std::string at = std::string(" ") + s.label;
+  const int64_t B = s.B, S = s.S, H = s.h, heads = s.heads;
+  auto qkv = random(rng, B * S * 3 * H, -1, 1),
+       dout = random(rng, B * S * H, -1, 1);
+  roundFor(dt, qkv), roundFor(dt, dout);
+  std::unique_ptr<Buffer> dQkv(upload(dt, qkv)), dDout(upload(dt, dout));
+  Buffer out(B * S * H * 4), dqkv(B * S * 3 * H * 4);
+  const int64_t wsBytes = 2 * S * S * gpu::bytesOf(dt);
+  Buffer ws(wsBytes);
+  std::vector<float> cpuWs(cpu::causalAttentionGradWorkspace(S));
+  std::vector<float> ref(B * S * H), refD(B * S * 3 * H);
+  CHECK_CUDA(cudaMemset(dqkv.ptr, 0xff, B * S * 3 * H * gpu::bytesOf(dt)));
+  cudaError_t e = gpu::causalAttention(dt, dQkv->ptr, out.ptr, ws.ptr,
+                                       S * S * gpu::bytesOf(dt), B, S, H, heads,
+                                       stream);
+  cpu::causalAttention(qkv.data(), ref.data(), cpuWs.data(), B, S, H, heads);
+  report("causalAttention" + at, dt, e, download(dt, out.ptr, B * S * H), ref,
+         tolerance(dt, 2e-5, 1e-2));
+  e = gpu::causalAttentionGrad(dt, dDout->ptr, dQkv->ptr, dqkv.ptr, ws.ptr,
+                               wsBytes, B, S, H, heads, stream);
+  cpu::causalAttentionGrad(dout.data(), qkv.data(), refD.data(), cpuWs.data(),
+                           B, S, H, heads);
+  report("causalAttentionGrad" + at, dt, e,
+         download(dt, dqkv.ptr, B * S * 3 * H), refD,
+         tolerance(dt, 1e-4, 2e-2));
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers: the host's per-step scalars as Optimizers.cpp computes them
+//===----------------------------------------------------------------------===//
+
+void checkOptimizers(std::mt19937 &rng) {
+  const int64_t n = 1003;
+  auto w = random(rng, n, -1, 1), g = random(rng, n, -1, 1),
+       m = random(rng, n, -0.1f, 0.1f), v = random(rng, n, 0.0f, 0.01f);
+  const float gradScale = 0.5f;
+  for (double wd : {0.0, 0.01}) {
+    cpu::SgdConfig config;
+    config.weightDecay = wd;
+    std::unique_ptr<Buffer> dW(upload(Dtype::F32, w)), dG(upload(Dtype::F32, g)),
+        dM(upload(Dtype::F32, m));
+    Buffer copy(n * 2);
+    gpu::SgdStep step{float(config.lr), float(config.momentum),
+                      float(config.weightDecay), gradScale};
+    cudaError_t e = gpu::sgdMomentum(dW->as<float>(), dG->as<float>(),
+                                     dM->as<float>(), n, step, copy.ptr,
+                                     Dtype::BF16, stream);
+    std::vector<float> rw = w, rm = m;
+    cpu::sgdMomentum(rw.data(), g.data(), rm.data(), n, config, gradScale);
+    std::string tag = wd == 0.0 ? "" : " wd";
+    reportUlps("sgdMomentum weights" + tag, e, download(Dtype::F32, dW->ptr, n),
+               rw, 1);
+    reportUlps("sgdMomentum momentum" + tag, e,
+               download(Dtype::F32, dM->ptr, n), rm, 1);
+    std::vector<float> rc = rw;
+    roundFor(Dtype::BF16, rc);
+    reportUlps("sgdMomentum bf16 copy" + tag, e,
+               download(Dtype::BF16, copy.ptr, n), rc, 0);
+  }
+  for (int64_t stepNo : {1, 7}) {
+    cpu::AdamWConfig config;
+    const double steps = double(stepNo);
+    const double correction1 = 1.0 - std::pow(config.beta1, steps);
+    const double correction2 = 1.0 - std::pow(config.beta2, steps);
+    gpu::AdamWStep step{float(1.0 - config.lr * config.weightDecay),
+                        float(config.beta1),
+                        float(config.beta2),
+                        float(1.0 - config.beta1),
+                        float(1.0 - config.beta2),
+                        float(config.lr / correction1),
+                        float(std::sqrt(correction2)),
+                        float(config.epsilon),
+                        gradScale};
+    std::unique_ptr<Buffer> dW(upload(Dtype::F32, w)), dG(upload(Dtype::F32, g)),
+        dM(upload(Dtype::F32, m)), dV(upload(Dtype::F32, v));
+    Buffer copy(n * 4);
+    cudaError_t e = gpu::adamw(dW->as<float>(), dG->as<float>(),
+                               dM->as<float>(), dV->as<float>(), n, step,
+                               copy.ptr, Dtype::F32, stream);
+    std::vector<float> rw = w, rm = m, rv = v;
+    cpu::adamw(rw.data(), g.data(), rm.data(), rv.data(), n, config, stepNo,
+               gradScale);
+    std::string tag = " step " + std::to_string(stepNo);
+    reportUlps("adamw weights" + tag, e, download(Dtype::F32, dW->ptr, n), rw,
+               1);
+    reportUlps("adamw m" + tag, e, download(Dtype::F32, dM->ptr, n), rm, 1);
+    reportUlps("adamw v" + tag, e, download(Dtype::F32, dV->ptr, n), rv, 1);
+    reportUlps("adamw f32 copy" + tag, e, download(Dtype::F32, copy.ptr, n),
+               rw, 1);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Timing at the acceptance shape
+//===----------------------------------------------------------------------===//
+
+template <typename F> double timeMs(F &&launch, int iterations = 20) {
+  for (int i = 0; i < 3; ++i)
+    CHECK_CUDA(launch());
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaEventRecord(start, stream));
+  for (int i = 0; i < iterations; ++i)
+    CHECK_CUDA(launch());
+  CHECK_CUDA(cudaEventRecord(stop, stream));
+  CHECK_CUDA(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / iterations;
+}
+
+void printTime(const char *what, double ms, double flops) {
+  std::printf("TIME %-44s %8.3f ms %7.1f TFLOP/s\n", what, ms,
+              flops / (ms * 1e-3) / 1e12);
+  std::fflush(stdout);
+}
+
+void timeLayer() {
+  const Dtype dt = Dtype::BF16;
+  const int64_t h = 4096, S = 2048, heads = 32, rows = S;
+  std::mt19937 rng(7);
+  for (int64_t out : {3 * h, h, 4 * h}) {
+    const int64_t in = h;
+    auto x = random(rng, rows * in, -1, 1), w = random(rng, in * out, -1, 1),
+         dy = random(rng, rows * out, -1, 1);
+    std::unique_ptr<Buffer> dX(upload(dt, x)), dW(upload(dt, w)),
+        dDy(upload(dt, dy));
+    Buffer y(rows * out * 2), dx(rows * in * 2), dw(in * out * 2);
+    const double flops = 2.0 * rows * in * out;
+    char label[96];
+    std::snprintf(label, sizeof label, "linear %lldx%lldx%lld", (long long)rows,
+                  (long long)in, (long long)out);
+    printTime(label, timeMs([&] {
+                return gpu::linear(*theGemm, dt, dX->ptr, dW->ptr, y.ptr, rows,
+                                   in, out, stream);
+              }),
+              flops);
+    std::snprintf(label, sizeof label, "linearGradInput %lldx%lldx%lld",
+                  (long long)rows, (long long)in, (long long)out);
+    printTime(label, timeMs([&] {
+                return gpu::linearGradInput(*theGemm, dt, dDy->ptr, dW->ptr,
+                                            dx.ptr, rows, in, out, stream);
+              }),
+              flops);
+    std::snprintf(label, sizeof label, "linearGradWeight %lldx%lldx%lld",
+                  (long long)rows, (long long)in, (long long)out);
+    printTime(label, timeMs([&] {
+                return gpu::linearGradWeight(*theGemm, dt, dX->ptr, dDy->ptr,
+                                             dw.ptr, rows, in, out, stream);
+              }),
+              flops);
+  }
+  auto qkv = random(rng, S * 3 * h, -1, 1), dout = random(rng, S * h, -1, 1);
+  std::unique_ptr<Buffer> dQkv(upload(dt, qkv)), dDout(upload(dt, dout));
+  Buffer out(S * h * 2), dqkv(S * 3 * h * 2), ws(2 * S * S * 2);
+  // Causal: half the S x S products, 2 GEMMs forward, 5 backward (dQ, dK,
+  // dV, dP, and S recomputed; this implementation runs 7).
+  const double gemmFlops = 2.0 * S * S * (h / heads) * heads / 2;
+  printTime("causalAttention B1 S2048 H4096 heads32",
+            timeMs([&] {
+              return gpu::causalAttention(dt, dQkv->ptr, out.ptr, ws.ptr,
+                                          S * S * 2, 1, S, h, heads, stream);
+            }),
+            2 * gemmFlops);
+  printTime("causalAttentionGrad B1 S2048 H4096 heads32",
+            timeMs([&] {
+              return gpu::causalAttentionGrad(dt, dDout->ptr, dQkv->ptr,
+                                              dqkv.ptr, ws.ptr, 2 * S * S * 2,
+                                              1, S, h, heads, stream);
+            }),
+            5 * gemmFlops);
+}
+
+} // namespace
+
+int main() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "kernel-check: no CUDA device\n");
+    return 2;
+  }
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  gpu::Gemm gemm;
+  CHECK_CUDA(gemm.init(32 << 20));
+  theGemm = &gemm;
+
+  const Shape shapes[] = {
+      // label, rows, h, out, heads, B, S, vocab, batch
+      {"small", 6, 16, 16, 2, 2, 8, 11, 2},
+      {"odd", 5, 12, 7, 3, 3, 7, 13, 3},
+      {"tc-tail", 72, 128, 130, 2, 2, 72, 50, 2}, // d = 64, S % 64 != 0
+      {"realistic", 512, 1024, 1024, 8, 1, 512, 1000, 4}, // d = 128
+  };
+  std::mt19937 rng(20240601);
+  for (const Shape &s : shapes)
+    for (Dtype dt : {Dtype::F32, Dtype::BF16}) {
+      checkGemms(s, dt, rng);
+      checkElementwise(s, dt, rng);
+      checkNormalization(s, dt, rng);
+      checkIndexOps<int32_t>(s, dt, rng);
+      checkIndexOps<int64_t>(s, dt, rng);
+      checkAttention(s, dt, rng);
+    }
+  checkOptimizers(rng);
+  timeLayer();
+
+  gemm.destroy();
+  cudaStreamDestroy(stream);
+  std::printf("kernel-check: %d failure%s\n", failures, failures == 1 ? "" : "s");
+  return failures == 0 ? 0 : 1;
+}
