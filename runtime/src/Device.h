@@ -54,6 +54,14 @@ public:
   virtual std::string write(int64_t offset, const void *host,
                             int64_t bytes) = 0;
   virtual std::string read(int64_t offset, void *host, int64_t bytes) = 0;
+  /// Where the data source writes data buffer `buffer` (a ZBC_RT_DATA
+  /// buffer of the program), and the call that then moves it into the
+  /// arena. The CPU's staging is the arena itself; a GPU's is pinned host
+  /// memory copied on the compute stream in order. A data buffer is
+  /// written once per step and every step ends with synchronize, so the
+  /// staging is free again by the next step's write.
+  virtual char *dataStaging(int32_t buffer) = 0;
+  virtual std::string dataStaged(int32_t buffer) = 0;
   /// Waits for every call made so far; their first failure, if any.
   virtual std::string synchronize() = 0;
 

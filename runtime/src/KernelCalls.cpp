@@ -159,15 +159,9 @@ zbc_rt_status zbc_rt_load(zbc_rt_rank *rank, int32_t dst, int32_t dataIndex) {
   if (std::string error = rank->ledger.write(b, Ledger::Writer::Data);
       !error.empty())
     return fail(rank, "zbc_rt_load: " + error);
-  if (buffer.bytes > static_cast<int64_t>(rank->dataStaging.size()))
-    return fail(rank, fmt::format("zbc_rt_load: buffer {} is larger than the "
-                                  "data staging sized at start-up",
-                                  buffer.name));
   rank->data.fill(dataIndex, batchPosition(rank, p.ops[rank->op].microbatch),
-                  rank->dataStaging.data(), buffer.bytes);
-  if (std::string error = rank->device->write(
-          buffer.offset, rank->dataStaging.data(), buffer.bytes);
-      !error.empty())
+                  rank->device->dataStaging(b), buffer.bytes);
+  if (std::string error = rank->device->dataStaged(b); !error.empty())
     return fail(rank, "zbc_rt_load: " + error);
   rank->ledger.tick();
   return ZBC_RT_OK;

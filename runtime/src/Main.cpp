@@ -110,7 +110,7 @@ struct RunLog {
   std::vector<std::pair<int64_t, double>> evals; // (steps done, loss)
   int64_t evalBatches = 0;
   double entropy = std::numeric_limits<double>::quiet_NaN();
-  int64_t allocations = -1;
+  int64_t allocations = -1, deviceAllocations = -1;
   double seconds = 0;
 };
 
@@ -160,23 +160,16 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
     error = "no device for this rank (the backend found none)";
   if (error.empty())
     error = rank->device->allocate(p);
-  if (error.empty()) {
-    int64_t largest = 0; // the largest data tensor: its host staging
-    for (int32_t b = 0; b < p.buffer_count; ++b)
-      if (p.buffers[b].kind == ZBC_RT_DATA)
-        largest = std::max(largest, p.buffers[b].bytes);
-    rank->dataStaging.assign(static_cast<size_t>(largest), 0);
-  }
   if (error.empty())
     error = rank->data.open(p, o.dataFile, o.seed);
   bool text = rank->data.kind() == DataSource::Kind::Text;
   if (error.empty() && o.evalEvery && p.data_count && !text)
     error = "--eval-every needs text data (--data FILE with a held-out split)";
+  // Collective: every rank takes part, whatever failed before.
+  if (std::string e = transport->prepareCommunicators(p); error.empty())
+    error = e;
   if (error.empty())
     error = transport->prepare(p, rank->device->arena());
-  // Collective: every rank takes part, whatever failed before.
-  if (std::string e = transport->prepareTied(p); error.empty())
-    error = e;
   if (transport->anyFailed(!error.empty())) {
     printStartUpError(rank, error);
     rank->watchdog.status("failed: " + error + "\n");
@@ -360,7 +353,8 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
       "\"measured_peak_bytes\": {}, \"predicted_peak_bytes\": {}, "
       "\"arena_bytes\": {}, \"seconds\": {:.6f}, \"losses\": [{}], "
       "\"evals\": [{}], \"unigram_entropy\": {}, "
-      "\"allocations_in_steps\": {}, \"profile\": {{\"step_seconds\": "
+      "\"allocations_in_steps\": {}, \"device_allocations_in_steps\": {}, "
+      "\"device\": \"{}\", \"profile\": {{\"step_seconds\": "
       "{:.6f}, \"kernel_seconds\": {:.6f}, \"comm_seconds\": {:.6f}, "
       "\"computes\": [{}]}}}}\n",
       p.rank, rank->options.steps, log.firstStep, rank->ledger.peak(),
@@ -368,7 +362,8 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
       evals,
       std::isnan(log.entropy) ? std::string("null")
                               : fmt::format("{:.6f}", log.entropy),
-      log.allocations, profile.stepSeconds, profile.kernelSeconds,
+      log.allocations, log.deviceAllocations, rank->device->name(),
+      profile.stepSeconds, profile.kernelSeconds,
       profile.commSeconds, computes);
   return out ? "" : fmt::format("cannot write '{}'", path);
 }
@@ -405,6 +400,7 @@ extern "C" int zbc_rt_main(int argc, char **argv,
 
   log.losses.reserve(static_cast<size_t>(std::max<int64_t>(o.steps, 0)));
   log.allocations = zbc_rt_test_allocations ? 0 : -1;
+  log.deviceAllocations = zbc_rt_test_device_allocations ? 0 : -1;
   bool first = rank->transport->replica() == 0; // the replica that speaks
   bool reports = p.loss >= 0 && !o.quiet && first;
   double base = baseLearningRate(rank);
@@ -415,11 +411,16 @@ extern "C" int zbc_rt_main(int argc, char **argv,
     rank->learningRate = learningRateAt(base, s, schedule);
     uint64_t allocationsBefore =
         zbc_rt_test_allocations ? zbc_rt_test_allocations() : 0;
+    uint64_t deviceAllocationsBefore =
+        zbc_rt_test_device_allocations ? zbc_rt_test_device_allocations() : 0;
     auto stepBegin = std::chrono::steady_clock::now();
     rank->timeline.beginStep(s);
     runOrder(rank, step);
     if (zbc_rt_test_allocations)
       log.allocations += zbc_rt_test_allocations() - allocationsBefore;
+    if (zbc_rt_test_device_allocations)
+      log.deviceAllocations +=
+          zbc_rt_test_device_allocations() - deviceAllocationsBefore;
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - stepBegin).count();
     rank->profile.stepSeconds += stepSeconds;

@@ -71,7 +71,6 @@ struct zbc_rt_rank {
   std::unique_ptr<zbc::rt::Device> device; // holds the arena, runs kernels
   zbc::rt::Ledger ledger;
   std::unique_ptr<zbc::rt::Transport> transport;
-  std::vector<char> dataStaging; // host bytes a data tensor is made in
   zbc::rt::DataSource data;
   int64_t step = 0;          // 0-based, of the training (a resumed run
                              // starts at its checkpoint's step)
@@ -141,6 +140,10 @@ int32_t resolve(zbc_rt_rank *rank, int32_t id);
 /// counter that defines it (test/e2e/AllocationCounter.c); otherwise null.
 /// zbc_rt_main reports the allocations made during steps, which must be 0.
 extern "C" __attribute__((weak)) uint64_t zbc_rt_test_allocations(void);
+/// The number of device allocations (cudaMalloc and its kin) made so far,
+/// when the GPU check preloads a counter (test/e2e/CudaAllocationCounter.c);
+/// otherwise null. zbc_rt_main reports those made during steps: 0.
+extern "C" __attribute__((weak)) uint64_t zbc_rt_test_device_allocations(void);
 /// Brackets the calls into MPI, whose internal allocations are not the
 /// runtime's (the counter leaves them out).
 extern "C" __attribute__((weak)) void zbc_rt_test_pause_allocations(int paused);

@@ -35,7 +35,8 @@ public:
   virtual std::string configure(int pipelineRanks) = 0;
   virtual int replica() const = 0;
   virtual int replicas() const = 0;
-  /// Prepares a request for every transfer op of `program` on `arena`.
+  /// Prepares a request for every transfer op of `program` on `arena` (the
+  /// device's address of it; local to the process).
   virtual std::string prepare(const zbc_rt_program &program, char *arena) = 0;
   /// Starts ops[first, first + count) as one unit.
   virtual std::string start(int32_t first, int32_t count) = 0;
@@ -54,9 +55,12 @@ public:
   virtual double sumOverPipeline(double value) = 0;
   /// A sum over the replicas of this pipeline rank (collective among them).
   virtual double sumOverReplicas(double value) = 0;
-  /// Sets up one communicator per tied parameter of `program` (its holders
-  /// in every replica; collective over the job).
-  virtual std::string prepareTied(const zbc_rt_program &program) = 0;
+  /// Sets up what the job's processes set up together for `program`: one
+  /// communicator per tied parameter (its holders in every replica) and,
+  /// for NCCL, one per direction of each pair of ranks with transfers
+  /// between them. Collective over the job: every process calls it, before
+  /// `prepare`, whatever failed before it.
+  virtual std::string prepareCommunicators(const zbc_rt_program &program) = 0;
   /// Starts summing `n` floats at `data` in place (a gradient): over the
   /// replicas of this pipeline rank, or, for tied parameter `tied` (>= 0),
   /// over its holders in every replica. finishAllReduces waits for every

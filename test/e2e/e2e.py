@@ -25,6 +25,7 @@ Modes (one ctest test each, see test/CMakeLists.txt):
                   AdamW with clipping and a learning-rate schedule against
                   the reference, bitwise resume and refused checkpoints, lost
                   ranks, bad training input.
+  cuda-*          the CUDA backend where no GPU is (test/e2e/backends.py).
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse
@@ -42,6 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
 from counting import learnable_data  # noqa: E402
 from zbc_models import gpt, mlp, schedules  # noqa: E402
 from zbc_e2e import EXAMPLES, expect_failure, run  # noqa: E402
+import backends  # noqa: E402
 import training  # noqa: E402
 
 
@@ -201,7 +203,7 @@ def bad_input(args):
 def main():
     parser = argparse.ArgumentParser()
     modes = {"every-schedule": every_schedule, "loss-falls": loss_falls,
-             "bad-input": bad_input, **training.MODES}
+             "bad-input": bad_input, **training.MODES, **backends.MODES}
     parser.add_argument("mode", choices=sorted(modes))
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)

@@ -28,6 +28,9 @@ struct Request {
   int64_t replicas = 1;
   std::optional<int64_t> memLimit;
   std::string schedule, optimizer, dir;
+  /// Which runtime the rank programs link: "cpu" (OpenBLAS, MPI) or
+  /// "cuda" (a GPU per rank, NCCL; built where nvcc and NCCL were found).
+  std::string backend = "cpu";
 };
 
 /// How long each part took, for report.json and the benchmark.

@@ -97,6 +97,11 @@ cl::opt<std::string> dataParallelOpt(
              "of every batch (P x D processes; --microbatches is the whole "
              "batch, which D must divide)"),
     cl::value_desc("D"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> backendOpt(
+    "backend",
+    cl::desc("The runtime the rank programs link: cpu (OpenBLAS, MPI; "
+             "default) or cuda (one GPU per rank, NCCL)"),
+    cl::value_desc("cpu|cuda"), cl::init("cpu"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                cl::value_desc("DIR"), BOTH,
                                cl::cat(zbcCategory));
@@ -172,6 +177,14 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
   if (request.optimizer != "sgd" && request.optimizer != "adamw")
     return fail("--optimizer must be 'sgd' or 'adamw', got '" +
                 request.optimizer + "'");
+  request.backend = backendOpt;
+  if (request.backend != "cpu" && request.backend != "cuda")
+    return fail("--backend must be 'cpu' or 'cuda', got '" + request.backend +
+                "'");
+  if (request.backend == "cuda" && !cudaBackendBuilt())
+    return fail("--backend cuda: this zbc was built without the CUDA backend "
+                "(nvcc, the CUDA toolkit or NCCL was not found when it was "
+                "configured; see ZBC_ENABLE_CUDA)");
   request.dir = outputDir;
   if (request.dir.empty()) {
     if (outputRequired)
@@ -393,7 +406,8 @@ Expected<Compiled> zbc::compile(const Request &request) {
   compiled->seconds.codegen = secondsSince(begin);
 
   begin = std::chrono::steady_clock::now();
-  if (Error e = buildRankExecutables(request.dir, compiled->ranks))
+  if (Error e = buildRankExecutables(request.dir, compiled->ranks,
+                                     request.backend))
     return std::move(e);
   compiled->seconds.hostCompile = secondsSince(begin);
   if (Error e = writeLaunchScript(request.dir, compiled->ranks,

@@ -38,16 +38,25 @@ std::string hostCompiler() {
   return ZBC_HOST_CXX;
 }
 
-/// The command that builds rank `rank` of `dir`.
-std::vector<std::string> compileCommand(StringRef dir, int rank) {
+/// The command that builds rank `rank` of `dir` against `backend`.
+std::vector<std::string> compileCommand(StringRef dir, int rank,
+                                        StringRef backend) {
   std::string lib = ZBC_RUNTIME_LIBRARY_DIR;
   std::vector<std::string> args = {
       hostCompiler(), "-std=c++17", "-O2", "-I" ZBC_RUNTIME_INCLUDE_DIR,
       formatv("{0}/src/rank{1}.cpp", dir, rank).str(), "-o",
-      formatv("{0}/rank{1}", dir, rank).str(), lib + "/libzbc_runtime.a",
-      lib + "/libzbc_rt_kernels.a", lib + "/libzbc_safetensors.a"};
+      formatv("{0}/rank{1}", dir, rank).str()};
+  bool cuda = backend == "cuda";
+  if (cuda)
+    args.insert(args.end(), {lib + "/libzbc_runtime_cuda.a",
+                             lib + "/libzbc_rt_cuda_kernels.a"});
+  else
+    args.insert(args.end(),
+                {lib + "/libzbc_runtime.a", lib + "/libzbc_rt_kernels.a"});
+  args.push_back(lib + "/libzbc_safetensors.a");
   SmallVector<StringRef> flags;
-  StringRef(ZBC_RUNTIME_LINK_FLAGS).split(flags, ' ', -1, false);
+  StringRef(cuda ? ZBC_CUDA_RUNTIME_LINK_FLAGS : ZBC_RUNTIME_LINK_FLAGS)
+      .split(flags, ' ', -1, false);
   for (StringRef flag : flags)
     args.push_back(flag.str());
   return args;
@@ -80,7 +89,9 @@ struct Job {
 
 StringRef zbc::mpirunPath() { return ZBC_MPIRUN; }
 
-Error zbc::buildRankExecutables(StringRef dir, int ranks) {
+bool zbc::cudaBackendBuilt() { return ZBC_CUDA_BUILT; }
+
+Error zbc::buildRankExecutables(StringRef dir, int ranks, StringRef backend) {
   std::string logPath = (dir + "/build.log").str();
   std::error_code ec;
   raw_fd_ostream log(logPath, ec);
@@ -113,7 +124,7 @@ Error zbc::buildRankExecutables(StringRef dir, int ranks) {
            !failure) {
       Job job;
       job.rank = next++;
-      job.args = compileCommand(dir, job.rank);
+      job.args = compileCommand(dir, job.rank, backend);
       job.logPath = formatv("{0}/.build-rank{1}.log", dir, job.rank).str();
       SmallVector<StringRef> argv(job.args.begin(), job.args.end());
       std::optional<StringRef> redirects[] = {std::nullopt, StringRef(job.logPath),

@@ -15,9 +15,14 @@
 
 namespace zbc {
 
-/// Builds DIR/rank0 ... DIR/rank{ranks-1} from DIR/src/rankN.cpp. A failure
-/// names the generated file and line the compiler stopped at.
-llvm::Error buildRankExecutables(llvm::StringRef dir, int ranks);
+/// Builds DIR/rank0 ... DIR/rank{ranks-1} from DIR/src/rankN.cpp against
+/// `backend`'s runtime ("cpu" or "cuda"). A failure names the generated
+/// file and line the compiler stopped at.
+llvm::Error buildRankExecutables(llvm::StringRef dir, int ranks,
+                                 llvm::StringRef backend);
+
+/// Whether this zbc was built with the CUDA backend's runtime.
+bool cudaBackendBuilt();
 
 /// Writes DIR/launch.sh: `mpirun` MPMD, one process per rank executable
 /// and replica (replica after replica), as root and oversubscribed, its

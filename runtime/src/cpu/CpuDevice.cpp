@@ -95,6 +95,7 @@ public:
                          p.arena_bytes);
     std::memset(memory, 0, static_cast<size_t>(p.arena_bytes));
     arena_ = static_cast<char *>(memory);
+    program_ = &p;
     // A call widens at most five tensors (attention's gradient: dout,
     // qkv, dqkv and two score matrices), none larger than the largest bf16
     // buffer.
@@ -115,6 +116,10 @@ public:
     std::memcpy(host, arena_ + offset, static_cast<size_t>(bytes));
     return {};
   }
+  char *dataStaging(int32_t buffer) override {
+    return arena_ + program_->buffers[buffer].offset;
+  }
+  std::string dataStaged(int32_t) override { return {}; }
   std::string synchronize() override { return {}; }
 
   std::string linear(int32_t element, const void *x, const void *w, void *y,
@@ -425,6 +430,7 @@ public:
 
 private:
   char *arena_ = nullptr;
+  const zbc_rt_program *program_ = nullptr;
   std::vector<float> staging_;
   double stepLoss_ = 0, sumOfSquares_ = 0;
 };

@@ -149,7 +149,7 @@ public:
     return total;
   }
 
-  std::string prepareTied(const zbc_rt_program &program) override {
+  std::string prepareCommunicators(const zbc_rt_program &program) override {
     int pipelineRank = rank_ % program.ranks;
     tiedComms_.assign(static_cast<size_t>(program.tied_count), MPI_COMM_NULL);
     for (int32_t g = 0; g < program.tied_count; ++g) {
