@@ -263,8 +263,13 @@ void runOrder(zbc_rt_rank *rank, zbc_rt_step_fn step) {
     failRun(rank);
   // A GPU ran the step's kernels behind the calls: their end, and the
   // first failure any met, are known here.
-  if (std::string error = rank->device->synchronize(); !error.empty()) {
-    fail(rank, error);
+  std::string deviceError;
+  {
+    InsideMPI mpi(rank, "the step's kernels on the device");
+    deviceError = rank->device->synchronize();
+  }
+  if (!deviceError.empty()) {
+    fail(rank, deviceError);
     failRun(rank);
   }
   rank->lossSum = rank->device->takeStepLoss();

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <thread>
 #include <vector>
 
 namespace zbc::rt::cuda {
@@ -58,6 +59,8 @@ public:
     for (cudaEvent_t event : ends_)
       cudaEventDestroy(event);
     gemm_.destroy();
+    if (drained_)
+      cudaEventDestroy(drained_);
     if (stream_)
       cudaStreamDestroy(stream_);
     cudaFree(scalars_);
@@ -71,6 +74,7 @@ public:
   std::string allocate(const zbc_rt_program &p) override {
     ZBC_CUDA_TRY(cudaSetDevice(gpu_));
     ZBC_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    ZBC_CUDA_TRY(cudaEventCreateWithFlags(&drained_, cudaEventDisableTiming));
     void *memory = nullptr;
     cudaError_t code = cudaMalloc(&memory, static_cast<size_t>(p.arena_bytes));
     if (code != cudaSuccess)
@@ -137,7 +141,17 @@ public:
   std::string synchronize() override {
     ZBC_CUDA_TRY(cudaMemcpyAsync(hostScalars_, scalars_, sizeof(Scalars),
                                  cudaMemcpyDeviceToHost, stream_));
-    ZBC_CUDA_TRY(cudaStreamSynchronize(stream_));
+    // Polled, not blocking: a stream stuck behind a transfer whose peer is
+    // gone stays under the watchdog's --timeout (the caller marks the wait).
+    ZBC_CUDA_TRY(cudaEventRecord(drained_, stream_));
+    for (;;) {
+      cudaError_t state = cudaEventQuery(drained_);
+      if (state == cudaSuccess)
+        break;
+      if (state != cudaErrorNotReady)
+        return cudaFailure(state, "cudaEventQuery", __FILE__, __LINE__);
+      std::this_thread::yield();
+    }
     const DeviceIndexError &bad = hostScalars_->indexError;
     if (bad.found)
       return fmt::format("op {} read the index {} at position {}, outside "
@@ -419,6 +433,7 @@ private:
   char *staging_ = nullptr;          // pinned, the data buffers' mirrors
   std::vector<int64_t> stagingAt_;   // per buffer: its mirror's offset
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t drained_ = nullptr; // synchronize's mark
   Gemm gemm_;
   Scalars *scalars_ = nullptr, *hostScalars_ = nullptr;
   std::vector<cudaEvent_t> begins_, ends_;

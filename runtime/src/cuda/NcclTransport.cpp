@@ -135,6 +135,7 @@ public:
     int me = rank_ % pipelineRanks_;
     transfers_.assign(static_cast<size_t>(program.op_count), Transfer());
     pending_.assign(static_cast<size_t>(program.op_count), 0);
+    inFlight_.assign(static_cast<size_t>(program.op_count), 0);
     for (int32_t i = 0; i < program.op_count; ++i) {
       const zbc_rt_op &op = program.ops[i];
       if (op.what != ZBC_RT_OP_SEND && op.what != ZBC_RT_OP_RECV)
@@ -182,6 +183,7 @@ public:
       Transfer &t = transfers_[i];
       ZBC_CUDA_TRY(cudaEventRecord(t.done, channels_[t.channel].stream));
       pending_[i] = 1;
+      inFlight_[i] = 1;
     }
     return {};
   }
@@ -194,12 +196,19 @@ public:
     return {};
   }
 
+  /// Polls every transfer of the step, waited for or not: one the compute
+  /// stream waits for but a lost peer never completes must end here, with
+  /// NCCL's error or the watchdog's timeout, not in a blocking
+  /// synchronisation of the stream.
   std::string waitAll(void (*done)(void *, int32_t), void *context) override {
     for (size_t i = 0; i < transfers_.size(); ++i) {
-      if (!pending_[i])
+      if (!inFlight_[i])
         continue;
       if (std::string error = poll(transfers_[i].done); !error.empty())
         return error;
+      inFlight_[i] = 0;
+      if (!pending_[i])
+        continue;
       ZBC_CUDA_TRY(cudaStreamWaitEvent(compute_, transfers_[i].done, 0));
       pending_[i] = 0;
       done(context, static_cast<int32_t>(i));
@@ -408,7 +417,8 @@ private:
   std::vector<Channel> channels_;
   std::map<std::pair<int, int>, int> channelOf_; // (from, to) -> channel
   std::vector<Transfer> transfers_;
-  std::vector<uint8_t> pending_;
+  std::vector<uint8_t> pending_;  // started, not yet waited for
+  std::vector<uint8_t> inFlight_; // started, not yet seen complete
   cudaStream_t control_ = nullptr, reduce_ = nullptr;
   cudaEvent_t reduceReady_ = nullptr, reduceDone_ = nullptr;
   bool reducing_ = false;
