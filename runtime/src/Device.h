@@ -73,7 +73,8 @@ public:
   virtual void computeBegins(int32_t op) { (void)op; }
   virtual void computeEnds(int32_t op) { (void)op; }
   /// Hands each compute op's time since the last call to `add` (after
-  /// synchronize); nothing unless timesComputes.
+  /// synchronize), and the optimizer steps' as op -1; nothing unless
+  /// timesComputes.
   virtual void takeComputeSeconds(void (*add)(void *, int32_t op, double),
                                   void *context) {
     (void)add;

@@ -229,11 +229,16 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   std::_Exit(1); // abort does not return; this says so to the compiler
 }
 
-/// A compute op's device time, into the profile (a GPU's events).
+/// A compute op's device time (op -1: the optimizer steps'), into the
+/// profile (a GPU's events).
 void addComputeSeconds(void *context, int32_t op, double seconds) {
   auto *rank = static_cast<zbc_rt_rank *>(context);
   if (rank->evaluating)
     return;
+  if (op < 0) {
+    rank->profile.optimizerSeconds += seconds;
+    return;
+  }
   const zbc_rt_op &o = rank->program->ops[op];
   rank->profile.computeSeconds[static_cast<size_t>(o.stage) * 4 + o.what] +=
       seconds;
@@ -361,7 +366,7 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
       "\"allocations_in_steps\": {}, \"device_allocations_in_steps\": {}, "
       "\"device\": \"{}\", \"profile\": {{\"step_seconds\": "
       "{:.6f}, \"kernel_seconds\": {:.6f}, \"comm_seconds\": {:.6f}, "
-      "\"computes\": [{}]}}}}\n",
+      "\"optimizer_seconds\": {:.6f}, \"computes\": [{}]}}}}\n",
       p.rank, rank->options.steps, log.firstStep, rank->ledger.peak(),
       p.peak_bytes, p.arena_bytes, log.seconds, fmt::join(log.losses, ", "),
       evals,
@@ -369,7 +374,7 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
                               : fmt::format("{:.6f}", log.entropy),
       log.allocations, log.deviceAllocations, rank->device->name(),
       profile.stepSeconds, profile.kernelSeconds,
-      profile.commSeconds, computes);
+      profile.commSeconds, profile.optimizerSeconds, computes);
   return out ? "" : fmt::format("cannot write '{}'", path);
 }
 

@@ -58,6 +58,7 @@ std::string optionsHelp(const char *program);
 /// rest of a step is the runtime's own work (checks, bookkeeping, calls).
 struct Profile {
   double kernelSeconds = 0, commSeconds = 0, stepSeconds = 0;
+  double optimizerSeconds = 0; // a GPU's optimizer kernels (its events)
   std::vector<double> computeSeconds; // [stage * 4 + what]
   std::vector<int64_t> computeCount;
   static double now(); // a monotonic clock, seconds

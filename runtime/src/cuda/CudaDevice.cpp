@@ -58,6 +58,8 @@ public:
       cudaEventDestroy(event);
     for (cudaEvent_t event : ends_)
       cudaEventDestroy(event);
+    for (cudaEvent_t event : updates_)
+      cudaEventDestroy(event);
     gemm_.destroy();
     if (drained_)
       cudaEventDestroy(drained_);
@@ -108,6 +110,10 @@ public:
       ZBC_CUDA_TRY(cudaEventCreate(&begins_[op]));
       ZBC_CUDA_TRY(cudaEventCreate(&ends_[op]));
     }
+    // One pair per parameter: a step updates each once.
+    updates_.assign(static_cast<size_t>(2 * p.param_count), nullptr);
+    for (cudaEvent_t &event : updates_)
+      ZBC_CUDA_TRY(cudaEventCreate(&event));
     ZBC_CUDA_TRY(cudaStreamSynchronize(stream_));
     return {};
   }
@@ -178,6 +184,16 @@ public:
       if (cudaEventElapsedTime(&ms, begins_[op], ends_[op]) == cudaSuccess)
         add(context, static_cast<int32_t>(op), ms / 1e3);
     }
+    double optimizer = 0;
+    for (size_t u = 0; u < updatesTimed_; ++u) {
+      float ms = 0;
+      if (cudaEventElapsedTime(&ms, updates_[2 * u], updates_[2 * u + 1]) ==
+          cudaSuccess)
+        optimizer += ms / 1e3;
+    }
+    if (updatesTimed_)
+      add(context, -1, optimizer);
+    updatesTimed_ = 0;
   }
 
   std::string linear(int32_t element, const void *x, const void *w, void *y,
@@ -374,6 +390,7 @@ public:
     SgdStep step{static_cast<float>(config.lr),
                  static_cast<float>(config.momentum),
                  static_cast<float>(config.weightDecay), gradScale};
+    UpdateTimer timer(*this);
     return launched(cuda::sgdMomentum(weights, grad, momentum, n, step, copy,
                                       dtypeOf(copyElement), stream_),
                     "sgd_momentum");
@@ -395,6 +412,7 @@ public:
     s.sqrtCorrection2 = static_cast<float>(std::sqrt(correction2));
     s.eps = static_cast<float>(config.epsilon);
     s.gradScale = gradScale;
+    UpdateTimer timer(*this);
     return launched(cuda::adamw(weights, grad, m, v, n, s, copy,
                                 dtypeOf(copyElement), stream_),
                     "adamw");
@@ -424,6 +442,23 @@ public:
   }
 
 private:
+  /// Brackets one optimizer step with the next pair of timing events.
+  struct UpdateTimer {
+    explicit UpdateTimer(CudaDevice &device) : device(device) {
+      timed = device.updatesTimed_ < device.updates_.size() / 2;
+      if (timed)
+        cudaEventRecord(device.updates_[2 * device.updatesTimed_],
+                        device.stream_);
+    }
+    ~UpdateTimer() {
+      if (timed)
+        cudaEventRecord(device.updates_[2 * device.updatesTimed_++ + 1],
+                        device.stream_);
+    }
+    CudaDevice &device;
+    bool timed;
+  };
+
   /// The compute op running, which a kernel names with a bad index.
   int32_t currentOp() const { return op_; }
 
@@ -438,6 +473,8 @@ private:
   Scalars *scalars_ = nullptr, *hostScalars_ = nullptr;
   std::vector<cudaEvent_t> begins_, ends_;
   std::vector<uint8_t> timed_;
+  std::vector<cudaEvent_t> updates_; // per parameter: begin, end
+  size_t updatesTimed_ = 0;
   int32_t op_ = -1;
 };
 
