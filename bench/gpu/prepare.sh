@@ -44,19 +44,14 @@ cp "$TEXT" "$BUNDLE/text"
 cp "$BUILD/bin/zbc-cuda-kernel-check" "$BUNDLE/bin/"
 cp "$BUILD/lib/libzbc_cuda_alloc_counter.so" "$BUNDLE/lib/"
 
-# The GPT in bf16: every f32 tensor bf16 (Note [bf16]).
-bf16() { sed -e 's/xf32>/xbf16>/g' -e 's/tensor<f32>/tensor<bf16>/g'; }
-
 for p in 2 4; do
   for precision in f32 bf16; do
     case=gpt-p$p-$precision
     work=$BUNDLE/$case
     mkdir -p "$work"
-    if [ "$precision" = bf16 ]; then
-      "$DSL_GPT" --layers "$p" | bf16 >"$work/model.mlir"
-    else
-      "$DSL_GPT" --layers "$p" >"$work/model.mlir"
-    fi
+    flags=()
+    [ "$precision" = bf16 ] && flags=(--bf16)
+    "$DSL_GPT" --layers "$p" "${flags[@]}" >"$work/model.mlir"
     common=("$work/model.mlir" --ranks "$p" --microbatches $((2 * p)) --schedule zb-h1)
     # The oracle: the CPU backend, one step.
     "$ZBC" run "${common[@]}" -o "$work/cpu" --steps 1 --data "$TEXT" \
@@ -73,7 +68,7 @@ done
 work=$BUNDLE/layer-4096
 mkdir -p "$work"
 "$DSL_GPT" --layers 1 --hidden 4096 --heads 32 --seq 2048 --batch 1 --vocab 256 \
-  | bf16 >"$work/model.mlir"
+  --bf16 >"$work/model.mlir"
 "$ZBC" compile "$work/model.mlir" --ranks 1 --microbatches 2 --schedule zb-h1 \
   --backend cuda -o "$work/cuda" >/dev/null
 rm -rf "$work/cuda/src" "$work/cuda/build.log" "$work/cuda/program.mlir"

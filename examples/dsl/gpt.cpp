@@ -13,6 +13,8 @@
 //                          the first and the last stage)
 //   zbc-dsl-gpt --layers 96 --hidden 8192 --heads 64 --seq 1024 --no-cuts
 //                          other sizes; without cuts, for zb-partition
+//   zbc-dsl-gpt --bf16     every parameter (so every activation) bf16
+//                          (Note [bf16]; the optimizer keeps f32 masters)
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +35,9 @@ struct GPTConfig {
   int64_t heads = 4;
   int64_t layers = 4;
   int64_t vocab = 256;
-  bool tied = false; // the head reuses wte (transposed)
-  bool cuts = true; // one stage per block
+  bool tied = false;        // the head reuses wte (transposed)
+  bool cuts = true;         // one stage per block
+  DType dtype = DType::F32; // of the parameters, so of every activation
 };
 
 /// Parses `--NAME VALUE` flags into `c`; returns false on a bad argument.
@@ -42,7 +45,7 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
   struct Flag {
     const char *name;
     int64_t *value;
-  } flags[] = {{"--batch", &c.batch}, {"--seq", &c.seq},
+  } flags[] = {{"--batch", &c.batch},   {"--seq", &c.seq},
                {"--hidden", &c.hidden}, {"--heads", &c.heads},
                {"--layers", &c.layers}, {"--vocab", &c.vocab}};
   for (int i = 1; i < argc; ++i) {
@@ -52,6 +55,10 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
     }
     if (!std::strcmp(argv[i], "--no-cuts")) {
       c.cuts = false;
+      continue;
+    }
+    if (!std::strcmp(argv[i], "--bf16")) {
+      c.dtype = DType::BF16;
       continue;
     }
     if (!std::strcmp(argv[i], "-o") && i + 1 < argc) {
@@ -74,7 +81,7 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
       std::fprintf(stderr,
                    "%s: error: unknown argument '%s' (usage: %s [--batch N] "
                    "[--seq N] [--hidden N] [--heads N] [--layers N] "
-                   "[--vocab N] [--tied] [--no-cuts] [-o FILE])\n",
+                   "[--vocab N] [--tied] [--no-cuts] [--bf16] [-o FILE])\n",
                    argv[0], argv[i], argv[0]);
       return false;
     }
@@ -87,18 +94,22 @@ Tensor block(Model &m, const GPTConfig &c, int layer, Tensor x) {
   std::string p = "h" + std::to_string(layer) + ".";
   int64_t h = c.hidden;
 
-  Tensor ln1g = m.param(p + "ln1.gamma", {h}, Init::ones());
-  Tensor ln1b = m.param(p + "ln1.beta", {h}, Init::zeros());
-  Tensor qkvW = m.param(p + "attn.qkv.weight", {h, 3 * h}, Init::normal(0.02));
-  Tensor qkvB = m.param(p + "attn.qkv.bias", {3 * h}, Init::zeros());
-  Tensor projW = m.param(p + "attn.proj.weight", {h, h}, Init::normal(0.02));
-  Tensor projB = m.param(p + "attn.proj.bias", {h}, Init::zeros());
-  Tensor ln2g = m.param(p + "ln2.gamma", {h}, Init::ones());
-  Tensor ln2b = m.param(p + "ln2.beta", {h}, Init::zeros());
-  Tensor fcW = m.param(p + "mlp.fc.weight", {h, 4 * h}, Init::normal(0.02));
-  Tensor fcB = m.param(p + "mlp.fc.bias", {4 * h}, Init::zeros());
-  Tensor outW = m.param(p + "mlp.proj.weight", {4 * h, h}, Init::normal(0.02));
-  Tensor outB = m.param(p + "mlp.proj.bias", {h}, Init::zeros());
+  Tensor ln1g = m.param(p + "ln1.gamma", {h}, Init::ones(), c.dtype);
+  Tensor ln1b = m.param(p + "ln1.beta", {h}, Init::zeros(), c.dtype);
+  Tensor qkvW =
+      m.param(p + "attn.qkv.weight", {h, 3 * h}, Init::normal(0.02), c.dtype);
+  Tensor qkvB = m.param(p + "attn.qkv.bias", {3 * h}, Init::zeros(), c.dtype);
+  Tensor projW =
+      m.param(p + "attn.proj.weight", {h, h}, Init::normal(0.02), c.dtype);
+  Tensor projB = m.param(p + "attn.proj.bias", {h}, Init::zeros(), c.dtype);
+  Tensor ln2g = m.param(p + "ln2.gamma", {h}, Init::ones(), c.dtype);
+  Tensor ln2b = m.param(p + "ln2.beta", {h}, Init::zeros(), c.dtype);
+  Tensor fcW =
+      m.param(p + "mlp.fc.weight", {h, 4 * h}, Init::normal(0.02), c.dtype);
+  Tensor fcB = m.param(p + "mlp.fc.bias", {4 * h}, Init::zeros(), c.dtype);
+  Tensor outW =
+      m.param(p + "mlp.proj.weight", {4 * h, h}, Init::normal(0.02), c.dtype);
+  Tensor outB = m.param(p + "mlp.proj.bias", {h}, Init::zeros(), c.dtype);
 
   Tensor qkv = m.biasAdd(m.linear(m.layerNorm(x, ln1g, ln1b), qkvW), qkvB);
   Tensor attn = m.causalAttention(qkv, c.heads);
@@ -119,8 +130,8 @@ int main(int argc, char **argv) {
   Tensor positions = m.input("positions", {c.batch, c.seq}, DType::I64);
   Tensor targets = m.label("targets", {c.batch, c.seq}, DType::I64);
 
-  Tensor wte = m.param("wte", {c.vocab, c.hidden}, Init::normal(0.02));
-  Tensor wpe = m.param("wpe", {c.seq, c.hidden}, Init::normal(0.01));
+  Tensor wte = m.param("wte", {c.vocab, c.hidden}, Init::normal(0.02), c.dtype);
+  Tensor wpe = m.param("wpe", {c.seq, c.hidden}, Init::normal(0.01), c.dtype);
   // Separate statements fix the op order: C++ leaves the evaluation order of
   // one call's arguments unspecified.
   Tensor tokEmb = m.embedding(tokens, wte);
@@ -133,11 +144,11 @@ int main(int argc, char **argv) {
       x = m.cut(x); // one pipeline stage per block
   }
 
-  Tensor lnfG = m.param("lnf.gamma", {c.hidden}, Init::ones());
-  Tensor lnfB = m.param("lnf.beta", {c.hidden}, Init::zeros());
+  Tensor lnfG = m.param("lnf.gamma", {c.hidden}, Init::ones(), c.dtype);
+  Tensor lnfB = m.param("lnf.beta", {c.hidden}, Init::zeros(), c.dtype);
   Tensor head = c.tied ? m.transpose(wte)
                        : m.param("lm_head.weight", {c.hidden, c.vocab},
-                                 Init::normal(0.02));
+                                 Init::normal(0.02), c.dtype);
   Tensor logits = m.linear(m.layerNorm(x, lnfG, lnfB), head);
   m.loss(m.crossEntropy(logits, targets));
   return m.emit(outPath);

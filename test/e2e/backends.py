@@ -16,7 +16,6 @@ import time
 
 from zbc_e2e import expect_failure, run
 from zbc_models import gpt, mlp
-from training import bf16_model
 
 
 def cuda_without_gpu(args):
@@ -25,7 +24,7 @@ def cuda_without_gpu(args):
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     models = {"mlp": mlp(2), "gpt": gpt(dsl_gpt, 2)}
-    models["gpt-bf16"] = bf16_model(models["gpt"])
+    models["gpt-bf16"] = gpt(dsl_gpt, 2, "--bf16")
     for name, text in models.items():
         source = os.path.join(args.work, f"{name}.mlir")
         with open(source, "w") as f:

@@ -404,12 +404,6 @@ def tied(args):
                  "suite needs both one and two")
 
 
-def bf16_model(source):
-    """The model of `source` (f32) with every f32 tensor bf16."""
-    return source.replace("xf32>", "xbf16>").replace("tensor<f32>",
-                                                     "tensor<bf16>")
-
-
 def bf16(args):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
@@ -427,7 +421,7 @@ def bf16(args):
         os.makedirs(work)
         source = os.path.join(work, "gpt.mlir")
         with open(source, "w") as f:
-            f.write(bf16_model(gpt(os.path.join(args.bin, "zbc-dsl-gpt"), p)))
+            f.write(gpt(os.path.join(args.bin, "zbc-dsl-gpt"), p, "--bf16"))
         out, saved = os.path.join(work, "out"), os.path.join(work, "saved")
         result = run([zbc, "run", source, "--ranks", str(p), "--microbatches",
                       str(2 * p), "--schedule", "zb-h1", "--steps", str(steps),
