@@ -11,6 +11,8 @@
 
 #include "Kernels.h"
 
+#include "../../KernelMath.h"
+
 #include <cblas.h>
 
 #include <cmath>
@@ -41,47 +43,11 @@ namespace {
 // Math helpers
 //===----------------------------------------------------------------------===//
 
-// Note [Vectorisable exp]
-// glibc's expf and tanhf are calls the vectoriser cannot look into, and
-// tanhf costs ~35 ns an element here: GELU by std::tanh would add ~70 ms to
-// the ~105 ms forward of a GPT block at h = 512 over 1024 tokens. fastExp is
-// Cephes' expf instead: x = n ln2 + r with n = round(x / ln2) (by the
-// 1.5 * 2^23 trick, exact in round-to-nearest), ln2 in two parts
-// (Cody-Waite), a degree-6 polynomial for e^r on |r| <= ln2 / 2 and 2^n
-// built from its exponent bits; GCC vectorises all of it (SSE2 has every
-// operation). Error < 1 ulp against double exp (0.99 ulp, checked on every
-// float of its range). Inputs are clamped to [ln(FLT_MIN), ln(FLT_MAX)], so
-// results below FLT_MIN (exp(-inf) included) come out as FLT_MIN instead of a
-// denormal or 0 (harmless in a softmax sum or a logistic), nothing
-// overflows, and a NaN gives NaN. Callers that would take differences of
-// ones (1 + tanh, 1 - tanh^2) are written in forms that need none (see
-// gelu), so the ulp stays an ulp.
-inline float fastExp(float x) {
-  constexpr float kMin = -87.3365447505531f; // ln(FLT_MIN)
-  constexpr float kMax = 88.3762626647949f;  // keeps n <= 127
-  x = x < kMin ? kMin : x;
-  x = x > kMax ? kMax : x;
-  constexpr float kRound = 12582912.0f; // 1.5 * 2^23
-  float n = (x * 1.44269504088896341f + kRound) - kRound;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
-// The constants of the tanh form of GELU (as the interpreter's kGeluScale /
-// kGeluCubic, rounded to float).
-constexpr float kGeluScale = 0.7978845608028654f; // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
+// fastExp and the GELU element (Note [Vectorisable exp]) are KernelMath.h's,
+// shared with the CUDA kernels.
+using math::fastExp;
+using math::geluDerivativeOf;
+using math::geluOf;
 
 /// C[M, N] = alpha * op(A) op(B), row-major, overwriting C. Handles the
 /// degenerate sizes cblas rejects or leaves undefined: nothing to do for an
@@ -375,22 +341,12 @@ void relu(const float *x, float *y, int64_t n) noexcept {
     y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-// GELU through the logistic function: 0.5 (1 + tanh u) = e q with e = e^{2u}
-// and q = 1 / (1 + e). So gelu(x) = x (e q), with no 1 + tanh that would
-// cancel for negative x, and (geluGrad) 1 - tanh^2 u = 4 e q^2, with no
-// 1 - tanh^2 that would cancel for large |x|. e stays finite (fastExp
-// clamps), so e q is ~1 where e is huge, and never inf / inf. (The same
-// math with t = e^{-2u} and s = 1 / (1 + t) runs half as fast: GCC pushes
-// the negation into fastExp's clamps and emits twice the code.)
+// GELU: KernelMath.h's geluOf (through the logistic function).
 ZBC_RT_ELEMENTWISE_CLONES
 void gelu(const float *x, float *y, int64_t n) noexcept {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    float u = kGeluScale * (v + kGeluCubic * v * v * v);
-    float e = fastExp(2.0f * u);
-    float q = 1.0f / (1.0f + e);
-    y[i] = v * (e * q);
+    y[i] = geluOf(x[i]);
   }
 }
 
@@ -469,17 +425,9 @@ void reluGrad(const float *dy, const float *x, float *dx, int64_t n) noexcept {
 
 ZBC_RT_ELEMENTWISE_CLONES
 void geluGrad(const float *dy, const float *x, float *dx, int64_t n) noexcept {
-  // gelu'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'
-  //           = e q (1 + 2 x u' q), u' = c (1 + 3 a x^2), e and q as in gelu.
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    float u = kGeluScale * (v + kGeluCubic * v * v * v);
-    float slope = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
-    float e = fastExp(2.0f * u);
-    float q = 1.0f / (1.0f + e);
-    dx[i] = dy[i] * ((e * q) * (1.0f + 2.0f * v * slope * q));
-  }
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * geluDerivativeOf(x[i]);
 }
 
 void layerNormGradInput(const float *dy, const float *x,

@@ -2,14 +2,16 @@
 //
 // Element access (fp32 and bf16, Note [bf16]: read, compute in fp32, round
 // once), launch sizing, block reductions, the index-error record and the
-// CPU's exp (Kernels.cpp's fastExp, bit for bit), for the kernel files of
-// this folder. Internal: not part of CudaKernels.h.
+// CPU's exp and GELU element (KernelMath.h, the same code), for the kernel
+// files of this folder. Internal: not part of CudaKernels.h.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_RUNTIME_CUDA_KERNELS_COMMON_CUH
 #define ZBC_RUNTIME_CUDA_KERNELS_COMMON_CUH
 
 #include "CudaKernels.h"
+
+#include "../../KernelMath.h"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -61,30 +63,11 @@ inline unsigned gridFor(int64_t work, int threads) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
-/// Kernels.cpp's fastExp (Note [Vectorisable exp]) in the same operations:
-/// built with -fmad=false (CMakeLists.txt) it gives the CPU's bits.
-__device__ __forceinline__ float fastExp(float x) {
-  constexpr float kMin = -87.3365447505531f;
-  constexpr float kMax = 88.3762626647949f;
-  x = x < kMin ? kMin : x;
-  x = x > kMax ? kMax : x;
-  constexpr float kRound = 12582912.0f;
-  float n = (x * 1.44269504088896341f + kRound) - kRound;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  return p * __int_as_float(bits);
-}
-
-constexpr float kGeluScale = 0.7978845608028654f; // sqrt(2 / pi)
-constexpr float kGeluCubic = 0.044715f;
+// Kernels.cpp's exp and GELU element, the same code (KernelMath.h): built
+// with -fmad=false (CMakeLists.txt) they give the CPU's bits.
+using math::fastExp;
+using math::geluDerivativeOf;
+using math::geluOf;
 
 /// Sum over a warp, the result in every lane (a fixed butterfly order).
 __device__ __forceinline__ float warpSum(float v) {

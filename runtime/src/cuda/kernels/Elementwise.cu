@@ -98,20 +98,11 @@ struct ReluGradOp { // (dy, x)
 };
 // Kernels.cpp's gelu and geluGrad, through the logistic function.
 struct GeluOp {
-  __device__ float operator()(float v, float) const {
-    float u = kGeluScale * (v + kGeluCubic * v * v * v);
-    float e = fastExp(2.0f * u);
-    float q = 1.0f / (1.0f + e);
-    return v * (e * q);
-  }
+  __device__ float operator()(float v, float) const { return geluOf(v); }
 };
 struct GeluGradOp { // (dy, x)
   __device__ float operator()(float g, float v) const {
-    float u = kGeluScale * (v + kGeluCubic * v * v * v);
-    float slope = kGeluScale * (1.0f + 3.0f * kGeluCubic * v * v);
-    float e = fastExp(2.0f * u);
-    float q = 1.0f / (1.0f + e);
-    return g * ((e * q) * (1.0f + 2.0f * v * slope * q));
+    return g * geluDerivativeOf(v);
   }
 };
 
