@@ -48,6 +48,7 @@
 #include "llvm/Support/Debug.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -963,6 +964,11 @@ double zbc::sched::zbAutoDefaultMemLimit(const Problem &problem) {
 llvm::Expected<ScheduleTable>
 zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
                         BuildReport &report) {
+  // --exact's seconds are the whole build's, the heuristic's search included.
+  auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(options.exactSeconds));
   const int p = problem.ranks;
   double heaviest = heaviestMicrobatch(problem);
   double limit = problem.limit();
@@ -986,7 +992,7 @@ zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
     Evaluator eval(in);
     double heuristic = eval.run(order).makespan;
     llvm::Expected<Order> exact =
-        solveExact(in, order, heuristic, options.exactSeconds, report);
+        solveExact(in, order, heuristic, deadline, report);
     if (!exact)
       return exact.takeError();
     order = std::move(*exact);

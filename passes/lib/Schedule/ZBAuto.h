@@ -20,6 +20,7 @@
 #include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Registry.h"
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -94,11 +95,13 @@ private:
 double lowerBound(const Instance &in);
 
 /// The exact mode: the Zero Bubble paper's ILP solved with CBC, warm-started
-/// from `heuristic`. Returns the better order (or `heuristic`) and adds the
+/// from `heuristic`, done by `deadline` (wall-clock: the user's --exact
+/// seconds from the start of the build; CBC runs under Deadline.h, so it
+/// cannot overrun). Returns the better order (or `heuristic`) and adds the
 /// bound and gap to `report`.
-llvm::Expected<Order> solveExact(const Instance &in, const Order &heuristic,
-                                 double heuristicMakespan, double seconds,
-                                 BuildReport &report);
+llvm::Expected<Order>
+solveExact(const Instance &in, const Order &heuristic, double heuristicMakespan,
+           std::chrono::steady_clock::time_point deadline, BuildReport &report);
 
 } // namespace zbc::sched::zbauto
 

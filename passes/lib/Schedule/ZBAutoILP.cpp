@@ -51,8 +51,10 @@
 // MIP start gives only the binaries set to 1 and only up to
 // kWarmStartColumns columns, since CBC's matching of a start to the columns
 // grows quadratically (+13 s at 37k columns); larger models get the
-// heuristic's makespan as a cutoff. CBC checks its clock between phases, so
-// it can overrun the limit by a fraction of a second.
+// heuristic's makespan as a cutoff. CBC checks its clock only between
+// phases (a root-node phase ran 12 s past a 10 s limit), so it solves in a
+// child process that is killed at the deadline (Deadline.h): --exact S is
+// S seconds of wall-clock for the whole build, whatever CBC does.
 //
 // The best solution is turned back into per-rank orders by start time and
 // timed with the fast model; it replaces the heuristic only if it is
@@ -60,6 +62,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Deadline.h"
 #include "ZBAuto.h"
 #include "Support.h"
 
@@ -69,6 +72,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -81,6 +85,9 @@ static constexpr long kFullBinaries = 3000;
 static constexpr long kWindowBinaries = 30000;
 /// Largest model (columns) that gets the heuristic as a MIP start.
 static constexpr int kWarmStartColumns = 15000;
+/// Seconds of the limit kept for after CBC: extracting the order, timing it
+/// and the build's verify and simulation (0.1 s at p = 64, m = 1024).
+static constexpr double kAfterSolve = 0.3;
 
 namespace {
 
@@ -146,6 +153,47 @@ private:
   };
   std::vector<Entry> entries;
   std::vector<double> colLb, colUb, colObj, rowLb, rowUb;
+};
+
+/// What CBC's solve leaves, as the child process of runWithDeadline hands
+/// it back: bytes of a small header and the solution's columns.
+struct SolverResult {
+  bool optimal = false;
+  double objective = 0, bestPossible = 0;
+  std::vector<double> solution; // empty: none
+
+  static SolverResult of(const CbcModel &model) {
+    SolverResult r;
+    r.optimal = Cbc_isProvenOptimal(model.model);
+    r.objective = Cbc_getObjValue(model.model);
+    r.bestPossible = Cbc_getBestPossibleObjValue(model.model);
+    if (const double *s = Cbc_bestSolution(model.model))
+      r.solution.assign(s, s + model.cols);
+    return r;
+  }
+  std::string encode() const {
+    std::string bytes(1 + 2 * sizeof(double), '\0');
+    bytes[0] = optimal ? 1 : 0;
+    std::memcpy(&bytes[1], &objective, sizeof(double));
+    std::memcpy(&bytes[1 + sizeof(double)], &bestPossible, sizeof(double));
+    bytes.append(reinterpret_cast<const char *>(solution.data()),
+                 solution.size() * sizeof(double));
+    return bytes;
+  }
+  /// False if `bytes` is not a result of a model of `cols` columns.
+  bool decode(const std::string &bytes, int cols) {
+    size_t head = 1 + 2 * sizeof(double);
+    size_t body = bytes.size() >= head ? bytes.size() - head : 1;
+    if (bytes.size() < head ||
+        (body != 0 && body != size_t(cols) * sizeof(double)))
+      return false;
+    optimal = bytes[0] != 0;
+    std::memcpy(&objective, &bytes[1], sizeof(double));
+    std::memcpy(&bestPossible, &bytes[1 + sizeof(double)], sizeof(double));
+    solution.resize(body / sizeof(double));
+    std::memcpy(solution.data(), bytes.data() + head, body);
+    return true;
+  }
 };
 
 /// The ILP for one instance.
@@ -516,12 +564,14 @@ Order Formulation::extract(const double *solution) const {
 
 llvm::Expected<Order> zbc::sched::zbauto::solveExact(
     const Instance &in, const Order &heuristic, double heuristicMakespan,
-    double seconds, BuildReport &report) {
-  auto clock = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point deadline, BuildReport &report) {
+  using Clock = std::chrono::steady_clock;
+  auto clock = Clock::now();
   auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         clock)
-        .count();
+    return std::chrono::duration<double>(Clock::now() - clock).count();
+  };
+  auto left = [&] {
+    return std::chrono::duration<double>(deadline - Clock::now()).count();
   };
   double analytic = lowerBound(in);
   std::string prefix = "zb-auto exact (CBC " + std::string(Cbc_getVersion()) +
@@ -580,22 +630,51 @@ llvm::Expected<Order> zbc::sched::zbauto::solveExact(
   // these models (seen at p = 8, m = 24; coin-or/Cbc#167, #185).
   Cbc_setParameter(model.model, "preprocess", "off");
   // The limit is the user's wall-clock seconds; CBC counts CPU by default.
+  // What is left of them, less a reserve for turning CBC's solution into an
+  // order and verifying it (kAfterSolve), is CBC's; it runs in a child
+  // process that is killed if it has not stopped by then (Deadline.h),
+  // since CBC checks its clock only between phases.
   Cbc_setParameter(model.model, "timeMode", "elapsed");
-  Cbc_setMaximumSeconds(model.model,
-                        std::max(0.1, 0.95 * (seconds - elapsed())));
-  Cbc_solve(model.model);
+  double solverSeconds = left() - kAfterSolve;
+  Cbc_setMaximumSeconds(model.model, std::max(0.05, 0.9 * solverSeconds));
+  SolverResult solved;
+  std::string bytes;
+  DeadlineOutcome outcome =
+      solverSeconds <= 0
+          ? DeadlineOutcome::Killed
+          : runWithDeadline(
+                deadline - std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(kAfterSolve)),
+                [&] {
+                  Cbc_solve(model.model);
+                  return SolverResult::of(model).encode();
+                },
+                bytes);
+  if (outcome == DeadlineOutcome::Done && !solved.decode(bytes, model.cols))
+    outcome = DeadlineOutcome::Failed;
+  if (outcome != DeadlineOutcome::Done) {
+    std::string why =
+        outcome == DeadlineOutcome::Killed
+            ? "CBC had not stopped by the time limit (it checks its clock "
+              "only between phases): stopped it after " +
+                  formatNumber(elapsed()) + " s"
+            : "CBC failed (" + bytes + ")";
+    report.notes.push_back(prefix + "; " + why + "; kept the heuristic; lower "
+                           "bound " + formatNumber(analytic));
+    return heuristic;
+  }
 
   // Proven optimal includes "nothing beats the warm start" (the tree is
   // exhausted below the cutoff); the best possible value CBC reports then is
   // only its root bound, so the bound is the optimum itself.
-  bool optimal = Cbc_isProvenOptimal(model.model);
-  double cbcBound = optimal ? Cbc_getObjValue(model.model)
-                            : Cbc_getBestPossibleObjValue(model.model);
+  bool optimal = solved.optimal;
+  double cbcBound = optimal ? solved.objective : solved.bestPossible;
   double best = heuristicMakespan;
   Order result = heuristic;
-  const double *solution = Cbc_bestSolution(model.model);
+  const double *solution =
+      solved.solution.empty() ? nullptr : solved.solution.data();
   std::string found = "no better solution";
-  if (solution && Cbc_getObjValue(model.model) < heuristicMakespan * (1 - 1e-9)) {
+  if (solution && solved.objective < heuristicMakespan * (1 - 1e-9)) {
     Order order = form.extract(solution);
     const Timing &t = eval.run(order);
     bool fits = t.ok;
@@ -605,7 +684,7 @@ llvm::Expected<Order> zbc::sched::zbauto::solveExact(
       best = t.makespan;
       result = std::move(order);
       found = "better solution " + formatNumber(best) + " (ILP objective " +
-              formatNumber(Cbc_getObjValue(model.model)) + ")";
+              formatNumber(solved.objective) + ")";
     }
   }
   // CBC's bound is a bound for all microbatch-ordered schedules in the full
