@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
     const char *schedule;
     int p, m, v;
   } cases[] = {{"zb-auto", 32, 256, 1}, {"zb-auto", 64, 1024, 1},
-               {"zb-v", 32, 256, 2},    {"v-half", 32, 256, 2},
+               {"zb-v", 32, 256, 2},    {"zb-v", 256, 2048, 2},
+               {"v-half", 32, 256, 2},
                {"v-min", 32, 256, 2},   {"zb-h1", 64, 1024, 1},
                {"1f1b", 64, 1024, 1}};
   std::printf("| schedule | p | m | median seconds (of %d) | bubble rate |\n",

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <tuple>
+#include <vector>
 
 using namespace zbc::sched;
 
@@ -29,6 +30,53 @@ std::string ScheduleTable::name(const Action &action) const {
   return notation == Notation::CSV ? csvCell(action) : action.str();
 }
 
+namespace {
+
+/// Where each (stage, microbatch, kind) sits in its rank's order. Dense
+/// (one slot per triple, O(1) each: the check is linear in the actions)
+/// when the table has actions enough to fill its triples, as every valid
+/// table has; a map otherwise, so that a sparse table claiming huge stage
+/// or microbatch counts costs what its actions cost.
+class ActionPositions {
+public:
+  ActionPositions(int stages, int microbatches, size_t actions)
+      : microbatches(microbatches) {
+    size_t triples = size_t(stages) * size_t(microbatches);
+    if (triples <= 2 * actions + 1)
+      dense.assign(triples * 4, kAbsent);
+  }
+  /// False if the triple already has a position.
+  bool add(int stage, int mb, Kind kind, size_t at) {
+    if (dense.empty())
+      return sparse.emplace(std::make_tuple(stage, mb, kind), at).second;
+    size_t &slot = dense[index(stage, mb, kind)];
+    if (slot != kAbsent)
+      return false;
+    slot = at;
+    return true;
+  }
+  const size_t *find(int stage, int mb, Kind kind) const {
+    if (dense.empty()) {
+      auto it = sparse.find({stage, mb, kind});
+      return it == sparse.end() ? nullptr : &it->second;
+    }
+    const size_t &slot = dense[index(stage, mb, kind)];
+    return slot == kAbsent ? nullptr : &slot;
+  }
+
+private:
+  static constexpr size_t kAbsent = ~size_t(0);
+  size_t index(int stage, int mb, Kind kind) const {
+    return (size_t(stage) * size_t(microbatches) + size_t(mb)) * 4 +
+           static_cast<size_t>(kind);
+  }
+  int microbatches;
+  std::vector<size_t> dense;
+  std::map<std::tuple<int, int, Kind>, size_t> sparse;
+};
+
+} // namespace
+
 std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
   int numStages = this->numStages();
   for (int s = 0; s < numStages; ++s)
@@ -38,7 +86,10 @@ std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
                               std::to_string(rankOfStage[s]) + ", outside [0, " +
                               std::to_string(numRanks()) + ")"};
   // Position of each action on its rank, to check the order within a rank.
-  std::map<std::tuple<int, int, Kind>, size_t> position;
+  size_t actions = 0;
+  for (const auto &rank : ranks)
+    actions += rank.size();
+  ActionPositions position(numStages, microbatches, actions);
   for (int r = 0; r < numRanks(); ++r) {
     for (auto [i, a] : llvm::enumerate(ranks[r])) {
       // A function, not a Twine variable: a Twine kept past its full
@@ -60,15 +111,11 @@ std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
                             where() + "stage " + std::to_string(a.stage) +
                                 " is placed on rank " +
                                 std::to_string(rankOfStage[a.stage])};
-      if (!position.emplace(std::make_tuple(a.stage, a.microbatch, a.kind), i)
-               .second)
+      if (!position.add(a.stage, a.microbatch, a.kind, i))
         return Fault{r, at, where() + "appears twice"};
     }
   }
-  auto find = [&](int s, int j, Kind k) -> const size_t * {
-    auto it = position.find({s, j, k});
-    return it == position.end() ? nullptr : &it->second;
-  };
+  auto find = [&](int s, int j, Kind k) { return position.find(s, j, k); };
   for (int s = 0; s < numStages; ++s) {
     for (int j = 0; j < microbatches; ++j) {
       auto where = [&] { // see above

@@ -32,12 +32,16 @@
 
 #include "zbc/Schedule/Dependences.h"
 
+#include "llvm/Support/ThreadPool.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <deque>
 #include <limits>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 
 using namespace zbc::sched;
@@ -457,33 +461,46 @@ listSchedule(const VShape &v, bool forwardFirst, double fill) {
 
   // Each rank decides again at `at`: when it is free, or, while stalled,
   // when its known input arrives or a neighbour (the only ranks its inputs
-  // come from) places something.
+  // come from) places something. Sweeps: at the earliest time t, the ranks
+  // due at t decide in rank order, a neighbour woken to t during the sweep
+  // deciding in it if it comes later in that order, else in the next sweep
+  // (at t again). `due` holds (at, rank) of every rank with work left and a
+  // finite time, so a sweep finds its ranks in O(log p) each, not O(p).
   std::vector<double> at(p, 0.0);
-  std::vector<bool> stalled(p, false);
-  while (true) {
-    double t = kInf;
-    for (int r = 0; r < p; ++r)
-      if (left[r])
-        t = std::min(t, at[r]);
-    if (t == kInf)
-      break;
-    for (int r = 0; r < p; ++r) {
-      if (!left[r] || at[r] != t)
-        continue;
+  std::vector<bool> stalled(p, false), inDue(p, false);
+  std::set<std::pair<double, int>> due;
+  auto setAt = [&](int r, double t) {
+    if (inDue[r])
+      due.erase({at[r], r});
+    at[r] = t;
+    inDue[r] = t != kInf && left[r] > 0;
+    if (inDue[r])
+      due.insert({t, r});
+  };
+  for (int r = 0; r < p; ++r)
+    setAt(r, 0.0);
+  while (!due.empty()) {
+    double t = due.begin()->first;
+    // One sweep: the ranks due at t after `last`, in rank order.
+    for (int last = -1;;) {
+      auto it = due.upper_bound({t, last});
+      if (it == due.end() || it->first != t)
+        break;
+      int r = last = it->second;
       s.cur[r] = t; // idle until now
       size_t before = s.order[r].size();
       double wake = decide(r, t);
       if (s.order[r].size() == before) {
         stalled[r] = true;
-        at[r] = wake; // may be kInf: then only a neighbour wakes it
+        setAt(r, wake); // may be kInf: then only a neighbour wakes it
         continue;
       }
       left[r] -= static_cast<int>(s.order[r].size() - before);
       stalled[r] = false;
-      at[r] = s.cur[r];
+      setAt(r, s.cur[r]);
       for (int q : {r - 1, r + 1})
         if (q >= 0 && q < p && stalled[q])
-          at[q] = std::min(at[q], s.cur[r] + v.comm);
+          setAt(q, std::min(at[q], s.cur[r] + v.comm));
     }
   }
   for (int r = 0; r < p; ++r)
@@ -574,44 +591,62 @@ double spanOf(const VShape &v, const std::vector<std::vector<Action>> &order) {
   size_t left = 0;
   for (const auto &o : order)
     left += o.size();
-  while (left) {
+  // A worklist of ranks: a rank runs its actions until one's input is not
+  // there yet; only what its neighbours (the ranks of the stages next to
+  // its own in the V) produce can unblock it, so a rank that progressed
+  // puts them (and itself) back. Each action is timed once: linear in the
+  // actions, where rescanning every rank until nothing moves was not. The
+  // times do not depend on the visiting order.
+  std::vector<int> work;
+  std::vector<bool> queued(p, true);
+  for (int r = p - 1; r >= 0; --r)
+    work.push_back(r);
+  while (!work.empty()) {
+    int r = work.back();
+    work.pop_back();
+    queued[r] = false;
     bool progress = false;
-    for (int r = 0; r < p; ++r) {
-      while (next[r] < order[r].size()) {
-        const Action &a = order[r][next[r]];
-        double ready = freeAt[r];
-        bool ok = true;
-        forEachDependence(a, stages, [&](const ProductRef &d) {
-          const std::vector<double> &done =
-              d.product == Product::Activation ? doneF : doneB;
-          double end = done[size_t(d.stage) * m + a.microbatch];
-          if (end < 0)
-            ok = false;
-          else
-            ready = std::max(ready, end + (rankOf(d.stage) != r ? v.comm : 0));
-        });
-        if (!ok)
-          break;
-        const StageCost &c = v.cost[r][chunkOf(a.stage)];
-        double dur = c.time(a.kind);
-        mem[r] += c.memoryDelta(a.kind);
-        if (mem[r] > tol)
-          return kInf;
-        if (first[r] < 0)
-          first[r] = ready;
-        freeAt[r] = ready + dur;
-        if (a.kind == Kind::F)
-          doneF[size_t(a.stage) * m + a.microbatch] = freeAt[r];
-        else if (a.kind != Kind::W)
-          doneB[size_t(a.stage) * m + a.microbatch] = freeAt[r];
-        ++next[r];
-        --left;
-        progress = true;
-      }
+    while (next[r] < order[r].size()) {
+      const Action &a = order[r][next[r]];
+      double ready = freeAt[r];
+      bool ok = true;
+      forEachDependence(a, stages, [&](const ProductRef &d) {
+        const std::vector<double> &done =
+            d.product == Product::Activation ? doneF : doneB;
+        double end = done[size_t(d.stage) * m + a.microbatch];
+        if (end < 0)
+          ok = false;
+        else
+          ready = std::max(ready, end + (rankOf(d.stage) != r ? v.comm : 0));
+      });
+      if (!ok)
+        break;
+      const StageCost &c = v.cost[r][chunkOf(a.stage)];
+      double dur = c.time(a.kind);
+      mem[r] += c.memoryDelta(a.kind);
+      if (mem[r] > tol)
+        return kInf;
+      if (first[r] < 0)
+        first[r] = ready;
+      freeAt[r] = ready + dur;
+      if (a.kind == Kind::F)
+        doneF[size_t(a.stage) * m + a.microbatch] = freeAt[r];
+      else if (a.kind != Kind::W)
+        doneB[size_t(a.stage) * m + a.microbatch] = freeAt[r];
+      ++next[r];
+      --left;
+      progress = true;
     }
-    if (!progress)
-      return kInf; // deadlock
+    if (progress)
+      for (int q : {r - 1, r, r + 1})
+        if (q >= 0 && q < p && !queued[q] && next[q] < order[q].size()) {
+          queued[q] = true;
+          work.push_back(q);
+        }
   }
+  if (left)
+    return kInf; // deadlock
+
   double span = 0;
   for (int r = 0; r < p; ++r)
     if (first[r] >= 0)
@@ -659,48 +694,77 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
                 "microbatch), got " +
                 formatNumber(v.limit));
 
-  std::vector<std::pair<std::string, std::vector<std::vector<Action>>>>
-      candidates;
+  // The candidates are independent: they are built and timed (with the
+  // real costs and the limit) on a thread pool, and the shortest is kept,
+  // the first of equals in the order below, so the result does not depend
+  // on the threads.
+  using Order = std::vector<std::vector<Action>>;
+  struct Candidate {
+    std::string name;
+    std::function<std::optional<Order>()> build;
+    std::optional<Order> order;
+    double span = kInf;
+  };
+  std::vector<Candidate> candidates;
   for (bool fillB : {true, false})
     for (bool fillF : {true, false})
-      if (auto g = refinedGreedy(v, fillB, fillF))
-        candidates.push_back({std::string("greedy (fill-b ") +
-                                  (fillB ? "on" : "off") + ", fill-f " +
-                                  (fillF ? "on" : "off") + ")",
-                              std::move(g->order)});
-  candidates.push_back({"handcrafted", handcrafted(p, v.m)});
+      candidates.push_back(
+          {std::string("greedy (fill-b ") + (fillB ? "on" : "off") +
+               ", fill-f " + (fillF ? "on" : "off") + ")",
+           [&v, fillB, fillF]() -> std::optional<Order> {
+             if (auto g = refinedGreedy(v, fillB, fillF))
+               return std::move(g->order);
+             return std::nullopt;
+           }});
+  candidates.push_back({"handcrafted", [&v, p]() -> std::optional<Order> {
+                          return handcrafted(p, v.m);
+                        }});
   for (bool forwardFirst : {false, true})
     for (double fill : {0.0, 1.0})
-      if (auto order = listSchedule(v, forwardFirst, fill))
-        candidates.push_back({std::string("list (") +
-                                  (forwardFirst ? "F" : "B") + " first, fill " +
-                                  formatNumber(fill) + ")",
-                              std::move(*order)});
-
-  // Time every candidate with the real costs and the limit; keep the
-  // shortest (the first of equals).
-  size_t best = candidates.size();
-  double bestSpan = kInf;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    double span = spanOf(v, candidates[i].second);
-    if (span < bestSpan) {
-      bestSpan = span;
-      best = i;
-    }
+      candidates.push_back({std::string("list (") + (forwardFirst ? "F" : "B") +
+                                " first, fill " + formatNumber(fill) + ")",
+                            [&v, forwardFirst, fill] {
+                              return listSchedule(v, forwardFirst, fill);
+                            }});
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+    // Longest first (the list schedules, then the refined greedies), so
+    // that no long one starts last.
+    std::vector<Candidate *> queue;
+    for (Candidate &c : candidates)
+      queue.push_back(&c);
+    std::stable_partition(queue.begin(), queue.end(), [](Candidate *c) {
+      return c->name.rfind("list", 0) == 0;
+    });
+    for (Candidate *c : queue)
+      pool.async([&v, c] {
+        c->order = c->build();
+        if (c->order)
+          c->span = spanOf(v, *c->order);
+      });
+    pool.wait();
   }
+  Candidate *bestCandidate = nullptr;
+  for (Candidate &c : candidates)
+    if (c.span < (bestCandidate ? bestCandidate->span : kInf))
+      bestCandidate = &c;
+  double bestSpan = bestCandidate ? bestCandidate->span : kInf;
+  int built = 0;
+  for (const Candidate &c : candidates)
+    built += c.order.has_value();
   // Cannot happen at or above the least limit with M_W <= M_B (Note [V
   // memory reserve]): the list schedule always fits.
-  if (best == candidates.size())
+  if (bestSpan == kInf)
     return fail("zb-v found no schedule within the memory limit " +
                 formatNumber(v.limit));
-  const std::string &bestName = candidates[best].first;
   report.notes.push_back("zb-v: memory limit " +
                          (unlimited ? std::string("none") : formatNumber(v.limit) + " per rank") +
-                         "; kept the " + bestName + " order, the shortest of " +
-                         std::to_string(candidates.size()) + " candidates");
+                         "; kept the " + bestCandidate->name +
+                         " order, the shortest of " + std::to_string(built) +
+                         " candidates");
   ScheduleTable table;
   table.microbatches = v.m;
   table.rankOfStage = placeStages(Placement::V, p, 2 * p);
-  table.ranks = std::move(candidates[best].second);
+  table.ranks = std::move(*bestCandidate->order);
   return std::move(table);
 }
