@@ -10,6 +10,9 @@
 //    (1F1B's p full-stage microbatches); valid for m < 2p, uneven costs
 //    and limits down to the least a V schedule can run in; a clear error
 //    below that.
+//  - zb-v at the memory v-half or v-min holds (their peak as its limit) is
+//    never slower than they are (W = F / 2, p in {4, 8, 16}, m in {2p, 4p}),
+//    and at a limit between the two never slower than v-min.
 //  - v-half / v-min: at most (p+2)//2 and (p+4)//3 full-stage microbatches
 //    on every rank; bubble under the bound the slot plan guarantees and
 //    under the papers' p/(2m) and 2p/(3m).
@@ -190,6 +193,40 @@ TEST(VScheduleZBV, LimitBelowTheLeastIsAnError) {
             std::string::npos)
       << error;
   EXPECT_EQ(buildError("zb-v", vProblem(4, 8, {}, 0, 2)), "");
+}
+
+TEST(VScheduleZBV, NeverSlowerThanThePatternsAtTheirMemory) {
+  StageCost chunk;
+  chunk.F = 1;
+  chunk.B = 1;
+  chunk.W = 0.5;
+  chunk.memB = 1;
+  chunk.memW = 0.5;
+  for (int p : {4, 8, 16})
+    for (int m : {2 * p, 4 * p}) {
+      double vMinPeak = 0;
+      for (const char *pattern : {"v-half", "v-min"}) {
+        std::optional<BuiltSchedule> fixed = build(pattern, vProblem(p, m, chunk));
+        ASSERT_TRUE(fixed);
+        double peak = *std::max_element(fixed->sim.peakMemory.begin(),
+                                        fixed->sim.peakMemory.end());
+        if (llvm::StringRef(pattern) == "v-min")
+          vMinPeak = peak;
+        std::optional<BuiltSchedule> zbv =
+            build("zb-v", vProblem(p, m, chunk, 0, peak));
+        ASSERT_TRUE(zbv);
+        EXPECT_LE(zbv->sim.makespan, fixed->sim.makespan * (1 + 1e-12))
+            << pattern << " p=" << p << " m=" << m << " limit " << peak;
+      }
+      // Between v-min's memory and v-half's: v-min's schedule fits, so
+      // zb-v does no worse.
+      std::optional<BuiltSchedule> vMin = build("v-min", vProblem(p, m, chunk));
+      std::optional<BuiltSchedule> between =
+          build("zb-v", vProblem(p, m, chunk, 0, vMinPeak + 1));
+      ASSERT_TRUE(vMin && between);
+      EXPECT_LE(between->sim.makespan, vMin->sim.makespan * (1 + 1e-12))
+          << "p=" << p << " m=" << m;
+    }
 }
 
 TEST(VScheduleZBV, NeedsTheVPlacement) {

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <limits>
@@ -176,8 +177,10 @@ struct State {
   /// Places (kind, r, c) for its next microbatch at the earliest time the
   /// rank and the dependencies allow; false (nothing placed) if a dependency
   /// is missing or memory would go over the limit.
-  bool put(Kind k, int r, int c, double *idle = nullptr) {
-    double ready = readyAt(k, r, c);
+  /// `known` is readyAt(k, r, c) if the caller has it (a NaN: not).
+  bool put(Kind k, int r, int c, double *idle = nullptr,
+           double known = std::numeric_limits<double>::quiet_NaN()) {
+    double ready = std::isnan(known) ? readyAt(k, r, c) : known;
     if (ready == kInf || !fits(r, c, k))
       return false;
     int j = n(k, r, c);
@@ -413,10 +416,20 @@ listSchedule(const VShape &v, bool forwardFirst, double fill) {
   // Tries to run something on rank r at time t (s.cur[r] == t); returns
   // kInf-or-wake time if it cannot, or -1 after running an action.
   auto decide = [&](int r, double t) -> double {
-    auto ready = [&](Kind k, int c) {
-      double at = s.readyAt(k, r, c);
-      return at <= t;
+    // When the next F and B of each chunk may start: computed once per
+    // decision (nothing is placed between the tries and the wake-up time
+    // unless the decision ends there).
+    double known[2][2];
+    bool have[2][2] = {{false, false}, {false, false}};
+    auto readyTime = [&](Kind k, int c) {
+      int i = k == Kind::F ? 0 : 1;
+      if (!have[i][c]) {
+        known[i][c] = s.readyAt(k, r, c);
+        have[i][c] = true;
+      }
+      return known[i][c];
     };
+    auto ready = [&](Kind k, int c) { return readyTime(k, c) <= t; };
     auto tryB = [&]() {
       int best = -1;
       for (int c : {0, 1})
@@ -427,7 +440,7 @@ listSchedule(const VShape &v, bool forwardFirst, double fill) {
         return false;
       if (!s.fits(r, best, Kind::B))
         return s.putW(r);
-      return s.put(Kind::B, r, best);
+      return s.put(Kind::B, r, best, nullptr, readyTime(Kind::B, best));
     };
     auto tryF = [&]() {
       for (int c : {1, 0}) {
@@ -435,7 +448,7 @@ listSchedule(const VShape &v, bool forwardFirst, double fill) {
           continue;
         double need = s.cost(r, c).memB + (c == 0 ? reserve[r] : 0);
         if (s.mem[r] + need <= s.tol)
-          return s.put(Kind::F, r, c);
+          return s.put(Kind::F, r, c, nullptr, readyTime(Kind::F, c));
         if (s.putW(r))
           return true;
       }
@@ -448,7 +461,7 @@ listSchedule(const VShape &v, bool forwardFirst, double fill) {
       for (Kind k : {Kind::F, Kind::B}) {
         if (k == Kind::B && s.n(Kind::B, r, c) >= s.n(Kind::F, r, c))
           continue;
-        double at = s.readyAt(k, r, c);
+        double at = readyTime(k, c);
         if (at > t)
           wake = std::min(wake, at);
       }
@@ -726,6 +739,21 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
                             [&v, forwardFirst, fill] {
                               return listSchedule(v, forwardFirst, fill);
                             }});
+  // The controllable-memory patterns, where they fit the limit: zb-v is then
+  // never worse than v-half or v-min at any limit that holds them (they
+  // come last, so a tie keeps zb-v's own order).
+  for (auto [name, build] :
+       {std::pair{"v-half pattern", &buildVHalf}, {"v-min pattern", &buildVMin}})
+    candidates.push_back({name, [&problem, build]() -> std::optional<Order> {
+                            BuildReport ignored;
+                            llvm::Expected<ScheduleTable> table =
+                                build(problem, {}, ignored);
+                            if (!table) {
+                              llvm::consumeError(table.takeError());
+                              return std::nullopt;
+                            }
+                            return std::move(table->ranks);
+                          }});
   {
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
     // Longest first (the list schedules, then the refined greedies), so
