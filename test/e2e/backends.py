@@ -10,19 +10,17 @@
                     runs the same executables on a GPU.)
 """
 import os
-import shutil
 import sys
 import time
 
-from zbc_e2e import expect_failure, run
+from zbc_e2e import expect_failure, fresh_dir, run
 from zbc_models import gpt, mlp
 
 
 def cuda_without_gpu(args):
     zbc = os.path.join(args.bin, "zbc")
     dsl_gpt = os.path.join(args.bin, "zbc-dsl-gpt")
-    shutil.rmtree(args.work, ignore_errors=True)
-    os.makedirs(args.work)
+    fresh_dir(args.work)
     models = {"mlp": mlp(2), "gpt": gpt(dsl_gpt, 2)}
     models["gpt-bf16"] = gpt(dsl_gpt, 2, "--bf16")
     for name, text in models.items():

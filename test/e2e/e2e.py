@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "examples", "data"))
 from counting import learnable_data  # noqa: E402
 from zbc_models import gpt, mlp, schedules  # noqa: E402
-from zbc_e2e import EXAMPLES, expect_failure, run  # noqa: E402
+from zbc_e2e import EXAMPLES, expect_failure, fresh_dir, run  # noqa: E402
 import backends  # noqa: E402
 import training  # noqa: E402
 
@@ -61,9 +61,7 @@ def every_schedule(args):
     for name, v, p, model in cases:
         stages = v * p
         case = f"{name}-p{p}-{model}"
-        work = os.path.join(args.work, case)
-        shutil.rmtree(work, ignore_errors=True)
-        os.makedirs(work)
+        work = fresh_dir(args.work, case)
         source = os.path.join(work, "model.mlir")
         with open(source, "w") as f:
             f.write(mlp(stages) if model == "mlp"

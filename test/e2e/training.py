@@ -53,7 +53,7 @@ import subprocess
 import sys
 import time
 
-from zbc_e2e import EXAMPLES, run
+from zbc_e2e import EXAMPLES, fresh_dir, run
 from zbc_models import gpt, mlp, schedules, tied_mlp
 
 TEXT = "/usr/share/common-licenses/GPL-3"
@@ -372,9 +372,7 @@ def tied(args):
     for name, v, model in cases:
         p = 4 // v
         case = f"tied-{model}-{name}-p{p}"
-        work = os.path.join(args.work, case)
-        shutil.rmtree(work, ignore_errors=True)
-        os.makedirs(work)
+        work = fresh_dir(args.work, case)
         source = os.path.join(work, "tied.mlir")
         with open(source, "w") as f:
             f.write(tied_mlp() if model == "mlp" else
@@ -416,9 +414,7 @@ def bf16(args):
              "1e-2"]
     for p, steps, options in [(2, 3, sgd), (4, 3, sgd), (2, 1, adamw)]:
         case = f"gpt-bf16-p{p}-{options[-1]}"
-        work = os.path.join(args.work, case)
-        shutil.rmtree(work, ignore_errors=True)
-        os.makedirs(work)
+        work = fresh_dir(args.work, case)
         source = os.path.join(work, "gpt.mlir")
         with open(source, "w") as f:
             f.write(gpt(os.path.join(args.bin, "zbc-dsl-gpt"), p, "--bf16"))

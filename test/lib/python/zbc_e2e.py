@@ -4,10 +4,19 @@ Every command runs under a timeout, so a hang fails the test instead of
 stalling the suite.
 """
 import os
+import shutil
 import subprocess
 import sys
 
 TIMEOUT = 300
+
+
+def fresh_dir(*parts):
+    """The directory os.path.join(*parts), emptied (made if missing)."""
+    path = os.path.join(*parts)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples")
 
 
