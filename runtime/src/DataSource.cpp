@@ -81,7 +81,7 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
     if (isIndexElement(data.element)) {
       // Integer data must be in range for the ops that read it.
       int64_t n = static_cast<int64_t>(t.data.size()) /
-                  (data.element == ZBC_RT_I32 ? 4 : 8);
+                  zbc_rt_element_bytes(data.element);
       for (int64_t i = 0; i < n; ++i) {
         int64_t v = data.element == ZBC_RT_I32
                         ? reinterpret_cast<const int32_t *>(t.data.data())[i]
@@ -121,9 +121,7 @@ void DataSource::fill(int32_t index, const BatchPosition &at, char *dst,
   case Kind::Synthetic: {
     Generator gen(dataSeed(seed_, at.batch, at.microbatches, at.microbatch),
                   data.key);
-    int64_t n = bytes / (data.element == ZBC_RT_I64  ? 8
-                         : data.element == ZBC_RT_BF16 ? 2
-                                                       : 4);
+    int64_t n = bytes / zbc_rt_element_bytes(data.element);
     for (int64_t i = 0; i < n; ++i) {
       if (data.element == ZBC_RT_F32)
         reinterpret_cast<float *>(dst)[i] = static_cast<float>(gen.floatData());

@@ -22,11 +22,6 @@ using namespace zbc::rt;
 
 namespace {
 
-/// Bytes of one element of a buffer's type.
-int64_t widthOf(int32_t element) {
-  return element == ZBC_RT_I64 ? 8 : element == ZBC_RT_BF16 ? 2 : 4;
-}
-
 /// The buffers of one kernel call, checked and recorded.
 class Call {
 public:
@@ -70,7 +65,7 @@ public:
   }
   /// The element type of the call's float buffers (f32 until one is seen).
   int32_t element() const { return element_; }
-  int64_t elementBytes() const { return widthOf(element_); }
+  int64_t elementBytes() const { return zbc_rt_element_bytes(element_); }
 
   bool ok() const { return ok_; }
   /// The checks are done; the kernel runs (its time is the profile's).
@@ -105,7 +100,7 @@ private:
     if (b < 0)
       return fail();
     const zbc_rt_buffer &buffer = rank_->program->buffers[b];
-    if (buffer.element != element || buffer.bytes != elements * widthOf(element))
+    if (buffer.element != element || buffer.bytes != elements * zbc_rt_element_bytes(element))
       return mismatch(b, fmt::format("{} elements of type {}", elements,
                                      element));
     record(write ? rank_->ledger.write(b, Ledger::Writer::Kernel)

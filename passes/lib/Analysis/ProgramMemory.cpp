@@ -11,7 +11,6 @@
 #include "zbc/Analysis/ProgramMemory.h"
 
 
-#include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -85,7 +84,6 @@ struct KeyInfo {
 struct StageInfo {
   std::vector<PhaseInfo> phases;
   std::vector<KeyInfo> keys; // activation keys, each once
-  int64_t paramBytes = 0;
   /// Each parameter it declares and its bytes: a parameter tied between
   /// two stages of one rank is held there once.
   std::vector<std::pair<std::string, ParamHolding>> params;
@@ -111,7 +109,6 @@ int64_t temporariesOf(ArrayRef<PhaseOp> phases) {
 
 StageInfo stageInfoOf(StageOp stage) {
   StageInfo info;
-  info.paramBytes = analyzeStage(stage).paramBytes;
   for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
     info.params.emplace_back(param.getName().str(),
                              paramHoldingOf(param.getType()));

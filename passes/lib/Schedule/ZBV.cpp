@@ -721,6 +721,7 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
   struct Candidate {
     std::string name;
     std::function<std::optional<Order>()> build;
+    bool longest = false; // queued first (the list schedules)
     std::optional<Order> order;
     double span = kInf;
   };
@@ -744,7 +745,8 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
                                 " first, fill " + formatNumber(fill) + ")",
                             [&v, forwardFirst, fill] {
                               return listSchedule(v, forwardFirst, fill);
-                            }});
+                            },
+                            /*longest=*/true});
   // The controllable-memory patterns, where they fit the limit: zb-v is then
   // never worse than v-half or v-min at any limit that holds them (they
   // come last, so a tie keeps zb-v's own order).
@@ -767,9 +769,8 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
     std::vector<Candidate *> queue;
     for (Candidate &c : candidates)
       queue.push_back(&c);
-    std::stable_partition(queue.begin(), queue.end(), [](Candidate *c) {
-      return c->name.rfind("list", 0) == 0;
-    });
+    std::stable_partition(queue.begin(), queue.end(),
+                          [](Candidate *c) { return c->longest; });
     for (Candidate *c : queue)
       pool.async([&v, c] {
         c->order = c->build();

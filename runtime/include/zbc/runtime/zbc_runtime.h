@@ -72,6 +72,11 @@ enum {
 /* Element types (bf16: Note [bf16] in zbc/runtime/BFloat16.h). */
 enum { ZBC_RT_F32 = 0, ZBC_RT_I32 = 1, ZBC_RT_I64 = 2, ZBC_RT_BF16 = 3 };
 
+/* Bytes of one element of `element` (ZBC_RT_F32, ...). */
+static inline int64_t zbc_rt_element_bytes(int32_t element) {
+  return element == ZBC_RT_I64 ? 8 : element == ZBC_RT_BF16 ? 2 : 4;
+}
+
 typedef struct zbc_rt_buffer {
   const char *name; /* "param.fc0.weight", "F.0 of stage 1 mb 3", ... */
   int64_t offset;   /* in the arena */
