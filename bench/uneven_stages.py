@@ -8,7 +8,7 @@ paper's 1.5B ratios (c_F = 1, c_B = 1, c_W = 0.5) and M_B from [1, 2]
 per problem, p M_B and 2p M_B of the heaviest stage (ZB-1p's and ZB-2p's).
 For each input it runs `zbc schedule --schedule zb-auto` and records the
 makespan, zb-auto's lower bound (its note: the larger of the per-rank work
-and the critical-path bounds, lowerBound in ZBAuto.cpp) and the gap
+and the critical-path bounds, lowerBound in ZBAuto/LowerBound.cpp) and the gap
 (makespan / bound - 1). With --exact S it also runs the exact mode and
 records its wall-clock seconds (the acceptance: every run within S + 1).
 

@@ -21,7 +21,7 @@ ZBC_DECLARE_BUILDER(buildOneFOneB)         // OneFOneB.cpp
 ZBC_DECLARE_BUILDER(buildInterleaved1F1B)  // Interleaved1F1B.cpp
 ZBC_DECLARE_BUILDER(buildZBH1)             // ZBHandcrafted.cpp
 ZBC_DECLARE_BUILDER(buildZBH2)             // ZBHandcrafted.cpp
-ZBC_DECLARE_BUILDER(buildZBAuto)           // ZBAuto.cpp (+ ZBAutoILP.cpp)
+ZBC_DECLARE_BUILDER(buildZBAuto)           // ZBAuto/ (Build.cpp)
 ZBC_DECLARE_BUILDER(buildZBV)              // ZBV.cpp
 ZBC_DECLARE_BUILDER(buildVHalf)            // VShapes.cpp
 ZBC_DECLARE_BUILDER(buildVMin)             // VShapes.cpp

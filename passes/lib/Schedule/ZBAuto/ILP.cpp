@@ -1,4 +1,4 @@
-//===- ZBAutoILP.cpp - zb-auto's exact mode: the paper's ILP with CBC -----===//
+//===- ILP.cpp - zb-auto's exact mode: the paper's ILP with CBC ----------===//
 //
 // The Zero Bubble paper's ILP (its appendix), solved with CBC through the C
 // API, warm-started with the heuristic's order and stopped after
@@ -62,9 +62,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Deadline.h"
+#include "../Deadline.h"
 #include "ZBAuto.h"
-#include "Support.h"
+#include "../Support.h"
 
 #include <coin/Cbc_C_Interface.h>
 

@@ -1,9 +1,10 @@
-//===- ZBAuto.h - internals shared by zb-auto's heuristic and ILP -*- C++ -*-===//
+//===- ZBAuto.h - internals shared by zb-auto's parts ----------*- C++ -*-===//
 //
-// Private to passes/lib/Schedule. zb-auto works on per-rank orders of
+// Private to passes/lib/Schedule/ZBAuto (the parts: Evaluator, LowerBound,
+// Greedy, Repair, Search, ILP; Build.cpp is the builder). zb-auto works on per-rank orders of
 // F/B/W ops (one stage per rank, Placement::Linear) and evaluates them with a
 // fast as-soon-as-possible timing model that matches Simulator.h's rules; the
-// exact mode (ZBAutoILP.cpp) starts from the heuristic's order and returns an
+// exact mode (ILP.cpp) starts from the heuristic's order and returns an
 // order too, so both go through the same conversion to a ScheduleTable.
 //
 // Note [zb-auto memory]: memory depends only on the per-rank order, never on
@@ -14,17 +15,22 @@
 // limit is therefore max over stages of max(M_B, M_W).
 //
 //===----------------------------------------------------------------------===//
-#ifndef ZBC_SCHEDULE_ZBAUTO_H
-#define ZBC_SCHEDULE_ZBAUTO_H
+#ifndef ZBC_SCHEDULE_ZBAUTO_ZBAUTO_H
+#define ZBC_SCHEDULE_ZBAUTO_ZBAUTO_H
 
 #include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Registry.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <vector>
 
 namespace zbc::sched::zbauto {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// Relative tolerance for memory comparisons (Note [zb-auto memory]).
 inline double memSlack(double limit) { return limit * 1e-12; }
@@ -87,12 +93,41 @@ private:
   Timing timing;
 };
 
+/// Spans sorted longest first: minimizing this vector lexicographically
+/// minimizes the makespan and, at equal makespan, the next-longest spans,
+/// which gives the search somewhere to go on plateaus.
+using Key = std::vector<double>;
+
+inline Key keyOf(const Timing &t) {
+  Key k = t.span;
+  std::sort(k.begin(), k.end(), std::greater<>());
+  return k;
+}
+
+/// Whether `a` is shorter than `b`, with a relative tolerance so that
+/// round-off never counts as progress.
+inline bool keyLess(const Key &a, const Key &b) {
+  double tol = 1e-9 * std::max(1.0, b.empty() ? 1.0 : b[0]);
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] < b[i] - tol)
+      return true;
+    if (a[i] > b[i] + tol)
+      return false;
+  }
+  return false;
+}
+
 /// A lower bound on the makespan of any schedule (microbatch order or not):
 /// per rank, its work plus the idle it cannot avoid before its first B (only
 /// the F's that fit in memory can run) and between its last F and last B
 /// (only the B/W work that fits in memory can cover the round trip), and the
 /// last B of each rank travelling up to the ranks before it.
 double lowerBound(const Instance &in);
+
+/// The heuristic (Search.cpp): the best order it finds within its budget,
+/// with a note on the search in `report`; empty only on an internal error.
+Order searchOrders(const Problem &problem, const Instance &in,
+                   BuildReport &report);
 
 /// The exact mode: the Zero Bubble paper's ILP solved with CBC, warm-started
 /// from `heuristic`, done by `deadline` (wall-clock: the user's --exact
@@ -105,4 +140,4 @@ solveExact(const Instance &in, const Order &heuristic, double heuristicMakespan,
 
 } // namespace zbc::sched::zbauto
 
-#endif // ZBC_SCHEDULE_ZBAUTO_H
+#endif // ZBC_SCHEDULE_ZBAUTO_ZBAUTO_H

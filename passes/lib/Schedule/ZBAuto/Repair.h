@@ -1,0 +1,72 @@
+//===- Repair.h - zb-auto's repair of an order -----------------*- C++ -*-===//
+//
+// Critical-path local search over per-rank orders: run an op that waited
+// for its rank earlier, move a W into a gap; a move is kept only if the
+// spans, sorted longest first, get lexicographically shorter (keyLess).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_ZBAUTO_REPAIR_H
+#define ZBC_SCHEDULE_ZBAUTO_REPAIR_H
+
+#include "ZBAuto.h"
+
+#include <vector>
+
+namespace zbc::sched::zbauto {
+
+class Repair {
+public:
+  Repair(const Instance &in, Evaluator &eval) : in(in), eval(eval) {}
+
+  /// Improves `order` until no move on its critical path helps or `budget`
+  /// evaluations are spent; returns the evaluations used.
+  long run(Order &order, long budget);
+
+private:
+  struct Move {
+    int r, from, to;
+  };
+  bool memoryOk(const std::vector<Op> &ord, int r) const {
+    double mem = 0, limit = in.limit + memSlack(in.limit);
+    for (Op op : ord) {
+      mem += in.cost[r].memoryDelta(op.kind);
+      if (mem > limit)
+        return false;
+    }
+    return true;
+  }
+  double startOf(Op op, int r) const {
+    return timing.start[slot(op.kind)][size_t(r) * in.m + op.mb];
+  }
+  double endOf(Op op, int r) const {
+    return startOf(op, r) + in.cost[r].time(op.kind);
+  }
+  /// Index in order[r] of op (kind, mb).
+  int &index(Kind kind, int r, int j) {
+    return idx[slot(kind)][size_t(r) * in.m + j];
+  }
+  /// Lowest index op (kind, mb) on rank r may move to: after the previous
+  /// op of its kind (zb-auto keeps microbatch order) and after the ops of
+  /// this rank it depends on (Dependences.h: its own F, or its own B).
+  int lowestIndex(Op op, int r) {
+    int lo = 0;
+    if (op.mb > 0)
+      lo = index(op.kind, r, op.mb - 1) + 1;
+    forEachProducer(in, op.kind, r, [&](int q, Kind made) {
+      if (q == r)
+        lo = std::max(lo, index(made, r, op.mb) + 1);
+    });
+    return lo;
+  }
+  void candidates(const Order &order, std::vector<Move> &moves);
+
+  const Instance &in;
+  Evaluator &eval;
+  Timing timing;
+  std::vector<int> idx[3];
+};
+
+
+} // namespace zbc::sched::zbauto
+
+#endif // ZBC_SCHEDULE_ZBAUTO_REPAIR_H
