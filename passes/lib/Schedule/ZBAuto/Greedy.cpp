@@ -103,15 +103,27 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
   // W's an op needs first so that memory stays within the limit; an F is
   // admitted only if its B can run later (Note [zb-auto memory]).
   auto wNeeded = [&](double rise) {
-    double over = mem[r] + rise - limit;
-    if (over <= slack)
+    double need = mem[r] + rise;
+    if (in.fits(need))
       return 0;
-    return mW > 0 ? static_cast<int>(std::ceil((over - slack) / mW)) : m + 1;
+    if (mW <= 0)
+      return m + 1;
+    int k = static_cast<int>(std::ceil((need - limit - slack) / mW));
+    while (k > 0 && in.fits(need - (k - 1) * mW)) // round-off at the edge
+      --k;
+    while (!in.fits(need - k * mW))
+      ++k;
+    return k;
   };
 
   Kind kind = Kind::F;
   int needW = 0;
-  if (bReady && (params.preferB || !fReady)) {
+  if (bReady && !fReady && params.waitF > 0 && pendingW > 0 &&
+      readyF < now + params.waitF * tF) {
+    wait(); // for the F; the gap until it comes takes W's
+    return;
+  }
+  if (bReady && (params.prefersB(r) || !fReady)) {
     kind = Kind::B;
   } else if (fReady) {
     if (!bReady && readyB < now + params.waitB * tF) {
@@ -135,14 +147,16 @@ void Greedy::decide(int r, double now, const Params &params, Order &order) {
     return;
   }
   if (kind == Kind::B)
-    needW = std::min(pendingW, wNeeded(mW - mB));
+    needW = params.flushW0 && r == 0 && f == m
+                ? pendingW
+                : std::min(pendingW, wNeeded(mW - mB));
 
   // W's into the gap [freeAt, now), then the forced ones.
   double at = freeAt[r];
   while (nW[r] < b) {
     if (needW <= 0) {
       double gap = now - at;
-      if (gap <= eps || gap + eps < params.fill * tW)
+      if (gap <= eps || gap + eps < params.fillAt(r) * tW)
         break;
     }
     placeW(at);

@@ -26,7 +26,30 @@ struct Params {
   double fill = 1.0;        // fill a gap with W if gap >= fill * T_W
   bool waitWhenFull = false; // memory-blocked F: wait for a B, no forced W
   double waitB = 0;         // skip an F if a B arrives within waitB * T_F
+  /// A ready B waits for an F due within waitF * T_F, the wait filled with
+  /// W's, and then the F goes first (the reference heuristic's rounds): on
+  /// the bottleneck rank running the B drains the microbatches in flight.
+  double waitF = 0;
+  /// Rank 0, once its F's are done, runs every pending W before each B
+  /// (its B feeds no rank, so nothing waits for it).
+  bool flushW0 = false;
   std::vector<int> cap;     // per rank: most F's ahead of B's (0: memory only)
+  /// Per rank, whether it takes F before B when both are ready (overrides
+  /// preferB; empty: preferB everywhere). An F first on a rank upstream of
+  /// the bottleneck feeds it sooner; a B first drains memory.
+  std::vector<char> fFirst;
+  /// Per rank, the gap a W fills (overrides fill; empty: fill everywhere).
+  /// A W in the gaps of a rank that feeds the bottleneck delays its F's;
+  /// kInf keeps that rank's W's for when memory forces them, or the end.
+  std::vector<double> fillOf;
+
+  double fillAt(int r) const { return fillOf.empty() ? fill : fillOf[r]; }
+
+  bool prefersB(int r) const {
+    if (waitF > 0)
+      return false;
+    return fFirst.empty() ? preferB : !fFirst[r];
+  }
 };
 
 class Greedy {

@@ -2,8 +2,29 @@
 //
 // The bound that stops zb-auto's search when it is met, gives the gap in
 // its report, and is the exact mode's floor (ZBAuto.h, lowerBound). Each
-// term is a fact every schedule obeys, whatever its order, so the bound is
-// valid for schedules zb-auto does not build too.
+// term is a fact every schedule obeys, whatever its order: the arguments
+// count ops ("the k-th F a rank runs") rather than name microbatches, so
+// they hold for schedules zb-auto does not build too. Spans are measured
+// from S_r, the as-soon-as-possible start of rank r's first F, which is
+// where every rank starts when each begins with the first microbatch (every
+// schedule zbc builds does; the ILP pins it, ILP.cpp).
+//
+// The terms, per rank r (largest wins):
+//  * warmUpAndCoolDown: its work, plus the idle before its first B (only the
+//    F's that fit in memory can run while the first gradient makes its
+//    round trip) and after its last F (only the B's and W's of what it holds
+//    then can cover that microbatch's round trip; what it holds is a small
+//    knapsack over activations and pending W's).
+//  * slots: at most `fit` microbatches are between their F and their B at
+//    once, each for its whole round trip.
+//  * heads (the strongest, O(p m^2), where that is affordable): the earliest
+//    start ("head") of every op from the ops it waits for, each rank's ops
+//    then packed on it as a preemptive one-machine schedule (Jackson's
+//    rule: optimal for that relaxation, so a valid bound on the real one).
+//    Memory enters as the B's and W's it forces before an F or a B ("the
+//    k-th F waits for the (k - fit)-th B").
+//  * travelUp, where heads is not run: the last B of each rank goes up to
+//    the ranks before it, each still running a W after it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,58 +33,217 @@
 #include <algorithm>
 #include <cmath>
 
-double zbc::sched::zbauto::lowerBound(const Instance &in) {
-  const int p = in.p, m = in.m;
-  const double c = in.comm, limit = in.limit + memSlack(in.limit);
-  // first[r]: when rank r's first F starts (nothing delays the F chain).
-  std::vector<double> first(p, 0);
-  for (int r = 1; r < p; ++r)
-    first[r] = first[r - 1] + in.cost[r - 1].F + c;
-  double bound = 0;
-  for (int r = 0; r < p; ++r) {
-    double work = m * (in.cost[r].F + in.cost[r].B + in.cost[r].W);
+using namespace zbc::sched;
+using namespace zbc::sched::zbauto;
+
+namespace {
+
+/// The heads term runs where p * m^2 is at most this (p = 32, m = 256 is
+/// 2M steps, about 10 ms); past it the cheaper travelUp stands in.
+constexpr double kHeadSteps = 1 << 23;
+
+struct Bounds {
+  const Instance &in;
+  int p, m;
+  double c, limit; // limit: with its slack, for first guesses only
+  std::vector<double> first; // S_r
+  std::vector<int> fit;      // activations rank r can hold at once
+
+  explicit Bounds(const Instance &in)
+      : in(in), p(in.p), m(in.m), c(in.comm),
+        limit(in.limit + memSlack(in.limit)), first(in.p, 0), fit(in.p) {
+    for (int r = 1; r < p; ++r)
+      first[r] = first[r - 1] + in.cost[r - 1].F + c;
+    for (int r = 0; r < p; ++r)
+      fit[r] = most(0, in.cost[r].memB, m);
+  }
+
+  /// The largest n <= cap with base + n * each within the limit (base is),
+  /// asked through Instance::fits (Note [zb-auto monotone]).
+  int most(double base, double each, int cap) const {
+    if (each <= 0)
+      return cap;
+    int n = static_cast<int>(
+        std::clamp<double>(std::floor((limit - base) / each), 0, cap));
+    while (n < cap && in.fits(base + (n + 1) * each))
+      ++n;
+    while (n > 0 && !in.fits(base + n * each))
+      --n;
+    return n;
+  }
+
+  /// From the end of rank r's F to the start of its B, for one microbatch:
+  /// down through the ranks after r and back.
+  double roundTrip(int r) const {
+    double t = 0;
+    for (int k = r + 1; k < p; ++k)
+      t += in.cost[k].F + in.cost[k].B + 2 * c;
+    return t;
+  }
+
+  /// The most B and W work rank r can have in hand while one activation
+  /// (the last microbatch's) is held: a activations (each a B and a W to
+  /// run) and b pending W's, with a M_B + b M_W within the rest of the limit.
+  double heldWork(int r) const {
+    const StageCost &s = in.cost[r];
+    double best = 0;
+    for (int a = 0, most_a = most(s.memB, s.memB, m - 1); a <= most_a; ++a) {
+      int b = most(s.memB + a * s.memB, s.memW, m - 1 - a);
+      best = std::max(best, a * (s.B + s.W) + b * s.W);
+    }
+    return std::min(best, (m - 1) * (s.B + s.W));
+  }
+
+  double warmUpAndCoolDown(int r) const {
+    const StageCost &s = in.cost[r];
+    double work = m * (s.F + s.B + s.W);
     // Warm-up: B(r, 0) starts no earlier than the F chain down and the B
     // chain back; before it the rank runs at most `fit` F's.
     double firstB = first[p - 1] + in.cost[p - 1].F;
     for (int k = r + 1; k < p; ++k)
       firstB += in.cost[k].B + c;
-    double fit = in.cost[r].memB > 0 ? std::min<double>(m, std::floor(limit / in.cost[r].memB))
-                              : m;
-    double idle = std::max(0.0, firstB - first[r] - fit * in.cost[r].F);
-    // Cool-down: from the end of F(r, m-1) to the start of B(r, m-1) the
-    // microbatch goes down and back up; the rank can only run the B's and
-    // W's of what it holds then (limit - M_B of it).
-    if (fit < m) {
-      double roundTrip = 0;
-      for (int k = r + 1; k < p; ++k)
-        roundTrip += in.cost[k].F + in.cost[k].B + 2 * c;
-      double perMem = 0;
-      if (in.cost[r].memB > 0 && in.cost[r].memW > 0)
-        perMem = std::max((in.cost[r].B + in.cost[r].W) / in.cost[r].memB,
-                          in.cost[r].W / in.cost[r].memW);
-      double held = perMem > 0 ? std::min((limit - in.cost[r].memB) * perMem,
-                                          (m - 1) * (in.cost[r].B + in.cost[r].W))
-                               : (m - 1) * (in.cost[r].B + in.cost[r].W);
-      idle += std::max(0.0, roundTrip - held);
-    }
-    bound = std::max(bound, work + idle);
-    // Slots: at most `fit` microbatches are between their F and their B on
-    // rank r at once, and each stays there for its round trip, so the last B
-    // ends ceil(m / fit) round trips after the first F; one W follows.
-    if (fit >= 1) {
-      double stay = in.cost[r].F + in.cost[r].B;
-      for (int k = r + 1; k < p; ++k)
-        stay += in.cost[k].F + in.cost[k].B + 2 * c;
-      bound = std::max(bound, std::ceil(m / fit) * stay + in.cost[r].W);
-    }
-    // The last B of rank r ends after all of its F's and B's; then it
-    // travels up, and each rank s above still runs a W after it.
-    double t = first[r] + m * (in.cost[r].F + in.cost[r].B);
+    double idle = std::max(0.0, firstB - first[r] - fit[r] * s.F);
+    // Cool-down: from the end of the last F to the start of its B the rank
+    // can only run what it holds.
+    if (fit[r] < m)
+      idle += std::max(0.0, roundTrip(r) - heldWork(r));
+    return work + idle;
+  }
+
+  double slots(int r) const {
+    if (fit[r] < 1)
+      return 0;
+    const StageCost &s = in.cost[r];
+    double stay = s.F + s.B + roundTrip(r);
+    return std::ceil(double(m) / fit[r]) * stay + s.W;
+  }
+
+  double travelUp(int r) const {
+    double t = first[r] + m * (in.cost[r].F + in.cost[r].B), bound = 0;
     for (int s = r; s >= 0; --s) {
       if (s < r)
         t += c + in.cost[s].B;
       bound = std::max(bound, t + in.cost[s].W - first[s]);
     }
+    return bound;
+  }
+
+  /// Jackson's preemptive bound: ops with the given sorted heads and
+  /// lengths, packed as early as they may start; returns the last end.
+  struct Run {
+    const std::vector<double> *heads;
+    double length;
+    int count;
+  };
+  static double pack(std::initializer_list<Run> runs) {
+    size_t at[3] = {0, 0, 0};
+    double t = -kInf;
+    for (;;) {
+      int pick = -1;
+      double head = kInf;
+      int i = 0;
+      for (const Run &run : runs) {
+        if (at[i] < static_cast<size_t>(run.count) &&
+            (*run.heads)[at[i]] < head) {
+          head = (*run.heads)[at[i]];
+          pick = i;
+        }
+        ++i;
+      }
+      if (pick < 0)
+        return t;
+      t = std::max(t, head) + std::data(runs)[pick].length;
+      ++at[pick];
+    }
+  }
+
+  /// The W's rank r must have run before its (k+1)-th F ends, having run
+  /// at least `bs` B's: with nB B's done it then holds k + 1 - nB
+  /// activations and nB - nW gradients waiting for their W, all within the
+  /// limit, so nW is at least the least of that over the nB it may have.
+  int forcedWBeforeF(int r, int k, int bs) const {
+    const StageCost &s = in.cost[r];
+    int least = m;
+    for (int nB = bs; nB <= k && least > 0; ++nB) {
+      double held = (k + 1 - nB) * s.memB;
+      if (!in.fits(held))
+        continue; // too many activations: this nB is not possible
+      least = std::min(least, std::max(0, nB - most(held, s.memW, m)));
+    }
+    return least == m ? 0 : least;
+  }
+
+  /// The heads term over all ranks. hF/hB[r][k]: when the (k+1)-th F / B
+  /// of rank r may start; eF/eB: when it can have ended, with the rank's
+  /// own ops that must run before it packed first: its earlier F's, the B's
+  /// memory forces before an F (k - fit + 1 of them), and the W's memory
+  /// forces before either (forcedWBeforeF; before the (k+1)-th B starts it
+  /// holds that B's activation and k - nW gradients, so at least
+  /// k - pendingW W's are done, pendingW the most M_W's that fit beside one
+  /// M_B).
+  double heads() const {
+    std::vector<std::vector<double>> hF(p, std::vector<double>(m)),
+        hB = hF, eF = hF, eB = hF;
+    std::vector<int> pendingW(p);
+    for (int r = 0; r < p; ++r)
+      pendingW[r] = most(in.cost[r].memB, in.cost[r].memW, m);
+    for (int k = 0; k < m; ++k) {
+      for (int r = 0; r < p; ++r) {
+        const StageCost &s = in.cost[r];
+        double h = first[r];
+        if (k > 0)
+          h = std::max(h, hF[r][k - 1] + s.F);
+        if (r > 0)
+          h = std::max(h, eF[r - 1][k] + c);
+        if (k >= fit[r]) // memory: a B must end first
+          h = std::max(h, eB[r][k - fit[r]]);
+        int bs = std::max(0, k - fit[r] + 1);
+        int ws = forcedWBeforeF(r, k, bs);
+        if (ws > 0) // and W's
+          h = std::max(h, eB[r][ws - 1] + s.W);
+        hF[r][k] = h;
+        eF[r][k] = std::max(h + s.F, pack({{&hF[r], s.F, k + 1},
+                                           {&hB[r], s.B, bs},
+                                           {&eB[r], s.W, ws}}));
+      }
+      for (int r = p - 1; r >= 0; --r) {
+        const StageCost &s = in.cost[r];
+        double h = eF[r][k];
+        if (k > 0)
+          h = std::max(h, hB[r][k - 1] + s.B);
+        if (r + 1 < p)
+          h = std::max(h, eB[r + 1][k] + c);
+        hB[r][k] = h;
+        int ws = std::max(0, k - pendingW[r]);
+        eB[r][k] = std::max(h + s.B, pack({{&hF[r], s.F, k + 1},
+                                           {&hB[r], s.B, k + 1},
+                                           {&eB[r], s.W, ws}}));
+      }
+    }
+    double bound = 0;
+    for (int r = 0; r < p; ++r) {
+      const StageCost &s = in.cost[r];
+      // The (k+1)-th W starts after the (k+1)-th B ends.
+      double all = pack(
+          {{&hF[r], s.F, m}, {&hB[r], s.B, m}, {&eB[r], s.W, m}});
+      bound = std::max(bound, all - first[r]);
+    }
+    return bound;
+  }
+};
+
+} // namespace
+
+double zbc::sched::zbauto::lowerBound(const Instance &in) {
+  Bounds b(in);
+  double bound = 0;
+  for (int r = 0; r < in.p; ++r)
+    bound = std::max({bound, b.warmUpAndCoolDown(r), b.slots(r)});
+  if (double(in.p) * in.m * in.m <= kHeadSteps) {
+    bound = std::max(bound, b.heads());
+  } else {
+    for (int r = 0; r < in.p; ++r)
+      bound = std::max(bound, b.travelUp(r));
   }
   return bound;
 }

@@ -11,14 +11,18 @@
 using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
 
-void Repair::candidates(const Order &order, std::vector<Move> &moves) {
-  const int p = in.p, m = in.m;
-  const double c = in.comm, eps = 1e-9 * std::max(1.0, timing.makespan);
+void Repair::indexOrders(const Order &order) {
   for (auto &v : idx)
-    v.assign(size_t(p) * m, -1);
-  for (int r = 0; r < p; ++r)
+    v.assign(size_t(in.p) * in.m, -1);
+  for (int r = 0; r < in.p; ++r)
     for (int i = 0, e = static_cast<int>(order[r].size()); i < e; ++i)
       index(order[r][i].kind, r, order[r][i].mb) = i;
+}
+
+void Repair::candidates(const Order &order, std::vector<Move> &moves) {
+  const int p = in.p;
+  const double c = in.comm, eps = 1e-9 * std::max(1.0, timing.makespan);
+  indexOrders(order);
   int crit = 0;
   for (int r = 1; r < p; ++r)
     if (timing.span[r] > timing.span[crit])
@@ -118,4 +122,46 @@ long Repair::run(Order &order, long budget) {
       break;
   }
   return used;
+}
+
+bool Repair::kick(Order &order, const std::vector<double> &span,
+                  uint64_t pick, int reach) {
+  // The rank: half the time the longest span, else any, so the restarts
+  // work where the makespan is made and still leave it.
+  int r = 0;
+  if (pick & 1) {
+    r = static_cast<int>(std::max_element(span.begin(), span.end()) -
+                         span.begin());
+  } else {
+    r = static_cast<int>((pick >> 1) % in.p);
+  }
+  pick >>= 8;
+  std::vector<Op> &ord = order[r];
+  int size = static_cast<int>(ord.size());
+  if (size < 2)
+    return false;
+  indexOrders(order);
+  int from = static_cast<int>(pick % size);
+  pick /= size;
+  int lo = std::max(lowestIndex(ord[from], r), from - reach);
+  int hi = std::min(highestIndex(ord[from], r, size), from + reach);
+  if (hi <= lo)
+    return false;
+  int to = lo + static_cast<int>(pick % (hi - lo));
+  if (to >= from)
+    ++to; // never the place it is in
+  if (to > hi)
+    return false;
+  if (from > to)
+    std::rotate(ord.begin() + to, ord.begin() + from, ord.begin() + from + 1);
+  else
+    std::rotate(ord.begin() + from, ord.begin() + from + 1,
+                ord.begin() + to + 1);
+  if (memoryOk(ord, r))
+    return true;
+  if (from > to) // undo
+    std::rotate(ord.begin() + to, ord.begin() + to + 1, ord.begin() + from + 1);
+  else
+    std::rotate(ord.begin() + from, ord.begin() + to, ord.begin() + to + 1);
+  return false;
 }

@@ -22,15 +22,23 @@ public:
   /// evaluations are spent; returns the evaluations used.
   long run(Order &order, long budget);
 
+  /// A restart's perturbation: moves one op of a rank the random `pick`
+  /// chooses (the longest-span ranks most often) by up to `reach` places,
+  /// within what its rank's order allows (microbatch order per kind, its
+  /// own F before its B before its W, the memory limit). False if the op
+  /// drawn cannot move.
+  bool kick(Order &order, const std::vector<double> &span, uint64_t pick,
+            int reach);
+
 private:
   struct Move {
     int r, from, to;
   };
   bool memoryOk(const std::vector<Op> &ord, int r) const {
-    double mem = 0, limit = in.limit + memSlack(in.limit);
+    double mem = 0;
     for (Op op : ord) {
       mem += in.cost[r].memoryDelta(op.kind);
-      if (mem > limit)
+      if (!in.fits(mem))
         return false;
     }
     return true;
@@ -58,6 +66,18 @@ private:
     });
     return lo;
   }
+  /// Highest index it may move to: before the next op of its kind and
+  /// before the ops of this rank that depend on it.
+  int highestIndex(Op op, int r, int size) {
+    int hi = size - 1;
+    if (op.mb + 1 < in.m)
+      hi = std::min(hi, index(op.kind, r, op.mb + 1) - 1);
+    if (op.kind != Kind::W)
+      hi = std::min(hi, index(op.kind == Kind::F ? Kind::B : Kind::W, r,
+                              op.mb) - 1);
+    return hi;
+  }
+  void indexOrders(const Order &order);
   void candidates(const Order &order, std::vector<Move> &moves);
 
   const Instance &in;

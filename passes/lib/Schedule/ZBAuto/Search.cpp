@@ -49,6 +49,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #define DEBUG_TYPE "zb-auto"
 
@@ -67,7 +68,6 @@ namespace {
 constexpr long kGreedyCost = 7;
 constexpr long kMinGreedyRuns = 30;
 constexpr long kVisits = 8'000'000;
-constexpr long kSmallOps = 10'000;
 
 class Search {
 public:
@@ -93,7 +93,7 @@ public:
   const Timing *tryOrder(const Order &order) {
     used += ops;
     for (double x : Evaluator::peaks(in, order))
-      if (x > in.limit + memSlack(in.limit))
+      if (!in.fits(x))
         return nullptr;
     const Timing &t = eval.run(order);
     if (!t.ok)
@@ -106,7 +106,7 @@ public:
       return keyLess(key, e.key);
     });
     if (at - pool.begin() < static_cast<long>(kPool)) {
-      pool.insert(at, Entry{std::move(key), order, t.makespan});
+      pool.insert(at, Entry{std::move(key), order, t.makespan, t.span});
       if (pool.size() > kPool)
         pool.pop_back();
     }
@@ -122,9 +122,16 @@ public:
     if (!t)
       return {};
     Key key = keyOf(*t);
-    if (bestGreedyKey.empty() || keyLess(key, bestGreedyKey)) {
-      bestGreedyKey = key;
-      bestParams = params;
+    // The kStarts best distinct runs, for the descent to start from.
+    auto at = std::find_if(starts.begin(), starts.end(), [&](const auto &e) {
+      return !keyLess(e.first, key);
+    });
+    if (at == starts.end() || keyLess(key, at->first)) {
+      if (at - starts.begin() < kStarts) {
+        starts.insert(at, {key, params});
+        if (static_cast<int>(starts.size()) > kStarts)
+          starts.pop_back();
+      }
     }
     return {std::move(key), t->span};
   }
@@ -145,11 +152,69 @@ public:
     }
   }
 
+  /// What is left, on restarts (an iterated local search): the current
+  /// order, at first the best, is kicked one to three times
+  /// (Repair::kick) and repaired; the result replaces it if it is no
+  /// longer (so the walk crosses plateaus), and after kWalk kicks that
+  /// found nothing shorter the walk starts again from the next of the pool.
+  /// The draws come from a fixed seed, so a build gives the same schedule
+  /// every time; kStaleRestarts kicks in a row that improve on nothing end
+  /// the search early.
+  void restartPool() {
+    Repair repair(in, eval);
+    uint64_t state = 0x9e3779b97f4a7c15ULL;
+    auto draw = [&] { // splitmix64
+      uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    };
+    Order current = pool[0].order;
+    Key currentKey = pool[0].key;
+    std::vector<double> span = pool[0].span;
+    int walks = 0;
+    for (int stale = 0, walk = 0; stale < kStaleRestarts && !spent();
+         ++restarts) {
+      if (walk == kWalk) {
+        const Entry &from = pool[++walks % pool.size()];
+        current = from.order;
+        currentKey = from.key;
+        span = from.span;
+        walk = 0;
+      }
+      Order order = current;
+      int kicks = 1 + static_cast<int>(draw() % 3);
+      for (int k = 0; k < kicks; ++k)
+        repair.kick(order, span, draw(), kKickReach);
+      long left = (budget - used) / ops;
+      long evals =
+          repair.run(order, std::max(1L, std::min(left, kRestartEvals)));
+      used += evals * ops;
+      repairEvals += evals;
+      Key before = pool[0].key;
+      const Timing *t = tryOrder(order);
+      bool better = keyLess(pool[0].key, before);
+      stale = better ? 0 : stale + 1;
+      walk = better ? 0 : walk + 1;
+      if (t && !keyLess(currentKey, keyOf(*t))) {
+        currentKey = keyOf(*t);
+        span = t->span;
+        current = std::move(order);
+      }
+    }
+  }
+
   struct Entry {
     Key key;
     Order order;
     double makespan;
+    std::vector<double> span;
   };
+  static constexpr int kStaleRestarts = 300;
+  static constexpr int kWalk = 50;
+  static constexpr long kRestartEvals = 200;
+  static constexpr int kKickReach = 4;
+  int restarts = 0;
   static constexpr size_t kPool = 3;
 
   const Instance &in;
@@ -158,8 +223,9 @@ public:
   Evaluator eval;
   Order scratch;
   std::vector<Entry> pool; // best first
-  Params bestParams; // of the best greedy run
-  Key bestGreedyKey;
+  /// The best greedy runs with distinct results, best first.
+  std::vector<std::pair<Key, Params>> starts;
+  static constexpr int kStarts = 3;
   int greedyRuns = 0;
   long repairEvals = 0;
   double lower;
@@ -170,9 +236,10 @@ static std::vector<int> memoryCaps(const Instance &in) {
   std::vector<int> cap(in.p);
   for (int r = 0; r < in.p; ++r) {
     double need = std::max(in.cost[r].memB, in.cost[r].memW);
-    double fit = need > 0 ? std::floor((in.limit + memSlack(in.limit)) / need)
-                          : in.m;
-    cap[r] = static_cast<int>(std::clamp<double>(fit, 1, in.m));
+    int fit = 1; // the smallest feasible limit holds one
+    while (fit < in.m && need > 0 && in.fits((fit + 1) * need))
+      ++fit;
+    cap[r] = need > 0 ? fit : in.m;
   }
   return cap;
 }
@@ -287,70 +354,141 @@ Order zbc::sched::zbauto::searchOrders(const Problem &problem,
       x += d;
     return clampCaps(cap);
   };
-  std::vector<std::vector<int>> families = {
-      clampCaps(rtCap), slope(1, 0), slope(2, 0),  shifted(rtCap, -1),
+  // The reference heuristic's warm-up: each rank's count is at most the
+  // one before it less `step`, a running minimum, so a heavy middle stage
+  // bounds the ones after it too.
+  auto runningMin = [&](int step) {
+    std::vector<int> cap = memCap;
+    for (int r = 1; r < p; ++r)
+      cap[r] = std::min(cap[r], cap[r - 1] - step);
+    return clampCaps(cap);
+  };
+  const std::vector<std::vector<int>> families = {
+      clampCaps(rtCap),  slope(1, 0),  slope(2, 0), shifted(rtCap, -1),
       shifted(rtCap, 1), slope(1, -1), slope(2, -1)};
+  const std::vector<std::vector<int>> runningMins = {
+      runningMin(0), runningMin(1), runningMin(2)};
   struct Knobs {
     bool preferB;
-    double fill, waitB;
+    double fill, waitB, waitF = 0;
+    bool flushW0 = false;
   };
-  const Knobs knobs[] = {{true, 0, 0},    {true, 1, 0},   {true, 0.5, 0},
-                         {true, 0, 0.5},  {true, 1, 0.5}, {false, 0, 0},
+  auto tryKnobs = [&](const Knobs &k, const std::vector<int> &cap) {
+    Params params;
+    params.preferB = k.preferB;
+    params.fill = k.fill;
+    params.waitB = k.waitB;
+    params.waitF = k.waitF;
+    params.flushW0 = k.flushW0;
+    params.cap = cap;
+    search.tryParams(params);
+  };
+  // B or F first, the gaps W's fill, and whether an F waits for a B due soon.
+  const Knobs knobs[] = {{true, 0, 0},   {true, 1, 0},  {true, 0.5, 0},
+                         {true, 0, 0.5}, {true, 1, 0.5}, {false, 0, 0},
                          {false, 1, 0}};
   for (const Knobs &k : knobs)
-    for (const std::vector<int> &cap : families) {
-      if (search.spent(0.5))
-        break;
-      Params params;
-      params.preferB = k.preferB;
-      params.fill = k.fill;
-      params.waitB = k.waitB;
-      params.cap = cap;
-      search.tryParams(params);
-    }
+    for (const std::vector<int> &cap : families)
+      if (!search.spent(0.5))
+        tryKnobs(k, cap);
 
-  // Coordinate descent on the best greedy run's caps, longest-span ranks
-  // first: a rank's span is mostly set by its own warm-up (one more F in
-  // flight trades its idle wait for the first B against delaying that B for
-  // the ranks upstream), so the critical rank's cap is the one to try.
-  Params cur = search.bestParams;
-  if (cur.cap.empty())
-    cur.cap = memCap;
-  auto [curKey, curSpan] = search.tryParams(cur);
-  while (!curKey.empty() && !search.spent(0.75)) {
-    std::vector<int> ranks(p);
-    for (int r = 0; r < p; ++r)
-      ranks[r] = r;
-    std::stable_sort(ranks.begin(), ranks.end(),
-                     [&](int a, int b) { return curSpan[a] > curSpan[b]; });
-    bool improved = false;
-    for (int r : ranks) {
-      for (int d : {1, -1}) {
-        Params t = cur;
-        t.cap[r] = std::clamp(t.cap[r] + d, 1, memCap[r]);
-        if (t.cap[r] == cur.cap[r] || search.spent(0.75))
-          continue;
-        auto [key, span] = search.tryParams(t);
-        if (!key.empty() && keyLess(key, curKey)) {
-          cur = std::move(t);
-          curKey = std::move(key);
-          curSpan = std::move(span);
-          improved = true;
-          break;
-        }
+  // Coordinate descent from a greedy run, longest-span ranks first: a
+  // rank's span is mostly set by its own warm-up (one more F in flight
+  // trades its idle wait for the first B against delaying that B for the
+  // ranks upstream), so the critical rank's cap is the first to try. With
+  // `policies`, where no cap helps it tries a rank's policies too: the
+  // other of F and B first, the next W policy (any gap, whole gaps, none).
+  auto descend = [&](Params cur, double until, bool policies) {
+    if (cur.cap.empty())
+      cur.cap = memCap;
+    auto neighbour = [&](Params t, int r, int move) -> std::optional<Params> {
+      switch (move) {
+      case 0:
+      case 1:
+        t.cap[r] = std::clamp(t.cap[r] + (move == 0 ? 1 : -1), 1, memCap[r]);
+        if (t.cap[r] == cur.cap[r])
+          return std::nullopt;
+        break;
+      case 2:
+        if (t.fFirst.empty())
+          t.fFirst.assign(p, !t.preferB);
+        t.fFirst[r] = !t.fFirst[r];
+        break;
+      default:
+        if (t.fillOf.empty())
+          t.fillOf.assign(p, t.fill);
+        t.fillOf[r] = t.fillOf[r] <= 0 ? 1.0 : t.fillOf[r] < kInf ? kInf : 0.0;
       }
-      if (improved || search.spent(0.75))
+      return t;
+    };
+    const std::vector<std::vector<int>> phases =
+        policies ? std::vector<std::vector<int>>{{0, 1}, {2, 3}}
+                 : std::vector<std::vector<int>>{{0, 1}};
+    auto [curKey, curSpan] = search.tryParams(cur);
+    while (!curKey.empty() && !search.spent(until)) {
+      std::vector<int> ranks(p);
+      for (int r = 0; r < p; ++r)
+        ranks[r] = r;
+      std::stable_sort(ranks.begin(), ranks.end(),
+                       [&](int a, int b) { return curSpan[a] > curSpan[b]; });
+      bool improved = false;
+      for (const std::vector<int> &moves : phases) {
+        for (int r : ranks) {
+          for (int move : moves) {
+            std::optional<Params> t = neighbour(cur, r, move);
+            if (!t || search.spent(until))
+              continue;
+            auto [key, span] = search.tryParams(*t);
+            if (!key.empty() && keyLess(key, curKey)) {
+              cur = std::move(*t);
+              curKey = std::move(key);
+              curSpan = std::move(span);
+              improved = true;
+              break;
+            }
+          }
+          if (improved || search.spent(until))
+            break;
+        }
+        if (improved || search.spent(until))
+          break;
+      }
+      if (!improved)
         break;
     }
-    if (!improved)
-      break;
-  }
+  };
+  if (!search.starts.empty())
+    descend(search.starts[0].second, 0.75, /*policies=*/false);
   double beforeRepair = search.pool[0].makespan;
+  search.repairPool();
+
+  // Up to here the search is the one before the reference heuristic's
+  // behaviours were added, on the same budget, so what follows (with what
+  // that search left of the budget) can only improve on it.
+  // The reference heuristic's behaviours: a ready B waits for an F due
+  // soon (W's fill the wait), stage 0 flushes its W's before each B once
+  // its F's are done, and warm-up counts as a running minimum down the
+  // ranks.
+  const Knobs behaviours[] = {{false, 0, 0, 1, false}, {false, 0, 0, 1, true},
+                              {false, 1, 0, 1, true},  {true, 0, 0, 0, true},
+                              {false, 0, 0, 0.5, true}};
+  for (const Knobs &k : behaviours)
+    for (const std::vector<int> &cap : families)
+      if (!search.spent(0.6))
+        tryKnobs(k, cap);
+  for (const Knobs &k : knobs)
+    for (const std::vector<int> &cap : runningMins)
+      if (!search.spent(0.6))
+        tryKnobs(k, cap);
+  // Descents with the policies from the best few runs, then restarts.
+  std::vector<std::pair<Key, Params>> starts = search.starts;
+  for (size_t i = 0; i < starts.size(); ++i)
+    descend(starts[i].second, 0.75 + 0.05 * i, /*policies=*/true);
+  search.repairPool();
+  search.restartPool();
   LLVM_DEBUG(llvm::dbgs() << "zb-auto: " << search.greedyRuns
                           << " greedy runs, best " << beforeRepair
                           << ", lower bound " << search.lower << "\n");
-
-  search.repairPool();
   LLVM_DEBUG(llvm::dbgs() << "zb-auto: " << search.repairEvals
                           << " repair evaluations, best "
                           << search.pool[0].makespan << "; budget used "

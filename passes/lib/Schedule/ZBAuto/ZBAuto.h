@@ -32,6 +32,12 @@ namespace zbc::sched::zbauto {
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
+/// Instances of up to this many ops (3 p m) get the search's whole fixed
+/// budget (Search.cpp) and the searches below the limit (Note [zb-auto
+/// monotone]); larger ones a budget that shrinks with their size, and no
+/// searches below, so that zb-auto stays near-linear.
+constexpr long kSmallOps = 10'000;
+
 /// Relative tolerance for memory comparisons (Note [zb-auto memory]).
 inline double memSlack(double limit) { return limit * 1e-12; }
 
@@ -42,8 +48,35 @@ struct Instance {
   double comm = 0;
   double limit = 0; // per rank; always > 0 here
 
+  /// Whether memory `used` fits the limit. Every memory decision of the
+  /// heuristic goes through here (Note [zb-auto monotone]).
+  bool fits(double used) const {
+    if (used > limit + memSlack(limit))
+      return false;
+    tightest = std::max(tightest, used);
+    return true;
+  }
+  /// The most memory any decision found within the limit: the heuristic
+  /// decides the same at every limit from here up to `limit`.
+  mutable double tightest = 0;
+
   static Instance from(const Problem &problem, double limit);
 };
+
+// Note [zb-auto monotone]: more memory should never give a longer zb-auto
+// schedule; a schedule valid at a smaller limit is valid at a larger one.
+// The heuristic compares memory with the limit only through
+// Instance::fits, so at every limit in [tightest, limit] it makes the same
+// decisions and returns the same order. buildZBAuto then searches again
+// just below `tightest`, and so on down, keeping the shortest, until the
+// lower bound at the next limit is no better than the best so far (a lower
+// limit cannot give less than its bound, and the bound only grows as the
+// limit shrinks), no smaller limit is feasible, or kLowerSearches searches
+// are done. In the first two cases no smaller limit gives a shorter
+// schedule; in the last, none down to where it stopped (its note says
+// which). Limits closer than a relative 1e-9 count as one. Instances over
+// kSmallOps ops, where one search is already most of a build's time, and
+// the exact mode, bounded by wall-clock, are outside this rule.
 
 /// One op of a rank's order: F, B or W (zb-auto always splits) of a
 /// microbatch; the rank is the stage.
