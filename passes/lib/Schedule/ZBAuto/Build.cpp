@@ -35,7 +35,7 @@ double zbc::sched::zbAutoDefaultMemLimit(const Problem &problem) {
 /// searches, 34 s, on one p = 16, m = 64 input at p M_B), so it stops after
 /// this many: the inversions seen come from one decision just under the
 /// limit, the first step down.
-constexpr int kLowerSearches = 2;
+constexpr int kLowerSearches = 4;
 
 /// Note [zb-auto monotone]: replaces `order` (found at in.limit) by a
 /// shorter one the heuristic finds at a smaller limit, searching down from
