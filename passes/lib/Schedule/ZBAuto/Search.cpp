@@ -6,16 +6,7 @@
 // follows Simulator.h's rules (Evaluator), and keeps the order whose longest
 // rank span is shortest:
 //
-//  1. The greedy (the paper's heuristic, made exact). Ranks are advanced in
-//     global time order (a tournament tree over per-rank wake-up times); a
-//     free rank runs B when its input gradient is there, F when its input
-//     activation is there, memory allows and its in-flight cap does, and W
-//     into an idle gap at least `fill` T_W long (W has no successor, so a gap
-//     is filled once its length is known) or when memory is full. An F is
-//     planned only once the upstream stage has produced its input, at its
-//     real time: the reference heuristic's failure with uneven stages
-//     (../shared/SCHEDULES.md) cannot happen. W's left at the end run back
-//     to back.
+//  1. The greedy (Greedy.h): the paper's heuristic, made exact, with knobs.
 //  2. Seeds and variants. ZB-H1, ZB-H2 (the registry's builders) and 1F1B
 //     with each W after its B are tried where they fit the limit, so zb-auto
 //     is never worse than they are at their memory. Then the paper's eight
@@ -30,6 +21,11 @@
 //     Then a repair of the orders along the critical path: run an op that
 //     waited for its rank earlier, move a W into a gap; a move is kept only
 //     if the spans, sorted longest first, get lexicographically shorter.
+//  4. With what 1-3 leave of the budget (so nothing they find is lost):
+//     the reference heuristic's behaviours as greedy knobs (a B waits for a
+//     due F, stage 0 flushes its W's, running-minimum warm-up caps), the
+//     descent from the best three runs with per-rank policies too (F or B
+//     first, the W policy), the repair, and restarts (Search::restartPool).
 //
 // lowerBound (LowerBound.cpp) stops the search when it is met and gives the gap
 // in the report; on the paper's inputs it proves ZB-1p optimal (it equals
