@@ -10,6 +10,9 @@
 
 #include "zbc/Schedule/Registry.h"
 
+#include <functional>
+#include <optional>
+
 namespace zbc::sched {
 
 #define ZBC_DECLARE_BUILDER(NAME)                                              \
@@ -32,6 +35,20 @@ ZBC_DECLARE_BUILDER(buildDualPipeV)        // DualPipeV.cpp
 /// (ScheduleInfo::defaultMemLimit).
 double zbAutoDefaultMemLimit(const Problem &problem); // 2p max(M_B, M_W)
 double zbvDefaultMemLimit(const Problem &problem);    // 2p chunk M_B
+
+/// What zb-v needs of v-half (`half`) or v-min (VShapes.cpp): the span of
+/// the order it builds for `problem`, every rank within the pattern's own
+/// memory and at most `cap` (0: no cap), planned on a short instance and
+/// extrapolated (the whole order's span exactly, in every case measured),
+/// and that order, built on demand, so that a candidate that does not win
+/// costs no time linear in m. None if no candidate fits or the problem is
+/// not on the V.
+struct VShapeCandidate {
+  double span;
+  std::function<std::optional<std::vector<std::vector<Action>>>()> order;
+};
+std::optional<VShapeCandidate> vShapeCandidate(const Problem &problem,
+                                               bool half, double cap);
 
 } // namespace zbc::sched
 
