@@ -11,6 +11,16 @@
 using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
 
+/// Moves the op at `from` to `to`, shifting the ones between by one; moving
+/// it from `to` back to `from` undoes it.
+static void moveOp(std::vector<Op> &ord, int from, int to) {
+  if (from > to)
+    std::rotate(ord.begin() + to, ord.begin() + from, ord.begin() + from + 1);
+  else
+    std::rotate(ord.begin() + from, ord.begin() + from + 1,
+                ord.begin() + to + 1);
+}
+
 void Repair::indexOrders(const Order &order) {
   for (auto &v : idx)
     v.assign(size_t(in.p) * in.m, -1);
@@ -94,15 +104,7 @@ long Repair::run(Order &order, long budget) {
       if (used >= budget)
         break;
       std::vector<Op> &ord = order[mv.r];
-      auto rotate = [&](int from, int to) {
-        if (from > to)
-          std::rotate(ord.begin() + to, ord.begin() + from,
-                      ord.begin() + from + 1);
-        else
-          std::rotate(ord.begin() + from, ord.begin() + from + 1,
-                      ord.begin() + to + 1);
-      };
-      rotate(mv.from, mv.to);
+      moveOp(ord, mv.from, mv.to);
       if (memoryOk(ord, mv.r)) {
         ++used;
         const Timing &t = eval.run(order, true);
@@ -116,7 +118,7 @@ long Repair::run(Order &order, long budget) {
           }
         }
       }
-      rotate(mv.to, mv.from);
+      moveOp(ord, mv.to, mv.from);
     }
     if (!improved)
       break;
@@ -152,16 +154,9 @@ bool Repair::kick(Order &order, const std::vector<double> &span,
     ++to; // never the place it is in
   if (to > hi)
     return false;
-  if (from > to)
-    std::rotate(ord.begin() + to, ord.begin() + from, ord.begin() + from + 1);
-  else
-    std::rotate(ord.begin() + from, ord.begin() + from + 1,
-                ord.begin() + to + 1);
+  moveOp(ord, from, to);
   if (memoryOk(ord, r))
     return true;
-  if (from > to) // undo
-    std::rotate(ord.begin() + to, ord.begin() + to + 1, ord.begin() + from + 1);
-  else
-    std::rotate(ord.begin() + from, ord.begin() + to, ord.begin() + to + 1);
+  moveOp(ord, to, from); // undo
   return false;
 }

@@ -169,8 +169,7 @@ public:
     Key currentKey = pool[0].key;
     std::vector<double> span = pool[0].span;
     int walks = 0;
-    for (int stale = 0, walk = 0; stale < kStaleRestarts && !spent();
-         ++restarts) {
+    for (int stale = 0, walk = 0; stale < kStaleRestarts && !spent();) {
       if (walk == kWalk) {
         const Entry &from = pool[++walks % pool.size()];
         current = from.order;
@@ -210,7 +209,6 @@ public:
   static constexpr int kWalk = 50;
   static constexpr long kRestartEvals = 200;
   static constexpr int kKickReach = 4;
-  int restarts = 0;
   static constexpr size_t kPool = 3;
 
   const Instance &in;
