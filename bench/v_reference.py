@@ -28,8 +28,13 @@ writes everything as JSON (--json FILE). The general search takes minutes at
 p = 16: the whole grid takes about half an hour on 2 cores, nearly all of it
 there (--no-search skips it, --p picks the pipeline sizes).
 
+With --between it instead runs the reference's search at limits between
+V-Min's memory and 1F1B's (2p chunk activations) against zb-v at the same
+limit: there no fixed pattern is the answer, and zb-v's building blocks
+(VShapes.cpp) compete with the reference's search over the same family.
+
 Usage: bench/v_reference.py --ref GITDIR_OR_CHECKOUT [--zbc build/bin/zbc]
-           [--json out.json] [--p 4,8,16]
+           [--json out.json] [--p 4,8,16] [--between "8:32:0.5:9,11;..."]
 The reference: `git clone https://github.com/sail-sg/zero-bubble-pipeline-parallelism`
 (measured at its commit 39f2c186).
 """
@@ -154,6 +159,42 @@ def print_row(row):
     print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
 
 
+def zbc_zbv(zbc, p, m, w, mem_w, limit):
+    """zbc's zb-v (bubble, peak) at a memory limit in chunk M_B."""
+    args = [zbc, "schedule", "--schedule", "zb-v", "--ranks", str(p), "--microbatches", str(m),
+            "--virtual", "2", "--cost", f"F=1,B=1,W={w},comm=0", "--mem", f"B=1,W={mem_w}",
+            "--mem-limit", str(limit), "--format", "json"]
+    out = run_retrying(args)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr.strip())
+    result = json.loads(out.stdout)
+    return result["bubble_rate"], max(result["peak_memory"])
+
+
+def between(args, v_auto):
+    """--between: the reference's search against zb-v at limits between V-Min's
+    and 1F1B's memory (2p chunk activations), where no fixed pattern is
+    the answer; each limit in chunk M_B, the reference's own accounting
+    (M_W = M_B), so its order fits zbc's limit under either."""
+    results = []
+    print("| p | m | W | limit | reference search | zbc zb-v (M_W = M_B) | zbc zb-v (M_W = M_B/2) |")
+    print("|---|---|---|---|---|---|---|")
+    for case in args.between.split(";"):
+        p, m, w, limits = case.split(":")
+        p, m, w = int(p), int(m), float(w)
+        for limit in (int(x) for x in limits.split(",")):
+            order = search_order_letters(v_auto, p, m, 2, 2, int(2 * w), limit)
+            ref = None if order is None else zbc_run(args.zbc, p, m, w, 1, orders=order)
+            zbv = {k: zbc_zbv(args.zbc, p, m, w, k, limit) for k in (1, 0.5)}
+            results.append({"p": p, "m": m, "W": w, "limit": limit, "reference": ref,
+                            "zbv": zbv})
+            print(f"| {p} | {m} | {w:g} | {limit} | "
+                  + (f"{ref[0]:.4f} (peak {ref[1]:g})" if ref else "none") + " | "
+                  + " | ".join(f"{zbv[k][0]:.4f} (peak {zbv[k][1]:g})" for k in (1, 0.5))
+                  + " |", flush=True)
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", required=True, help="reference checkout or bare git dir")
@@ -162,8 +203,16 @@ def main():
     parser.add_argument("--p", default="4,8,16")
     parser.add_argument("--no-search", action="store_true",
                         help="skip v_auto_schedule (the slow general search)")
+    parser.add_argument("--between", metavar="P:M:W:L1,L2,..;...",
+                        help="instead: the reference's search against zb-v at these limits")
     args = parser.parse_args()
     zbv_greedy, v_auto = load_reference(args.ref)
+    if args.between:
+        results = between(args, v_auto)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
+        return
 
     results = []
     print("| schedule | p | m | W | greedy bubble | search bubble | reference (best) | "

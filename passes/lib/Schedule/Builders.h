@@ -46,9 +46,17 @@ double zbvDefaultMemLimit(const Problem &problem);    // 2p chunk M_B
 struct VShapeCandidate {
   double span;
   std::function<std::optional<std::vector<std::vector<Action>>>()> order;
+  std::string how; // which plan, and how it was compacted
 };
 std::optional<VShapeCandidate> vShapeCandidate(const Problem &problem,
                                                bool half, double cap);
+
+/// The same for the best of the Controllable Memory paper's building blocks
+/// (VShapes.cpp, Block) within `cap` per rank, whatever their own memory:
+/// what makes zb-v improve on both patterns between and above their limits.
+/// None without a cap, or if no block fits it.
+std::optional<VShapeCandidate> vBlockCandidate(const Problem &problem,
+                                               double cap);
 
 } // namespace zbc::sched
 

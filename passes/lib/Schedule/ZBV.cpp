@@ -767,6 +767,12 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
                           [&problem, &v, half = half] {
                             return vShapeCandidate(problem, half, v.limit);
                           }});
+  // And the best building block within the limit (between and above the
+  // patterns' own memory).
+  candidates.push_back({"building-block", nullptr, /*cost=*/1,
+                        [&problem, &v] {
+                          return vBlockCandidate(problem, v.limit);
+                        }});
   {
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
     // Longest first, so that no long one starts last and the threads end
@@ -820,8 +826,11 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
                 formatNumber(v.limit));
   report.notes.push_back("zb-v: memory limit " +
                          (unlimited ? std::string("none") : formatNumber(v.limit) + " per rank") +
-                         "; kept the " + bestCandidate->name +
-                         " order, the shortest of " + std::to_string(built) +
+                         "; kept the " + bestCandidate->name + " order" +
+                         (bestCandidate->projected
+                              ? " (" + bestCandidate->projected->how + ")"
+                              : std::string()) +
+                         ", the shortest of " + std::to_string(built) +
                          " candidates");
   ScheduleTable table;
   table.microbatches = v.m;
