@@ -1,11 +1,12 @@
 //===- ZBAutoBoundsTest.cpp - zb-auto against the truth: bound, optimum -===//
 //
-// Two properties of zb-auto that no single example shows:
+// Properties of zb-auto that no single example shows, and one that does:
 //   - its lower bound (ZBAuto/LowerBound.cpp) is a true bound: on tiny
 //     problems with uneven stages, every per-rank order (any interleaving of
 //     the ops, not only zbc's microbatch order) is timed and the best one
 //     within the limit is never shorter than the bound, and zb-auto's own
 //     result is never shorter than that best one;
+//   - where the bound's strongest term decides, it proves zb-auto optimal;
 //   - more memory never gives a longer schedule (Note [zb-auto monotone]):
 //     over random problems, zb-auto's makespan does not grow along a rising
 //     sequence of limits.
@@ -185,6 +186,32 @@ TEST(ZBAutoBounds, ALargerLimitKeepsTheSmallerOnesSchedule) {
   llvm::Expected<BuiltSchedule> large = buildSchedule("zb-auto", problem, {});
   ASSERT_TRUE(static_cast<bool>(large)) << llvm::toString(large.takeError());
   EXPECT_LE(large->sim.makespan, small->sim.makespan * (1 + 1e-12));
+}
+
+// Tests the rank-DP term (LowerBound.cpp, rankDP) where it decides: on
+// bench/uneven_stages.py's input p = 8, m = 16, seed 0 at p M_B, rank 1
+// (M_B 1.755 of a 14.808 limit: at most 8 activations, fewer beside the
+// W's it puts off) cannot both hold the F's that cover its round trip and
+// put its W's off past its last B, which the heads term lets it do. The
+// bound then meets zb-auto's makespan, 78.837, which proves that schedule
+// optimal; without the term it is 76.395.
+TEST(ZBAutoBounds, TheRankDPProvesAnOptimum) {
+  Problem problem;
+  problem.ranks = 8;
+  problem.microbatches = 16;
+  problem.comm = 0.05;
+  const double F[] = {1.066, 1.547, 1.676, 1.087, 1.766, 1.791, 1.817, 1.25};
+  const double B[] = {1.413, 1.828, 1.345, 1.724, 1.671, 1.782, 1.102, 1.889};
+  const double W[] = {0.643, 0.78, 0.594, 1.0, 0.574, 0.896, 0.81, 0.709};
+  const double MB[] = {1.645, 1.755, 1.148, 1.35, 1.144, 1.048, 1.851, 1.803};
+  for (int s = 0; s < 8; ++s)
+    problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
+  problem.memLimit = 14.808;
+  double bound = lowerBound(Instance::from(problem, *problem.memLimit));
+  llvm::Expected<BuiltSchedule> built = buildSchedule("zb-auto", problem, {});
+  ASSERT_TRUE(static_cast<bool>(built)) << llvm::toString(built.takeError());
+  EXPECT_NEAR(bound, 78.837, 1e-9);
+  EXPECT_NEAR(built->sim.makespan, bound, 1e-9);
 }
 
 // Tests that zb-auto's makespan never grows along a rising sequence of

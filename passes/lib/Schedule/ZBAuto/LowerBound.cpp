@@ -23,6 +23,13 @@
 //    rule: optimal for that relaxation, so a valid bound on the real one).
 //    Memory enters as the B's and W's it forces before an F or a B ("the
 //    k-th F waits for the (k - fit)-th B").
+//  * rankDP (after heads, where p m^3 / 6 is affordable): each rank alone,
+//    exactly, over the counts of its F's, B's and W's done, with the heads'
+//    starts as releases and memory checked after every op; its last B then
+//    goes up to the ranks before it. It sees what the packing cannot: a
+//    rank with little memory cannot both hold the F's that cover its round
+//    trip and put its W's off (on bench/uneven_stages.py it raised 8 of the
+//    120 bounds, by up to 3.2%, and proved one schedule optimal).
 //  * travelUp, where heads is not run: the last B of each rank goes up to
 //    the ranks before it, each still running a W after it.
 //
@@ -41,6 +48,10 @@ namespace {
 /// The heads term runs where p * m^2 is at most this (p = 32, m = 256 is
 /// 2M steps, about 10 ms); past it the cheaper travelUp stands in.
 constexpr double kHeadSteps = 1 << 23;
+
+/// The rank-DP term runs where its p m^3 / 6 states are at most this
+/// (p = 16, m = 64: 0.7M; p = 32, m = 128: 11M, about 50 ms).
+constexpr double kRankDPSteps = 1 << 24;
 
 struct Bounds {
   const Instance &in;
@@ -181,9 +192,12 @@ struct Bounds {
   /// holds that B's activation and k - nW gradients, so at least
   /// k - pendingW W's are done, pendingW the most M_W's that fit beside one
   /// M_B).
-  double heads() const {
-    std::vector<std::vector<double>> hF(p, std::vector<double>(m)),
-        hB = hF, eF = hF, eB = hF;
+  std::vector<std::vector<double>> hF, hB; // heads' starts, kept for rankDP
+
+  double heads() {
+    hF.assign(p, std::vector<double>(m));
+    hB = hF;
+    std::vector<std::vector<double>> eF = hF, eB = hF;
     std::vector<int> pendingW(p);
     for (int r = 0; r < p; ++r)
       pendingW[r] = most(in.cost[r].memB, in.cost[r].memW, m);
@@ -230,6 +244,93 @@ struct Bounds {
     }
     return bound;
   }
+
+  /// The rank-DP term (after heads, whose starts it takes as releases):
+  /// rank r alone, exactly, every other rank relaxed. The k-th F may start
+  /// at hF[r][k]; the k-th B at hB[r][k] and a round trip after the
+  /// (k+1)-th F can have ended (k+1 microbatches have had their B by then,
+  /// each its F a round trip before); memory after every op within the
+  /// limit. Over the states (f, b, w), the F's, B's and W's done, the
+  /// earliest time each is reached is a lower bound for any schedule that
+  /// passes through it, by induction over its ops (each release is one).
+  /// Ended by its last B, the rank's schedule then bounds the makespan two
+  /// ways: its own remaining W's, and that microbatch's B going up to each
+  /// rank before it, which still runs its W. Where heads lets a rank put
+  /// off all its W's, this counts what it must do first: hold the F's
+  /// that cover the round trip and still have room for the pending W's
+  /// (the heavy rank with little memory, whose W's cannot wait).
+  /// O(m^3) per rank, in two layers of O(m^2) states.
+  double rankDP(int r) const {
+    const StageCost &s = in.cost[r];
+    int M = m + 1;
+    double trip = roundTrip(r);
+    // pending[a]: the most W's that can wait beside a activations, -1 where
+    // a activations alone do not fit: every memory decision of the DP, each
+    // taken once, through most().
+    std::vector<int> pending(M, -1);
+    for (int a = 0; a <= m && in.fits(a * s.memB); ++a)
+      pending[a] = most(a * s.memB, s.memW, m);
+    // Layer b: the states with b B's done, at [a * M + q] by the
+    // activations held (a = F's - B's) and the W's pending (q = B's - W's).
+    // An F moves to (a + 1, q), a W to (a, q - 1), both in the layer, so
+    // with a rising and q falling each state's time is final when it is
+    // reached; a B moves to (a - 1, q + 1) of the next layer.
+    std::vector<double> layer(size_t(M) * M, kInf), next = layer;
+    std::vector<double> nthFEnd(m, kInf); // when the (k+1)-th F can end
+    std::vector<double> lastB(M, kInf);   // the m-th B's end, per W's done
+    layer[0] = first[r];
+    for (int b = 0; b <= m; ++b) {
+      for (int a = 0; a <= m - b; ++a)
+        for (int q = std::min(b, pending[a]); q >= 0; --q) {
+          double now = layer[size_t(a) * M + q];
+          if (now == kInf)
+            continue;
+          int f = b + a;
+          if (f < m && pending[a + 1] >= q) {
+            double end = std::max(now, hF[r][f]) + s.F;
+            double &to = layer[size_t(a + 1) * M + q];
+            to = std::min(to, end);
+            nthFEnd[f] = std::min(nthFEnd[f], end);
+          }
+          if (q > 0) {
+            double &to = layer[size_t(a) * M + q - 1];
+            to = std::min(to, now + s.W);
+          }
+        }
+      if (b == m)
+        break;
+      // Then the B's, into the next layer: the (b+1)-th F has ended in
+      // every state of this one that can run it.
+      for (int a = 0; a < m - b; ++a) // the states the next layer holds
+        std::fill_n(next.begin() + size_t(a) * M, b + 2, kInf);
+      double release = std::max(hB[r][b], nthFEnd[b] + trip);
+      for (int a = 1; a <= m - b; ++a)
+        for (int q = 0; q <= std::min(b, pending[a]); ++q) {
+          double now = layer[size_t(a) * M + q];
+          if (now == kInf || pending[a - 1] < q + 1)
+            continue;
+          double end = std::max(now, release) + s.B;
+          next[size_t(a - 1) * M + q + 1] = end;
+          if (b + 1 == m)
+            lastB[b - q] = std::min(lastB[b - q], end);
+        }
+      std::swap(layer, next);
+    }
+    // What follows the last B: this rank's W's still due, and up the ranks
+    // before it the same microbatch's B and W.
+    double up = -kInf, chain = 0;
+    for (int q = r - 1; q >= 0; --q) {
+      chain += c + in.cost[q].B;
+      up = std::max(up, chain + in.cost[q].W - first[q]);
+    }
+    double bound = kInf;
+    for (int w = 0; w <= m; ++w)
+      if (lastB[w] < kInf)
+        bound = std::min(bound, std::max(lastB[w] + up,
+                                         lastB[w] + (m - w) * s.W - first[r]));
+    return bound == kInf ? 0 : bound;
+  }
+
 };
 
 } // namespace
@@ -241,6 +342,9 @@ double zbc::sched::zbauto::lowerBound(const Instance &in) {
     bound = std::max({bound, b.warmUpAndCoolDown(r), b.slots(r)});
   if (double(in.p) * in.m * in.m <= kHeadSteps) {
     bound = std::max(bound, b.heads());
+    if (double(in.p) * in.m * in.m * in.m / 6 <= kRankDPSteps)
+      for (int r = 0; r < in.p; ++r)
+        bound = std::max(bound, b.rankDP(r));
   } else {
     for (int r = 0; r < in.p; ++r)
       bound = std::max(bound, b.travelUp(r));

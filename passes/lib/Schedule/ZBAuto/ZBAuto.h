@@ -151,10 +151,9 @@ inline bool keyLess(const Key &a, const Key &b) {
 }
 
 /// A lower bound on the makespan of any schedule (microbatch order or not):
-/// per rank, its work plus the idle it cannot avoid before its first B (only
-/// the F's that fit in memory can run) and between its last F and last B
-/// (only the B/W work that fits in memory can cover the round trip), and the
-/// last B of each rank travelling up to the ranks before it.
+/// the largest of the terms LowerBound.cpp lists (per rank: its work and the
+/// idle memory forces at its ends, its slots, the packed heads of its ops,
+/// itself alone solved exactly; the last B going up the ranks).
 double lowerBound(const Instance &in);
 
 /// The heuristic (Search.cpp): the best order it finds within its budget,
