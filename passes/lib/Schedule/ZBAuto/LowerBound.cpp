@@ -17,19 +17,21 @@
 //    knapsack over activations and pending W's).
 //  * slots: at most `fit` microbatches are between their F and their B at
 //    once, each for its whole round trip.
-//  * heads (the strongest, O(p m^2), where that is affordable): the earliest
+//  * heads (O(p m^2), where that is affordable): the earliest
 //    start ("head") of every op from the ops it waits for, each rank's ops
 //    then packed on it as a preemptive one-machine schedule (Jackson's
 //    rule: optimal for that relaxation, so a valid bound on the real one).
 //    Memory enters as the B's and W's it forces before an F or a B ("the
 //    k-th F waits for the (k - fit)-th B").
-//  * rankDP (after heads, where p m^3 / 6 is affordable): each rank alone,
-//    exactly, over the counts of its F's, B's and W's done, with the heads'
-//    starts as releases and memory checked after every op; its last B then
-//    goes up to the ranks before it. It sees what the packing cannot: a
-//    rank with little memory cannot both hold the F's that cover its round
-//    trip and put its W's off (on bench/uneven_stages.py it raised 8 of the
-//    120 bounds, by up to 3.2%, and proved one schedule optimal).
+//  * rankDP (the strongest; after heads, where p m^3 / 6 is affordable):
+//    each rank alone, exactly, over the counts of its F's, B's and W's
+//    done, with the heads' starts as releases, a B a round trip after its
+//    F, and memory checked after every op; its last B then goes up to the
+//    ranks before it. It sees what the packing cannot: a rank with little
+//    memory cannot both hold the F's that cover its round trip and put its
+//    W's off, nor run its last F late and have that F's B early (on
+//    bench/uneven_stages.py it raised 21 of the 120 bounds, by up to 3.4%,
+//    and proved one more schedule optimal).
 //  * travelUp, where heads is not run: the last B of each rank goes up to
 //    the ranks before it, each still running a W after it.
 //
@@ -274,43 +276,55 @@ struct Bounds {
     // activations held (a = F's - B's) and the W's pending (q = B's - W's).
     // An F moves to (a + 1, q), a W to (a, q - 1), both in the layer, so
     // with a rising and q falling each state's time is final when it is
-    // reached; a B moves to (a - 1, q + 1) of the next layer.
-    std::vector<double> layer(size_t(M) * M, kInf), next = layer;
+    // reached; a B moves to (a - 1, q + 1) of the next layer. Each state
+    // also keeps when its latest F can have ended (`gate`): the B of that
+    // F waits a round trip after it, in this state, which is what charges
+    // a rank that runs its last F late the wait for that F's B (a bound
+    // over all the paths into a state is the least time and the least
+    // gate, each of some path: both only delay what follows).
+    struct Label {
+      double time = kInf, gate = kInf;
+      void merge(double t, double g) {
+        time = std::min(time, t);
+        gate = std::min(gate, g);
+      }
+    };
+    std::vector<Label> layer(size_t(M) * M), next = layer;
     std::vector<double> nthFEnd(m, kInf); // when the (k+1)-th F can end
     std::vector<double> lastB(M, kInf);   // the m-th B's end, per W's done
-    layer[0] = first[r];
+    layer[0] = {first[r], -kInf};
     for (int b = 0; b <= m; ++b) {
       for (int a = 0; a <= m - b; ++a)
         for (int q = std::min(b, pending[a]); q >= 0; --q) {
-          double now = layer[size_t(a) * M + q];
-          if (now == kInf)
+          const Label now = layer[size_t(a) * M + q];
+          if (now.time == kInf)
             continue;
           int f = b + a;
           if (f < m && pending[a + 1] >= q) {
-            double end = std::max(now, hF[r][f]) + s.F;
-            double &to = layer[size_t(a + 1) * M + q];
-            to = std::min(to, end);
+            double end = std::max(now.time, hF[r][f]) + s.F;
+            layer[size_t(a + 1) * M + q].merge(end, end);
             nthFEnd[f] = std::min(nthFEnd[f], end);
           }
-          if (q > 0) {
-            double &to = layer[size_t(a) * M + q - 1];
-            to = std::min(to, now + s.W);
-          }
+          if (q > 0)
+            layer[size_t(a) * M + q - 1].merge(now.time + s.W, now.gate);
         }
       if (b == m)
         break;
       // Then the B's, into the next layer: the (b+1)-th F has ended in
       // every state of this one that can run it.
       for (int a = 0; a < m - b; ++a) // the states the next layer holds
-        std::fill_n(next.begin() + size_t(a) * M, b + 2, kInf);
+        std::fill_n(next.begin() + size_t(a) * M, b + 2, Label());
       double release = std::max(hB[r][b], nthFEnd[b] + trip);
       for (int a = 1; a <= m - b; ++a)
         for (int q = 0; q <= std::min(b, pending[a]); ++q) {
-          double now = layer[size_t(a) * M + q];
-          if (now == kInf || pending[a - 1] < q + 1)
+          const Label now = layer[size_t(a) * M + q];
+          if (now.time == kInf || pending[a - 1] < q + 1)
             continue;
-          double end = std::max(now, release) + s.B;
-          next[size_t(a - 1) * M + q + 1] = end;
+          // With one activation held, this B is the latest F's.
+          double ready =
+              a == 1 ? std::max(release, now.gate + trip) : release;
+          double end = std::max(now.time, ready) + s.B;
+          next[size_t(a - 1) * M + q + 1].merge(end, now.gate);
           if (b + 1 == m)
             lastB[b - q] = std::min(lastB[b - q], end);
         }
