@@ -58,6 +58,22 @@ double heaviest(const Problem &problem) {
   return x;
 }
 
+/// A pinned input: per stage F, B, W and M_B (M_W = M_B / 2), comm 0.05,
+/// one stage per rank (bench/uneven_stages.py's shape).
+Problem pinnedProblem(int m, const std::vector<double> &F,
+                      const std::vector<double> &B,
+                      const std::vector<double> &W,
+                      const std::vector<double> &MB, double limit) {
+  Problem problem;
+  problem.ranks = static_cast<int>(F.size());
+  problem.microbatches = m;
+  problem.comm = 0.05;
+  for (size_t s = 0; s < F.size(); ++s)
+    problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
+  problem.memLimit = limit;
+  return problem;
+}
+
 /// Every order of one rank's 3m ops in which each microbatch's F comes
 /// before its B and its B before its W, and memory stays within `limit`.
 std::vector<std::vector<Op>> rankOrders(const Instance &in, int r) {
@@ -163,24 +179,17 @@ TEST(ZBAutoBounds, LowerBoundIsBelowTheOptimum) {
 // 29.711, because one memory decision under the larger limit goes the other
 // way. The search below the limit (Note [zb-auto monotone]) finds 29.698.
 TEST(ZBAutoBounds, ALargerLimitKeepsTheSmallerOnesSchedule) {
-  Problem problem;
-  problem.ranks = 5;
-  problem.microbatches = 6;
-  problem.comm = 0.05;
-  const double F[] = {1.2952813323231105, 1.5126476983679331,
-                      1.9511029093034284, 1.2931918200723864,
-                      1.3516181768366842};
-  const double B[] = {1.1291597516767824, 1.4092427925243216,
-                      1.5639201301507395, 1.5383856696593963,
-                      1.4674722711899317};
-  const double W[] = {0.5783877245930494, 0.6913731826985595,
-                      0.7385156525567642, 0.599578693389881, 0.56649152043689};
-  const double MB[] = {1.0908312004142706, 1.8212343073894606,
-                       1.6616585254739782, 1.3818538196974868,
-                       1.326042172058016};
-  for (int s = 0; s < 5; ++s)
-    problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
-  problem.memLimit = 9.908774595733691;
+  Problem problem = pinnedProblem(
+      6,
+      {1.2952813323231105, 1.5126476983679331, 1.9511029093034284,
+       1.2931918200723864, 1.3516181768366842},
+      {1.1291597516767824, 1.4092427925243216, 1.5639201301507395,
+       1.5383856696593963, 1.4674722711899317},
+      {0.5783877245930494, 0.6913731826985595, 0.7385156525567642,
+       0.599578693389881, 0.56649152043689},
+      {1.0908312004142706, 1.8212343073894606, 1.6616585254739782,
+       1.3818538196974868, 1.326042172058016},
+      9.908774595733691);
   llvm::Expected<BuiltSchedule> small = buildSchedule("zb-auto", problem, {});
   ASSERT_TRUE(static_cast<bool>(small)) << llvm::toString(small.takeError());
   problem.memLimit = 10.662985342879786;
@@ -197,17 +206,11 @@ TEST(ZBAutoBounds, ALargerLimitKeepsTheSmallerOnesSchedule) {
 // bound then meets zb-auto's makespan, 78.837, which proves that schedule
 // optimal; without the term it is 76.395.
 TEST(ZBAutoBounds, TheRankDPProvesAnOptimum) {
-  Problem problem;
-  problem.ranks = 8;
-  problem.microbatches = 16;
-  problem.comm = 0.05;
-  const double F[] = {1.066, 1.547, 1.676, 1.087, 1.766, 1.791, 1.817, 1.25};
-  const double B[] = {1.413, 1.828, 1.345, 1.724, 1.671, 1.782, 1.102, 1.889};
-  const double W[] = {0.643, 0.78, 0.594, 1.0, 0.574, 0.896, 0.81, 0.709};
-  const double MB[] = {1.645, 1.755, 1.148, 1.35, 1.144, 1.048, 1.851, 1.803};
-  for (int s = 0; s < 8; ++s)
-    problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
-  problem.memLimit = 14.808;
+  Problem problem = pinnedProblem(
+      16, {1.066, 1.547, 1.676, 1.087, 1.766, 1.791, 1.817, 1.25},
+      {1.413, 1.828, 1.345, 1.724, 1.671, 1.782, 1.102, 1.889},
+      {0.643, 0.78, 0.594, 1.0, 0.574, 0.896, 0.81, 0.709},
+      {1.645, 1.755, 1.148, 1.35, 1.144, 1.048, 1.851, 1.803}, 14.808);
   double bound = lowerBound(Instance::from(problem, *problem.memLimit));
   llvm::Expected<BuiltSchedule> built = buildSchedule("zb-auto", problem, {});
   ASSERT_TRUE(static_cast<bool>(built)) << llvm::toString(built.takeError());
@@ -223,17 +226,11 @@ TEST(ZBAutoBounds, TheRankDPProvesAnOptimum) {
 // gate 71.181: the packing and a one-rank DP that times every B from the
 // earliest F of any path).
 TEST(ZBAutoBounds, ALateLastForwardIsCharged) {
-  Problem problem;
-  problem.ranks = 8;
-  problem.microbatches = 16;
-  problem.comm = 0.05;
-  const double F[] = {1.281, 1.083, 1.389, 1.214, 1.758, 1.736, 1.588, 1.107};
-  const double B[] = {1.487, 1.223, 1.35, 1.885, 1.718, 1.604, 1.578, 1.444};
-  const double W[] = {0.969, 0.955, 0.717, 0.868, 0.757, 0.571, 0.888, 0.694};
-  const double MB[] = {1.423, 1.907, 1.799, 1.283, 1.755, 1.321, 1.815, 1.509};
-  for (int s = 0; s < 8; ++s)
-    problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
-  problem.memLimit = 15.256;
+  Problem problem = pinnedProblem(
+      16, {1.281, 1.083, 1.389, 1.214, 1.758, 1.736, 1.588, 1.107},
+      {1.487, 1.223, 1.35, 1.885, 1.718, 1.604, 1.578, 1.444},
+      {0.969, 0.955, 0.717, 0.868, 0.757, 0.571, 0.888, 0.694},
+      {1.423, 1.907, 1.799, 1.283, 1.755, 1.321, 1.815, 1.509}, 15.256);
   EXPECT_NEAR(lowerBound(Instance::from(problem, *problem.memLimit)), 72.957,
               1e-9);
 }

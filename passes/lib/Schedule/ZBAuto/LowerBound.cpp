@@ -52,7 +52,7 @@ namespace {
 constexpr double kHeadSteps = 1 << 23;
 
 /// The rank-DP term runs where its p m^3 / 6 states are at most this
-/// (p = 16, m = 64: 0.7M; p = 32, m = 128: 11M, about 50 ms).
+/// (p = 16, m = 64: 0.7M; p = 32, m = 128: 11M, about 60 ms).
 constexpr double kRankDPSteps = 1 << 24;
 
 struct Bounds {
