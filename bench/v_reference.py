@@ -127,10 +127,13 @@ def run_retrying(args):
             time.sleep(2)
 
 
-def zbc_run(zbc, p, m, w, mem_w, schedule=None, orders=None):
-    """zbc's simulation (bubble, peak in chunk M_B) of `orders` or of a schedule."""
+def zbc_run(zbc, p, m, w, mem_w, schedule=None, orders=None, limit=None):
+    """zbc's simulation (bubble, peak in chunk M_B) of `orders` or of a schedule
+    (built within `limit` chunk M_B, if given)."""
     args = [zbc, "schedule", "--ranks", str(p), "--microbatches", str(m), "--virtual", "2",
             "--cost", f"F=1,B=1,W={w},comm=0", "--mem", f"B=1,W={mem_w}", "--format", "json"]
+    if limit is not None:
+        args += ["--mem-limit", str(limit)]
     if orders is not None:
         text = "\n".join(",".join(csv_cell(p, r, l, mb) for l, mb in order)
                          for r, order in enumerate(orders)) + "\n"
@@ -159,18 +162,6 @@ def print_row(row):
     print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
 
 
-def zbc_zbv(zbc, p, m, w, mem_w, limit):
-    """zbc's zb-v (bubble, peak) at a memory limit in chunk M_B."""
-    args = [zbc, "schedule", "--schedule", "zb-v", "--ranks", str(p), "--microbatches", str(m),
-            "--virtual", "2", "--cost", f"F=1,B=1,W={w},comm=0", "--mem", f"B=1,W={mem_w}",
-            "--mem-limit", str(limit), "--format", "json"]
-    out = run_retrying(args)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr.strip())
-    result = json.loads(out.stdout)
-    return result["bubble_rate"], max(result["peak_memory"])
-
-
 def between(args, v_auto):
     """--between: the reference's search against zb-v at limits between V-Min's
     and 1F1B's memory (2p chunk activations), where no fixed pattern is
@@ -185,7 +176,8 @@ def between(args, v_auto):
         for limit in (int(x) for x in limits.split(",")):
             order = search_order_letters(v_auto, p, m, 2, 2, int(2 * w), limit)
             ref = None if order is None else zbc_run(args.zbc, p, m, w, 1, orders=order)
-            zbv = {k: zbc_zbv(args.zbc, p, m, w, k, limit) for k in (1, 0.5)}
+            zbv = {k: zbc_run(args.zbc, p, m, w, k, schedule="zb-v", limit=limit)
+                   for k in (1, 0.5)}
             results.append({"p": p, "m": m, "W": w, "limit": limit, "reference": ref,
                             "zbv": zbv})
             print(f"| {p} | {m} | {w:g} | {limit} | "

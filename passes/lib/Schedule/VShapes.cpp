@@ -303,14 +303,15 @@ struct Candidates {
     v = vpass::vRanksOf(shortProblem);
   }
 
-  /// `plan` as it is (`plain`) and compacted; false if it does not fit.
-  bool consider(const PlanOffsets &offsets, const std::string &name,
+  /// The plan of `offsets`, as it is (with `plain`) and compacted; none of
+  /// them if the plan does not fit.
+  void consider(const PlanOffsets &offsets, const std::string &name,
                 bool plain) {
     std::optional<Grid> plan = planGrid(offsets, m0);
     // A plan over the limit stays over it: compaction keeps the steady
     // phase's memory.
     if (!plan || !fits(v, *plan, v.limit))
-      return false;
+      return;
     if (plain)
       keep(*plan, name, offsets);
     for (vpass::Compaction &c : vpass::compactions(v, *plan))
@@ -318,7 +319,6 @@ struct Candidates {
            name + " compacted (" +
                (c.keepSteady ? "steady phase kept" : "holes filled") + ")",
            offsets);
-    return true;
   }
 
   void keep(Grid grid, const std::string &how, const PlanOffsets &offsets) {
