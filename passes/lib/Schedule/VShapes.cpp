@@ -313,7 +313,7 @@ struct Candidates {
     if (!plan || !fits(v, *plan, v.limit))
       return;
     if (plain)
-      keep(*plan, name, offsets);
+      record(*plan, name, offsets);
     for (vpass::Compaction &c : vpass::compactions(v, *plan))
       keep(std::move(c.grid),
            name + " compacted (" +
@@ -321,9 +321,14 @@ struct Candidates {
            offsets);
   }
 
+  /// `grid` if it fits and is the shortest so far.
   void keep(Grid grid, const std::string &how, const PlanOffsets &offsets) {
-    if (!fits(v, grid, v.limit))
-      return;
+    if (fits(v, grid, v.limit))
+      record(std::move(grid), how, offsets);
+  }
+
+  /// `grid`, known to fit, if it is the shortest so far.
+  void record(Grid grid, const std::string &how, const PlanOffsets &offsets) {
     vpass::Timing timing = vpass::timingOf(v, grid);
     double span = timing.span + (m - m0) * timing.perInterval;
     if (span < kInf && (!best || span < best->span))

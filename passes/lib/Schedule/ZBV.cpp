@@ -25,7 +25,9 @@
 //  - an event-driven list schedule, the fallback that is valid for every
 //    limit down to the minimum (Note [V memory reserve]).
 //  - v-half's and v-min's orders (VShapes.cpp: the slot plans, compacted)
-//    within the limit, so that zb-v is never worse than either there.
+//    within the limit, so that zb-v is never worse than either there, and
+//    the best of the Controllable Memory paper's building blocks that fits
+//    (VShapes.cpp, Block), for the limits between and above theirs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -724,11 +726,11 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
     std::string name;
     std::function<std::optional<Order>()> build;
     // How long it takes, roughly, for the queue: 3 the list schedules, 2
-    // the refined greedies, 1 the patterns, 0 the handcrafted order (at
-    // p = 256, m = 2048: about 1.4, 0.8, 0.3 and 0.15 s).
+    // the refined greedies, 1 the patterns and blocks, 0 the handcrafted
+    // order (at p = 256, m = 2048: about 1.4, 0.8, 0.3 and 0.15 s).
     int cost = 0;
-    // The patterns instead project their span (vShapeCandidate) and build
-    // their order only if they win.
+    // The patterns and blocks instead project their span (VShapeCandidate)
+    // and build their order only if they win.
     std::function<std::optional<VShapeCandidate>()> project;
     std::optional<VShapeCandidate> projected;
     std::optional<Order> order;

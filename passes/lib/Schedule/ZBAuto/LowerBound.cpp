@@ -131,14 +131,22 @@ struct Bounds {
     return std::ceil(double(m) / fit[r]) * stay + s.W;
   }
 
-  double travelUp(int r) const {
-    double t = first[r] + m * (in.cost[r].F + in.cost[r].B), bound = 0;
-    for (int s = r; s >= 0; --s) {
-      if (s < r)
-        t += c + in.cost[s].B;
-      bound = std::max(bound, t + in.cost[s].W - first[s]);
+  /// From the end of rank r's last B to the end of the longest span it
+  /// still bounds among the ranks before it (less that rank's S_r): the
+  /// same microbatch's B goes up through each, which then runs its W.
+  /// -inf for rank 0.
+  double upFrom(int r) const {
+    double up = -kInf, chain = 0;
+    for (int s = r - 1; s >= 0; --s) {
+      chain += c + in.cost[s].B;
+      up = std::max(up, chain + in.cost[s].W - first[s]);
     }
-    return bound;
+    return up;
+  }
+
+  double travelUp(int r) const {
+    double lastB = first[r] + m * (in.cost[r].F + in.cost[r].B);
+    return std::max({0.0, lastB + in.cost[r].W - first[r], lastB + upFrom(r)});
   }
 
   /// Jackson's preemptive bound: ops with the given sorted heads and
@@ -332,12 +340,7 @@ struct Bounds {
     }
     // What follows the last B: this rank's W's still due, and up the ranks
     // before it the same microbatch's B and W.
-    double up = -kInf, chain = 0;
-    for (int q = r - 1; q >= 0; --q) {
-      chain += c + in.cost[q].B;
-      up = std::max(up, chain + in.cost[q].W - first[q]);
-    }
-    double bound = kInf;
+    double up = upFrom(r), bound = kInf;
     for (int w = 0; w <= m; ++w)
       if (lastB[w] < kInf)
         bound = std::min(bound, std::max(lastB[w] + up,
