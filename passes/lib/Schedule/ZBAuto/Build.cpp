@@ -1,23 +1,31 @@
 //===- Build.cpp - zb-auto: automatic zero bubble under a memory limit ---===//
 //
 // The builder the registry calls: resolves the memory limit (refusing one no
-// schedule fits), runs the search (Search.cpp) and, with --exact, the ILP
-// (ILP.cpp) within the build's wall-clock, and turns the order into a
-// ScheduleTable. The parts, each in its own file here: the evaluator, the
-// lower bound, the greedy, the repair, the search and the ILP.
+// schedule fits), runs the search (Search.cpp) at the limit and below it
+// (Note [zb-auto monotone]), anneals what the searches found (Anneal.cpp),
+// with --exact runs the ILP (ILP.cpp) within the build's wall-clock, and
+// turns the order into a ScheduleTable. The parts, each in its own file
+// here: the evaluator, the lower bound, the greedy, the repair, the search,
+// the anneal and the ILP.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Anneal.h"
 #include "ZBAuto.h"
 #include "../Support.h"
 
 #include "../Builders.h"
 
+#include "llvm/Support/ThreadPool.h"
+
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
+
+using Clock = std::chrono::steady_clock;
 
 static double heaviestMicrobatch(const Problem &problem) {
   double most = 0;
@@ -37,14 +45,14 @@ double zbc::sched::zbAutoDefaultMemLimit(const Problem &problem) {
 /// limit, the first step down.
 constexpr int kLowerSearches = 4;
 
-/// Note [zb-auto monotone]: replaces `order` (found at in.limit) by a
-/// shorter one the heuristic finds at a smaller limit, searching down from
-/// the tightest memory decision of each search until the lower bound or
-/// the smallest feasible limit says nothing below can be shorter.
-static void monotoneInLimit(const Problem &problem, const Instance &in,
-                            double heaviest, Order &order,
-                            BuildReport &report) {
-  double best = Evaluator(in).run(order).makespan;
+/// Note [zb-auto monotone]: searches below the limit, from the tightest
+/// memory decision of each search down, until the lower bound or the
+/// smallest feasible limit says nothing below can be shorter (or
+/// kLowerSearches are done); appends what each finds to `found`.
+static void searchBelow(const Problem &problem, const Instance &in,
+                        double heaviest, std::vector<Searched> &found,
+                        BuildReport &report) {
+  double best = found[0].makespan;
   double tightest = in.tightest;
   int searches = 0;
   for (; searches < kLowerSearches; ++searches) {
@@ -55,17 +63,16 @@ static void monotoneInLimit(const Problem &problem, const Instance &in,
     if (lowerBound(lower) >= best * (1 - 1e-12))
       break; // nothing below can be shorter
     BuildReport ignored;
-    Order found = searchOrders(problem, lower, ignored);
-    if (found.empty())
+    Searched next = searchOrders(problem, lower, ignored);
+    if (next.order.empty())
       break;
-    double makespan = Evaluator(lower).run(found).makespan;
-    if (makespan < best * (1 - 1e-12)) {
-      best = makespan;
-      order = std::move(found);
+    if (next.makespan < best * (1 - 1e-12)) {
+      best = next.makespan;
       report.notes.push_back("zb-auto: a smaller limit, " +
                              formatNumber(below) + ", gave a shorter schedule (" +
                              formatNumber(best) + ")");
     }
+    found.push_back(std::move(next));
     tightest = lower.tightest;
   }
   if (searches > 0)
@@ -76,14 +83,79 @@ static void monotoneInLimit(const Problem &problem, const Instance &in,
                                     : " (nothing below can be shorter)"));
 }
 
+/// The anneal's budget (Anneal.h, in Evaluator::timed's work) on
+/// instances of up to kSmallOps ops: kAnnealPerOpSquared per op squared (a
+/// move times a share of the ops, and an instance needs moves in
+/// proportion to its ops), at most kAnnealVisits (p = 8, m = 16 reaches it;
+/// about 0.4 s). Larger instances are not annealed, so that zb-auto stays
+/// near-linear.
+constexpr long kAnnealVisits = 40'000'000;
+constexpr long kAnnealPerOpSquared = 400;
+constexpr uint64_t kAnnealSeed = 0x5eed0f2b0b5ULL;
+
+/// Anneals each distinct order in `found` that does not meet its lower
+/// bound, within that order's own peak memory (so that what it gives
+/// depends on the order and the bound alone: Note [zb-auto monotone]), a
+/// thread per core; appends the results to `found`. In the exact mode the
+/// anneals also stop at `stopAt`.
+static void annealFound(const Instance &in, std::vector<Searched> &found,
+                        std::optional<Clock::time_point> stopAt,
+                        BuildReport &report) {
+  long ops = 3L * in.p * in.m;
+  long visits = std::min(kAnnealVisits, kAnnealPerOpSquared * ops * ops);
+  std::vector<const Searched *> seeds;
+  for (const Searched &s : found) {
+    bool again = false;
+    for (const Searched *t : seeds)
+      again |= t->lower == s.lower && t->order == s.order;
+    if (!again && s.makespan > s.lower * (1 + 1e-12))
+      seeds.push_back(&s);
+  }
+  std::vector<Searched> annealed(seeds.size());
+  auto annealOne = [&](size_t i) {
+    const Searched &seed = *seeds[i];
+    Instance within = in;
+    std::vector<double> peak = Evaluator::peaks(in, seed.order);
+    within.limit = *std::max_element(peak.begin(), peak.end());
+    long used = 0;
+    Order order =
+        anneal(within, seed.order, seed.lower, visits, used, kAnnealSeed, stopAt);
+    double makespan = Evaluator(in).run(order).makespan;
+    annealed[i] = {std::move(order), seed.lower, makespan};
+  };
+  if (seeds.size() == 1) {
+    annealOne(0);
+  } else if (seeds.size() > 1) {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+    for (size_t i = 0; i < seeds.size(); ++i)
+      pool.async([&annealOne, i] { annealOne(i); });
+    pool.wait();
+  }
+  if (annealed.empty())
+    return;
+  auto shortest = [](auto begin, auto end) {
+    double best = kInf;
+    for (auto it = begin; it != end; ++it)
+      best = std::min(best, it->makespan);
+    return best;
+  };
+  double before = shortest(found.begin(), found.end());
+  double after = shortest(annealed.begin(), annealed.end());
+  report.notes.push_back(
+      "zb-auto: annealed " + std::to_string(annealed.size()) +
+      (annealed.size() == 1 ? " order: " : " orders: ") +
+      formatNumber(before) + " -> " + formatNumber(std::min(before, after)));
+  for (Searched &s : annealed)
+    found.push_back(std::move(s));
+}
+
 llvm::Expected<ScheduleTable>
 zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
                         BuildReport &report) {
   // --exact's seconds are the whole build's, the heuristic's search included.
   auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(options.exactSeconds));
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options.exactSeconds));
   const int p = problem.ranks;
   double heaviest = heaviestMicrobatch(problem);
   double limit = problem.limit();
@@ -100,16 +172,28 @@ zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
     limit = 1;
 
   Instance in = Instance::from(problem, limit);
-  Order order = searchOrders(problem, in, report);
-  if (order.empty())
+  std::vector<Searched> found = {searchOrders(problem, in, report)};
+  if (found[0].order.empty())
     return fail("zb-auto: the greedy found no schedule (internal error)");
-  if (3L * in.p * in.m <= kSmallOps)
-    monotoneInLimit(problem, in, heaviest, order, report);
+  if (3L * in.p * in.m <= kSmallOps) {
+    searchBelow(problem, in, heaviest, found, report);
+    // In the exact mode the anneals take at most half of what is left.
+    std::optional<Clock::time_point> stopAt;
+    if (options.exactSeconds > 0)
+      stopAt = Clock::now() + (deadline - Clock::now()) / 2;
+    annealFound(in, found, stopAt, report);
+  }
+  // The shortest of what the searches and the anneals found (the first of
+  // equals).
+  Order order;
+  double best = kInf;
+  for (Searched &s : found)
+    if (s.makespan < best * (1 - 1e-12)) {
+      best = s.makespan;
+      order = std::move(s.order);
+    }
   if (options.exactSeconds > 0) {
-    Evaluator eval(in);
-    double heuristic = eval.run(order).makespan;
-    llvm::Expected<Order> exact =
-        solveExact(in, order, heuristic, deadline, report);
+    llvm::Expected<Order> exact = solveExact(in, order, best, deadline, report);
     if (!exact)
       return exact.takeError();
     order = std::move(*exact);

@@ -11,16 +11,6 @@
 using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
 
-/// Moves the op at `from` to `to`, shifting the ones between by one; moving
-/// it from `to` back to `from` undoes it.
-static void moveOp(std::vector<Op> &ord, int from, int to) {
-  if (from > to)
-    std::rotate(ord.begin() + to, ord.begin() + from, ord.begin() + from + 1);
-  else
-    std::rotate(ord.begin() + from, ord.begin() + from + 1,
-                ord.begin() + to + 1);
-}
-
 void Repair::indexOrders(const Order &order) {
   for (auto &v : idx)
     v.assign(size_t(in.p) * in.m, -1);
@@ -92,7 +82,7 @@ void Repair::candidates(const Order &order, std::vector<Move> &moves) {
 long Repair::run(Order &order, long budget) {
   long used = 0;
   std::vector<Move> moves;
-  timing = eval.run(order, true);
+  timing = eval.run(order);
   ++used;
   if (!timing.ok)
     return used;
@@ -104,10 +94,11 @@ long Repair::run(Order &order, long budget) {
       if (used >= budget)
         break;
       std::vector<Op> &ord = order[mv.r];
+      int lo = std::min(mv.from, mv.to), hi = std::max(mv.from, mv.to);
       moveOp(ord, mv.from, mv.to);
-      if (memoryOk(ord, mv.r)) {
+      if (withinLimit(in, ord, mv.r)) {
         ++used;
-        const Timing &t = eval.run(order, true);
+        const Timing &t = eval.retime(order, mv.r, lo, hi);
         if (t.ok) {
           Key k = keyOf(t);
           if (keyLess(k, best)) {
@@ -117,6 +108,9 @@ long Repair::run(Order &order, long budget) {
             break;
           }
         }
+        moveOp(ord, mv.to, mv.from);
+        eval.undo(order, mv.r, lo, hi);
+        continue;
       }
       moveOp(ord, mv.to, mv.from);
     }
@@ -155,7 +149,7 @@ bool Repair::kick(Order &order, const std::vector<double> &span,
   if (to > hi)
     return false;
   moveOp(ord, from, to);
-  if (memoryOk(ord, r))
+  if (withinLimit(in, ord, r))
     return true;
   moveOp(ord, to, from); // undo
   return false;

@@ -34,19 +34,10 @@ private:
   struct Move {
     int r, from, to;
   };
-  bool memoryOk(const std::vector<Op> &ord, int r) const {
-    double mem = 0;
-    for (Op op : ord) {
-      mem += in.cost[r].memoryDelta(op.kind);
-      if (!in.fits(mem))
-        return false;
-    }
-    return true;
+  double startOf(Op op, int r) {
+    return eval.startOf(r, index(op.kind, r, op.mb));
   }
-  double startOf(Op op, int r) const {
-    return timing.start[slot(op.kind)][size_t(r) * in.m + op.mb];
-  }
-  double endOf(Op op, int r) const {
+  double endOf(Op op, int r) {
     return startOf(op, r) + in.cost[r].time(op.kind);
   }
   /// Index in order[r] of op (kind, mb).

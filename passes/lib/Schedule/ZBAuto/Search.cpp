@@ -27,6 +27,8 @@
 //     descent from the best three runs with per-rank policies too (F or B
 //     first, the W policy), the repair, and restarts (Search::restartPool).
 //
+// The builder (Build.cpp) then anneals what this finds (Anneal.h).
+//
 // lowerBound (LowerBound.cpp) stops the search when it is met and gives the gap
 // in the report; on the paper's inputs it proves ZB-1p optimal (it equals
 // ZB-H1) and ZB-2p within 0.4%. Work is budgeted in op visits, so the result
@@ -158,13 +160,7 @@ public:
   /// the search early.
   void restartPool() {
     Repair repair(in, eval);
-    uint64_t state = 0x9e3779b97f4a7c15ULL;
-    auto draw = [&] { // splitmix64
-      uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      return z ^ (z >> 31);
-    };
+    SplitMix64 draw(0x9e3779b97f4a7c15ULL);
     Order current = pool[0].order;
     Key currentKey = pool[0].key;
     std::vector<double> span = pool[0].span;
@@ -268,8 +264,9 @@ static std::vector<int> roundTripCaps(const Instance &in) {
 
 /// The heuristic: seeds, the paper's variants, cap families, coordinate
 /// descent on the caps, then the repair. Returns the best order.
-Order zbc::sched::zbauto::searchOrders(const Problem &problem,
-                                      const Instance &in, BuildReport &report) {
+Searched zbc::sched::zbauto::searchOrders(const Problem &problem,
+                                         const Instance &in,
+                                         BuildReport &report) {
   const int p = in.p;
   Search search(in);
 
@@ -498,5 +495,5 @@ Order zbc::sched::zbauto::searchOrders(const Problem &problem,
       formatNumber(std::max(0.0, std::round(1e4 * (best - search.lower) / best) / 1e2)) +
       "%)" +
       (search.optimal() ? ", optimal" : ""));
-  return search.pool[0].order;
+  return {search.pool[0].order, search.lower, best};
 }
