@@ -16,9 +16,8 @@ reference and zbc are measured by one rule. Two of its schedulers build them:
                        memory limit: run here at each pattern's own peak,
                        2 ((p+2)//2) and 2 ((p+4)//3) chunk activations.
 
-The two files need only the standard library (and graph.py beside them); the
-megatron package they sit in needs torch, so this copies them into a
-temporary package of the same name instead of importing megatron.
+The two files need only the standard library (and graph.py beside them);
+bench/reference.py loads them unchanged.
 
 For every case (p in {4, 8, 16}, m in {2p, 4p}, F = B = 1 and W in {1, 0.5},
 comm 0) it prints the bubble of both and the best, each order's peak in
@@ -43,39 +42,16 @@ import contextlib
 import io
 import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
+
+import reference
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCHED_DIR = "megatron/core/pipeline_parallel/zerobubble/scheduler"
-FILES = ["graph.py", "zbv_greedy.py", "v_auto_schedule.py"]
-
-
-def read_reference(ref, name):
-    """One file of the reference, from a checkout or a bare git directory."""
-    path = os.path.join(ref, SCHED_DIR, name)
-    if os.path.exists(path):
-        with open(path) as f:
-            return f.read()
-    return subprocess.run(["git", "--git-dir", ref, "show", f"HEAD:{SCHED_DIR}/{name}"],
-                          check=True, capture_output=True, text=True).stdout
 
 
 def load_reference(ref):
-    """Imports the reference's zbv_greedy and v_auto_schedule, unchanged."""
-    root = tempfile.mkdtemp(prefix="zbref-")
-    package = root
-    for part in SCHED_DIR.split("/"):
-        package = os.path.join(package, part)
-        os.makedirs(package, exist_ok=True)
-        open(os.path.join(package, "__init__.py"), "w").close()
-    for name in FILES:
-        with open(os.path.join(package, name), "w") as f:
-            f.write(read_reference(ref, name))
-    sys.path.insert(0, root)
-    from megatron.core.pipeline_parallel.zerobubble.scheduler import zbv_greedy, v_auto_schedule
+    """The reference's zbv_greedy and v_auto_schedule (bench/reference.py)."""
+    zbv_greedy, v_auto_schedule = reference.load(ref, ["graph", "zbv_greedy", "v_auto_schedule"])[1:]
     return zbv_greedy, v_auto_schedule
 
 
@@ -116,17 +92,6 @@ def search_order_letters(v_auto, p, m, f, b, w, max_mem):
             for rank in nodes]
 
 
-def run_retrying(args):
-    """subprocess.run, retried for a minute while a rebuild replaces zbc."""
-    for attempt in range(30):
-        try:
-            return subprocess.run(args, capture_output=True, text=True)
-        except OSError:  # the binary is being written (ETXTBSY, EACCES)
-            if attempt == 29:
-                raise
-            time.sleep(2)
-
-
 def zbc_run(zbc, p, m, w, mem_w, schedule=None, orders=None, limit=None):
     """zbc's simulation (bubble, peak in chunk M_B) of `orders` or of a schedule
     (built within `limit` chunk M_B, if given)."""
@@ -142,7 +107,7 @@ def zbc_run(zbc, p, m, w, mem_w, schedule=None, orders=None, limit=None):
         args += ["--import", f.name, "--placement", "v"]
     else:
         args += ["--schedule", schedule]
-    out = run_retrying(args)
+    out = reference.run_retrying(args)
     if orders is not None:
         os.unlink(f.name)
     if out.returncode != 0:

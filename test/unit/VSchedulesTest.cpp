@@ -371,6 +371,35 @@ TEST(VScheduleZBV, AtMostTheReferenceBetweenThePatterns) {
   }
 }
 
+// Tests Note [V accounting] (ZBV.cpp): an order within the limit when each
+// W holds as much as its B is within it for a lighter W, so zb-v with
+// M_W = M_B / 2 is never longer than with M_W = M_B at the same limit. The
+// pinned case (p = 8, m = 32, W = F/2, limit 9) gave 0.2363 against 0.2308
+// before the list schedules were also built as if M_W = M_B.
+TEST(VScheduleZBV, ALighterWIsNeverSlower) {
+  for (int p : {4, 8})
+    for (int m : {2 * p, 4 * p})
+      for (int limit = (p + 4) / 3 * 2 + 1; limit <= 2 * p; limit += 2) {
+        StageCost heavy;
+        heavy.F = heavy.B = 1;
+        heavy.W = 0.5;
+        heavy.memB = heavy.memW = 1;
+        StageCost light = heavy;
+        light.memW = 0.5;
+        std::string what = shape(p, m) + " limit " + std::to_string(limit);
+        auto withHeavy = build("zb-v", vProblem(p, m, heavy, 0, limit));
+        auto withLight = build("zb-v", vProblem(p, m, light, 0, limit));
+        ASSERT_TRUE(withHeavy && withLight) << what;
+        EXPECT_LE(withLight->sim.makespan,
+                  withHeavy->sim.makespan * (1 + 1e-12))
+            << what;
+        if (p == 8 && m == 32 && limit == 9) {
+          EXPECT_NEAR(withHeavy->sim.bubbleRate, 0.2308, 1e-4);
+          EXPECT_NEAR(withLight->sim.bubbleRate, 0.2308, 1e-4);
+        }
+      }
+}
+
 TEST(VScheduleZBV, NeedsTheVPlacement) {
   Problem problem = vProblem(4, 8);
   problem.virtualStages = 1;
