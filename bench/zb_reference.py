@@ -55,16 +55,18 @@ def reference_orders(zb, graph_mod, cost, limit):
         for prioritize_b in (True, False):
             for no_bubble_greedy in (True, False):
                 try:
-                    order, _, _ = graph.manual_order(
+                    _, end, _ = graph.manual_order(
                         allow_bubble_before_first_b=allow_bubble,
                         prioritize_b=prioritize_b, no_bubble_greedy=no_bubble_greedy)
                 except (AssertionError, ValueError):
                     continue  # an F planned before its input, or memory
+                # Each stage runs its ops by their planned ends
+                # (create_scheduled_nodes, what its runtime executes).
                 ranks = [[] for _ in range(p)]
-                for node, position in enumerate(order):
+                for node, t in enumerate(end):
                     kind, stage, mb = node // (p * m), (node // m) % p, node % m
-                    ranks[stage].append((position, "FIW"[kind], mb))
-                orders.append([[(k, mb) for _, k, mb in sorted(r)] for r in ranks])
+                    ranks[stage].append((t, kind, mb))
+                orders.append([[("FIW"[k], mb) for _, k, mb in sorted(r)] for r in ranks])
     return orders
 
 

@@ -477,6 +477,11 @@ Searched zbc::sched::zbauto::searchOrders(const Problem &problem,
     descend(starts[i].second, 0.75 + 0.05 * i, /*policies=*/true);
   search.repairPool();
   search.restartPool();
+  // Last, the reference implementation's own heuristic (Rounds.cpp): after
+  // everything above, so that it changes nothing they find, and zb-auto is
+  // never longer than it where one of its orders is valid.
+  for (const Order &order : roundOrders(in))
+    search.tryOrder(order);
   LLVM_DEBUG(llvm::dbgs() << "zb-auto: " << search.greedyRuns
                           << " greedy runs, best " << beforeRepair
                           << ", lower bound " << search.lower << "\n");

@@ -1,7 +1,7 @@
 //===- ZBAuto.h - internals shared by zb-auto's parts ----------*- C++ -*-===//
 //
 // Private to passes/lib/Schedule/ZBAuto (the parts: Evaluator, LowerBound,
-// Greedy, Repair, Search, Anneal, ILP; Build.cpp is the builder). zb-auto
+// Greedy, Rounds, Repair, Search, Anneal, ILP; Build.cpp is the builder). zb-auto
 // works on per-rank orders of F/B/W ops (one stage per rank,
 // Placement::Linear) and evaluates them with a fast as-soon-as-possible
 // timing model that matches Simulator.h's rules; the exact mode (ILP.cpp)
@@ -56,6 +56,12 @@ struct Instance {
       return false;
     tightest = std::max(tightest, used);
     return true;
+  }
+  /// fits without the round-off slack: a sum of M_B's that equals the
+  /// limit in exact arithmetic can come out just over it (the reference
+  /// implementation's comparison, which Rounds.cpp reproduces).
+  bool fitsWithoutSlack(double used) const {
+    return used <= limit && fits(used);
   }
   /// The most memory any decision found within the limit: the heuristic
   /// decides the same at every limit from here up to `limit`.
@@ -321,6 +327,11 @@ inline bool keyLess(const Key &a, const Key &b) {
 /// idle memory forces at its ends, its slots, the packed heads of its ops,
 /// itself alone solved exactly; the last B going up the ranks).
 double lowerBound(const Instance &in);
+
+/// The Zero Bubble reference implementation's round-by-round heuristic
+/// (Rounds.cpp): the orders of its eight variants that memory let finish;
+/// not timed, and on uneven stages not always valid.
+std::vector<Order> roundOrders(const Instance &in);
 
 /// What the heuristic found: its best order, the lower bound at its limit
 /// (which it stops at) and the order's makespan.
