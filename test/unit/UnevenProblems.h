@@ -1,8 +1,8 @@
-//===- UnevenProblems.h - random uneven pipelines for zb-auto's tests ---===//
+//===- UnevenProblems.h - uneven pipelines for zb-auto's tests ---------===//
 //
-// The problems zb-auto's unit tests draw: bench/uneven_stages.py's spread
-// of per-stage costs, so that what the tests check is what the benchmark
-// measures.
+// The problems zb-auto's unit tests draw (bench/uneven_stages.py's spread
+// of per-stage costs) or pin (one of its inputs), so that what the tests
+// check is what the benchmark measures.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_TEST_UNIT_UNEVENPROBLEMS_H
@@ -11,6 +11,7 @@
 #include "zbc/Schedule/Problem.h"
 
 #include <random>
+#include <vector>
 
 namespace zbc::sched {
 
@@ -32,6 +33,22 @@ inline Problem randomProblem(int p, int m, std::mt19937 &rng,
     c.memW = heavyW ? 1.5 * c.memB : c.memB / 2;
     problem.stages.push_back(c);
   }
+  return problem;
+}
+
+/// An input of bench/uneven_stages.py pinned in a test: its per-stage F,
+/// B, W and M_B (M_W = M_B / 2), comm 0.05, and its limit.
+inline Problem pinnedProblem(int m, const std::vector<double> &F,
+                             const std::vector<double> &B,
+                             const std::vector<double> &W,
+                             const std::vector<double> &MB, double limit) {
+  Problem problem;
+  problem.ranks = static_cast<int>(F.size());
+  problem.microbatches = m;
+  problem.comm = 0.05;
+  for (size_t s = 0; s < F.size(); ++s)
+    problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
+  problem.memLimit = limit;
   return problem;
 }
 

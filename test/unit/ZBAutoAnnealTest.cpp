@@ -178,8 +178,9 @@ TEST(ZBAutoAnneal, NeverLongerAndWithinItsLimit) {
     in.limit = *std::max_element(peak.begin(), peak.end());
     double before = Evaluator(in).run(start).makespan;
     long used = 0;
-    Order found = anneal(in, start, 0, 2'000'000, used, 1);
-    const Timing &after = Evaluator(in).run(found);
+    Order found = anneal(in, start, 0, 3e-4, 2'000'000, used, 1);
+    Evaluator eval(in);
+    const Timing &after = eval.run(found);
     ASSERT_TRUE(after.ok);
     EXPECT_LE(after.makespan, before);
     for (double x : Evaluator::peaks(in, found))

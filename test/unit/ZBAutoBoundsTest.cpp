@@ -42,20 +42,6 @@ double heaviest(const Problem &problem) {
 
 /// A pinned input: per stage F, B, W and M_B (M_W = M_B / 2), comm 0.05,
 /// one stage per rank (bench/uneven_stages.py's shape).
-Problem pinnedProblem(int m, const std::vector<double> &F,
-                      const std::vector<double> &B,
-                      const std::vector<double> &W,
-                      const std::vector<double> &MB, double limit) {
-  Problem problem;
-  problem.ranks = static_cast<int>(F.size());
-  problem.microbatches = m;
-  problem.comm = 0.05;
-  for (size_t s = 0; s < F.size(); ++s)
-    problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
-  problem.memLimit = limit;
-  return problem;
-}
-
 /// Every order of one rank's 3m ops in which each microbatch's F comes
 /// before its B and its B before its W, and memory stays within `limit`.
 std::vector<std::vector<Op>> rankOrders(const Instance &in, int r) {

@@ -12,6 +12,7 @@
 #include "zbc/Schedule/Registry.h"
 
 #include "ZBAuto/ZBAuto.h" // passes/lib/Schedule: the round-by-round orders
+#include "UnevenProblems.h"
 
 #include "gtest/gtest.h"
 
@@ -23,20 +24,6 @@ using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
 
 namespace {
-
-Problem unevenProblem(int m, const std::vector<double> &F,
-                      const std::vector<double> &B,
-                      const std::vector<double> &W,
-                      const std::vector<double> &MB, double limit) {
-  Problem problem;
-  problem.ranks = static_cast<int>(F.size());
-  problem.microbatches = m;
-  problem.comm = 0.05;
-  for (size_t s = 0; s < F.size(); ++s)
-    problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
-  problem.memLimit = limit;
-  return problem;
-}
 
 /// An order as the reference's CSV-like text: per rank, its ops (I for B)
 /// and a bar.
@@ -54,12 +41,12 @@ std::string text(const Order &order) {
 // input p = 3, m = 6, seed 2 at p M_B, where its eight variants give these
 // four distinct orders.
 TEST(ZBAutoRounds, GivesTheReferenceImplementationsOrders) {
-  Problem problem = unevenProblem(6, {1.123, 1.123, 1.26}, {1.609, 1.388, 1.494},
+  Problem problem = pinnedProblem(6, {1.123, 1.123, 1.26}, {1.609, 1.388, 1.494},
                                   {0.749, 0.941, 0.797}, {1.254, 1.86, 1.714},
                                   5.58);
   std::set<std::string> got;
-  for (const Order &order : roundOrders(Instance::from(problem, 5.58)))
-    got.insert(text(order));
+  forEachRoundOrder(Instance::from(problem, 5.58),
+                    [&](const Order &order) { got.insert(text(order)); });
   std::set<std::string> want = {
       "F0 F1 F2 F3 I0 W0 F4 I1 W1 F5 I2 W2 I3 W3 I4 W4 I5 W5 |"
       "F0 F1 F2 I0 W0 F3 I1 W1 F4 I2 W2 F5 I3 I4 W3 I5 W4 W5 |"
@@ -81,7 +68,7 @@ TEST(ZBAutoRounds, GivesTheReferenceImplementationsOrders) {
 // p M_B, where the reference's best variant takes 320.032 and zb-auto's
 // searches and anneal alone 321.027.
 TEST(ZBAutoRounds, NeverLongerThanTheReferenceHeuristic) {
-  Problem problem = unevenProblem(
+  Problem problem = pinnedProblem(
       64,
       {1.082, 1.384, 1.16, 1.781, 1.936, 1.849, 1.865, 1.763, 1.397, 1.894,
        1.157, 1.089, 1.805, 1.733, 1.098, 1.224},

@@ -19,17 +19,16 @@ constexpr int kReach = 8;
 /// The share of the mean span in the cost: enough to order the moves that
 /// leave the makespan alone, too little to trade makespan for it.
 constexpr double kSpanWeight = 0.01;
-/// The temperature, as a share of the starting makespan: it falls
-/// geometrically from kHot to kCold over the budget. At kHot a move that
-/// lengthens the makespan by one op's time is almost never taken; one
-/// that lengthens only the other spans often is.
-constexpr double kHot = 3e-4, kCold = 3e-6;
+/// Where the temperature ends, as a share of the starting makespan (it
+/// falls geometrically from the caller's start over the budget): there no
+/// move that lengthens the makespan is taken.
+constexpr double kCold = 3e-6;
 
 } // namespace
 
 Order zbc::sched::zbauto::anneal(
-    const Instance &in, const Order &order, double lower, long visits,
-    long &used, uint64_t seed,
+    const Instance &in, const Order &order, double lower, double hot,
+    long visits, long &used, uint64_t seed,
     std::optional<std::chrono::steady_clock::time_point> stopAt) {
   const int p = in.p;
   Evaluator eval(in);
@@ -43,7 +42,8 @@ Order zbc::sched::zbauto::anneal(
   Order current = order, best = order;
   Key bestKey = keyOf(start), key;
   double cost = costOf(start);
-  const double hot = kHot * start.makespan, cold = kCold * start.makespan;
+  hot *= start.makespan;
+  const double cold = kCold * start.makespan;
   // held[r][i]: rank r's memory after its i-th op; a move changes it only
   // within the move's window, which is all it checks (Note [zb-auto
   // memory]), through in.fits.

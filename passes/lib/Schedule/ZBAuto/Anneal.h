@@ -33,11 +33,12 @@ namespace zbc::sched::zbauto {
 
 /// Anneals `order` (valid, within the limit) for about `visits` of work
 /// (Evaluator::timed), until its makespan meets `lower`, or (where given,
-/// the exact mode's wall-clock) until `stopAt`; returns the shortest order
-/// it passed through (by keyLess, so never longer than `order`) and adds
-/// the work it did to `used`.
+/// the exact mode's wall-clock) until `stopAt`, from a temperature of `hot`
+/// times the makespan; returns the shortest order it passed through (by
+/// keyLess, so never longer than `order`) and adds the work it did to
+/// `used`.
 Order anneal(const Instance &in, const Order &order, double lower,
-             long visits, long &used, uint64_t seed,
+             double hot, long visits, long &used, uint64_t seed,
              std::optional<std::chrono::steady_clock::time_point> stopAt =
                  std::nullopt);
 

@@ -138,10 +138,11 @@ bool Evaluator::simulate(const Order &order, const Window *window) {
       double s = std::max(t, ready);
       t = s + duration[k];
       if (window && window->cutoff && i >= after[r]) {
-        // No schedule through this start is shorter than this.
+        // The makespan is at least this start plus this op's tail.
         const Cutoff &cut = *window->cutoff;
         if (s + cut.tail[slot(op.kind)][size_t(r) * m + op.mb] >
             cut.makespan) {
+          timedOps += i - pos[r] + 1;
           pos[r] = i; // what undo restores goes up to here
           return false;
         }

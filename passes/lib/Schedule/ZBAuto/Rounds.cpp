@@ -28,7 +28,6 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 
 using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
@@ -37,22 +36,31 @@ namespace {
 
 class RoundBuilder {
 public:
-  RoundBuilder(const Instance &in, bool bubbleBeforeFirstB, bool bFirst,
-               bool fillUpToLargestIdle)
-      : in(in), p(in.p), m(in.m), bubbleBeforeFirstB(bubbleBeforeFirstB),
-        bFirst(bFirst), fillUpToLargestIdle(fillUpToLargestIdle),
-        order(in.p), done(in.p, {0, 0, 0}), end(in.p, 0), mem(in.p, 0),
-        idle(in.p, 0) {
+  explicit RoundBuilder(const Instance &in) : in(in), p(in.p), m(in.m) {}
+
+  /// The order of one variant (valid until the next build), or null
+  /// where memory left no way on.
+  const Order *build(bool bubbleBeforeFirstB, bool bFirst,
+                     bool fillUpToLargestIdle) {
+    this->bubbleBeforeFirstB = bubbleBeforeFirstB;
+    this->bFirst = bFirst;
+    this->fillUpToLargestIdle = fillUpToLargestIdle;
+    order.resize(p);
+    for (std::vector<Op> &ops : order) {
+      ops.clear();
+      ops.reserve(3 * size_t(m));
+    }
+    done.assign(p, {0, 0, 0});
+    end.assign(p, 0);
+    mem.assign(p, 0);
+    idle.assign(p, 0);
+    mostIdle = 0;
     for (auto &v : endOf)
       v.assign(size_t(p) * m, 0);
-  }
-
-  /// The order, or nothing where memory left no way on.
-  std::optional<Order> build() {
     warmUp();
     for (int i = 1; i < m; ++i)
       if (!round(i))
-        return std::nullopt;
+        return nullptr;
     for (int j = 0; j < p; ++j)
       while (count(j, Kind::W) < m)
         put(j, Kind::W);
@@ -66,7 +74,7 @@ public:
         first.push_back({Kind::F, mb});
       order[j].insert(order[j].begin(), first.begin(), first.end());
     }
-    return std::move(order);
+    return &order;
   }
 
 private:
@@ -92,8 +100,10 @@ private:
     if (kind == Kind::B && j + 1 < p)
       finish = std::max(finish, endAt(j + 1, Kind::B, mb) + in.comm +
                                     cost(j, kind));
-    if (count(j, Kind::F) > 0)
+    if (count(j, Kind::F) > 0) {
       idle[j] += finish - busy;
+      mostIdle = std::max(mostIdle, idle[j]); // idle only grows
+    }
     end[j] = finish;
     endOf[slot(kind)][size_t(j) * m + mb] = finish;
     mem[j] += delta(j, kind);
@@ -101,9 +111,7 @@ private:
     ++count(j, kind);
   }
 
-  double largestIdle() const {
-    return *std::max_element(idle.begin(), idle.end());
-  }
+  double largestIdle() const { return mostIdle; }
 
   /// W's so that stage j's next `kind` fits the limit; false if none is
   /// left to run.
@@ -228,24 +236,23 @@ private:
 
   const Instance &in;
   const int p, m;
-  const bool bubbleBeforeFirstB, bFirst, fillUpToLargestIdle;
+  bool bubbleBeforeFirstB = false, bFirst = false, fillUpToLargestIdle = false;
   Order order;
   std::vector<std::array<int, 3>> done; // per stage: F's, B's, W's placed
   std::vector<double> end, mem, idle;   // per stage
+  double mostIdle = 0;                  // the largest idle[j]
   std::vector<double> endOf[3];         // per kind: [j * m + mb]
 };
 
 } // namespace
 
-std::vector<Order> zbc::sched::zbauto::roundOrders(const Instance &in) {
-  std::vector<Order> orders;
+void zbc::sched::zbauto::forEachRoundOrder(
+    const Instance &in, llvm::function_ref<void(const Order &)> fn) {
+  RoundBuilder builder(in); // one set of buffers for the eight
   for (bool bubbleBeforeFirstB : {true, false})
     for (bool bFirst : {true, false})
       for (bool fillUpToLargestIdle : {true, false})
-        if (std::optional<Order> order =
-                RoundBuilder(in, bubbleBeforeFirstB, bFirst,
-                             fillUpToLargestIdle)
-                    .build())
-          orders.push_back(std::move(*order));
-  return orders;
+        if (const Order *order = builder.build(bubbleBeforeFirstB, bFirst,
+                                               fillUpToLargestIdle))
+          fn(*order);
 }

@@ -22,6 +22,8 @@
 #include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Registry.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -329,9 +331,11 @@ inline bool keyLess(const Key &a, const Key &b) {
 double lowerBound(const Instance &in);
 
 /// The Zero Bubble reference implementation's round-by-round heuristic
-/// (Rounds.cpp): the orders of its eight variants that memory let finish;
-/// not timed, and on uneven stages not always valid.
-std::vector<Order> roundOrders(const Instance &in);
+/// (Rounds.cpp): calls `fn` with the order of each of its eight variants
+/// that memory let finish (valid during the call); not timed, and on
+/// uneven stages not always valid.
+void forEachRoundOrder(const Instance &in,
+                       llvm::function_ref<void(const Order &)> fn);
 
 /// What the heuristic found: its best order, the lower bound at its limit
 /// (which it stops at) and the order's makespan.
