@@ -141,14 +141,12 @@ static void annealFound(const Instance &in, std::vector<Searched> &found,
     double makespan = Evaluator(in).run(order).makespan;
     annealed[task] = {std::move(order), seed.lower, makespan};
   };
-  if (!annealed.empty()) {
-    llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
-    for (size_t task = 0; task < annealed.size(); ++task)
-      pool.async([&annealOne, task] { annealOne(task); });
-    pool.wait();
-  }
   if (annealed.empty())
     return;
+  llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+  for (size_t task = 0; task < annealed.size(); ++task)
+    pool.async([&annealOne, task] { annealOne(task); });
+  pool.wait();
   auto shortest = [](auto begin, auto end) {
     double best = kInf;
     for (auto it = begin; it != end; ++it)

@@ -75,7 +75,8 @@ struct Instance {
 // Note [zb-auto monotone]: more memory should never give a longer zb-auto
 // schedule; a schedule valid at a smaller limit is valid at a larger one.
 // The heuristic (searchOrders) compares memory with the limit only through
-// Instance::fits, so at every limit in [tightest, limit] it makes the same
+// Instance::fits (or fitsWithoutSlack, which asks fits about everything it
+// lets through), so at every limit in [tightest, limit] it makes the same
 // decisions and returns the same order. buildZBAuto then searches again
 // just below `tightest`, and so on down, until the lower bound at the next
 // limit is no better than the best search so far (a lower limit cannot give
