@@ -6,8 +6,8 @@ Usage: e2e.py MODE --bin BUILD/bin --lib BUILD/lib --work DIR
 Modes (one ctest test each, see test/CMakeLists.txt):
   every-schedule  every registered schedule (read from the registry, so one
                   added later is tested too), p in {2, 4}, the example MLP
-                  and GPT (one layer or block per stage, v * p stages), m =
-                  2p, SGD: after one step every parameter on every rank
+                  and GPT (one layer or block per stage, v * p stages;
+                  --virtual given at p = 2, inferred at p = 4), m = 2p, SGD: after one step every parameter on every rank
                   equals zbc-reference's single-process result to 1e-5
                   relative; per rank the measured peak live bytes equal the
                   verifier's prediction, the arena is at most 1.1x that, and
@@ -67,8 +67,11 @@ def every_schedule(args):
             f.write(mlp(stages) if model == "mlp"
                     else gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages))
         out = os.path.join(work, "out")
+        # At p = 4 the stages per rank are left to zbc: the schedule's own,
+        # or for an interleaved one the model's stages over the ranks.
+        virtual = ["--virtual", str(v)] if p == 2 else []
         run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
-             str(2 * p), "--schedule", name, "--virtual", str(v), "-o", out])
+             str(2 * p), "--schedule", name, "-o", out] + virtual)
         run([os.path.join(out, "launch.sh"), "--steps", "1", "--quiet",
              "--save", os.path.join(work, "saved"), "--report",
              os.path.join(work, "report")], env=env)

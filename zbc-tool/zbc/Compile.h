@@ -22,7 +22,11 @@ namespace zbc {
 
 struct Request {
   std::string input, costFile; // the model; a cost file or ""
-  int64_t ranks = 0, microbatches = 0, virtualStages = 1;
+  int64_t ranks = 0, microbatches = 0;
+  /// Stages per rank: --virtual, checked against the schedule; unset for an
+  /// interleaved schedule without it, which takes the model's stages over
+  /// the ranks (1 for a model zbc cuts itself).
+  std::optional<int64_t> virtualStages;
   /// Data-parallel replicas of the pipeline; `microbatches` is each one's
   /// (the job's batch is replicas x microbatches).
   int64_t replicas = 1;

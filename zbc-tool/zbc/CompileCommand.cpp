@@ -169,10 +169,12 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
       names += std::string(names.empty() ? "" : ", ") + s.name;
     return fail("unknown schedule '" + request.schedule + "'; registered: " + names);
   }
-  if (info->placement == sched::Placement::V)
-    request.virtualStages = 2;
-  else if (info->placement == sched::Placement::Linear)
-    request.virtualStages = 1;
+  if (info->placement != sched::Placement::Interleaved || request.virtualStages) {
+    Expected<int> v = sched::stagesPerRank(*info, request.virtualStages);
+    if (!v)
+      return v.takeError();
+    request.virtualStages = *v;
+  }
   request.optimizer = optimizerOpt;
   if (request.optimizer != "sgd" && request.optimizer != "adamw")
     return fail("--optimizer must be 'sgd' or 'adamw', got '" +
@@ -253,7 +255,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
     module.walk([&](zb::CutOp) { ++cuts; });
     PassManager pm(context);
     BackwardPipelineOptions options;
-    options.stages = cuts ? 0 : request.ranks * request.virtualStages;
+    options.stages = cuts ? 0 : request.ranks * request.virtualStages.value_or(1);
     buildBackwardPipeline(pm, options);
     if (failed(runTimed(pm, module, result.seconds.passes)))
       return fail("the model did not split (the error is above)");
@@ -267,18 +269,29 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   int64_t stages = std::distance(pipeline.getBody().front().getOps<zb::StageOp>().begin(),
                                  pipeline.getBody().front().getOps<zb::StageOp>().end());
   if (module.getOps<zb::ProgramOp>().empty()) {
-    if (stages != request.ranks * request.virtualStages)
+    // An interleaved schedule without --virtual gives each rank an equal
+    // share of the model's stages.
+    int64_t perRank = request.virtualStages.value_or(
+        stages % request.ranks == 0 ? std::max<int64_t>(stages / request.ranks, 1)
+                                    : 0);
+    if (!perRank)
+      return fail(formatv(
+          "'{0}' has {1} stages, which {2} ranks under '{3}' cannot share "
+          "evenly: cut the model into a multiple of {2} stages, or give it no "
+          "zb.cut and pass --virtual V: zbc cuts it into {2}V stages",
+          request.input, stages, request.ranks, request.schedule));
+    if (stages != request.ranks * perRank)
       return fail(formatv(
           "'{0}' has {1} stages, but {2} ranks under '{3}' ({4} per rank) need "
           "{5}: cut the model into {5} stages, or give it no zb.cut and zbc "
           "cuts it",
-          request.input, stages, request.ranks, request.schedule,
-          request.virtualStages, request.ranks * request.virtualStages));
+          request.input, stages, request.ranks, request.schedule, perRank,
+          request.ranks * perRank));
     PassManager pm(context);
     ZBSchedulePassOptions options;
     options.kind = request.schedule;
     options.microbatches = request.microbatches;
-    options.virtualStages = request.virtualStages;
+    options.virtualStages = perRank;
     options.optimizer = request.optimizer;
     options.costFile = request.costFile;
     if (request.memLimit)

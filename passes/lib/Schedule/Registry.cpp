@@ -12,6 +12,7 @@
 #include "Builders.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace zbc::sched;
 
@@ -81,6 +82,28 @@ const ScheduleInfo *zbc::sched::lookupSchedule(llvm::StringRef name) {
   return nullptr;
 }
 
+llvm::Expected<int>
+zbc::sched::stagesPerRank(const ScheduleInfo &info,
+                          std::optional<int64_t> requested) {
+  switch (info.placement) {
+  case Placement::Linear:
+    if (requested && *requested != 1)
+      return fail("schedule '" + llvm::Twine(info.name) +
+                  "' runs one stage per rank; got " + llvm::Twine(*requested) +
+                  " virtual stages per rank");
+    return 1;
+  case Placement::V:
+    if (requested && *requested != 2)
+      return fail("schedule '" + llvm::Twine(info.name) +
+                  "' places two stages per rank in a V (--virtual 2); got " +
+                  llvm::Twine(*requested));
+    return 2;
+  case Placement::Interleaved:
+    return static_cast<int>(requested.value_or(1));
+  }
+  llvm_unreachable("every placement is handled above");
+}
+
 llvm::Expected<BuiltSchedule>
 zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
                           const BuildOptions &options) {
@@ -93,14 +116,8 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
   }
   if (llvm::Error error = problem.validate())
     return std::move(error);
-  int v = problem.virtualStages;
-  if (info->placement == Placement::Linear && v != 1)
-    return fail("schedule '" + name + "' runs one stage per rank; got " +
-                llvm::Twine(v) + " virtual stages per rank");
-  if (info->placement == Placement::V && v != 2)
-    return fail("schedule '" + name +
-                "' places two stages per rank in a V (--virtual 2); got " +
-                llvm::Twine(v));
+  if (llvm::Expected<int> v = stagesPerRank(*info, problem.virtualStages); !v)
+    return v.takeError();
 
   BuiltSchedule built;
   built.problem = problem;

@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace zbc::sched {
@@ -49,6 +50,13 @@ struct ScheduleInfo {
   double (*defaultMemLimit)(const Problem &) = nullptr;
   const char *defaultMemLimitRule = nullptr;
 };
+
+/// The stages per rank `info` runs given `requested` (--virtual; unset: the
+/// schedule's own): 1 for a linear schedule, 2 for a V, and for an
+/// interleaved one what was requested (1 when unset). A request a linear or
+/// V schedule cannot run is an error that says what it runs.
+llvm::Expected<int> stagesPerRank(const ScheduleInfo &info,
+                                  std::optional<int64_t> requested);
 
 /// All registered schedules, sorted by name.
 const std::vector<ScheduleInfo> &registeredSchedules();

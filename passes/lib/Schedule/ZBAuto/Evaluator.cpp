@@ -33,8 +33,8 @@ Instance Instance::from(const Problem &problem, double limit) {
 
 Evaluator::Evaluator(const Instance &in)
     : in(in), crossRank(3 * in.p, -1), crossKind(3 * in.p, -1),
-      ownKind(3 * in.p, -1), consumed(3 * in.p, 0), duration(3 * in.p),
-      consumerRank(3 * in.p, -1) {
+      ownKind(3 * in.p, -1), consumed(3 * in.p, 0),
+      consumerRank(3 * in.p, -1), duration(3 * in.p) {
   // The dependence rule, read once into tables the inner loop indexes.
   for (int r = 0; r < in.p; ++r)
     for (Kind kind : {Kind::F, Kind::B, Kind::W}) {
