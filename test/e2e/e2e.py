@@ -15,6 +15,10 @@ Modes (one ctest test each, see test/CMakeLists.txt):
                   counter preloaded into every rank).
   loss-falls      the example GPT on 4 ranks under zb-h1 with AdamW, 50
                   steps on a learnable data file: the loss falls.
+  mem-limit       --mem-limit is each rank's whole memory: zb-auto at 75% of
+                  zb-h1's peak plans fewer activations, every rank's
+                  predicted and measured peak is within the limit; zb-h1
+                  there stops at the proof; a limit nothing fits is refused.
   bad-input       an unverifiable program stops before code generation with
                   the verifier's diagnostic; a launch with the wrong number of
                   ranks, a missing executable or an unreadable data file
@@ -133,6 +137,60 @@ def loss_falls(args):
         sys.exit(f"FAILED: the loss did not fall to half: {losses}")
 
 
+def mem_limit(args):
+    """--mem-limit is each rank's whole memory (Note [Rank budget])."""
+    zbc = os.path.join(args.bin, "zbc")
+    gpt_model = os.path.join(EXAMPLES, "gpt.mlir")
+    shape = ["--ranks", "4", "--microbatches", "8"]
+
+    def compiled(schedule, limit, check=True):
+        out = fresh_dir(args.work, f"{schedule}-{limit}")
+        result = run([zbc, "compile", gpt_model, *shape, "--schedule", schedule,
+                      "--mem-limit", str(limit), "-o", out], check=check)
+        return out, result
+
+    # zb-h1 holds up to `most` bytes on a rank (it reads no limit); at 75%
+    # of that zb-auto plans fewer activations, and every rank's whole
+    # memory fits.
+    out, _ = compiled("zb-h1", 0)
+    with open(os.path.join(out, "report.json")) as f:
+        most = max(r["peak_bytes"] for r in json.load(f)["memory"])
+    limit = int(0.75 * most)
+    out, _ = compiled("zb-auto", limit)
+    with open(os.path.join(out, "report.json")) as f:
+        report = json.load(f)
+    peaks = [r["peak_bytes"] for r in report["memory"]]
+    budget = report["activation_budget_bytes"]
+    if max(peaks) > limit or not budget < limit:
+        sys.exit(f"FAILED: at --mem-limit {limit} the peaks are {peaks}, the "
+                 f"activation budget {budget}")
+    measured = os.path.join(args.work, "measured")
+    run([os.path.join(out, "launch.sh"), "--steps", "1", "--quiet",
+         "--report", measured])
+    for r, peak in enumerate(peaks):
+        with open(os.path.join(measured, f"rank{r}.json")) as f:
+            got = json.load(f)["measured_peak_bytes"]
+        if got != peak:
+            sys.exit(f"FAILED: rank {r} measured {got} bytes, predicted {peak}")
+    print(f"ok: zb-auto within --mem-limit {limit} (zb-h1: {most}): "
+          f"activations planned within {budget} bytes, peaks {peaks} measured")
+
+    # A schedule that reads no limit still stops at the proof, which names
+    # the rank, the op and what it holds; a limit no budget fits names the
+    # rank's own memory.
+    _, result = compiled("zb-h1", limit, check=False)
+    if result.returncode == 0 or "over the memory limit of " + str(limit) \
+            not in result.stderr:
+        sys.exit(f"FAILED: zb-h1 at --mem-limit {limit}:\n{result.stderr}")
+    print("ok: " + next(line for line in result.stderr.splitlines()
+                        if "over the memory limit" in line))
+    _, result = compiled("zb-auto", 1000, check=False)
+    if result.returncode == 0 or "no schedule within --mem-limit 1000 bytes " \
+            "per rank" not in result.stderr:
+        sys.exit(f"FAILED: zb-auto at --mem-limit 1000:\n{result.stderr}")
+    print("ok: " + result.stderr.splitlines()[-1])
+
+
 def bad_input(args):
     zbc = os.path.join(args.bin, "zbc")
     os.makedirs(args.work, exist_ok=True)
@@ -204,7 +262,7 @@ def bad_input(args):
 def main():
     parser = argparse.ArgumentParser()
     modes = {"every-schedule": every_schedule, "loss-falls": loss_falls,
-             "bad-input": bad_input, **training.MODES, **backends.MODES}
+             "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES, **backends.MODES}
     parser.add_argument("mode", choices=sorted(modes))
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)

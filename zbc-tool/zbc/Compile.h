@@ -46,6 +46,9 @@ struct Compiled {
   int ranks = 0, stages = 0;
   std::string model, modelHash; // zb::modelHashOf
   std::vector<int64_t> peak, arena;
+  /// With --mem-limit: the activation budget the schedule was built at
+  /// (Note [Rank budget], RankBudget.h).
+  std::optional<double> activationBudget;
   double makespan = 0, bubbleRate = 0;
   Timings seconds;
   /// The schedule and the costs it was built with (the picture's).

@@ -22,6 +22,7 @@
 #include "Input.h"
 #include "Numbers.h"
 #include "Options.h"
+#include "RankBudget.h"
 
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/DataBounds.h"
@@ -79,8 +80,10 @@ cl::opt<std::string> virtualOpt(
     cl::value_desc("V"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> memLimitOpt(
     "mem-limit",
-    cl::desc("Per-rank memory limit in bytes for the schedule and the proof "
-             "(0: none; default: the schedule's own)"),
+    cl::desc("Each rank's whole memory in bytes (parameters, optimizer "
+             "state, temporaries, activations): the schedule plans its "
+             "activations within what the rest leaves, and the proof holds "
+             "every rank to it (0: none; default: the schedule's own)"),
     cl::value_desc("BYTES"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> costFileOpt(
     "cost-file",
@@ -287,18 +290,48 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
           "cuts it",
           request.input, stages, request.ranks, request.schedule, perRank,
           request.ranks * perRank));
-    PassManager pm(context);
-    ZBSchedulePassOptions options;
-    options.kind = request.schedule;
-    options.microbatches = request.microbatches;
-    options.virtualStages = perRank;
-    options.optimizer = request.optimizer;
-    options.costFile = request.costFile;
+    // The schedule at an activation budget (unset: the schedule's own).
+    auto scheduleAt = [&](ModuleOp target, std::optional<double> budget,
+                          double &seconds) {
+      PassManager pm(context);
+      ZBSchedulePassOptions options;
+      options.kind = request.schedule;
+      options.microbatches = request.microbatches;
+      options.virtualStages = perRank;
+      options.optimizer = request.optimizer;
+      options.costFile = request.costFile;
+      if (budget)
+        options.memoryLimit = *budget;
+      pm.addPass(createZBSchedulePass(options));
+      return runTimed(pm, target, seconds);
+    };
+    // --mem-limit is each rank's whole memory; the schedule plans the
+    // activations it keeps within what the rest leaves (Note [Rank budget]).
+    std::optional<double> budget;
     if (request.memLimit)
-      options.memoryLimit = static_cast<double>(*request.memLimit);
-    pm.addPass(createZBSchedulePass(options));
-    if (failed(runTimed(pm, module, result.seconds.passes)))
+      budget = static_cast<double>(*request.memLimit);
+    if (request.memLimit && *request.memLimit > 0) {
+      auto begin = std::chrono::steady_clock::now();
+      double within = 0; // part of the fit's whole time, counted below
+      FailureOr<RankBudget> fit = fitActivationBudget(
+          module, *request.memLimit, [&](ModuleOp target, double bytes) {
+            return scheduleAt(target, bytes, within);
+          });
+      result.seconds.passes += secondsSince(begin);
+      if (succeeded(fit)) {
+        budget = fit->activations;
+        result.activationBudget = fit->activations;
+      }
+    }
+    if (failed(scheduleAt(module, budget, result.seconds.passes))) {
+      if (request.memLimit && *request.memLimit > 0)
+        return fail(formatv(
+            "no schedule within --mem-limit {0} bytes per rank, which must "
+            "also hold each rank's parameters, gradients, optimizer state and "
+            "temporaries (the error is above)",
+            *request.memLimit));
       return fail("no schedule (the error is above)");
+    }
   }
   zb::ProgramOp program = *module.getOps<zb::ProgramOp>().begin();
   if (request.memLimit && *request.memLimit > 0)
@@ -362,6 +395,11 @@ Error writeReport(const Request &request, const Compiled &c) {
       j.attribute("optimizer", request.optimizer);
       j.attribute("predicted_makespan", c.makespan);
       j.attribute("predicted_bubble_rate", c.bubbleRate);
+      if (request.memLimit && *request.memLimit > 0)
+        j.attribute("memory_limit_bytes", *request.memLimit);
+      if (c.activationBudget)
+        j.attribute("activation_budget_bytes",
+                    static_cast<int64_t>(*c.activationBudget));
       j.attributeArray("memory", [&] {
         for (int r = 0; r < c.ranks; ++r)
           j.object([&] {
@@ -440,6 +478,11 @@ Expected<Compiled> zbc::compile(const Request &request) {
                       request.microbatches,
                       request.replicas * request.microbatches);
   outs() << formatv("  predicted bubble rate {0:F4}\n", compiled->bubbleRate);
+  if (compiled->activationBudget)
+    outs() << formatv("  memory limit {0} bytes per rank: the schedule keeps "
+                      "at most {1} bytes of activations\n",
+                      *request.memLimit,
+                      static_cast<int64_t>(*compiled->activationBudget));
   for (int r = 0; r < compiled->ranks; ++r)
     outs() << formatv("  rank {0}: peak {1} bytes, arena {2} ({3:F3}x)\n", r,
                       compiled->peak[r], compiled->arena[r],

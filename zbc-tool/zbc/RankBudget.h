@@ -1,0 +1,57 @@
+//===- RankBudget.h - a rank's whole memory limit as a schedule's budget -*- C++ -*-===//
+//
+// `zbc compile --mem-limit BYTES` is what each rank may hold in all: its
+// parameters, gradients and optimizer state, the temporaries of the op it
+// runs and the buffers it keeps (Note [Program memory]). A schedule plans
+// only the activations it keeps (M_B, M_W); fitActivationBudget turns the
+// one into the other (Note [Rank budget]).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_TOOL_RANKBUDGET_H
+#define ZBC_TOOL_RANKBUDGET_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace zbc {
+
+/// What the fit found: the activation budget to schedule with, the
+/// whole-rank peaks the schedule built at it gives, and the tries it took.
+struct RankBudget {
+  double activations = 0;
+  std::vector<int64_t> peaks;
+  int attempts = 0;
+};
+
+/// Note [Rank budget]
+/// A schedule's memory limit counts the activations it keeps; a rank holds
+/// more besides (its parameters, their gradients and optimizer state, the
+/// running op's temporaries, buffers in flight), and how much more depends
+/// on the rank and a little on the order. So zbc compile schedules a copy of
+/// the module at a budget, proves it without a limit to learn every rank's
+/// peak, and lowers the budget by the worst rank's excess, from the whole
+/// limit down, until every rank fits or the schedule refuses the budget
+/// (where a step changes no peak, the budget did not bind, and the next step
+/// is twice as long). Activations come a
+/// microbatch at a time, so that step may overshoot: the tries left bisect
+/// between the fit and the miss above it, keeping the largest budget that
+/// fits; kRankBudgetAttempts tries in all. The lowering then runs once more
+/// at the budget found (or, where none fits, the closest miss), with the
+/// limit on the program, so the proof holds it or names the rank, the op and
+/// what it holds.
+constexpr int kRankBudgetAttempts = 8;
+
+/// `schedule(module, budget)` runs the schedule pass on `module` (a copy of
+/// the pipeline without a program) at an activation budget in bytes. Fails
+/// only if the schedule refuses the whole limit as a budget; the
+/// diagnostics of the tries are not shown.
+llvm::FailureOr<RankBudget> fitActivationBudget(
+    mlir::ModuleOp module, int64_t limit,
+    llvm::function_ref<mlir::LogicalResult(mlir::ModuleOp, double)> schedule);
+
+} // namespace zbc
+
+#endif // ZBC_TOOL_RANKBUDGET_H
