@@ -259,6 +259,35 @@ TEST(Simulator, MemoryLimitToleratesRoundOff) {
             std::string::npos);
 }
 
+// A limit in bytes is quoted as the number the check compared, not rounded
+// to six digits ("6.11174e+06, over the limit 6e+06"), and a sum's
+// round-off does not show.
+TEST(Simulator, MemoryLimitErrorQuotesBytesInFull) {
+  Problem problem = uniform(1, 2);
+  problem.stages[0].memB = 3055872;
+  problem.stages[0].memW = 0;
+  ScheduleTable table;
+  table.microbatches = 2;
+  table.rankOfStage = {0};
+  table.ranks = {{F(0, 0), F(0, 1), BW(0, 0), BW(0, 1)}};
+  problem.memLimit = 6000000;
+  std::string error = simulateError(problem, table);
+  EXPECT_NE(error.find("to 6111744, over the limit 6000000 (it adds 3055872 "
+                       "to 3055872)"),
+            std::string::npos)
+      << error;
+  // 0.1 + 0.1 + 0.1 is 0.30000000000000004: quoted as 0.3.
+  Problem small = uniform(1, 3);
+  small.stages[0].memB = 0.1;
+  small.memLimit = 0.25;
+  table.microbatches = 3;
+  table.ranks = {{F(0, 0), F(0, 1), F(0, 2), BW(0, 0), BW(0, 1), BW(0, 2)}};
+  error = simulateError(small, table);
+  EXPECT_NE(error.find("to 0.3, over the limit 0.25 (it adds 0.1 to 0.2)"),
+            std::string::npos)
+      << error;
+}
+
 // Rank 1 starts with F(1,1), which needs F(0,1); rank 0 runs F(0,1) only
 // after B(0,0), which needs B(1,0), which rank 1 runs after F(1,1).
 TEST(Simulator, DeadlockAcrossRanks) {

@@ -11,6 +11,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace zbc::sched {
@@ -20,10 +21,23 @@ inline llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-/// A double in its shortest form ("0.5", "12", "1e+20"), for messages.
+/// A double for messages: whole numbers under 1e15 in full ("6000000",
+/// "360960": a byte count quoted in an error is the one the check
+/// compared), others in the shortest form that reads back as the same
+/// number, at most 10 significant digits, so that the round-off of long
+/// sums does not show ("0.5", "2146.344", "599.434", "1e+20").
 inline std::string formatNumber(double x) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", x);
+  // The range first: NaN and infinities fail it before any cast.
+  if (x > -1e15 && x < 1e15 && x == static_cast<double>(static_cast<long long>(x))) {
+    std::snprintf(buffer, sizeof buffer, "%.0f", x);
+    return buffer;
+  }
+  for (int digits = 1; digits <= 10; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, x);
+    if (std::strtod(buffer, nullptr) == x)
+      break;
+  }
   return buffer;
 }
 
