@@ -172,12 +172,11 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
       names += std::string(names.empty() ? "" : ", ") + s.name;
     return fail("unknown schedule '" + request.schedule + "'; registered: " + names);
   }
-  if (info->placement != sched::Placement::Interleaved || request.virtualStages) {
-    Expected<int> v = sched::stagesPerRank(*info, request.virtualStages);
-    if (!v)
-      return v.takeError();
-    request.virtualStages = *v;
-  }
+  Expected<std::optional<int64_t>> perRank =
+      sched::stagesPerRank(*info, request.virtualStages);
+  if (!perRank)
+    return perRank.takeError();
+  request.virtualStages = *perRank;
   request.optimizer = optimizerOpt;
   if (request.optimizer != "sgd" && request.optimizer != "adamw")
     return fail("--optimizer must be 'sgd' or 'adamw', got '" +

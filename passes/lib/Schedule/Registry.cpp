@@ -82,7 +82,7 @@ const ScheduleInfo *zbc::sched::lookupSchedule(llvm::StringRef name) {
   return nullptr;
 }
 
-llvm::Expected<int>
+llvm::Expected<std::optional<int64_t>>
 zbc::sched::stagesPerRank(const ScheduleInfo &info,
                           std::optional<int64_t> requested) {
   switch (info.placement) {
@@ -91,15 +91,15 @@ zbc::sched::stagesPerRank(const ScheduleInfo &info,
       return fail("schedule '" + llvm::Twine(info.name) +
                   "' runs one stage per rank; got " + llvm::Twine(*requested) +
                   " virtual stages per rank");
-    return 1;
+    return std::optional<int64_t>(1);
   case Placement::V:
     if (requested && *requested != 2)
       return fail("schedule '" + llvm::Twine(info.name) +
                   "' places two stages per rank in a V (--virtual 2); got " +
                   llvm::Twine(*requested));
-    return 2;
+    return std::optional<int64_t>(2);
   case Placement::Interleaved:
-    return static_cast<int>(requested.value_or(1));
+    return requested;
   }
   llvm_unreachable("every placement is handled above");
 }
@@ -116,7 +116,7 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
   }
   if (llvm::Error error = problem.validate())
     return std::move(error);
-  if (llvm::Expected<int> v = stagesPerRank(*info, problem.virtualStages); !v)
+  if (auto v = stagesPerRank(*info, problem.virtualStages); !v)
     return v.takeError();
 
   BuiltSchedule built;

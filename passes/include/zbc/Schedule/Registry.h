@@ -53,10 +53,11 @@ struct ScheduleInfo {
 
 /// The stages per rank `info` runs given `requested` (--virtual; unset: the
 /// schedule's own): 1 for a linear schedule, 2 for a V, and for an
-/// interleaved one what was requested (1 when unset). A request a linear or
-/// V schedule cannot run is an error that says what it runs.
-llvm::Expected<int> stagesPerRank(const ScheduleInfo &info,
-                                  std::optional<int64_t> requested);
+/// interleaved one what was requested (unset stays unset: the caller
+/// decides, e.g. from the model's stages). A request a linear or V schedule
+/// cannot run is an error that says what it runs.
+llvm::Expected<std::optional<int64_t>>
+stagesPerRank(const ScheduleInfo &info, std::optional<int64_t> requested);
 
 /// All registered schedules, sorted by name.
 const std::vector<ScheduleInfo> &registeredSchedules();
