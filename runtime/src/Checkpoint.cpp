@@ -9,28 +9,23 @@
 #include "Rank.h"
 
 #include "zbc/runtime/CheckpointLayout.h"
+#include "zbc/runtime/CheckpointManifest.h"
+#include "zbc/runtime/DataFile.h"
+#include "zbc/runtime/Files.h"
 #include "zbc/runtime/Fnv1a.h"
-#include "zbc/runtime/JsonSubset.h"
-#include "zbc/runtime/SafeTensors.h"
 
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace zbc::rt {
 namespace {
-
-constexpr const char *kFormat = "zbc-checkpoint-1";
-
-std::string hex(uint64_t value) { return fmt::format("{:016x}", value); }
-
-std::string makeDirectory(const std::string &dir) {
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-    return fmt::format("cannot make '{}': {}", dir, std::strerror(errno));
-  return {};
-}
 
 /// The tensor names of parameter `param`'s optimizer state (PyTorch's).
 std::string stateName(const zbc_rt_program &p, const zbc_rt_param &param,
@@ -52,140 +47,204 @@ template <typename Fn> void forEachTensor(const zbc_rt_program &p, Fn fn) {
   }
 }
 
-std::string manifestText(const zbc_rt_program &p, int64_t stepsDone,
-                         uint64_t seed, const std::vector<uint64_t> &sizes,
-                         const std::vector<uint64_t> &checksums) {
-  std::string files;
-  for (int32_t r = 0; r < p.ranks; ++r)
-    files += fmt::format("{}\n    {{\"rank\": {}, \"file\": "
-                         "\"rank{}.safetensors\", \"bytes\": {}, "
-                         "\"fnv1a64\": \"{}\"}}",
-                         r ? "," : "", r, r, sizes[r], hex(checksums[r]));
-  return fmt::format(
-      "{{\n  \"format\": \"{}\",\n  \"step\": {},\n  \"data_position\": {},\n"
-      "  \"seed\": {},\n  \"model\": {},\n  \"model_hash\": \"{}\",\n"
-      "  \"schedule\": {},\n  \"optimizer\": {},\n  \"ranks\": {},\n"
-      "  \"stages\": {},\n  \"microbatches\": {},\n  \"files\": [{}\n  ]\n}}\n",
-      kFormat, stepsDone, stepsDone, seed, jsonQuoted(p.model), p.model_hash,
-      jsonQuoted(p.schedule), jsonQuoted(p.optimizer), p.ranks, p.stages,
-      p.microbatches, files);
+/// Removes `dir` and everything in it (a staging directory: files, no
+/// links followed); a missing `dir` is not an error.
+std::string removeTree(const std::string &dir) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return errno == ENOENT ? std::string()
+                           : fmt::format("cannot remove '{}': {}", dir,
+                                         std::strerror(errno));
+  std::string error;
+  while (dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..")
+      continue;
+    std::string path = dir + "/" + name;
+    struct stat info;
+    if (::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+      error = removeTree(path);
+    else if (::unlink(path.c_str()) != 0)
+      error = fmt::format("cannot remove '{}': {}", path, std::strerror(errno));
+    if (!error.empty())
+      break;
+  }
+  ::closedir(d);
+  if (error.empty() && ::rmdir(dir.c_str()) != 0)
+    error = fmt::format("cannot remove '{}': {}", dir, std::strerror(errno));
+  return error;
 }
 
-/// Everything this rank checks before loading; on success `file` holds its
-/// decoded tensors.
+/// Makes a rename in `dir` last across a crash.
+void syncDirectory(const std::string &dir) {
+  if (int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY); d >= 0) {
+    ::fsync(d);
+    ::close(d);
+  }
+}
+
+/// Everything this rank checks of the checkpoint in `dir` before loading
+/// it; on success `point` holds its step, seed and this rank's tensors.
 std::string checkCheckpoint(zbc_rt_rank *rank, const std::string &dir,
-                            int64_t &stepsDone, uint64_t &seed,
-                            TensorFile &file) {
+                            int64_t expectedStep, ResumePoint &point) {
   const zbc_rt_program &p = *rank->program;
-  std::string manifestPath = checkpointManifest(dir);
-  std::string text;
-  if (std::string error = readFileBytes(manifestPath, text); !error.empty())
+  CheckpointManifest m;
+  if (std::string error = readCheckpointManifest(dir, m); !error.empty())
     return error;
-  JsonValue manifest;
-  std::string error;
-  if (!parseJson(text, manifest, error) || manifest.kind != JsonValue::Object)
-    return fmt::format("'{}' is not a checkpoint manifest: {}", manifestPath,
-                       error.empty() ? "not a JSON object" : error);
-  auto number = [&](const char *key, int64_t &out) {
-    const JsonValue *v = manifest.find(key);
-    if (!v || v->kind != JsonValue::Number)
-      return false;
-    out = v->number;
-    return true;
-  };
-  auto string = [&](const char *key, std::string &out) {
-    const JsonValue *v = manifest.find(key);
-    if (!v || v->kind != JsonValue::String)
-      return false;
-    out = v->string;
-    return true;
-  };
-  std::string format, model, modelHash, schedule, optimizer;
-  int64_t step = 0, seedValue = 0, ranks = 0, stages = 0, microbatches = 0;
-  const JsonValue *files = manifest.find("files");
-  if (!string("format", format) || format != kFormat ||
-      !number("step", step) || step < 0 || !number("seed", seedValue) ||
-      !string("model", model) || !string("model_hash", modelHash) ||
-      !string("schedule", schedule) || !string("optimizer", optimizer) ||
-      !number("ranks", ranks) || !number("stages", stages) ||
-      !number("microbatches", microbatches) || !files ||
-      files->kind != JsonValue::Array)
-    return fmt::format("'{}' is not a {} manifest (a field is missing or "
-                       "malformed)",
-                       manifestPath, kFormat);
-  if (model != p.model || modelHash != p.model_hash)
+  if (expectedStep >= 0 && m.step != expectedStep)
+    return fmt::format("'{}' holds the checkpoint after step {}, not {} (a "
+                       "renamed directory?)",
+                       dir, m.step, expectedStep);
+  if (m.model != p.model || m.modelHash != p.model_hash)
     return fmt::format("'{}' is a checkpoint of model '{}' (IR hash {}); "
                        "this program is of model '{}' (IR hash {})",
-                       dir, model, modelHash, p.model, p.model_hash);
-  if (schedule != p.schedule || ranks != p.ranks || stages != p.stages ||
-      microbatches != p.microbatches || optimizer != p.optimizer)
+                       dir, m.model, m.modelHash, p.model, p.model_hash);
+  if (m.schedule != p.schedule || m.ranks != p.ranks || m.stages != p.stages ||
+      m.microbatches != p.microbatches || m.optimizer != p.optimizer)
     return fmt::format("'{}' was trained under {} on {} ranks ({} stages, {} "
                        "microbatches, {}); this program runs {} on {} ranks "
                        "({} stages, {} microbatches, {})",
-                       dir, schedule, ranks, stages, microbatches, optimizer,
-                       p.schedule, p.ranks, p.stages, p.microbatches,
-                       p.optimizer);
-  if (rank->options.seedGiven &&
-      static_cast<uint64_t>(seedValue) != rank->options.seed)
+                       dir, m.schedule, m.ranks, m.stages, m.microbatches,
+                       m.optimizer, p.schedule, p.ranks, p.stages,
+                       p.microbatches, p.optimizer);
+  if (rank->options.seedGiven && m.seed != rank->options.seed)
     return fmt::format("'{}' was trained with --seed {}, not {} (leave "
                        "--seed out to continue with the checkpoint's)",
-                       dir, seedValue, rank->options.seed);
-  // This rank's file.
-  const JsonValue *entry = nullptr;
-  for (const JsonValue &f : files->elements)
-    if (const JsonValue *r = f.find("rank");
-        r && r->kind == JsonValue::Number && r->number == p.rank)
-      entry = &f;
-  const JsonValue *bytesField = entry ? entry->find("bytes") : nullptr;
-  const JsonValue *sumField = entry ? entry->find("fnv1a64") : nullptr;
-  if (!bytesField || bytesField->kind != JsonValue::Number || !sumField ||
-      sumField->kind != JsonValue::String)
-    return fmt::format("'{}' lists no file of rank {}", manifestPath, p.rank);
-  std::string path = fmt::format("{}/rank{}.safetensors", dir, p.rank);
+                       dir, m.seed, rank->options.seed);
   std::string bytes;
-  if (std::string e = readFileBytes(path, bytes); !e.empty())
+  if (std::string e = readCheckpointFile(dir, m, p.rank, bytes); !e.empty())
     return e;
-  if (static_cast<int64_t>(bytes.size()) != bytesField->number)
-    return fmt::format("'{}' has {} bytes, its manifest says {}: the file is "
-                       "truncated or was replaced",
-                       path, bytes.size(), bytesField->number);
-  if (hex(fnv1a64(bytes)) != sumField->string)
-    return fmt::format("'{}' fails its checksum (FNV-1a {}, the manifest "
-                       "says {}): the file is corrupted",
-                       path, hex(fnv1a64(bytes)), sumField->string);
+  std::string path = dir + "/" + m.files[static_cast<size_t>(p.rank)].file;
+  TensorFile file;
   if (std::string e = decodeSafeTensors(path, bytes, file); !e.empty())
     return e;
-  std::string missing;
+  std::string problem;
   forEachTensor(p, [&](const std::string &name, int32_t buffer,
                        const zbc_rt_param &) {
     auto it = file.find(name);
     int64_t size = p.buffers[buffer].bytes;
-    if (missing.empty() &&
-        (it == file.end() || it->second.dtype != "F32" ||
-         static_cast<int64_t>(it->second.data.size()) != size))
-      missing = fmt::format("'{}' has no F32 tensor '{}' of {} bytes", path,
+    if (!problem.empty())
+      return;
+    if (it == file.end() || it->second.dtype != "F32" ||
+        static_cast<int64_t>(it->second.data.size()) != size)
+      problem = fmt::format("'{}' has no F32 tensor '{}' of {} bytes", path,
                             name, size);
+    else if (int64_t bad = firstNonFinite(it->second); bad >= 0)
+      problem = fmt::format("'{}': tensor '{}' holds a NaN or infinity at "
+                            "element {}",
+                            path, name, bad);
   });
-  if (!missing.empty())
-    return missing;
-  stepsDone = step;
-  seed = static_cast<uint64_t>(seedValue);
+  if (!problem.empty())
+    return problem;
+  point.stepsDone = m.step;
+  point.seed = m.seed;
+  point.tensors = std::move(file);
   return {};
 }
 
 } // namespace
 
+std::string chooseCheckpoint(zbc_rt_rank *rank, ResumePoint &point) {
+  const zbc_rt_program &p = *rank->program;
+  Transport &transport = *rank->transport;
+  const std::string &given = rank->options.resumeDir;
+  std::vector<CheckpointEntry> candidates = checkpointsIn(given);
+  // Every rank takes part in as many rounds as the rank that sees the most.
+  int64_t rounds = transport.maximum(static_cast<int64_t>(candidates.size()));
+  if (rounds == 0)
+    return fmt::format("'{}' holds no checkpoint (no manifest.json in it or "
+                       "in a step-N under it; a checkpoint whose writing was "
+                       "cut short has none)",
+                       given);
+  std::string error;
+  for (int64_t i = 0; i < rounds; ++i) {
+    bool seen = i < static_cast<int64_t>(candidates.size());
+    std::string dir = seen ? candidates[i].dir : std::string();
+    error = seen ? checkCheckpoint(rank, dir, candidates[i].step, point)
+                 : fmt::format("rank {} sees fewer checkpoints under '{}' "
+                               "than another rank (is the directory on a "
+                               "file system every rank shares?)",
+                               p.rank, given);
+    if (!transport.anyFailed(!error.empty())) {
+      point.dir = dir;
+      rank->options.seed = point.seed;
+      if (transport.rank() == 0 && !rank->options.quiet)
+        fmt::print("resuming from '{}' after step {}{}\n", dir,
+                   point.stepsDone,
+                   point.refused.empty()
+                       ? ""
+                       : fmt::format(" (the later {} could not be loaded: "
+                                     "see above)",
+                                     fmt::join(point.refused, ", ")));
+      return {};
+    }
+    point.tensors.clear();
+    if (i + 1 < rounds) { // there is an earlier one to fall back to
+      if (!error.empty())
+        fmt::print(stderr, "zbc rank {}: warning: not resuming from '{}': "
+                           "{}\n",
+                   p.rank, dir, error);
+      point.refused.push_back(dir);
+    }
+  }
+  if (!error.empty())
+    return error;
+  return rounds == 1
+             ? fmt::format("not resuming from '{}': another rank refused it "
+                           "(its message above)",
+                           candidates.empty() ? given : candidates[0].dir)
+             : fmt::format("no checkpoint under '{}' loads on every rank "
+                           "(the ranks' messages above)",
+                           given);
+}
+
+std::string loadCheckpoint(zbc_rt_rank *rank, ResumePoint &point) {
+  const zbc_rt_program &p = *rank->program;
+  std::string error;
+  forEachTensor(p, [&](const std::string &name, int32_t buffer,
+                       const zbc_rt_param &) {
+    const StoredTensor &t = point.tensors.at(name);
+    if (std::string e = rank->device->write(p.buffers[buffer].offset,
+                                            t.data.data(),
+                                            static_cast<int64_t>(t.data.size()));
+        !e.empty() && error.empty())
+      error = e;
+  });
+  point.tensors.clear();
+  if (error.empty())
+    error = refreshWorkingCopies(rank);
+  return error;
+}
+
 std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
   const zbc_rt_program &p = *rank->program;
+  Transport &transport = *rank->transport;
   std::string root = rank->options.checkpointDir;
-  std::string dir = checkpointDirectory(root, stepsDone);
-  // The replicas hold the same state: the first writes it for all.
-  bool writes = rank->transport->replica() == 0;
-  std::string error = writes ? makeDirectory(root) : std::string();
-  if (error.empty() && writes)
-    error = makeDirectory(dir);
+  std::string staging = checkpointStagingDirectory(root, stepsDone);
+  std::string final = checkpointDirectory(root, stepsDone);
+  // The replicas hold the same state: the first writes it for all; job
+  // rank 0 prepares the staging directory and renames it into place.
+  bool writes = transport.replica() == 0;
+  bool leads = transport.rank() == 0;
+  std::string error;
+  if (leads) {
+    error = makeDirectories(root);
+    if (error.empty())
+      error = removeTree(staging); // an earlier attempt's, cut short
+    if (error.empty() && ::mkdir(staging.c_str(), 0777) != 0)
+      error = fmt::format("cannot make '{}': {}", staging, std::strerror(errno));
+  }
+  bool failed;
+  {
+    InsideMPI mpi(rank, "the checkpoint's collectives");
+    failed = transport.anyFailed(!error.empty());
+  }
+  if (failed)
+    return error.empty() ? "rank 0 could not prepare the checkpoint's "
+                           "directory (its message above)"
+                         : error;
   std::string bytes;
-  if (error.empty() && writes) {
+  if (writes) {
     TensorFile file;
     forEachTensor(p, [&](const std::string &name, int32_t buffer,
                          const zbc_rt_param &param) {
@@ -206,71 +265,64 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
                                      {"step", std::to_string(stepsDone)}});
     if (error.empty())
       error = writeFileAtomically(
-          fmt::format("{}/rank{}.safetensors", dir, p.rank), bytes);
+          fmt::format("{}/rank{}.safetensors", staging, p.rank), bytes);
   }
   std::vector<uint64_t> sizes, checksums;
-  bool failed;
   {
     InsideMPI mpi(rank, "the checkpoint's collectives");
-    sizes = rank->transport->allGather(bytes.size());
-    checksums = rank->transport->allGather(fnv1a64(bytes));
-    failed = rank->transport->anyFailed(!error.empty());
+    sizes = transport.allGather(bytes.size());
+    checksums = transport.allGather(fnv1a64(bytes));
+    failed = transport.anyFailed(!error.empty());
   }
   if (failed)
     return error.empty() ? "another rank could not write its part of the "
                            "checkpoint (its message above)"
                          : error;
-  // Every part is on disk: the manifest makes the checkpoint. (Sizes and
-  // checksums are by job rank: replica 0's pipeline ranks come first.)
-  if (rank->transport->rank() == 0)
-    error = writeFileAtomically(
-        checkpointManifest(dir),
-        manifestText(p, stepsDone, rank->options.seed, sizes, checksums));
+  // Every part is on disk: the manifest completes the staging directory,
+  // which then takes the step's name as a whole. (Sizes and checksums are
+  // by job rank: replica 0's pipeline ranks come first.)
+  if (leads) {
+    CheckpointManifest m;
+    m.step = m.dataPosition = stepsDone;
+    m.seed = rank->options.seed;
+    m.model = p.model;
+    m.modelHash = p.model_hash;
+    m.schedule = p.schedule;
+    m.optimizer = p.optimizer;
+    m.ranks = p.ranks;
+    m.stages = p.stages;
+    m.microbatches = p.microbatches;
+    for (int32_t r = 0; r < p.ranks; ++r)
+      m.files.push_back({r, fmt::format("rank{}.safetensors", r),
+                         static_cast<int64_t>(sizes[r]),
+                         fmt::format("{:016x}", checksums[r])});
+    error = writeFileAtomically(checkpointManifest(staging),
+                                checkpointManifestText(m));
+    std::string replaced = checkpointReplacedDirectory(root, stepsDone);
+    struct stat info;
+    bool exists = ::stat(final.c_str(), &info) == 0;
+    if (error.empty() && exists)
+      error = removeTree(replaced);
+    if (error.empty() && exists && std::rename(final.c_str(), replaced.c_str()))
+      error = fmt::format("cannot move the older '{}' aside: {}", final,
+                          std::strerror(errno));
+    if (error.empty() && std::rename(staging.c_str(), final.c_str()))
+      error = fmt::format("cannot rename '{}' to '{}': {}", staging, final,
+                          std::strerror(errno));
+    if (error.empty()) {
+      syncDirectory(root);
+      if (exists)
+        error = removeTree(replaced);
+    }
+  }
   {
     InsideMPI mpi(rank, "the checkpoint's collectives");
-    failed = rank->transport->anyFailed(!error.empty());
+    failed = transport.anyFailed(!error.empty());
   }
   if (failed)
-    return error.empty() ? "rank 0 could not write the checkpoint's manifest"
+    return error.empty() ? "rank 0 could not complete the checkpoint (its "
+                           "message above)"
                          : error;
-  return {};
-}
-
-std::string resumeFromCheckpoint(zbc_rt_rank *rank, int64_t &stepsDone) {
-  const zbc_rt_program &p = *rank->program;
-  const std::string &given = rank->options.resumeDir;
-  std::string dir = latestCheckpoint(given);
-  std::string error;
-  TensorFile file;
-  uint64_t seed = 0;
-  if (dir.empty())
-    error = fmt::format("'{}' holds no checkpoint (no manifest.json in it or "
-                        "in a step-N under it; a checkpoint whose writing was "
-                        "cut short has none)",
-                        given);
-  else
-    error = checkCheckpoint(rank, dir, stepsDone, seed, file);
-  if (rank->transport->anyFailed(!error.empty()))
-    return error.empty() ? fmt::format("not resuming from '{}': another rank "
-                                       "refused it (its message above)",
-                                       dir)
-                         : error;
-  forEachTensor(p, [&](const std::string &name, int32_t buffer,
-                       const zbc_rt_param &) {
-    const StoredTensor &t = file.at(name);
-    if (std::string e = rank->device->write(p.buffers[buffer].offset,
-                                            t.data.data(),
-                                            static_cast<int64_t>(t.data.size()));
-        !e.empty() && error.empty())
-      error = e;
-  });
-  if (error.empty())
-    error = refreshWorkingCopies(rank);
-  if (!error.empty())
-    return error;
-  rank->options.seed = seed;
-  if (rank->transport->rank() == 0 && !rank->options.quiet)
-    fmt::print("resuming from '{}' after step {}\n", dir, stepsDone);
   return {};
 }
 

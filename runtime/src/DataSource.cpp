@@ -3,6 +3,7 @@
 #include "DataSource.h"
 
 #include "zbc/runtime/BFloat16.h"
+#include "zbc/runtime/DataFile.h"
 #include "zbc/runtime/SafeTensors.h"
 #include "zbc/runtime/SyntheticData.h"
 
@@ -30,6 +31,18 @@ bool isIndexElement(int32_t element) {
   return element == ZBC_RT_I32 || element == ZBC_RT_I64;
 }
 
+/// Data key `index` of `p` as the file rules see it (DataFile.h).
+DataKey dataKeyOf(const zbc_rt_program &p, int32_t index) {
+  const zbc_rt_data &data = p.data[index];
+  DataKey key;
+  key.key = data.key;
+  key.dtype = dtypeOf(data.element);
+  key.integer = isIndexElement(data.element);
+  key.bound = data.bound;
+  key.shape.assign(data.shape, data.shape + data.rank_of_shape);
+  return key;
+}
+
 } // namespace
 
 std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
@@ -40,18 +53,17 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
     kind_ = Kind::Synthetic;
     return {};
   }
+  std::vector<DataKey> keys;
+  for (int32_t d = 0; d < p.data_count; ++d)
+    keys.push_back(dataKeyOf(p, d));
   if (!isSafeTensorsPath(path)) {
     kind_ = Kind::Text;
     int64_t sequence = 0;
-    for (int32_t d = 0; d < p.data_count; ++d) {
-      const zbc_rt_data &data = p.data[d];
-      TextDataKey key{data.key, isIndexElement(data.element), data.bound,
-                      std::vector<int64_t>(data.shape,
-                                           data.shape + data.rank_of_shape)};
+    for (const DataKey &key : keys) {
       if (std::string error = checkTextKey(key, sequence); !error.empty())
         return fmt::format("'{}' as text: {}", path, error);
-      roles_.push_back(*textRoleOf(data.key));
-      rows_ = data.shape[0];
+      roles_.push_back(*textRoleOf(key.key));
+      rows_ = key.shape[0];
     }
     return loadTextCorpus(path, sequence, text_);
   }
@@ -59,42 +71,12 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
   TensorFile file;
   if (std::string error = readSafeTensors(path, file); !error.empty())
     return error;
-  samples_.resize(p.data_count);
-  count_.assign(p.data_count, 0);
-  for (int32_t d = 0; d < p.data_count; ++d) {
-    const zbc_rt_data &data = p.data[d];
-    auto it = file.find(data.key);
-    if (it == file.end())
-      return fmt::format("'{}' has no tensor '{}' (this rank reads it)", path,
-                         data.key);
-    const StoredTensor &t = it->second;
-    bool shapeMatches =
-        t.shape.size() == static_cast<size_t>(data.rank_of_shape) + 1;
-    for (int32_t i = 0; shapeMatches && i < data.rank_of_shape; ++i)
-      shapeMatches = t.shape[i + 1] == data.shape[i];
-    if (t.dtype != dtypeOf(data.element) || !shapeMatches || t.shape[0] < 1)
-      return fmt::format("'{}': tensor '{}' must be {} of shape [N, {}] "
-                         "(N >= 1 samples of one microbatch each)",
-                         path, data.key, dtypeOf(data.element),
-                         fmt::join(data.shape, data.shape + data.rank_of_shape,
-                                   ", "));
-    if (isIndexElement(data.element)) {
-      // Integer data must be in range for the ops that read it.
-      int64_t n = static_cast<int64_t>(t.data.size()) /
-                  zbc_rt_element_bytes(data.element);
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t v = data.element == ZBC_RT_I32
-                        ? reinterpret_cast<const int32_t *>(t.data.data())[i]
-                        : reinterpret_cast<const int64_t *>(t.data.data())[i];
-        if (v < 0 || v >= data.bound)
-          return fmt::format("'{}': tensor '{}' holds {} at element {}, "
-                             "outside [0, {})",
-                             path, data.key, v, i, data.bound);
-      }
-    }
-    count_[d] = t.shape[0];
-    samples_[d] = t.data;
-  }
+  if (std::string error = checkSampleTensors(path, file, keys, samples_);
+      !error.empty())
+    return error;
+  tensors_.resize(p.data_count);
+  for (int32_t d = 0; d < p.data_count; ++d)
+    tensors_[d] = std::move(file.at(keys[d].key).data);
   return {};
 }
 
@@ -103,8 +85,8 @@ void DataSource::fill(int32_t index, const BatchPosition &at, char *dst,
   const zbc_rt_data &data = program_->data[index];
   switch (kind_) {
   case Kind::SafeTensors: {
-    int64_t sample = (at.batch * at.microbatches + at.microbatch) % count_[index];
-    std::memcpy(dst, samples_[index].data() + sample * bytes,
+    int64_t sample = (at.batch * at.microbatches + at.microbatch) % samples_;
+    std::memcpy(dst, tensors_[index].data() + sample * bytes,
                 static_cast<size_t>(bytes));
     return;
   }

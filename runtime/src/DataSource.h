@@ -3,8 +3,9 @@
 // A rank that loads data (the first stage's inputs, the last stage's
 // labels) fills each microbatch from one of three sources, chosen by
 // --data: seeded synthetic data (none given; SyntheticData.h), a
-// safetensors file of samples (one tensor per data key, [N, *shape];
-// microbatch j of step s reads sample (s m + j) mod N), or a text file
+// safetensors file of samples (one tensor per data key, [N, *shape], the
+// same N for every key, checked as DataFile.h says; microbatch j of step s
+// reads sample (s m + j) mod N of each), or a text file
 // (Note [Text data] in zbc/runtime/TextData.h), which also has a held-out
 // split to evaluate on. Ranks that load no data never open the file.
 //
@@ -52,9 +53,10 @@ private:
   const zbc_rt_program *program_ = nullptr;
   Kind kind_ = Kind::Synthetic;
   uint64_t seed_ = 0;
-  // Safetensors: per data key, its samples back to back, and their count.
-  std::vector<std::vector<char>> samples_;
-  std::vector<int64_t> count_;
+  // Safetensors: per data key, its samples back to back; how many (the
+  // same for every key: DataFile.h).
+  std::vector<std::vector<char>> tensors_;
+  int64_t samples_ = 0;
   // Text: the corpus, and per data key its role.
   TextCorpus text_;
   std::vector<TextRole> roles_;

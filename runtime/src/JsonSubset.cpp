@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace zbc::rt {
@@ -95,9 +97,17 @@ private:
       ++pos_;
     while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9')
       ++pos_;
-    if (pos_ == start || pos_ - start > 18)
+    size_t digits = pos_ - start - (text_[start] == '-' ? 1 : 0);
+    if (digits == 0 || digits > 19)
       return false;
-    out.number = std::stoll(text_.substr(start, pos_ - start));
+    // Whole numbers of int64_t only: one past its range is not a number.
+    std::string literal = text_.substr(start, pos_ - start);
+    errno = 0;
+    char *end = nullptr;
+    long long value = std::strtoll(literal.c_str(), &end, 10);
+    if (errno == ERANGE || *end)
+      return false;
+    out.number = value;
     return true;
   }
   bool string(Value &out) {

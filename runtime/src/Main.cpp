@@ -16,14 +16,19 @@
 #include "Checkpoint.h"
 #include "Rank.h"
 
+#include "zbc/runtime/CheckpointLayout.h"
+#include "zbc/runtime/Files.h"
+
 #include "zbc/runtime/Fnv1a.h"
 #include "zbc/runtime/SafeTensors.h"
 #include "zbc/runtime/SyntheticData.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -78,9 +83,12 @@ std::string initParams(zbc_rt_rank *rank) {
   return refreshWorkingCopies(rank);
 }
 
-std::string saveParams(zbc_rt_rank *rank, const std::string &dir) {
+/// Writes the parameters after `stepsDone` steps to DIR/rankR.safetensors.
+std::string saveParams(zbc_rt_rank *rank, const std::string &dir,
+                       int64_t stepsDone) {
   const zbc_rt_program &p = *rank->program;
-  ::mkdir(dir.c_str(), 0777);
+  if (std::string error = makeDirectories(dir); !error.empty())
+    return error;
   TensorFile file;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
@@ -100,7 +108,7 @@ std::string saveParams(zbc_rt_rank *rank, const std::string &dir) {
                           {{"model", p.model ? p.model : ""},
                            {"schedule", p.schedule ? p.schedule : ""},
                            {"rank", std::to_string(p.rank)},
-                           {"step", std::to_string(rank->step)}});
+                           {"step", std::to_string(stepsDone)}});
 }
 
 /// What the run measured, for the progress lines and --report.
@@ -123,9 +131,39 @@ void printStartUpError(const zbc_rt_rank *rank, const std::string &error) {
                rank->program->rank);
 }
 
-int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
-  const zbc_rt_program &p = *rank->program;
+/// Note [Files checked first] (Files.h): every directory the run writes
+/// into is made and written once before the first step, and the checkpoint
+/// directory is locked for the job (rank 0 holds the lock).
+std::string checkOutputs(zbc_rt_rank *rank) {
   const Options &o = rank->options;
+  if (rank->transport->replica() != 0)
+    return {}; // the first replica writes for all
+  struct Output {
+    const std::string &dir;
+    const char *option;
+  };
+  std::string checkpoints = o.checkpointEvery ? o.checkpointDir : "";
+  for (Output out : {Output{o.saveDir, "--save"},
+                     Output{o.saveInitDir, "--save-init"},
+                     Output{o.reportDir, "--report"},
+                     Output{o.traceDir, "--trace"},
+                     Output{checkpoints, "--checkpoint-dir"}})
+    if (!out.dir.empty())
+      if (std::string e = checkWritableDirectory(out.dir, out.option);
+          !e.empty())
+        return e;
+  if (!checkpoints.empty() && rank->transport->rank() == 0)
+    return lockDirectory(checkpoints, ".zbc-checkpoints.lock",
+                         fmt::format("the job of model '{}' writing "
+                                     "checkpoints",
+                                     rank->program->model));
+  return {};
+}
+
+int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log,
+            ResumePoint &resume) {
+  const zbc_rt_program &p = *rank->program;
+  Options &o = rank->options;
   std::string error;
   // The command line, before MPI_Init may edit it.
   uint64_t arguments = argumentsFingerprint(argc, argv);
@@ -138,45 +176,84 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   rank->transport.reset(transport);
   rank->device.reset(backend.device);
   rank->watchdog.start(rank, transport->rank());
-  // Every rank reaches each collective below, whatever failed before it,
-  // so that all of them learn of a failure and none waits alone.
-  if (!transport->configure(p.ranks).empty())
-    error = fmt::format("this job has {} ranks, but the program was compiled "
-                        "for {} (or a multiple: one per rank of each "
-                        "data-parallel replica; launch.sh starts them)",
-                        transport->size(), p.ranks);
-  else if (transport->rank() % p.ranks != p.rank)
-    error = fmt::format("MPI started rank {}'s executable as rank {} (launch "
-                        "the executables in rank order, replica after "
-                        "replica)",
-                        p.rank, transport->rank() % p.ranks);
-  if (!transport->allEqual(fingerprint(p)) && error.empty())
-    error = "the ranks of this job run programs of different compiles "
-            "(model, schedule, ranks, microbatches or optimizer differ)";
-  if (!transport->allEqual(arguments) && error.empty())
-    error = "the ranks of this job were started with different options "
-            "(launch.sh gives every rank the same)";
+  // Every rank reaches each collective below and each gate (an agreement
+  // that all went well), whatever failed before it, so that all of them
+  // learn of a failure and none waits alone. The watchdog times each step
+  // that may block (Note [Lost ranks]).
+  auto gate = [&]() {
+    bool failed;
+    {
+      StartUpStep step(rank, "the agreement that every rank started well");
+      failed = transport->anyFailed(!error.empty());
+    }
+    if (!failed)
+      return false;
+    printStartUpError(rank, error);
+    rank->watchdog.status(error.empty()
+                              ? "stopped: another rank failed at start-up\n"
+                              : "failed: " + error + "\n");
+    rank->watchdog.stop();
+    transport->finish();
+    return true;
+  };
+  {
+    StartUpStep step(rank, "the start-up checks every rank takes part in");
+    if (!transport->configure(p.ranks).empty())
+      error = fmt::format("this job has {} ranks, but the program was "
+                          "compiled for {} (or a multiple: one per rank of "
+                          "each data-parallel replica; launch.sh starts "
+                          "them)",
+                          transport->size(), p.ranks);
+    else if (transport->rank() % p.ranks != p.rank)
+      error = fmt::format("MPI started rank {}'s executable as rank {} "
+                          "(launch the executables in rank order, replica "
+                          "after replica)",
+                          p.rank, transport->rank() % p.ranks);
+    if (!transport->allEqual(fingerprint(p)) && error.empty())
+      error = "the ranks of this job run programs of different compiles "
+              "(model, schedule, ranks, microbatches or optimizer differ)";
+    if (!transport->allEqual(arguments) && error.empty())
+      error = "the ranks of this job were started with different options "
+              "(launch.sh gives every rank the same)";
+  }
   if (error.empty() && !rank->device)
     error = "no device for this rank (the backend found none)";
-  if (error.empty())
+  if (error.empty()) {
+    StartUpStep step(rank, "allocating the arena");
     error = rank->device->allocate(p);
-  if (error.empty())
+  }
+  if (error.empty()) {
+    StartUpStep step(rank, "checking where the results go");
+    error = checkOutputs(rank);
+  }
+  if (gate())
+    return 1;
+  // The checkpoint first: its seed orders the data (Note [Checkpoints]).
+  if (!o.resumeDir.empty()) {
+    StartUpStep step(rank, "choosing the checkpoint to resume from");
+    error = chooseCheckpoint(rank, resume);
+    log.firstStep = resume.stepsDone;
+  }
+  if (error.empty() && o.checkpointEvery && transport->rank() == 0)
+    error = checkpointRootConflict(o.checkpointDir, resume.dir,
+                                   resume.stepsDone, resume.refused);
+  if (error.empty()) {
+    StartUpStep step(rank, "opening the data file");
     error = rank->data.open(p, o.dataFile, o.seed);
+  }
   bool text = rank->data.kind() == DataSource::Kind::Text;
   if (error.empty() && o.evalEvery && p.data_count && !text)
     error = "--eval-every needs text data (--data FILE with a held-out split)";
-  // Collective: every rank takes part, whatever failed before.
-  if (std::string e = transport->prepareCommunicators(p); error.empty())
-    error = e;
+  {
+    StartUpStep step(rank, "setting up the communicators");
+    // Collective: every rank takes part, whatever failed before.
+    if (std::string e = transport->prepareCommunicators(p); error.empty())
+      error = e;
+  }
   if (error.empty())
     error = transport->prepare(p, rank->device->arena());
-  if (transport->anyFailed(!error.empty())) {
-    printStartUpError(rank, error);
-    rank->watchdog.status("failed: " + error + "\n");
-    rank->watchdog.stop();
-    transport->finish();
+  if (gate())
     return 1;
-  }
   rank->ledger.init(p);
   // The barrier above ended on every rank at about this moment.
   rank->timeline.init(p, o.traceDir.empty() ? 0 : o.traceSteps, Profile::now());
@@ -184,30 +261,24 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
   rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
   initOptimizer(rank);
   error = initParams(rank);
+  if (error.empty() && !resume.dir.empty())
+    error = loadCheckpoint(rank, resume);
   if (!error.empty()) {
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
     rank->watchdog.status("failed: " + error + "\n");
     rank->watchdog.stop();
     transport->abort(1);
   }
-  if (!o.resumeDir.empty()) {
-    error = resumeFromCheckpoint(rank, log.firstStep);
-    if (!error.empty()) {
-      fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
-      rank->watchdog.status("failed: " + error + "\n");
-      rank->watchdog.stop();
-      transport->finish();
-      return 1;
-    }
-  }
   // Every rank runs the same evaluation batches (each replica its share of
   // each); only the data ranks know the held-out split.
-  if (o.evalEvery)
+  if (o.evalEvery) {
+    StartUpStep step(rank, "agreeing on the evaluation batches");
     log.evalBatches = transport->maximum(
         text ? evalBatches(rank->data.text(),
                            int64_t(p.microbatches) * transport->replicas(),
                            rank->data.rows())
              : 0);
+  }
   if (text) {
     log.entropy = unigramEntropy(rank->data.text());
     if (p.loss >= 0 && !o.quiet && transport->replica() == 0)
@@ -217,6 +288,7 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log) {
                  rank->data.text().trainWindows(), rank->data.text().sequence,
                  rank->data.text().heldOutWindows(), log.entropy);
   }
+  rank->startingUp = false;
   return 0;
 }
 
@@ -312,6 +384,70 @@ double evaluate(zbc_rt_rank *rank, zbc_rt_step_fn step, int64_t batches) {
                      : std::numeric_limits<double>::quiet_NaN();
 }
 
+/// Note [Non-finite stops the run]
+/// After every step each rank checks its loss (the rank that holds one) and
+/// its parameters as the step's updates left them; one collective tells
+/// every rank whether any found a NaN or an infinity. If one did, every
+/// rank stops there, before any checkpoint, --save or report of the state:
+/// a rank that found one names the step, itself and what (the loss, the
+/// first non-finite parameter), the others say which rank stopped them, and
+/// all exit 1. (An update that overflows, a learning rate that blows the
+/// weights up, a NaN in the data the checks at start-up missed: each shows
+/// here within one step.) Returns true if the run stops.
+bool nonFiniteStopsRun(zbc_rt_rank *rank, int64_t stepsDone, double loss) {
+  const zbc_rt_program &p = *rank->program;
+  std::string parameter;
+  std::string error = findNonFiniteParameter(rank, parameter);
+  if (!error.empty()) {
+    fail(rank, error);
+    failRun(rank);
+  }
+  bool lossBad = p.loss >= 0 && !std::isfinite(loss);
+  bool bad = lossBad || !parameter.empty();
+  Transport &transport = *rank->transport;
+  int64_t first;
+  {
+    InsideMPI mpi(rank, "the agreement that every value is finite");
+    // The lowest job rank that found one: size - max(size - rank).
+    first = transport.size() -
+            transport.maximum(bad ? transport.size() - transport.rank() : 0);
+  }
+  if (first == transport.size())
+    return false;
+  std::string where = fmt::format("rank {}{}", p.rank,
+                                  transport.replicas() > 1
+                                      ? fmt::format(" of replica {}",
+                                                    transport.replica())
+                                      : std::string());
+  std::string message;
+  if (bad) {
+    std::vector<std::string> what;
+    if (lossBad)
+      what.push_back(fmt::format("the loss is {}",
+                                 std::isnan(loss) ? "NaN"
+                                 : loss > 0       ? "+infinity"
+                                                  : "-infinity"));
+    if (!parameter.empty())
+      what.push_back(fmt::format("parameter '{}' is not finite after the "
+                                 "step's update (the first on this rank)",
+                                 parameter));
+    message = fmt::format("step {}: {}: {}; the run stops here, before any "
+                          "checkpoint of this state (lower --lr, clip with "
+                          "--clip-norm, or check the data)",
+                          stepsDone, where, fmt::join(what, "; "));
+    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, message);
+    rank->watchdog.status("failed: " + message + "\n");
+  } else {
+    message = fmt::format("step {}: stopping: job rank {} found a NaN or an "
+                          "infinity (its message above)",
+                          stepsDone, first);
+    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, message);
+    rank->watchdog.status("stopped: " + message + "\n");
+  }
+  std::fflush(stderr);
+  return true;
+}
+
 void printProgress(const zbc_rt_rank *rank, int64_t s, double loss,
                    double stepSeconds, double elapsed, int64_t stepsRun) {
   const zbc_rt_program &p = *rank->program;
@@ -336,9 +472,17 @@ void printProgress(const zbc_rt_rank *rank, int64_t s, double loss,
   std::fflush(stdout);
 }
 
+/// `value` as a JSON number, or null if it is not finite (JSON has no NaN).
+std::string jsonNumber(double value) {
+  return std::isfinite(value) ? fmt::format("{:.6f}", value)
+                              : std::string("null");
+}
+
 std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
   const zbc_rt_program &p = *rank->program;
-  ::mkdir(rank->options.reportDir.c_str(), 0777);
+  if (std::string error = makeDirectories(rank->options.reportDir);
+      !error.empty())
+    return error;
   std::string path =
       fmt::format("{}/rank{}.json", rank->options.reportDir, p.rank);
   std::ofstream out(path);
@@ -351,31 +495,59 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
     if (profile.computeCount[i])
       computes += fmt::format(
           "{}{{\"stage\": {}, \"kind\": \"{}\", \"count\": {}, "
-          "\"seconds\": {:.6f}}}",
+          "\"seconds\": {}}}",
           computes.empty() ? "" : ", ", i / 4, kinds[i % 4],
-          profile.computeCount[i], profile.computeSeconds[i]);
+          profile.computeCount[i], jsonNumber(profile.computeSeconds[i]));
   std::string evals;
   for (auto [steps, loss] : log.evals)
-    evals += fmt::format("{}[{}, {:.6f}]", evals.empty() ? "" : ", ", steps,
-                         loss);
+    evals += fmt::format("{}[{}, {}]", evals.empty() ? "" : ", ", steps,
+                         jsonNumber(loss));
+  std::string losses;
+  for (double loss : log.losses)
+    losses += fmt::format("{}{}", losses.empty() ? "" : ", ",
+                          jsonNumber(loss));
   out << fmt::format(
       "{{\"rank\": {}, \"steps\": {}, \"first_step\": {}, "
       "\"measured_peak_bytes\": {}, \"predicted_peak_bytes\": {}, "
-      "\"arena_bytes\": {}, \"seconds\": {:.6f}, \"losses\": [{}], "
+      "\"arena_bytes\": {}, \"seconds\": {}, \"losses\": [{}], "
       "\"evals\": [{}], \"unigram_entropy\": {}, "
       "\"allocations_in_steps\": {}, \"device_allocations_in_steps\": {}, "
       "\"device\": \"{}\", \"profile\": {{\"step_seconds\": "
-      "{:.6f}, \"kernel_seconds\": {:.6f}, \"comm_seconds\": {:.6f}, "
-      "\"optimizer_seconds\": {:.6f}, \"computes\": [{}]}}}}\n",
+      "{}, \"kernel_seconds\": {}, \"comm_seconds\": {}, "
+      "\"optimizer_seconds\": {}, \"computes\": [{}]}}}}\n",
       p.rank, rank->options.steps, log.firstStep, rank->ledger.peak(),
-      p.peak_bytes, p.arena_bytes, log.seconds, fmt::join(log.losses, ", "),
-      evals,
-      std::isnan(log.entropy) ? std::string("null")
-                              : fmt::format("{:.6f}", log.entropy),
+      p.peak_bytes, p.arena_bytes, jsonNumber(log.seconds), losses, evals,
+      jsonNumber(log.entropy),
       log.allocations, log.deviceAllocations, rank->device->name(),
-      profile.stepSeconds, profile.kernelSeconds,
-      profile.commSeconds, profile.optimizerSeconds, computes);
+      jsonNumber(profile.stepSeconds), jsonNumber(profile.kernelSeconds),
+      jsonNumber(profile.commSeconds), jsonNumber(profile.optimizerSeconds),
+      computes);
   return out ? "" : fmt::format("cannot write '{}'", path);
+}
+
+/// This process's rank in the job before MPI is up: what the launchers
+/// put in the environment (Open MPI, MPICH/PMI, PMIx, Slurm), else
+/// `fallback`.
+int jobRankFromEnvironment(int fallback) {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return fallback;
+}
+
+/// A rank that refuses its options never starts its watchdog: it writes
+/// its status file itself, if --status-dir is among the options, so that
+/// zbc run reports the refusal and not a lost rank.
+void writeEarlyStatus(int argc, char **argv, int rank,
+                      const std::string &text) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], "--status-dir")) {
+      std::ofstream out(fmt::format("{}/rank{}.status", argv[i + 1],
+                                    jobRankFromEnvironment(rank)));
+      out << text;
+      return;
+    }
 }
 
 } // namespace
@@ -386,6 +558,9 @@ using namespace zbc::rt;
 extern "C" int zbc_rt_main(int argc, char **argv,
                            const zbc_rt_program *program,
                            zbc_rt_step_fn step) {
+  // A file-size limit (ulimit -f) fails the write with EFBIG, which the
+  // rank reports, instead of killing it without a word (SIGXFSZ).
+  std::signal(SIGXFSZ, SIG_IGN);
   auto *rank = new zbc_rt_rank();
   rank->program = program;
   std::string error = parseOptions(argc, argv, rank->options);
@@ -395,15 +570,23 @@ extern "C" int zbc_rt_main(int argc, char **argv,
   }
   if (!error.empty()) {
     fmt::print(stderr, "zbc rank {}: error: {}\n", program->rank, error);
+    writeEarlyStatus(argc, argv, program->rank, "failed: " + error + "\n");
     return 1;
   }
+  if (rank->options.checkOnly)
+    return 0;
   RunLog log;
-  if (int code = startUp(rank, argc, argv, log))
-    return code;
+  {
+    ResumePoint resume;
+    if (int code = startUp(rank, argc, argv, log, resume))
+      return code;
+  }
   const zbc_rt_program &p = *program;
   const Options &o = rank->options;
-  if (!o.saveInitDir.empty())
-    if (std::string e = saveParams(rank, o.saveInitDir); !e.empty()) {
+  // Like --save: the first replica writes for all (they hold the same).
+  if (!o.saveInitDir.empty() && rank->transport->replica() == 0)
+    if (std::string e = saveParams(rank, o.saveInitDir, log.firstStep);
+        !e.empty()) {
       rank->error = e;
       failRun(rank);
     }
@@ -434,13 +617,25 @@ extern "C" int zbc_rt_main(int argc, char **argv,
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - stepBegin).count();
     rank->profile.stepSeconds += stepSeconds;
+    double loss = std::numeric_limits<double>::quiet_NaN();
     if (p.loss >= 0) {
-      double loss = globalMean(rank, rank->lossSum, 1);
+      loss = globalMean(rank, rank->lossSum, 1);
       log.losses.push_back(loss);
       if (reports)
         printProgress(rank, s, loss, stepSeconds,
                       std::chrono::duration<double>(now - begin).count(),
                       s + 1 - log.firstStep);
+    }
+    if (nonFiniteStopsRun(rank, s + 1, loss)) {
+      if (o.progressBar && reports)
+        fmt::print("\n");
+      std::fflush(stdout);
+      {
+        InsideMPI mpi(rank, "the end of the job (MPI_Finalize)");
+        rank->transport->finish();
+      }
+      rank->watchdog.stop();
+      return 1;
     }
     bool last = s + 1 == o.steps;
     if (o.evalEvery && ((s + 1) % o.evalEvery == 0 || last)) {
@@ -476,7 +671,7 @@ extern "C" int zbc_rt_main(int argc, char **argv,
   // The replicas hold the same parameters: the first writes for them all.
   std::string e;
   if (first && !o.saveDir.empty())
-    e = saveParams(rank, o.saveDir);
+    e = saveParams(rank, o.saveDir, std::max(log.firstStep, o.steps));
   if (first && e.empty() && !o.reportDir.empty())
     e = writeReport(rank, log);
   if (first && e.empty() && !o.traceDir.empty())

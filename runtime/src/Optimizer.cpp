@@ -163,6 +163,37 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
   return ZBC_RT_OK;
 }
 
+std::string findNonFiniteParameter(zbc_rt_rank *rank, std::string &name) {
+  const zbc_rt_program &p = *rank->program;
+  name.clear();
+  // One sum over all of them (in double: no finite fp32 squares overflow
+  // it), and only when it is not finite, one per parameter to name it.
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    const zbc_rt_param &param = p.params[i];
+    if (std::string error = rank->device->addSumOfSquares(
+            bufferAt(rank, weightsOf(param)),
+            p.buffers[weightsOf(param)].bytes / 4);
+        !error.empty())
+      return error;
+  }
+  if (std::isfinite(rank->device->takeSumOfSquares()))
+    return {};
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    const zbc_rt_param &param = p.params[i];
+    if (std::string error = rank->device->addSumOfSquares(
+            bufferAt(rank, weightsOf(param)),
+            p.buffers[weightsOf(param)].bytes / 4);
+        !error.empty())
+      return error;
+    if (!std::isfinite(rank->device->takeSumOfSquares())) {
+      name = param.name;
+      return {};
+    }
+  }
+  name = "(one of them)";
+  return {};
+}
+
 std::string refreshWorkingCopies(zbc_rt_rank *rank) {
   const zbc_rt_program &p = *rank->program;
   for (int32_t i = 0; i < p.param_count; ++i) {

@@ -123,9 +123,11 @@ std::string optionsHelp(const char *program) {
       "  --checkpoint-dir DIR  where checkpoints go (DIR/step-N; default "
       "checkpoints)\n"
       "  --resume DIR       continue from a checkpoint (DIR/step-N, or the "
-      "latest under DIR)\n"
-      "  --timeout S        give up on a peer after S seconds in one wait "
-      "(default 30)\n"
+      "latest under DIR\n"
+      "                     that loads)\n"
+      "  --timeout S        give up on a peer (or a step of start-up) after "
+      "S seconds in one\n"
+      "                     wait (default 30; 1e9 or more: never)\n"
       "  --trace DIR        write DIR/rankN.json: when each op of the last "
       "steps ran\n"
       "  --trace-steps N    how many last steps --trace keeps (default 8)\n"
@@ -133,7 +135,10 @@ std::string optionsHelp(const char *program) {
       "stopped (zbc run reads it)\n"
       "  --progress-bar     redraw one progress line (zbc run: when its "
       "output is a terminal)\n"
-      "  --quiet            no progress lines\n",
+      "  --quiet            no progress lines\n"
+      "  --check-options    check these options and exit (0: the ranks "
+      "would take them; zbc run\n"
+      "                     asks before it launches)\n",
       program);
 }
 
@@ -162,6 +167,8 @@ std::string parseOptions(int argc, char **argv, Options &options) {
     std::string error;
     if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
       options.help = true;
+    } else if (!std::strcmp(arg, "--check-options")) {
+      options.checkOnly = true;
     } else if (!std::strcmp(arg, "--quiet")) {
       options.quiet = true;
     } else if (!std::strcmp(arg, "--progress-bar")) {

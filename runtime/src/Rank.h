@@ -47,6 +47,7 @@ struct Options {
   bool quiet = false;
   bool progressBar = false; // one line redrawn in place (a terminal)
   bool help = false;
+  bool checkOnly = false; // --check-options: parse, say what is wrong, exit
 };
 
 /// Parses argv; on failure returns the message.
@@ -75,6 +76,7 @@ struct zbc_rt_rank {
   zbc::rt::DataSource data;
   int64_t step = 0;          // 0-based, of the training (a resumed run
                              // starts at its checkpoint's step)
+  bool startingUp = true;    // before the first step (zbc_rt_main)
   // Evaluating: `step` runs forward only, on held-out batch evalBatch
   // (computes other than F, gradient transfers and updates are skipped).
   bool evaluating = false;
@@ -123,6 +125,11 @@ inline int32_t weightsOf(const zbc_rt_param &param) {
   return param.master >= 0 ? param.master : param.param;
 }
 
+/// Note [Non-finite stops the run] (Main.cpp): sets `name` to the first of
+/// the rank's parameters whose fp32 weights hold a NaN or an infinity, or
+/// to "" if none does. Returns a device error or "". Optimizer.cpp.
+std::string findNonFiniteParameter(zbc_rt_rank *rank, std::string &name);
+
 /// Rounds every bf16 parameter's master weights into its working copy
 /// (after initialisation or a resume wrote the masters). Optimizer.cpp.
 std::string refreshWorkingCopies(zbc_rt_rank *rank);
@@ -152,22 +159,36 @@ extern "C" __attribute__((weak)) void zbc_rt_test_pause_allocations(int paused);
 namespace zbc::rt {
 /// While alive, the thread is inside MPI: a call that may block on a peer,
 /// which the watchdog times (`what` names a collective; a transfer is the
-/// running op).
+/// running op). Nests: the outer wait is restored at the end.
 struct InsideMPI {
   explicit InsideMPI(zbc_rt_rank *rank, const char *what = nullptr)
       : rank(rank) {
     if (zbc_rt_test_pause_allocations)
       zbc_rt_test_pause_allocations(1);
-    rank->watchdog.enter(what);
+    outer = rank->watchdog.enter(what);
   }
   ~InsideMPI() {
-    rank->watchdog.leave();
+    rank->watchdog.leave(outer);
     if (zbc_rt_test_pause_allocations)
       zbc_rt_test_pause_allocations(0);
   }
   InsideMPI(const InsideMPI &) = delete;
   InsideMPI &operator=(const InsideMPI &) = delete;
   zbc_rt_rank *rank;
+  Watchdog::Snapshot outer;
+};
+
+/// While alive, the rank is in a step of its start-up that may block (a
+/// collective, a file): the watchdog times it like a wait for a peer and
+/// names `what` (a static string) if it takes longer than --timeout.
+struct StartUpStep {
+  StartUpStep(zbc_rt_rank *rank, const char *what)
+      : rank(rank), outer(rank->watchdog.enter(what)) {}
+  ~StartUpStep() { rank->watchdog.leave(outer); }
+  StartUpStep(const StartUpStep &) = delete;
+  StartUpStep &operator=(const StartUpStep &) = delete;
+  zbc_rt_rank *rank;
+  Watchdog::Snapshot outer;
 };
 } // namespace zbc::rt
 

@@ -3,21 +3,24 @@
 // The writer builds the JSON header with fmt, tensors in name order at
 // consecutive offsets, the header padded with spaces to 8 bytes (the format
 // allows it), and writes the file atomically (a temporary file, fsync,
-// rename, fsync of the directory) so that a reader never sees half a file. The reader parses just the JSON the format uses
+// rename, fsync of the directory) so that a reader never sees half a
+// file. The reader parses just the JSON the format uses
 // (objects, arrays, strings, integers) and checks every offset and size
-// against the file before it copies a byte.
+// against the file before it copies a byte; from a file, it reads the
+// header first and each tensor's bytes only after (Note [Files checked
+// first] in Files.h: a regular file only).
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbc/runtime/SafeTensors.h"
+#include "zbc/runtime/Files.h"
 #include "zbc/runtime/JsonSubset.h"
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -33,6 +36,109 @@ int64_t dtypeBytes(const std::string &dtype) {
     return 2;
   return 0;
 }
+
+namespace {
+
+/// `size` bytes of `fd` at `offset` into `out`; an error naming `path`.
+std::string readAt(int fd, const std::string &path, int64_t offset,
+                   int64_t size, std::string &out) {
+  out.resize(static_cast<size_t>(size));
+  int64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, out.data() + done, static_cast<size_t>(size - done),
+                        offset + done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+    if (n == 0)
+      return fmt::format("cannot read '{}': it ended after {} bytes (it "
+                         "shrank while being read)",
+                         path, offset + done);
+    done += n;
+  }
+  return {};
+}
+
+/// The header length in the first 8 bytes of `prefix`, checked against the
+/// file's `size`.
+std::string checkHeaderLength(const std::string &path,
+                              const std::string &prefix, int64_t size,
+                              uint64_t &length) {
+  length = 0;
+  for (int i = 0; i < 8; ++i)
+    length |= static_cast<uint64_t>(static_cast<unsigned char>(prefix[i]))
+              << (8 * i);
+  if (length > static_cast<uint64_t>(size - 8) || length > (100u << 20))
+    return fmt::format("'{}' is not a safetensors file: its header claims "
+                       "{} bytes, the file has {}",
+                       path, length, size - 8);
+  return {};
+}
+
+/// One tensor of a header: its dtype and shape, and where its bytes lie in
+/// the data that follows the header.
+struct HeaderEntry {
+  std::string name;
+  StoredTensor tensor; // without data
+  int64_t begin = 0, end = 0;
+};
+
+/// Parses and checks a header against `dataSize` bytes of data.
+std::string parseHeader(const std::string &path, const std::string &header,
+                        int64_t dataSize, std::vector<HeaderEntry> &entries) {
+  JsonValue root;
+  std::string error;
+  if (!parseJson(header, root, error) || root.kind != JsonValue::Object)
+    return fmt::format("'{}': its header is not a JSON object ({})", path,
+                       error.empty() ? "not an object" : error);
+  for (const auto &[name, entry] : root.members) {
+    if (name == "__metadata__")
+      continue;
+    const JsonValue *dtype = entry.find("dtype"), *shape = entry.find("shape"),
+                    *offsets = entry.find("data_offsets");
+    if (entry.kind != JsonValue::Object || !dtype ||
+        dtype->kind != JsonValue::String || !shape ||
+        shape->kind != JsonValue::Array || !offsets ||
+        offsets->kind != JsonValue::Array || offsets->elements.size() != 2 ||
+        offsets->elements[0].kind != JsonValue::Number ||
+        offsets->elements[1].kind != JsonValue::Number)
+      return fmt::format("'{}': tensor '{}' lacks a dtype, shape or "
+                         "data_offsets",
+                         path, name);
+    HeaderEntry e;
+    e.name = name;
+    e.tensor.dtype = dtype->string;
+    int64_t elements = 1;
+    for (const JsonValue &d : shape->elements) {
+      if (d.kind != JsonValue::Number || d.number < 0 ||
+          d.number > (int64_t(1) << 40))
+        return fmt::format("'{}': tensor '{}' has a bad shape", path, name);
+      e.tensor.shape.push_back(d.number);
+      elements *= d.number;
+      if (elements > (int64_t(1) << 40))
+        return fmt::format("'{}': tensor '{}' is too large", path, name);
+    }
+    e.begin = offsets->elements[0].number;
+    e.end = offsets->elements[1].number;
+    int64_t width = dtypeBytes(e.tensor.dtype);
+    if (width == 0)
+      return fmt::format("'{}': tensor '{}' has dtype '{}', which zbc does "
+                         "not read",
+                         path, name, e.tensor.dtype);
+    if (e.begin < 0 || e.end < e.begin || e.end > dataSize ||
+        e.end - e.begin != elements * width)
+      return fmt::format("'{}': tensor '{}' claims bytes [{}, {}) of {} "
+                         "(its shape needs {}): the file is truncated or "
+                         "corrupt",
+                         path, name, e.begin, e.end, dataSize,
+                         elements * width);
+    entries.push_back(std::move(e));
+  }
+  return {};
+}
+
+} // namespace
 
 std::string encodeSafeTensors(const TensorFile &tensors,
                               const std::map<std::string, std::string> &metadata) {
@@ -79,14 +185,16 @@ std::string writeSafeTensors(const std::string &path, const TensorFile &tensors,
 }
 
 std::string readFileBytes(const std::string &path, std::string &bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  int64_t size = 0;
+  if (std::string error = regularFileError(path, "the file", size);
+      !error.empty())
+    return error;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
-  bytes.assign(std::istreambuf_iterator<char>(in),
-               std::istreambuf_iterator<char>());
-  if (in.bad())
-    return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
-  return {};
+  std::string error = readAt(fd, path, 0, size, bytes);
+  ::close(fd);
+  return error;
 }
 
 std::string writeFileAtomically(const std::string &path,
@@ -126,10 +234,41 @@ std::string writeFileAtomically(const std::string &path,
 }
 
 std::string readSafeTensors(const std::string &path, TensorFile &tensors) {
-  std::string bytes;
-  if (std::string error = readFileBytes(path, bytes); !error.empty())
+  int64_t size = 0;
+  if (std::string error = regularFileError(path, "the safetensors file", size);
+      !error.empty())
     return error;
-  return decodeSafeTensors(path, bytes, tensors);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+  // The header first: its length, then its text, checked against the file's
+  // size; only then each tensor's bytes.
+  std::string error, prefix, header;
+  std::vector<HeaderEntry> entries;
+  uint64_t length = 0;
+  if (size < 8)
+    error = fmt::format("'{}' is not a safetensors file: shorter than its "
+                        "8-byte header length",
+                        path);
+  if (error.empty())
+    error = readAt(fd, path, 0, 8, prefix);
+  if (error.empty())
+    error = checkHeaderLength(path, prefix, size, length);
+  if (error.empty())
+    error = readAt(fd, path, 8, static_cast<int64_t>(length), header);
+  int64_t dataSize = size - 8 - static_cast<int64_t>(length);
+  if (error.empty())
+    error = parseHeader(path, header, dataSize, entries);
+  for (size_t i = 0; error.empty() && i < entries.size(); ++i) {
+    HeaderEntry &e = entries[i];
+    std::string data;
+    error = readAt(fd, path, 8 + static_cast<int64_t>(length) + e.begin,
+                   e.end - e.begin, data);
+    e.tensor.data.assign(data.begin(), data.end());
+    tensors[e.name] = std::move(e.tensor);
+  }
+  ::close(fd);
+  return error;
 }
 
 std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
@@ -140,67 +279,19 @@ std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
                        "8-byte header length",
                        path);
   uint64_t length = 0;
-  for (int i = 0; i < 8; ++i)
-    length |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i]))
-              << (8 * i);
-  if (length > static_cast<uint64_t>(size - 8) || length > (100u << 20))
-    return fmt::format("'{}' is not a safetensors file: its header claims "
-                       "{} bytes, the file has {}",
-                       path, length, size - 8);
-  std::string header = bytes.substr(8, length);
-  JsonValue root;
-  std::string error;
-  if (!parseJson(header, root, error) ||
-      root.kind != JsonValue::Object)
-    return fmt::format("'{}': its header is not a JSON object ({})", path,
-                       error.empty() ? "not an object" : error);
-  int64_t dataSize = size - 8 - static_cast<int64_t>(length);
-  for (const auto &[name, entry] : root.members) {
-    if (name == "__metadata__")
-      continue;
-    auto field = [&](const char *key) -> const JsonValue * {
-      for (const auto &[k, v] : entry.members)
-        if (k == key)
-          return &v;
-      return nullptr;
-    };
-    const JsonValue *dtype = field("dtype"), *shape = field("shape"),
-                        *offsets = field("data_offsets");
-    if (entry.kind != JsonValue::Object || !dtype ||
-        dtype->kind != JsonValue::String || !shape ||
-        shape->kind != JsonValue::Array || !offsets ||
-        offsets->kind != JsonValue::Array || offsets->elements.size() != 2)
-      return fmt::format("'{}': tensor '{}' lacks a dtype, shape or "
-                         "data_offsets",
-                         path, name);
-    StoredTensor tensor;
-    tensor.dtype = dtype->string;
-    int64_t elements = 1;
-    for (const JsonValue &d : shape->elements) {
-      if (d.kind != JsonValue::Number || d.number < 0 ||
-          d.number > (int64_t(1) << 40))
-        return fmt::format("'{}': tensor '{}' has a bad shape", path, name);
-      tensor.shape.push_back(d.number);
-      elements *= d.number;
-      if (elements > (int64_t(1) << 40))
-        return fmt::format("'{}': tensor '{}' is too large", path, name);
-    }
-    int64_t begin = offsets->elements[0].number,
-            end = offsets->elements[1].number;
-    int64_t width = dtypeBytes(tensor.dtype);
-    if (width == 0)
-      return fmt::format("'{}': tensor '{}' has dtype '{}', which zbc does "
-                         "not read",
-                         path, name, tensor.dtype);
-    if (begin < 0 || end < begin || end > dataSize ||
-        end - begin != elements * width)
-      return fmt::format("'{}': tensor '{}' claims bytes [{}, {}) of {} "
-                         "(its shape needs {}): the file is truncated or "
-                         "corrupt",
-                         path, name, begin, end, dataSize, elements * width);
-    const char *from = bytes.data() + 8 + length + begin;
-    tensor.data.assign(from, from + (end - begin));
-    tensors[name] = std::move(tensor);
+  if (std::string error = checkHeaderLength(path, bytes, size, length);
+      !error.empty())
+    return error;
+  std::vector<HeaderEntry> entries;
+  if (std::string error =
+          parseHeader(path, bytes.substr(8, length),
+                      size - 8 - static_cast<int64_t>(length), entries);
+      !error.empty())
+    return error;
+  for (HeaderEntry &e : entries) {
+    const char *from = bytes.data() + 8 + length + e.begin;
+    e.tensor.data.assign(from, from + (e.end - e.begin));
+    tensors[e.name] = std::move(e.tensor);
   }
   return {};
 }

@@ -10,12 +10,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
+#include <limits>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 namespace zbc::rt {
 namespace {
@@ -82,8 +88,12 @@ void writeStatus(const char *text, size_t size) {
 void describePlace(Message &m, const zbc_rt_rank *rank, int32_t waitingOp,
                    const char *waitingWhat, bool waiting) {
   const zbc_rt_program &p = *rank->program;
-  m.add(rank->evaluating ? " in the evaluation after step " : " in step ");
-  m.add(rank->step + 1);
+  if (rank->startingUp) {
+    m.add(" at start-up");
+  } else {
+    m.add(rank->evaluating ? " in the evaluation after step " : " in step ");
+    m.add(rank->step + 1);
+  }
   int32_t op = waiting ? waitingOp : rank->op;
   if (waiting && op < 0 && waitingWhat) {
     m.add(" while waiting in ");
@@ -100,11 +110,12 @@ void describePlace(Message &m, const zbc_rt_rank *rank, int32_t waitingOp,
 }
 
 /// Says, async-signal-safely, that `by` stopped the rank where it was.
-void tellStop(const char *by) {
+void tellStop(const char *by, const char *why) {
   Watchdog::Snapshot s = gWatchdog->snapshot();
   Message place;
   describePlace(place, gRank, s.op, s.what, s.waiting);
-  place.add(": another rank of the job failed or was lost\n");
+  place.add(why);
+  place.add("\n");
   Message m;
   m.add("zbc rank ");
   m.add(static_cast<int64_t>(gRank->program->rank));
@@ -119,8 +130,33 @@ void tellStop(const char *by) {
   writeStatus(status.text, status.size);
 }
 
+// The rank's parent when it started (the launcher): a SIGTERM that comes
+// when the parent is another process is PR_SET_PDEATHSIG's.
+pid_t gLauncher = 0;
+
+/// Whether the launcher is gone. A launcher killed outright closes its
+/// connections before the kernel re-parents its children, so MPI's own
+/// SIGTERM (or a SIGPIPE on the rank's output) can come a moment before the
+/// parent changes: look for up to 100 ms.
+bool launcherDied() {
+  if (!gLauncher)
+    return false;
+  for (int i = 0; i < 10; ++i) {
+    if (::getppid() != gLauncher)
+      return true;
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    ::nanosleep(&pause, nullptr);
+  }
+  return ::getppid() != gLauncher;
+}
+
 void onTerminate(int) {
-  tellStop("the launcher");
+  if (launcherDied())
+    tellStop("its launcher's death",
+             ": the launcher (mpirun, srun) was killed, and the job with it");
+  else
+    tellStop("the launcher", ": the job is being stopped (another rank "
+                             "failed or was lost, or the job was cancelled)");
   ::_exit(1);
 }
 
@@ -129,7 +165,7 @@ void onTerminate(int) {
 std::atomic<bool> gEndTold{false};
 void onExit() {
   if (!gEndTold.exchange(true))
-    tellStop("MPI");
+    tellStop("MPI", ": MPI ended the process (a peer's connection broke)");
 }
 
 } // namespace
@@ -155,12 +191,22 @@ void Watchdog::start(zbc_rt_rank *rank, int jobRank) {
   }
   writeStatus("running\n", 8);
   std::atexit(onExit);
+#ifdef __linux__
+  // If the launcher dies (kill -9 of mpirun), the rank hears of it as a
+  // SIGTERM instead of training on alone; unless it is dead already.
+  gLauncher = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != gLauncher)
+    onTerminate(SIGTERM);
+#endif
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = onTerminate;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);
+  // The rank's output goes through the launcher: a write after it died.
+  ::sigaction(SIGPIPE, &action, nullptr);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -170,15 +216,23 @@ void Watchdog::stop() {
     thread_.join();
   std::signal(SIGTERM, SIG_DFL);
   std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGPIPE, SIG_DFL);
 }
 
-void Watchdog::enter(const char *what) {
+Watchdog::Snapshot Watchdog::enter(const char *what) {
+  Snapshot outer = snapshot();
   waitingOp_ = rank_ ? rank_->op : -1;
   waitingWhat_ = what;
   waitingSinceNs_ = nowNs();
+  return outer;
 }
 
-void Watchdog::leave() { waitingSinceNs_ = 0; }
+void Watchdog::leave(const Snapshot &outer) {
+  waitingSinceNs_ = 0; // first: the thread never sees a half-restored wait
+  waitingOp_ = outer.op;
+  waitingWhat_ = outer.what;
+  waitingSinceNs_ = outer.waiting ? outer.sinceNs : 0;
+}
 
 void Watchdog::status(const std::string &text) {
   gEndTold = true; // the rank tells how it ends: onExit has nothing to add
@@ -186,26 +240,58 @@ void Watchdog::status(const std::string &text) {
 }
 
 void Watchdog::run() {
-  auto limitNs = static_cast<int64_t>(rank_->options.timeoutSeconds * 1e9);
+  // 1e9 s (31 years) or more is "never" (int64 nanoseconds end at 292).
+  double seconds = rank_->options.timeoutSeconds;
+  int64_t limitNs = seconds >= 1e9 ? std::numeric_limits<int64_t>::max()
+                                   : static_cast<int64_t>(seconds * 1e9);
+  int64_t lastWake = nowNs();
   while (!stopping_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    int64_t now = nowNs(), asleep = now - lastWake;
+    lastWake = now;
     Snapshot s = snapshot();
-    if (!s.waiting || nowNs() - s.sinceNs < limitNs)
+    if (!s.waiting || now - s.sinceNs < limitNs)
       continue;
     const zbc_rt_program &p = *rank_->program;
     Message place;
     describePlace(place, rank_, s.op, s.what, true);
+    // This thread slept 100 ms but woke far later: the process itself did
+    // not run (SIGSTOP, a frozen container, a starved machine) for most of
+    // the wait. The peer is not to blame: this rank is the one that stopped
+    // answering, and its peers will have given up on it.
+    if (asleep > std::max<int64_t>(limitNs / 2, 1000000000)) {
+      std::string message = fmt::format(
+          "rank {}: this process did not run for {:.1f} s (stopped by a "
+          "signal such as SIGSTOP, or starved of CPU){}: its peers will have "
+          "given up waiting for it (--timeout {:g})",
+          p.rank, double(asleep) / 1e9, std::string(place.text, place.size),
+          rank_->options.timeoutSeconds);
+      fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, message);
+      std::fflush(stderr);
+      status("failed: " + message + "\n");
+      ::_exit(1);
+    }
+    bool hasPeer = s.op >= 0 && p.ops[s.op].peer >= 0;
     std::string who =
-        s.op >= 0 && p.ops[s.op].peer >= 0
-            ? fmt::format("rank {} is lost or hung", p.ops[s.op].peer)
-            : std::string("a peer is lost or hung");
+        hasPeer ? fmt::format("rank {} is lost or hung", p.ops[s.op].peer)
+        : rank_->startingUp ? std::string("a peer or the file system does not "
+                                          "answer")
+                            : std::string("a peer is lost or hung");
     std::string message = fmt::format(
         "rank {}: waited {:.0f} s{}: {} (--timeout {:g})", p.rank,
         double(nowNs() - s.sinceNs) / 1e9, std::string(place.text, place.size),
         who, rank_->options.timeoutSeconds);
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, message);
     std::fflush(stderr);
-    status("failed: " + message + "\n");
+    // The peer's rank in the job, for zbc run to follow (Note [Lost ranks]).
+    std::string waitsFor =
+        hasPeer ? fmt::format("waits-for: {}\n",
+                              rank_->transport
+                                  ? rank_->transport->replica() * p.ranks +
+                                        p.ops[s.op].peer
+                                  : p.ops[s.op].peer)
+                : std::string();
+    status("failed: " + message + "\n" + waitsFor);
     ::_exit(1);
   }
 }

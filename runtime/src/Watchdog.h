@@ -10,12 +10,21 @@
 //  - a rank waits in one MPI call (a transfer's wait, a collective) longer
 //    than --timeout seconds: the watchdog thread prints what it waits for
 //    and on which rank, and exits 1, and the launcher then stops the rest.
+// Start-up is watched too: a step of it that blocks (a collective whose
+// peer never came, a file system that does not answer) ends the rank after
+// --timeout seconds, naming the step. A --timeout too large to count in
+// nanoseconds means "never".
+// The launcher's own death (kill -9 of mpirun) reaches each rank as SIGTERM
+// (PR_SET_PDEATHSIG), and the rank says that the launcher died.
 // With --status-dir DIR each process keeps DIR/rankR.status (R its rank in
 // the job: with data parallelism, replica d's pipeline rank r is d P + r):
-// "running" from
-// start-up, then "done", "failed: MESSAGE" or "stopped: ..." (by the
-// launcher). A rank whose status still says "running" after the job ended
-// died without a word: `zbc run` names it (and the last checkpoint).
+// "running" from start-up, then "done", "failed: MESSAGE" or "stopped:
+// ..." (by the launcher, by another rank's failure). A rank that gave up
+// waiting for a peer adds a second line, "waits-for: W" (W the peer's rank
+// in the job), so that `zbc run` can follow who waited for whom to the rank
+// that stopped answering. A rank whose status still says "running" after
+// the job ended died or hung without a word: `zbc run` names it (and the
+// last checkpoint).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_RUNTIME_WATCHDOG_H
@@ -38,15 +47,6 @@ public:
   /// Stops the thread (at the end of the run).
   void stop();
 
-  /// The rank enters / leaves a call that may block on a peer; `what`
-  /// (a static string) names a collective when no op of the order does.
-  void enter(const char *what);
-  void leave();
-
-  /// Writes how the rank ends ("done", "failed: ...") to the status file,
-  /// if there is one.
-  void status(const std::string &text);
-
   /// What the rank waits for now.
   struct Snapshot {
     bool waiting = false;
@@ -54,6 +54,18 @@ public:
     int32_t op = -1;
     const char *what = nullptr;
   };
+
+  /// The rank enters a call that may block on a peer (or, at start-up, a
+  /// step that may block: a file, a collective); `what` (a static string)
+  /// names it when no op of the order does. Returns what it waited for
+  /// before, which `leave` restores (waits nest).
+  Snapshot enter(const char *what);
+  void leave(const Snapshot &outer);
+
+  /// Writes how the rank ends ("done", "failed: ...") to the status file,
+  /// if there is one.
+  void status(const std::string &text);
+
   Snapshot snapshot() const;
 
 private:

@@ -104,19 +104,19 @@ TEST(TextData, RolesFillTokensPositionsAndNextTokens) {
 
 TEST(TextData, ChecksNameWhatTextCannotFill) {
   int64_t sequence = 0;
-  EXPECT_EQ(checkTextKey({"input.tokens", true, 256, {2, 32}}, sequence), "");
+  EXPECT_EQ(checkTextKey({"input.tokens", "I64", true, 256, {2, 32}}, sequence), "");
   EXPECT_EQ(sequence, 32);
-  EXPECT_EQ(checkTextKey({"input.positions", true, 32, {2, 32}}, sequence), "");
-  EXPECT_NE(checkTextKey({"label.targets", true, 100, {2, 32}}, sequence)
+  EXPECT_EQ(checkTextKey({"input.positions", "I64", true, 32, {2, 32}}, sequence), "");
+  EXPECT_NE(checkTextKey({"label.targets", "I64", true, 100, {2, 32}}, sequence)
                 .find("vocabulary is 256"),
             std::string::npos);
-  EXPECT_NE(checkTextKey({"input.positions", true, 16, {2, 32}}, sequence)
+  EXPECT_NE(checkTextKey({"input.positions", "I64", true, 16, {2, 32}}, sequence)
                 .find("positions"),
             std::string::npos);
-  EXPECT_NE(checkTextKey({"input.tokens", true, 256, {2, 16}}, sequence)
+  EXPECT_NE(checkTextKey({"input.tokens", "I64", true, 256, {2, 16}}, sequence)
                 .find("sequence 16"),
             std::string::npos);
-  EXPECT_NE(checkTextKey({"input.x", false, 0, {8, 16}}, sequence)
+  EXPECT_NE(checkTextKey({"input.x", "F32", false, 0, {8, 16}}, sequence)
                 .find("'input.x'"),
             std::string::npos);
 }

@@ -55,14 +55,19 @@ struct Compiled {
   std::optional<sched::Problem> problem;
   sched::ScheduleTable table;
   /// The model's data keys (inputs and labels), as the ranks read them.
-  std::vector<rt::TextDataKey> dataKeys;
+  std::vector<rt::DataKey> dataKeys;
 };
 
 /// The request on the command line; without -o, a fresh temporary DIR
 /// unless `outputRequired`.
 llvm::Expected<Request> readRequest(bool outputRequired);
 
-/// `zbc compile`, into request.dir; prints the summary.
+/// Makes `dir` (zbc's -o) and locks it for this process's lifetime (Note
+/// [Files checked first] in zbc/runtime/Files.h): a second zbc compiling
+/// or running into it meanwhile is refused, naming this one. Idempotent.
+llvm::Error claimOutputDirectory(const std::string &dir);
+
+/// `zbc compile`, into request.dir (claimed first); prints the summary.
 llvm::Expected<Compiled> compile(const Request &request);
 
 } // namespace zbc

@@ -36,6 +36,7 @@
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Schedule/Simulator.h"
 #include "zbc/Support/Limits.h"
+#include "zbc/runtime/Files.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/MLIRContext.h"
@@ -204,9 +205,23 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
 
 namespace {
 
+/// The safetensors dtype of a data key's elements ("" for one the runtime
+/// does not read; code generation refuses those).
+std::string safeTensorsDtypeOf(Type element) {
+  if (element.isF32())
+    return "F32";
+  if (element.isBF16())
+    return "BF16";
+  if (element.isInteger(32))
+    return "I32";
+  if (element.isInteger(64))
+    return "I64";
+  return "";
+}
+
 /// Every input and label key the pipeline's phases read, once each.
-std::vector<rt::TextDataKey> dataKeysOf(zb::PipelineOp pipeline) {
-  std::vector<rt::TextDataKey> keys;
+std::vector<rt::DataKey> dataKeysOf(zb::PipelineOp pipeline) {
+  std::vector<rt::DataKey> keys;
   std::set<std::string> seen;
   pipeline.walk([&](zb::PhaseOp phase) {
     for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
@@ -217,9 +232,11 @@ std::vector<rt::TextDataKey> dataKeysOf(zb::PipelineOp pipeline) {
           !seen.insert(key.str()).second)
         continue;
       auto type = dyn_cast<RankedTensorType>(arg.getType());
-      rt::TextDataKey k;
+      rt::DataKey k;
       k.key = key.str();
       k.integer = type && type.getElementType().isInteger();
+      if (type)
+        k.dtype = safeTensorsDtypeOf(type.getElementType());
       k.bound = k.integer ? zb::indexDataBound(pipeline, key) : 0;
       if (type)
         k.shape.assign(type.getShape().begin(), type.getShape().end());
@@ -419,7 +436,21 @@ Error writeReport(const Request &request, const Compiled &c) {
 
 } // namespace
 
+Error zbc::claimOutputDirectory(const std::string &dir) {
+  static std::set<std::string> claimed; // this process's: flock is per open
+  if (claimed.count(dir))
+    return Error::success();
+  if (std::string e = rt::checkWritableDirectory(dir, "-o"); !e.empty())
+    return fail(e);
+  if (std::string e = rt::lockDirectory(dir, ".zbc.lock", "zbc"); !e.empty())
+    return fail(e);
+  claimed.insert(dir);
+  return Error::success();
+}
+
 Expected<Compiled> zbc::compile(const Request &request) {
+  if (Error e = claimOutputDirectory(request.dir))
+    return std::move(e);
   if (std::error_code ec = sys::fs::create_directories(request.dir + "/src"))
     return fail("cannot make '" + request.dir + "/src': " + ec.message());
   MLIRContext context;

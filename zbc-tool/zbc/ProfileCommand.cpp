@@ -17,9 +17,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compile.h"
+#include "Launch.h"
 #include "MeasuredTimeline.h"
 #include "Numbers.h"
 #include "Options.h"
+
+#include "zbc/runtime/Files.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -78,6 +81,9 @@ double median(std::vector<double> xs) {
 }
 
 Error profile() {
+  // The cost file's place first: a profile is minutes of work to lose.
+  if (std::string e = rt::checkWritableFile(outputFile, "-o"); !e.empty())
+    return fail(e);
   Expected<int64_t> stages = parseInteger("--stages", stagesOpt, 1, 64);
   if (!stages)
     return stages.takeError();
@@ -110,21 +116,27 @@ Error profile() {
   std::string total = std::to_string(kWarmUpSteps + *steps);
   std::string trace = request.dir + "/trace";
   std::string recorded = std::to_string(*steps);
-  std::vector<StringRef> argv = {launch,    "--steps",       total,
-                                 "--trace", trace,           "--trace-steps",
-                                 recorded,  "--quiet"};
+  std::vector<std::string> argv = {launch,    "--steps",       total,
+                                   "--trace", trace,           "--trace-steps",
+                                   recorded,  "--quiet"};
   if (!dataOpt.empty())
     argv.insert(argv.end(), {"--data", dataOpt});
-  std::string message;
+  std::string statusDir = request.dir + "/status";
+  sys::fs::create_directories(statusDir);
+  argv.insert(argv.end(), {"--status-dir", statusDir});
   outs() << formatv("zbc: profiling {0} stages: {1} warm-up and {2} recorded "
                     "steps of {3} microbatches\n",
                     *stages, kWarmUpSteps, *steps, request.microbatches);
   outs().flush();
-  if (int code = sys::ExecuteAndWait(launch, argv, std::nullopt, {}, 0, 0,
-                                     &message))
-    return fail(formatv("the profiling run failed (exit {0}{1}; the ranks' "
-                        "messages are above)",
-                        code, message.empty() ? "" : ": " + message));
+  if (JobEnd end = runLauncher(argv); !end.succeeded()) {
+    explainJobFailure(end, statusDir, compiled->ranks, compiled->ranks);
+    return fail(end.forwardedSignal
+                    ? "the profiling run was stopped"
+                    : formatv("the profiling run failed (exit {0}; the "
+                              "ranks' messages are above)",
+                              end.exitCode)
+                          .str());
+  }
   Expected<MeasuredRun> run = readMeasuredRun(trace, compiled->ranks);
   if (!run)
     return run.takeError();

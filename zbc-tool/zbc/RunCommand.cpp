@@ -4,25 +4,31 @@
 //       [--eval-every K] [--lr X --clip-norm X --warmup N --decay-steps N]
 //       [--checkpoint-every N] [--resume DIR] [...]   (zbc run --help)
 //
-// Compiles into DIR (-o, or a fresh temporary one), checks what the ranks
-// would only find out later (numbers, a text data file that is missing,
-// empty or too short for the model's sequence, keys text cannot fill, an
-// evaluation without a held-out split), then starts DIR/launch.sh with the
-// training options, passing its output through. Afterwards it summarises
-// the ranks' reports (final and best held-out loss, measured against
-// predicted peak bytes per rank); after a failure it reads the ranks'
-// status files (Note [Lost ranks] in runtime/src/Watchdog.h), names the
-// rank that failed or was lost, and the checkpoint to resume from.
+// Claims DIR (-o, or a fresh temporary one: locked while zbc runs), checks
+// what the ranks would only find out later (numbers, where results go and
+// that it can be written, the checkpoint directory's history, a data file
+// that is not a regular file, empty, too short for the model's sequence,
+// with keys it cannot fill or samples that disagree or are not finite, an
+// evaluation without a held-out split, options the ranks would refuse),
+// compiles, then starts DIR/launch.sh with the training options, passing
+// its output through and a SIGTERM or SIGINT on (Launch.h). Afterwards it
+// summarises the ranks' reports (final and best held-out loss, measured
+// against predicted peak bytes per rank); after a failure it gives the
+// ranks' verdict (explainJobFailure) and the checkpoint to resume from.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Compile.h"
+#include "Launch.h"
 #include "MeasuredTimeline.h"
 #include "Numbers.h"
 #include "Options.h"
 
 #include "zbc/Schedule/Export.h"
 #include "zbc/runtime/CheckpointLayout.h"
+#include "zbc/runtime/CheckpointManifest.h"
+#include "zbc/runtime/DataFile.h"
+#include "zbc/runtime/Files.h"
 #include "zbc/runtime/TextData.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -166,11 +172,75 @@ Expected<std::vector<std::string>> rankArguments(const Request &request) {
     args.push_back("--checkpoint-dir");
     args.push_back(checkpointDirOf(request));
   }
-  if (resumeOpt.opt.getNumOccurrences() &&
-      rt::latestCheckpoint(resumeOpt.opt).empty())
-    return fail("'" + resumeOpt.opt + "' holds no checkpoint (no "
-                "manifest.json in it or in a step-N under it)");
   return args;
+}
+
+/// Where the results go, checked before anything is compiled or trained
+/// (Note [Files checked first]), and the checkpoint directory's history
+/// (Note [One history per checkpoint directory]).
+Error checkOutputs(const Request &request) {
+  for (RankOption *o : {&saveOpt, &saveInitOpt})
+    if (o->opt.getNumOccurrences())
+      if (std::string e =
+              rt::checkWritableDirectory(o->opt, ("--" + o->opt.ArgStr).str());
+          !e.empty())
+        return fail(e);
+  std::string root = checkpointDirOf(request);
+  std::string from;
+  int64_t start = 0;
+  if (resumeOpt.opt.getNumOccurrences()) {
+    from = rt::latestCheckpoint(resumeOpt.opt);
+    if (from.empty())
+      return fail("'" + resumeOpt.opt + "' holds no checkpoint (no "
+                  "manifest.json in it or in a step-N under it)");
+    rt::CheckpointManifest manifest;
+    // A damaged latest one: the ranks fall back to an earlier one (and
+    // check the history again then).
+    if (!rt::readCheckpointManifest(from, manifest).empty())
+      return Error::success();
+    start = manifest.step;
+  }
+  if (root.empty())
+    return Error::success();
+  if (std::string e =
+          rt::checkWritableDirectory(root, "--checkpoint-dir");
+      !e.empty())
+    return fail(e);
+  if (std::string e = rt::checkpointRootConflict(root, from, start); !e.empty())
+    return fail(e);
+  return Error::success();
+}
+
+/// The ranks' own verdict on the options (DIR/rank0 --check-options), so
+/// that an option they would refuse stops zbc run before the launch and the
+/// rule has one home (runtime/src/Options.cpp).
+Error checkRankOptions(const std::string &dir,
+                       const std::vector<std::string> &rankArgs) {
+  std::string rank0 = dir + "/rank0";
+  std::vector<StringRef> argv = {rank0, "--check-options"};
+  for (const std::string &a : rankArgs)
+    argv.push_back(a);
+  SmallString<128> errors;
+  if (std::error_code ec =
+          sys::fs::createTemporaryFile("zbc-options", "txt", errors))
+    return fail("cannot make a temporary file: " + ec.message());
+  std::optional<StringRef> redirects[] = {std::nullopt, std::nullopt,
+                                          StringRef(errors)};
+  std::string message;
+  int code = sys::ExecuteAndWait(rank0, argv, std::nullopt, redirects, 0, 0,
+                                 &message);
+  ErrorOr<std::unique_ptr<MemoryBuffer>> said = MemoryBuffer::getFile(errors);
+  sys::fs::remove(errors);
+  if (code == 0)
+    return Error::success();
+  StringRef text = said ? (*said)->getBuffer().trim() : StringRef();
+  // "zbc rank 0: error: MESSAGE": the message is the ranks' own.
+  size_t at = text.find("error: ");
+  return fail(at == StringRef::npos
+                  ? "the ranks refuse these options (" + rank0 + " exit " +
+                        std::to_string(code) +
+                        (message.empty() ? "" : ": " + message) + ")"
+                  : text.drop_front(at + 7).str());
 }
 
 /// What the ranks would find wrong with --data only after start-up.
@@ -181,12 +251,20 @@ Error checkData(const Compiled &compiled) {
     if (evaluates)
       return fail("--eval-every needs text data: --data FILE, whose last "
                   "tenth is held out");
-    if (!path.empty() && !sys::fs::exists(path))
-      return fail("cannot read the data file '" + path + "'");
+    if (path.empty() || compiled.dataKeys.empty())
+      return Error::success();
+    rt::TensorFile file;
+    int64_t samples = 0;
+    if (std::string e = rt::readSafeTensors(path, file); !e.empty())
+      return fail(e);
+    if (std::string e =
+            rt::checkSampleTensors(path, file, compiled.dataKeys, samples);
+        !e.empty())
+      return fail(e);
     return Error::success();
   }
   int64_t sequence = 0;
-  for (const rt::TextDataKey &key : compiled.dataKeys)
+  for (const rt::DataKey &key : compiled.dataKeys)
     if (std::string e = rt::checkTextKey(key, sequence); !e.empty())
       return fail("'" + path + "' as text: " + e);
   rt::TextCorpus corpus;
@@ -277,90 +355,54 @@ void printSummary(const std::string &dir, const Compiled &compiled,
   }
 }
 
-/// After a failed run: who failed or was lost, and where to resume.
-void explainFailure(const std::string &statusDir, int processes, int ranks,
-                    const std::string &checkpointRoot) {
-  std::vector<int> lost;
-  std::string firstFailure;
-  for (int r = 0; r < processes; ++r) {
-    ErrorOr<std::unique_ptr<MemoryBuffer>> status =
-        MemoryBuffer::getFile(formatv("{0}/rank{1}.status", statusDir, r).str());
-    StringRef text = status ? (*status)->getBuffer().trim() : StringRef();
-    if (text.empty() || text == "running")
-      lost.push_back(r);
-    else if (text.starts_with("failed: ") && firstFailure.empty())
-      firstFailure = text.drop_front(8).str();
-  }
-  if (!firstFailure.empty())
-    errs() << "zbc: error: " << firstFailure << "\n";
-  for (int w : lost)
-    errs() << formatv("zbc: error: rank {0}{1} was lost: it ended without a "
-                      "word (killed, or it crashed)\n",
-                      w % ranks,
-                      processes > ranks
-                          ? formatv(" of replica {0}", w / ranks).str()
-                          : std::string());
-  if (std::string latest = checkpointRoot.empty()
-                               ? std::string()
-                               : rt::latestCheckpoint(checkpointRoot);
-      !latest.empty())
-    errs() << "zbc: the last checkpoint is '" << latest
-           << "': add --resume " << latest << " to continue from it\n";
-  else
-    errs() << "zbc: no checkpoint to resume from (--checkpoint-every N "
-              "writes them)\n";
-}
-
 } // namespace
 
 int zbc::runRunCommand() {
-  Expected<Request> request = readRequest(/*outputRequired=*/false);
-  if (!request) {
-    errs() << "zbc: error: " << toString(request.takeError()) << "\n";
-    return 1;
-  }
-  Expected<std::vector<std::string>> rankArgs = rankArguments(*request);
-  if (!rankArgs) {
-    errs() << "zbc: error: " << toString(rankArgs.takeError()) << "\n";
-    return 1;
-  }
-  Expected<Compiled> compiled = compile(*request);
-  if (!compiled) {
-    errs() << "zbc: error: " << toString(compiled.takeError()) << "\n";
-    return 1;
-  }
-  if (Error e = checkData(*compiled)) {
+  auto error = [](Error e) {
     errs() << "zbc: error: " << toString(std::move(e)) << "\n";
     return 1;
-  }
-  // Where a failed run's last checkpoint would be: this run's, or the one
-  // it resumed from.
-  std::string checkpointRoot = checkpointDirOf(*request);
-  if (checkpointRoot.empty())
-    checkpointRoot = resumeOpt.opt;
+  };
+  Expected<Request> request = readRequest(/*outputRequired=*/false);
+  if (!request)
+    return error(request.takeError());
+  Expected<std::vector<std::string>> rankArgs = rankArguments(*request);
+  if (!rankArgs)
+    return error(rankArgs.takeError());
+  if (Error e = claimOutputDirectory(request->dir))
+    return error(std::move(e));
+  if (Error e = checkOutputs(*request))
+    return error(std::move(e));
+  Expected<Compiled> compiled = compile(*request);
+  if (!compiled)
+    return error(compiled.takeError());
+  if (Error e = checkData(*compiled))
+    return error(std::move(e));
+  if (Error e = checkRankOptions(request->dir, *rankArgs))
+    return error(std::move(e));
   std::string statusDir = request->dir + "/status";
   std::string reportDir = request->dir + "/run";
   sys::fs::create_directories(statusDir);
   int processes = compiled->ranks * static_cast<int>(request->replicas);
   for (int r = 0; r < processes; ++r)
     sys::fs::remove(formatv("{0}/rank{1}.status", statusDir, r).str());
-  std::string launch = request->dir + "/launch.sh";
-  std::vector<StringRef> argv = {launch};
-  for (const std::string &arg : *rankArgs)
-    argv.push_back(arg);
+  std::vector<std::string> argv = {request->dir + "/launch.sh"};
+  argv.insert(argv.end(), rankArgs->begin(), rankArgs->end());
   std::string traceDir = request->dir + "/trace";
   argv.insert(argv.end(), {"--status-dir", statusDir, "--report", reportDir,
                            "--trace", traceDir});
   if (sys::Process::StandardOutIsDisplayed())
     argv.push_back("--progress-bar");
-  std::string message;
-  int code = sys::ExecuteAndWait(launch, argv, std::nullopt, {}, 0, 0, &message);
-  if (code != 0) {
-    errs() << "zbc: error: the training run failed"
-           << (message.empty() ? "" : ": " + message) << " (exit " << code
-           << "; the ranks' messages are above)\n";
-    explainFailure(statusDir, processes, compiled->ranks, checkpointRoot);
-    return 1;
+  JobEnd end = runLauncher(argv);
+  if (!end.succeeded()) {
+    if (!end.forwardedSignal)
+      errs() << "zbc: error: the training run failed"
+             << (end.exitCode ? " (exit " + std::to_string(end.exitCode) +
+                                    "; the ranks' messages are above)"
+                              : std::string())
+             << "\n";
+    explainJobFailure(end, statusDir, processes, compiled->ranks,
+                      ResumeHint{checkpointDirOf(*request), resumeOpt.opt});
+    return end.forwardedSignal ? 128 + end.forwardedSignal : 1;
   }
   printSummary(request->dir, *compiled, processes);
   return 0;

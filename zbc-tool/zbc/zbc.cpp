@@ -38,6 +38,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <csignal>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -192,6 +194,9 @@ static int runSplit() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // A file-size limit (ulimit -f) fails a write with EFBIG, which zbc
+  // reports, instead of killing it without a word (SIGXFSZ).
+  std::signal(SIGXFSZ, SIG_IGN);
   cl::HideUnrelatedOptions(zbcCategory);
   cl::HideUnrelatedOptions(zbcCategory, checkCommand);
   cl::HideUnrelatedOptions(zbcCategory, splitCommand);

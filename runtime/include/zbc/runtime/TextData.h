@@ -30,12 +30,13 @@
 #ifndef ZBC_RUNTIME_TEXTDATA_H
 #define ZBC_RUNTIME_TEXTDATA_H
 
+#include "zbc/runtime/DataFile.h"
+#include "zbc/runtime/Files.h"
 #include "zbc/runtime/SyntheticData.h"
 
 #include <cmath>
 #include <cstdint>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,14 +71,19 @@ struct TextCorpus {
 /// (naming the file) or "".
 inline std::string loadTextCorpus(const std::string &path, int64_t sequence,
                                   TextCorpus &corpus) {
+  int64_t size = 0;
+  if (std::string error = regularFileError(path, "the data file", size);
+      !error.empty())
+    return error;
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return "cannot read the data file '" + path + "'";
-  corpus.bytes.assign(std::istreambuf_iterator<char>(in),
-                      std::istreambuf_iterator<char>());
-  if (in.bad())
-    return "cannot read the data file '" + path + "'";
-  int64_t size = static_cast<int64_t>(corpus.bytes.size());
+  corpus.bytes.resize(static_cast<size_t>(size));
+  in.read(reinterpret_cast<char *>(corpus.bytes.data()), size);
+  if (in.gcount() != size)
+    return "cannot read the data file '" + path + "': it has " +
+           std::to_string(size) + " bytes, " + std::to_string(in.gcount()) +
+           " could be read";
   if (size == 0)
     return "the data file '" + path + "' is empty";
   int64_t window = sequence + 1;
@@ -155,18 +161,10 @@ inline std::optional<TextRole> textRoleOf(std::string_view key) {
   return std::nullopt;
 }
 
-/// A data key as the model declares it, for checkTextKey.
-struct TextDataKey {
-  std::string key;
-  bool integer = false;
-  int64_t bound = 0; // integer data lies in [0, bound)
-  std::vector<int64_t> shape; // of one microbatch
-};
-
 /// Whether text can fill `key`; on success sets `sequence` (the shape's last
 /// dim) if it was 0, and requires the same sequence otherwise. Returns what
 /// is wrong or "".
-inline std::string checkTextKey(const TextDataKey &key, int64_t &sequence) {
+inline std::string checkTextKey(const DataKey &key, int64_t &sequence) {
   std::optional<TextRole> role = textRoleOf(key.key);
   if (!role)
     return "text data fills the inputs 'tokens' and 'positions' and the "
