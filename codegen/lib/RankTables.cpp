@@ -339,15 +339,21 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
   for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
     if (!isYieldedIntoBuffer(key))
       continue;
-    if (isa<BlockArgument>(value))
-      return yield.emitOpError("yields an argument of its phase under '")
+    if (isa<BlockArgument>(value) && !layout.slotOf.count(value))
+      return yield.emitOpError("yields a parameter of its phase under '")
              << key << "'; the code generator writes yielded values where "
                        "the op computing them writes, and no op does";
-    if (layout.slotOf.count(value))
-      return yield.emitOpError("yields one value under two keys that each "
-                               "have a buffer (the second is '")
-             << key << "'); the code generator writes a value once";
-    layout.slotOf[value] = push(yieldTarget(stage, *PhaseKey::parse(key)));
+    // A value with a slot already (an argument passed through, e.g. the
+    // input gradient of a stage of one bias_add, or a value yielded under
+    // an earlier key) is copied into this key's buffer.
+    int target = push(yieldTarget(stage, *PhaseKey::parse(key)));
+    if (auto first = layout.slotOf.find(value); first != layout.slotOf.end()) {
+      layout.copies.push_back(
+          {first->second, target,
+           cast<RankedTensorType>(value.getType()).getNumElements()});
+      continue;
+    }
+    layout.slotOf[value] = target;
   }
   if (phase.getKind() == ComputeKind::F) {
     for (const auto &[key, index] : dataIndex) {
@@ -391,7 +397,8 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
       layout.workspaceSlotOf[&op] = push(slot);
     }
   }
-  layout.kernelCalls += static_cast<int>(layout.loads.size());
+  layout.kernelCalls +=
+      static_cast<int>(layout.loads.size() + layout.copies.size());
   for (StringRef key : yield.getKeyList()) {
     std::optional<PhaseKey> parsed = PhaseKey::parse(key);
     if (parsed && (parsed->kind == KeyKind::Grad || parsed->kind == KeyKind::Loss))

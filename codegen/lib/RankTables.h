@@ -71,7 +71,18 @@ struct PhaseLayout {
   llvm::DenseMap<mlir::Operation *, int> workspaceSlotOf;
   /// F: (slot, data index) of each tensor it loads.
   std::vector<std::pair<int, int>> loads;
-  int kernelCalls = 0; // loads, kernels, accumulations
+  /// A yielded value that has a slot before its key's buffer: an argument
+  /// passed through (the input gradient of a stage of one bias_add is its
+  /// output gradient), or a value yielded under a second key with a buffer
+  /// of its own (a stage that starts with a bias_add sends the value
+  /// upstream as d_in and keeps it for W). Its kernel (or the sender) wrote
+  /// it into slot `from`; a copy of `elements` fills slot `to`.
+  struct Copy {
+    int from = 0, to = 0;
+    int64_t elements = 0;
+  };
+  std::vector<Copy> copies;
+  int kernelCalls = 0; // loads, kernels, copies, accumulations
   /// Each op's index in the body: the plan names scratch by it
   /// (scratchKey).
   llvm::DenseMap<mlir::Operation *, int> opIndex;

@@ -493,6 +493,11 @@ LogicalResult FileWriter::writePhase(const PhaseLayout &layout) {
   for (Operation &op : phase.getBodyBlock().without_terminator())
     if (failed(writeKernel(layout, &op)))
       return failure();
+  for (const PhaseLayout::Copy &copy : layout.copies)
+    call("zbc_rt_copy",
+         {opaque(llvm::formatv("ZBC_RT_FRAME({0})", copy.from).str()),
+          opaque(llvm::formatv("ZBC_RT_FRAME({0})", copy.to).str()),
+          b.getI64IntegerAttr(copy.elements)});
   YieldOp yield = phase.getYield();
   for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
     std::optional<PhaseKey> parsed = PhaseKey::parse(key);

@@ -183,6 +183,8 @@ public:
   virtual std::string convertFromF32(const float *x, void *y, int32_t element,
                                      int64_t n) = 0;
   virtual std::string zero(void *data, int64_t bytes) = 0;
+  /// `bytes` from `from` to `to`, both in the arena (not overlapping).
+  virtual std::string copy(void *to, const void *from, int64_t bytes) = 0;
   /// Adds the squares of grad's elements to a sum that takeSumOfSquares
   /// returns and resets (after synchronize).
   virtual std::string addSumOfSquares(const float *grad, int64_t n) = 0;

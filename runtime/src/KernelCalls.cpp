@@ -174,6 +174,15 @@ zbc_rt_status zbc_rt_accumulate(zbc_rt_rank *rank, int32_t grad, int32_t value) 
   return call.done(rank->device->accumulate(acc, call.element(), v, n));
 }
 
+zbc_rt_status zbc_rt_copy(zbc_rt_rank *rank, int32_t x, int32_t y,
+                          int64_t n) {
+  ZBC_RT_KERNEL(zbc_rt_copy);
+  const void *from = call.in(x, n);
+  void *to = call.out(y, n);
+  ZBC_RT_RETURN_IF_BAD();
+  return call.done(rank->device->copy(to, from, n * call.elementBytes()));
+}
+
 zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss) {
   ZBC_RT_KERNEL(zbc_rt_add_loss);
   const void *v = call.in(loss, 1);

@@ -28,6 +28,20 @@ using namespace zbc::sched;
 
 namespace {
 
+/// How a program says that an op waits for another, in the words of the
+/// format it came from: the IR's after(...) tokens, or, for a PyTorch CSV,
+/// the order of the cells in a rank's row.
+std::string waitHint(const Program &program, bool forRecv) {
+  if (program.notation == ScheduleTable::Notation::CSV)
+    return forRecv ? "(in the CSV: put the recv's cell before this one in "
+                     "the rank's row)"
+                   : "(in the CSV: put this send's cell after that compute's "
+                     "in the rank's row)";
+  return forRecv ? "(in IR: the recv's token, or its group's, in its "
+                   "after(...))"
+                 : "(list its token in after(...))";
+}
+
 bool isTransfer(const ProgramOp &op) {
   return op.what == OpClass::Send || op.what == OpClass::Recv;
 }
@@ -182,9 +196,8 @@ std::optional<ProgramError> checkDependences(const Program &program,
               problem = error(r, i,
                               program.name(op) + " needs " + of +
                                   " but does not wait for its recv, which "
-                                  "must come before it on its rank (in IR: "
-                                  "the recv's token, or its group's, in its "
-                                  "after(...))",
+                                  "must come before it on its rank " +
+                                  waitHint(program, /*forRecv=*/true),
                               {{r, it->second, "the recv"}});
               return;
             }
@@ -238,8 +251,8 @@ std::optional<ProgramError> checkDependences(const Program &program,
         return error(r, i,
                      program.name(op) + " does not wait for " +
                          program.name(ops[*producer]) +
-                         ", which makes what it sends (list its token in "
-                         "after(...))",
+                         ", which makes what it sends " +
+                         waitHint(program, /*forRecv=*/false),
                      {{r, *producer, "the producer"}});
     }
   }

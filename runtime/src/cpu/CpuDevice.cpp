@@ -417,6 +417,10 @@ public:
     std::memset(data, 0, static_cast<size_t>(bytes));
     return {};
   }
+  std::string copy(void *to, const void *from, int64_t bytes) override {
+    std::memcpy(to, from, static_cast<size_t>(bytes));
+    return {};
+  }
   std::string addSumOfSquares(const float *grad, int64_t n) override {
     for (int64_t e = 0; e < n; ++e)
       sumOfSquares_ += double(grad[e]) * double(grad[e]);

@@ -427,6 +427,11 @@ public:
         cudaMemsetAsync(data, 0, static_cast<size_t>(bytes), stream_));
     return {};
   }
+  std::string copy(void *to, const void *from, int64_t bytes) override {
+    ZBC_CUDA_TRY(cudaMemcpyAsync(to, from, static_cast<size_t>(bytes),
+                                 cudaMemcpyDeviceToDevice, stream_));
+    return {};
+  }
   std::string addSumOfSquares(const float *grad, int64_t n) override {
     return launched(
         cuda::addSumOfSquares(grad, n, &scalars_->sumOfSquares, stream_),

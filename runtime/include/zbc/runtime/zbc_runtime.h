@@ -218,6 +218,9 @@ zbc_rt_status zbc_rt_load(zbc_rt_rank *rank, int32_t dst, int32_t data);
 /* grad[param] += value; the loss accumulator += loss. */
 zbc_rt_status zbc_rt_accumulate(zbc_rt_rank *rank, int32_t grad, int32_t value);
 zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss);
+/* y = x, n float elements: a value a phase yields under two keys that each
+ * have a buffer is written once by its kernel, then copied. */
+zbc_rt_status zbc_rt_copy(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n);
 
 zbc_rt_status zbc_rt_linear(zbc_rt_rank *rank, int32_t x, int32_t w,
                             int32_t y, int64_t rows, int64_t in, int64_t out);
