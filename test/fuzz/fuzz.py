@@ -10,9 +10,13 @@ Each test case is one execution of a built tool on a mutated input:
   cost           zbc schedule --cost-file FILE.json [--schedule NAME]
   csv            zbc schedule --import FILE.csv --ranks P --microbatches M [--virtual V] [--placement K]
   args           zbc schedule OPTIONS...   (the option values themselves are mutated)
+  data           zbc inspect FILE.safetensors [--model examples/mlp.mlir]
+                 (a data file's header, tensors and samples, read as the ranks read them)
+  manifest       zbc inspect FILE.json      (a checkpoint manifest: its checksum and fields)
 
 Seeds: examples/*.mlir and every .mlir under test/ (split at `// -----`, comment
-lines dropped), test/zbc/Inputs/*.json, and test/fuzz/corpus/{mlir,cost,csv,args}/.
+lines dropped), test/zbc/Inputs/*.json, and
+test/fuzz/corpus/{mlir,cost,csv,args,data,manifest}/.
 A CSV seed's name carries its problem: `NAME__p4_m8[_v2][_placement-v].csv`.
 
 An execution FAILS when it
@@ -40,7 +44,8 @@ Modes:
 Reproducers (written to --crash-dir, and the format of test/fuzz/crashes/):
   NAME.cmd    comment lines (#) with the failure, then one line: the command,
               shell-quoted, with the tool name first (zbc or zbc-opt, looked up
-              in --bin) and @INPUT@ where the input file goes;
+              in --bin), @INPUT@ where the input file goes and @EXAMPLES@ for
+              the source tree's examples/;
   NAME.EXT    the input (absent for `args` cases, whose command is all).
 Replay one by hand: sed -n '/^[^#]/p' NAME.cmd, substitute @INPUT@ and build/bin/.
 
@@ -71,6 +76,7 @@ from pathlib import Path
 SCRIPT_DIR = Path(__file__).resolve().parent
 SOURCE_ROOT = SCRIPT_DIR.parent.parent
 INPUT = "@INPUT@"
+EXAMPLES = "@EXAMPLES@"
 
 #===----------------------------------------------------------------------===#
 # Dictionaries
@@ -187,6 +193,7 @@ def csv_problem(name):
 class Seeds:
     def __init__(self, root, corpus):
         self.mlir, self.cost, self.csv, self.args = [], [], [], []
+        self.data, self.manifest = [], []
         files = sorted((root / "examples").glob("*.mlir"))
         files += sorted(p for p in (root / "test").rglob("*.mlir")
                         if "fuzz" not in p.relative_to(root / "test").parts[:1])
@@ -199,6 +206,10 @@ class Seeds:
         for path in sorted((corpus / "csv").glob("*.csv")):
             self.csv.append((str(path.relative_to(root)), read_text(path),
                              csv_problem(path.name)))
+        for path in sorted((corpus / "data").glob("*.safetensors")):
+            self.data.append((str(path.relative_to(root)), read_text(path)))
+        for path in sorted((corpus / "manifest").glob("*.json")):
+            self.manifest.append((str(path.relative_to(root)), read_text(path)))
         for path in sorted((corpus / "args").glob("*.args")):
             self.args.append((str(path.relative_to(root)),
                               shlex.split(read_text(path))))
@@ -478,11 +489,28 @@ GENERIC = [
     (m_line_swap, 2), (m_line_move, 1), (m_splice, 2), (m_number, 6),
     (m_token, 3), (m_insert_token, 2), (m_deep, 0.3),
 ]
+def m_safetensors_header(rng, text, ctx):
+    """A number of the JSON header (a shape, an offset) or its length
+    prefix: the reader must check each against the file before it reads."""
+    if len(text) < 8:
+        return None
+    if rng.random() < 0.3:
+        length = rng.choice([0, 1, 7, 8, len(text), len(text) - 8, 1 << 20,
+                             (1 << 63) - 1, (1 << 64) - 1])
+        return length.to_bytes(8, "little").decode("latin-1") + text[8:]
+    head = int.from_bytes(text[:8].encode("latin-1"), "little")
+    end = min(8 + head, len(text))
+    new = replace_match(rng, text[8:end], NUMBER, INTERESTING_NUMBERS)
+    return None if new is None else text[:8] + new + text[end:]
+
+
 MUTATORS = {
     "mlir": GENERIC + [(m_mlir_element, 6), (m_mlir_tensor, 4), (m_mlir_dim, 4),
                        (m_mlir_string, 3), (m_mlir_all_types, 2)],
     "cost": GENERIC + [(m_json_struct, 12)],
     "csv": GENERIC + [(m_csv_struct, 14)],
+    "data": GENERIC + [(m_safetensors_header, 14)],
+    "manifest": GENERIC,
 }
 
 
@@ -607,7 +635,16 @@ MLIR_TARGETS = {
     "mlir-split": ["zbc", "split", INPUT],
     "mlir-verify": ["zbc", "verify", INPUT],
 }
-TARGET_WEIGHTS = [("mlir", 50), ("cost", 18), ("csv", 17), ("args", 15)]
+TARGET_WEIGHTS = [("mlir", 46), ("cost", 16), ("csv", 15), ("args", 13),
+                  ("data", 6), ("manifest", 4)]
+
+
+def data_argv(rng=None):
+    """`zbc inspect` of a data file, against the MLP example's keys or alone."""
+    argv = ["zbc", "inspect", INPUT]
+    if rng is None or rng.random() < 0.7:
+        argv += ["--model", EXAMPLES + "/mlp.mlir"]
+    return argv
 
 
 class Case:
@@ -664,6 +701,17 @@ def make_case(seed, index, seeds, targets):
                                   INT_OPTIONS + ["--placement", "--mem-limit", "--cost", "--mem"])
             argv = argv[:head] + format_options(rng, opts)
         return Case("csv", argv, data, ".csv", origin)
+    if kind == "data":
+        origin, text = rng.choice(seeds.data)
+        ctx = {"others": [t for _, t in seeds.data], "words": ["F32", "BF16", "I64", "I32",
+                                                               "dtype", "shape", "data_offsets"]}
+        return Case("data", data_argv(rng), mutate(rng, "data", text, ctx), ".safetensors", origin)
+    if kind == "manifest":
+        origin, text = rng.choice(seeds.manifest)
+        ctx = {"others": [t for _, t in seeds.manifest], "words": ["step", "seed", "files", "rank",
+                                                                   "bytes", "fnv1a64", "format"]}
+        return Case("manifest", ["zbc", "inspect", INPUT], mutate(rng, "manifest", text, ctx),
+                    ".json", origin)
     origin, argv = rng.choice(seeds.args)
     opts = mutate_options(rng, parse_options(argv), ARG_OPTIONS)
     return Case("args", ["zbc", "schedule"] + format_options(rng, opts), None, "", origin)
@@ -685,6 +733,10 @@ def replay_cases(seeds, crash_dir):
         cases.append(Case("csv", csv_argv(*problem), text, ".csv", origin))
     for origin, argv in seeds.args:
         cases.append(Case("args", ["zbc", "schedule"] + argv, None, "", origin))
+    for origin, text in seeds.data:
+        cases.append(Case("data", data_argv(), text, ".safetensors", origin))
+    for origin, text in seeds.manifest:
+        cases.append(Case("manifest", ["zbc", "inspect", INPUT], text, ".json", origin))
     for cmd in sorted(Path(crash_dir).glob("*.cmd")):
         lines = [l for l in read_text(cmd).splitlines() if l.strip() and not l.startswith("#")]
         if len(lines) != 1:
@@ -870,7 +922,9 @@ class Runner:
         return str(self.bin_dir / name)
 
     def argv(self, case, path):
-        return [self.tool(case.argv[0])] + [path if a == INPUT else a for a in case.argv[1:]]
+        examples = str(SOURCE_ROOT / "examples")
+        return [self.tool(case.argv[0])] + [path if a == INPUT else a.replace(EXAMPLES, examples)
+                                           for a in case.argv[1:]]
 
     def run(self, case):
         if not hasattr(self.local, "dir"):
@@ -1028,7 +1082,7 @@ def main():
     parser.add_argument("--fresh", action="store_true",
                         help="first delete the reproducers of earlier runs from --crash-dir")
     parser.add_argument("--known", help="file of regexes of known failures (do not fail the run)")
-    parser.add_argument("--targets", default=",".join(list(MLIR_TARGETS) + ["cost", "csv", "args"]),
+    parser.add_argument("--targets", default=",".join(list(MLIR_TARGETS) + ["cost", "csv", "args", "data", "manifest"]),
                         help="comma-separated subset of the targets")
     parser.add_argument("--replay", action="store_true",
                         help="run every seed and committed reproducer once, then stop")
@@ -1066,7 +1120,8 @@ def main():
         f"{args.iterations} iterations" if args.iterations else f"{args.seconds:g} s")
     print(f"fuzz: {mode}; {args.jobs} jobs; timeout {args.timeout:g} s per execution; "
           f"{len(seeds.mlir)} mlir, {len(seeds.cost)} cost, {len(seeds.csv)} csv, "
-          f"{len(seeds.args)} args seeds; {'sanitized ' if asan else ''}tools in {args.bin}; "
+          f"{len(seeds.args)} args, {len(seeds.data)} data, {len(seeds.manifest)} manifest seeds; "
+          f"{'sanitized ' if asan else ''}tools in {args.bin}; "
           f"reproducers to {crash_dir}", flush=True)
 
     start = time.monotonic()

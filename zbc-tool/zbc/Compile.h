@@ -62,6 +62,11 @@ struct Compiled {
 /// unless `outputRequired`.
 llvm::Expected<Request> readRequest(bool outputRequired);
 
+/// The data keys (inputs and labels) of the model in `modelPath`, as its
+/// ranks read them: what a data file for it must hold (DataFile.h).
+llvm::Expected<std::vector<rt::DataKey>>
+modelDataKeys(const std::string &modelPath);
+
 /// Makes `dir` (zbc's -o) and locks it for this process's lifetime (Note
 /// [Files checked first] in zbc/runtime/Files.h): a second zbc compiling
 /// or running into it meanwhile is refused, naming this one. Idempotent.

@@ -436,6 +436,26 @@ Error writeReport(const Request &request, const Compiled &c) {
 
 } // namespace
 
+Expected<std::vector<rt::DataKey>>
+zbc::modelDataKeys(const std::string &modelPath) {
+  MLIRContext context;
+  setUpContext(context);
+  SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseInputFile(modelPath, context, sourceMgr);
+  if (!module)
+    return fail("cannot read the model '" + modelPath + "' (the error is above)");
+  PassManager pm(&context);
+  buildBackwardPipeline(pm, BackwardPipelineOptions());
+  if (failed(pm.run(*module)))
+    return fail("cannot split the model '" + modelPath +
+                "' (the error is above)");
+  auto pipelines = module->getOps<zb::PipelineOp>();
+  if (pipelines.empty())
+    return fail("'" + modelPath + "' holds no 'zb.model'");
+  return dataKeysOf(*pipelines.begin());
+}
+
 Error zbc::claimOutputDirectory(const std::string &dir) {
   static std::set<std::string> claimed; // this process's: flock is per open
   if (claimed.count(dir))

@@ -30,6 +30,15 @@ cl::SubCommand &zbc::compileCommand() {
   return command;
 }
 
+cl::SubCommand &zbc::inspectCommand() {
+  static cl::SubCommand command(
+      "inspect", "Say what a checkpoint, a safetensors file (a data file, a "
+                 "--save output) or a text data file holds, and check it as "
+                 "the ranks would before a run: checksums, headers, shapes, "
+                 "finite values, and with --model the model's data keys");
+  return command;
+}
+
 cl::SubCommand &zbc::profileCommand() {
   static cl::SubCommand command(
       "profile", "Measure each stage's F, B and W on this machine's backend "

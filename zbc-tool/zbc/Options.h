@@ -17,11 +17,13 @@ llvm::cl::SubCommand &verifyCommand();   // run: VerifyCommand.cpp
 llvm::cl::SubCommand &compileCommand();  // run: CompileCommand.cpp
 llvm::cl::SubCommand &runCommand();      // run: RunCommand.cpp
 llvm::cl::SubCommand &profileCommand();  // run: ProfileCommand.cpp
+llvm::cl::SubCommand &inspectCommand();  // run: InspectCommand.cpp
 int runScheduleCommand();
 int runVerifyCommand();
 int runCompileCommand();
 int runRunCommand();
 int runProfileCommand();
+int runInspectCommand();
 } // namespace zbc
 
 #endif // ZBC_TOOL_OPTIONS_H

@@ -204,6 +204,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(zbcCategory, zbc::verifyCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::compileCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::runCommand());
+  cl::HideUnrelatedOptions(zbcCategory, zbc::inspectCommand());
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -243,6 +244,8 @@ int main(int argc, char **argv) {
     return zbc::runRunCommand();
   if (zbc::profileCommand())
     return zbc::runProfileCommand();
+  if (zbc::inspectCommand())
+    return zbc::runInspectCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

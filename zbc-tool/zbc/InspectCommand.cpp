@@ -1,0 +1,205 @@
+//===- InspectCommand.cpp - `zbc inspect`: what a file holds, checked -----===//
+//
+//   zbc inspect PATH [--model MODEL.mlir]
+//
+// PATH is a checkpoint (a step-N directory, its manifest.json or any
+// .json read as one, or a checkpoint directory: every complete step-N in
+// it, the latest checked whole), a safetensors file (a data file, a --save output, one rank's
+// checkpoint file) or any other file (text data). Everything is read with
+// the ranks' own readers (zbc/runtime: CheckpointManifest.h, SafeTensors.h,
+// DataFile.h, Files.h), so what inspect refuses, a run refuses, with the
+// same words, before anything starts. With --model, a safetensors file is
+// checked as data for that model's keys (present, dtype, shape, paired
+// sample counts, finite floats, indices in range) and a text file against
+// its sequence. Exit 1 on the first thing wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Compile.h"
+#include "Options.h"
+
+#include "zbc/runtime/CheckpointLayout.h"
+#include "zbc/runtime/CheckpointManifest.h"
+#include "zbc/runtime/DataFile.h"
+#include "zbc/runtime/Files.h"
+#include "zbc/runtime/SafeTensors.h"
+#include "zbc/runtime/TextData.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+
+using namespace llvm;
+using namespace zbc;
+
+namespace {
+
+cl::opt<std::string> inspectPath(cl::Positional, cl::Required,
+                                 cl::desc("<checkpoint, .safetensors or text "
+                                          "file>"),
+                                 cl::sub(zbc::inspectCommand()),
+                                 cl::cat(zbcCategory));
+cl::opt<std::string> modelOpt("model",
+                              cl::desc("Check a data file against this "
+                                       "model's data keys"),
+                              cl::value_desc("MODEL.mlir"),
+                              cl::sub(zbc::inspectCommand()),
+                              cl::cat(zbcCategory));
+
+Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+std::string shapeOf(const rt::StoredTensor &t) {
+  std::string shape;
+  for (int64_t d : t.shape)
+    shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + shape + "]";
+}
+
+/// Every tensor of a decoded file, one line each; non-finite floats named.
+void listTensors(const rt::TensorFile &file, const std::string &indent) {
+  for (const auto &[name, t] : file) {
+    outs() << formatv("{0}{1}: {2} {3}", indent, name, t.dtype, shapeOf(t));
+    if (int64_t bad = rt::firstNonFinite(t); bad >= 0)
+      outs() << formatv("  (not finite at element {0})", bad);
+    outs() << "\n";
+  }
+}
+
+/// One checkpoint: its manifest (`manifestPath`, in `dir`), then each
+/// rank's file, checked whole.
+Error inspectCheckpoint(const std::string &dir,
+                        const std::string &manifestPath) {
+  rt::CheckpointManifest m;
+  int64_t size = 0;
+  std::string text;
+  if (std::string e = rt::regularFileError(manifestPath, "the manifest", size);
+      !e.empty())
+    return fail(e);
+  if (size > (int64_t(1) << 20))
+    return fail(formatv("'{0}' has {1} bytes: not a checkpoint manifest (at "
+                        "most 1 MiB)",
+                        manifestPath, size)
+                    .str());
+  if (std::string e = rt::readFileBytes(manifestPath, text); !e.empty())
+    return fail(e);
+  if (std::string e = rt::parseCheckpointManifest(manifestPath, text, m);
+      !e.empty())
+    return fail(e);
+  outs() << formatv("checkpoint '{0}': after step {1} of model '{2}' (IR hash "
+                    "{3}), {4} on {5} ranks ({6} stages, {7} microbatches, "
+                    "{8}), seed {9}\n",
+                    dir, m.step, m.model, m.modelHash, m.schedule, m.ranks,
+                    m.stages, m.microbatches, m.optimizer, m.seed);
+  for (const rt::CheckpointFile &f : m.files) {
+    std::string bytes;
+    if (std::string e = rt::readCheckpointFile(dir, m, f.rank, bytes);
+        !e.empty())
+      return fail(e);
+    rt::TensorFile file;
+    std::string path = dir + "/" + f.file;
+    if (std::string e = rt::decodeSafeTensors(path, bytes, file); !e.empty())
+      return fail(e);
+    outs() << formatv("  rank {0}: {1}, {2} bytes, checksum ok, {3} tensors\n",
+                      f.rank, f.file, f.bytes, file.size());
+    for (const auto &[name, t] : file)
+      if (int64_t bad = rt::firstNonFinite(t); bad >= 0)
+        return fail(formatv("'{0}': tensor '{1}' holds a NaN or infinity at "
+                            "element {2}",
+                            path, name, bad)
+                        .str());
+  }
+  return Error::success();
+}
+
+Error inspectSafeTensors(const std::string &path) {
+  rt::TensorFile file;
+  if (std::string e = rt::readSafeTensors(path, file); !e.empty())
+    return fail(e);
+  outs() << formatv("'{0}': safetensors, {1} tensors\n", path, file.size());
+  listTensors(file, "  ");
+  if (modelOpt.empty())
+    return Error::success();
+  Expected<std::vector<rt::DataKey>> keys = modelDataKeys(modelOpt);
+  if (!keys)
+    return keys.takeError();
+  int64_t samples = 0;
+  if (std::string e = rt::checkSampleTensors(path, file, *keys, samples);
+      !e.empty())
+    return fail(e);
+  outs() << formatv("  data for '{0}': {1} samples of each of its {2} keys\n",
+                    modelOpt, samples, keys->size());
+  return Error::success();
+}
+
+Error inspectText(const std::string &path) {
+  int64_t size = 0;
+  if (std::string e = rt::regularFileError(path, "the data file", size);
+      !e.empty())
+    return fail(e);
+  outs() << formatv("'{0}': text data, {1} bytes (bytes are tokens)\n", path,
+                    size);
+  if (modelOpt.empty())
+    return Error::success();
+  Expected<std::vector<rt::DataKey>> keys = modelDataKeys(modelOpt);
+  if (!keys)
+    return keys.takeError();
+  int64_t sequence = 0;
+  for (const rt::DataKey &key : *keys)
+    if (std::string e = rt::checkTextKey(key, sequence); !e.empty())
+      return fail("'" + path + "' as text: " + e);
+  rt::TextCorpus corpus;
+  if (std::string e = rt::loadTextCorpus(path, sequence, corpus); !e.empty())
+    return fail(e);
+  outs() << formatv("  data for '{0}': {1} training windows of {2} tokens, "
+                    "{3} held out\n",
+                    modelOpt, corpus.trainWindows(), sequence,
+                    corpus.heldOutWindows());
+  return Error::success();
+}
+
+Error inspect(std::string path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0)
+    return fail("cannot read '" + path + "': " + std::strerror(errno));
+  if (S_ISDIR(info.st_mode)) {
+    std::vector<rt::CheckpointEntry> found = rt::checkpointsIn(path);
+    if (found.empty())
+      return fail("'" + path + "' holds no checkpoint (no manifest.json in it "
+                  "or in a step-N under it)");
+    if (found.size() > 1) {
+      std::string steps;
+      for (const rt::CheckpointEntry &c : found)
+        steps += (steps.empty() ? "step-" : ", step-") + std::to_string(c.step);
+      outs() << formatv("'{0}': {1} complete checkpoints, the latest first: "
+                        "{2}\n",
+                        path, found.size(), steps);
+    }
+    return inspectCheckpoint(found.front().dir,
+                             rt::checkpointManifest(found.front().dir));
+  }
+  if (StringRef(path).ends_with(".json")) {
+    size_t slash = path.rfind('/');
+    return inspectCheckpoint(slash == std::string::npos ? std::string(".")
+                                                        : path.substr(0, slash),
+                             path);
+  }
+  if (rt::isSafeTensorsPath(path))
+    return inspectSafeTensors(path);
+  return inspectText(path);
+}
+
+} // namespace
+
+int zbc::runInspectCommand() {
+  if (Error e = inspect(inspectPath)) {
+    errs() << "zbc: error: " << toString(std::move(e)) << "\n";
+    return 1;
+  }
+  return 0;
+}
