@@ -76,7 +76,8 @@ struct PhaseLayout {
   /// output gradient), or a value yielded under a second key with a buffer
   /// of its own (a stage that starts with a bias_add sends the value
   /// upstream as d_in and keeps it for W). Its kernel (or the sender) wrote
-  /// it into slot `from`; a copy of `elements` fills slot `to`.
+  /// it into slot `from`; a copy of `elements` fills slot `to` (Note [Yield
+  /// copies] in passes/lib/Analysis/ProgramMemory.cpp counts its bytes).
   struct Copy {
     int from = 0, to = 0;
     int64_t elements = 0;

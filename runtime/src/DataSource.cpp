@@ -80,6 +80,14 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
   return {};
 }
 
+std::string DataSource::keyNames() const {
+  std::string names;
+  for (int32_t d = 0; program_ && d < program_->data_count; ++d)
+    names += fmt::format("{}'{}'", names.empty() ? "" : ", ",
+                         program_->data[d].key);
+  return names;
+}
+
 void DataSource::fill(int32_t index, const BatchPosition &at, char *dst,
                       int64_t bytes) const {
   const zbc_rt_data &data = program_->data[index];

@@ -45,6 +45,11 @@ public:
   /// The number of rows (windows) of one microbatch, for text.
   int64_t rows() const { return rows_; }
 
+  /// Safetensors: the number of samples of each key this rank reads (0 for
+  /// other sources), and the keys' names ("'input.x', 'input.y'").
+  int64_t samples() const { return samples_; }
+  std::string keyNames() const;
+
   /// Fills `dst` (`bytes` long) with data key `index` at `at`.
   void fill(int32_t index, const BatchPosition &at, char *dst,
             int64_t bytes) const;

@@ -241,6 +241,24 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log,
     StartUpStep step(rank, "opening the data file");
     error = rank->data.open(p, o.dataFile, o.seed);
   }
+  {
+    // Each rank checked its own keys; the ranks that read samples from one
+    // file (the first stage's inputs, the last's labels) must have the same
+    // number of them, or microbatch j pairs one key's sample with another's
+    // (collective: every rank takes part).
+    StartUpStep step(rank, "the agreement on the data's samples");
+    int64_t samples = rank->data.samples();
+    int64_t most = transport->maximum(samples);
+    int64_t fewest = samples > 0 ? -transport->maximum(-samples)
+                                 : -transport->maximum(-most);
+    if (error.empty() && samples > 0 && most != fewest)
+      error = fmt::format("'{}': the keys this rank reads ({}) have {} "
+                          "samples, another rank's {}: every data key needs "
+                          "one sample per microbatch read, so that sample i "
+                          "of each is read together",
+                          o.dataFile, rank->data.keyNames(), samples,
+                          samples == most ? fewest : most);
+  }
   bool text = rank->data.kind() == DataSource::Kind::Text;
   if (error.empty() && o.evalEvery && p.data_count && !text)
     error = "--eval-every needs text data (--data FILE with a held-out split)";

@@ -29,6 +29,9 @@ Modes (one ctest test each, see test/CMakeLists.txt):
                   AdamW with clipping and a learning-rate schedule against
                   the reference, bitwise resume and refused checkpoints, lost
                   ranks, bad training input.
+  failures-*, every-cut  failures handled: nothing lost, nothing silent, no
+                  orphans or hangs; every cut the partitioner can make
+                  (test/e2e/failures.py).
   cuda-*          the CUDA backend where no GPU is (test/e2e/backends.py).
 Every command runs under a timeout, so a hang fails the test.
 """
@@ -48,6 +51,7 @@ from counting import learnable_data  # noqa: E402
 from zbc_models import gpt, mlp, schedules  # noqa: E402
 from zbc_e2e import EXAMPLES, expect_failure, fresh_dir, run  # noqa: E402
 import backends  # noqa: E402
+import failures  # noqa: E402
 import training  # noqa: E402
 
 
@@ -262,7 +266,8 @@ def bad_input(args):
 def main():
     parser = argparse.ArgumentParser()
     modes = {"every-schedule": every_schedule, "loss-falls": loss_falls,
-             "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES, **backends.MODES}
+             "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES,
+             **failures.MODES, **backends.MODES}
     parser.add_argument("mode", choices=sorted(modes))
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)

@@ -14,6 +14,7 @@
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
@@ -198,24 +199,50 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length) 
                                        later.getArgKeyList()))
         laterUse[key] = std::max(laterUse.lookup(key), lastUse(arg, 0));
     YieldOp yield = phase.getYield();
+    // A yielded value lives in its key's buffer: until a later phase of the
+    // sequence reads it (handed over), else past the sequence's end.
+    auto yieldedInto = [&](BodyValue &v, StringRef key) {
+      v.bufferKey = key.str();
+      if (laterUse.count(key)) {
+        v.handedOver = true;
+        v.until = std::max(v.until, laterUse.lookup(key));
+      } else {
+        v.until = n - 1;
+      }
+    };
     int index = 0;
     for (Operation &op : phase.getBodyBlock()) {
       int from = position[&op];
       for (auto [r, result] : llvm::enumerate(op.getResults())) {
         BodyValue v{phase.getKind(), index, static_cast<int>(r), from,
                     lastUse(result, from), getNumBytes(result.getType())};
-        for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
-          if (value != result || !isYieldedIntoBuffer(key))
-            continue;
-          v.bufferKey = key.str();
-          if (laterUse.count(key)) {
-            v.handedOver = true;
-            v.until = std::max(v.until, laterUse.lookup(key));
-          } else {
-            v.until = n - 1; // kept past the sequence's end
+        // The first key with a buffer is where its op writes it; the
+        // others are copies made at the yield (below).
+        for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues()))
+          if (value == result && isYieldedIntoBuffer(key)) {
+            yieldedInto(v, key);
+            break;
           }
-        }
         values.push_back(v);
+      }
+      if (&op == yield.getOperation()) {
+        // Note [Yield copies]: a value yielded into a second buffer, or an
+        // argument yielded into one (passed through: the input gradient of
+        // a stage of one bias_add), is copied there at the yield
+        // (convert-zb-to-emitc's zbc_rt_copy): that buffer is written, and
+        // live, from the yield on.
+        llvm::SmallPtrSet<Value, 4> placed;
+        for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
+          if (!isYieldedIntoBuffer(key))
+            continue;
+          bool copied = isa<BlockArgument>(value) || !placed.insert(value).second;
+          if (!copied)
+            continue;
+          BodyValue v{phase.getKind(), index, -2, from, from,
+                      getNumBytes(value.getType())};
+          yieldedInto(v, key);
+          values.push_back(v);
+        }
       }
       if (int64_t bytes = workspaceBytes(&op))
         values.push_back({phase.getKind(), index, -1, from, from, bytes});

@@ -118,7 +118,10 @@ struct RankMemory {
 /// compute's temporaries on, and the memory plan places them on.
 struct BodyValue {
   zb::ComputeKind phase;
-  int op = 0, result = 0; // the op's index in its body; result -1: workspace
+  // The op's index in its body and which result; result -1: its workspace,
+  // -2: a copy made at the yield (op is the yield's index; Note [Yield
+  // copies] in ProgramMemory.cpp).
+  int op = 0, result = 0;
   int from = 0, until = 0;
   int64_t bytes = 0;
   std::string bufferKey; // the key it is yielded into a buffer under
