@@ -166,27 +166,23 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
 std::string findNonFiniteParameter(zbc_rt_rank *rank, std::string &name) {
   const zbc_rt_program &p = *rank->program;
   name.clear();
+  auto addSquaresOf = [&](int32_t i) {
+    int32_t weights = weightsOf(p.params[i]);
+    return rank->device->addSumOfSquares(bufferAt(rank, weights),
+                                         p.buffers[weights].bytes / 4);
+  };
   // One sum over all of them (in double: no finite fp32 squares overflow
   // it), and only when it is not finite, one per parameter to name it.
-  for (int32_t i = 0; i < p.param_count; ++i) {
-    const zbc_rt_param &param = p.params[i];
-    if (std::string error = rank->device->addSumOfSquares(
-            bufferAt(rank, weightsOf(param)),
-            p.buffers[weightsOf(param)].bytes / 4);
-        !error.empty())
+  for (int32_t i = 0; i < p.param_count; ++i)
+    if (std::string error = addSquaresOf(i); !error.empty())
       return error;
-  }
   if (std::isfinite(rank->device->takeSumOfSquares()))
     return {};
   for (int32_t i = 0; i < p.param_count; ++i) {
-    const zbc_rt_param &param = p.params[i];
-    if (std::string error = rank->device->addSumOfSquares(
-            bufferAt(rank, weightsOf(param)),
-            p.buffers[weightsOf(param)].bytes / 4);
-        !error.empty())
+    if (std::string error = addSquaresOf(i); !error.empty())
       return error;
     if (!std::isfinite(rank->device->takeSumOfSquares())) {
-      name = param.name;
+      name = p.params[i].name;
       return {};
     }
   }
