@@ -1,27 +1,22 @@
 //===- Main.cpp - zbc_rt_main: start-up, the training loop, the end -------===//
 //
-// Start-up (options, MPI, the checks every rank agrees on before any step,
-// the arena, the data, the parameters or a checkpoint), the training loop
-// (the generated `step`, the end of step: outstanding transfers, the
-// deferred optimizer steps, the ledger's sweep, the progress line; the
-// held-out evaluation and the checkpoints between steps), and the end (the
-// memory line, --save, --report). Failures: at start-up every rank learns
-// that one failed (a collective) and exits 1 with a message; in a step the
-// failing rank prints where and why and aborts the job, so no rank waits
-// forever for a peer that stopped (Note [Lost ranks] in Watchdog.h for a
-// peer that dies or hangs).
+// The options, start-up (StartUp.cpp), the training loop (the generated
+// `step`, the end of step: outstanding transfers, the deferred optimizer
+// steps, the ledger's sweep, Note [Non-finite stops the run], the progress
+// line; the held-out evaluation and the checkpoints between steps), and the
+// end (the memory line, --save, --report). Failures: in a step the failing
+// rank prints where and why and aborts the job, so no rank waits forever
+// for a peer that stopped (Note [Lost ranks] in Watchdog.h for a peer that
+// dies or hangs).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Checkpoint.h"
 #include "Rank.h"
+#include "StartUp.h"
 
-#include "zbc/runtime/CheckpointLayout.h"
 #include "zbc/runtime/Files.h"
-
-#include "zbc/runtime/Fnv1a.h"
 #include "zbc/runtime/SafeTensors.h"
-#include "zbc/runtime/SyntheticData.h"
 
 #include <fmt/format.h>
 
@@ -33,55 +28,9 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <sys/stat.h>
 
 namespace zbc::rt {
 namespace {
-
-/// `hash` extended by one part of a fingerprint and a separator (0xff, in
-/// no text), so that parts cannot run into each other.
-uint64_t withPart(uint64_t hash, const char *part) {
-  return fnv1a64("\xff", fnv1a64(part ? part : "", hash));
-}
-
-/// A stable fingerprint of what the program was compiled as, so that ranks
-/// of different compiles refuse to train together.
-uint64_t fingerprint(const zbc_rt_program &p) {
-  uint64_t hash = kFnv1aBasis;
-  for (const char *part : {p.model, p.model_hash, p.schedule, p.optimizer})
-    hash = withPart(hash, part);
-  for (int32_t n : {p.ranks, p.stages, p.microbatches})
-    hash = withPart(hash, std::to_string(n).c_str());
-  return hash;
-}
-
-/// The ranks' options must agree (the optimizer and the evaluation are
-/// collective): a fingerprint of the command line.
-uint64_t argumentsFingerprint(int argc, char **argv) {
-  uint64_t hash = kFnv1aBasis;
-  for (int i = 1; i < argc; ++i)
-    hash = withPart(hash, argv[i]);
-  return hash;
-}
-
-std::string initParams(zbc_rt_rank *rank) {
-  const zbc_rt_program &p = *rank->program;
-  std::vector<float> values;
-  for (int32_t i = 0; i < p.param_count; ++i) {
-    const zbc_rt_param &param = p.params[i];
-    const zbc_rt_buffer &weights = p.buffers[weightsOf(param)];
-    Generator gen(rank->options.seed, std::string("param.") + param.name);
-    auto kind = static_cast<InitKind>(param.init);
-    values.resize(static_cast<size_t>(weights.bytes / 4));
-    for (float &value : values)
-      value = static_cast<float>(gen.initValue(kind, param.scale));
-    if (std::string error =
-            rank->device->write(weights.offset, values.data(), weights.bytes);
-        !error.empty())
-      return error;
-  }
-  return refreshWorkingCopies(rank);
-}
 
 /// Writes the parameters after `stepsDone` steps to DIR/rankR.safetensors.
 std::string saveParams(zbc_rt_rank *rank, const std::string &dir,
@@ -111,204 +60,14 @@ std::string saveParams(zbc_rt_rank *rank, const std::string &dir,
                            {"step", std::to_string(stepsDone)}});
 }
 
-/// What the run measured, for the progress lines and --report.
-struct RunLog {
-  int64_t firstStep = 0; // a resumed run's
+/// What the run measured, for the progress lines and --report; start-up's
+/// findings first.
+struct RunLog : StartedRun {
   std::vector<double> losses;
   std::vector<std::pair<int64_t, double>> evals; // (steps done, loss)
-  int64_t evalBatches = 0;
-  double entropy = std::numeric_limits<double>::quiet_NaN();
   int64_t allocations = -1, deviceAllocations = -1;
   double seconds = 0;
 };
-
-void printStartUpError(const zbc_rt_rank *rank, const std::string &error) {
-  if (!error.empty())
-    fmt::print(stderr, "zbc rank {}: error: {}\n", rank->program->rank, error);
-  else
-    fmt::print(stderr, "zbc rank {}: error: stopping before the first step: "
-                       "another rank failed at start-up (its message above)\n",
-               rank->program->rank);
-}
-
-/// Note [Files checked first] (Files.h): every directory the run writes
-/// into is made and written once before the first step, and the checkpoint
-/// directory is locked for the job (rank 0 holds the lock).
-std::string checkOutputs(zbc_rt_rank *rank) {
-  const Options &o = rank->options;
-  if (rank->transport->replica() != 0)
-    return {}; // the first replica writes for all
-  struct Output {
-    const std::string &dir;
-    const char *option;
-  };
-  std::string checkpoints = o.checkpointEvery ? o.checkpointDir : "";
-  for (Output out : {Output{o.saveDir, "--save"},
-                     Output{o.saveInitDir, "--save-init"},
-                     Output{o.reportDir, "--report"},
-                     Output{o.traceDir, "--trace"},
-                     Output{checkpoints, "--checkpoint-dir"}})
-    if (!out.dir.empty())
-      if (std::string e = checkWritableDirectory(out.dir, out.option);
-          !e.empty())
-        return e;
-  if (!checkpoints.empty() && rank->transport->rank() == 0)
-    return lockDirectory(checkpoints, ".zbc-checkpoints.lock",
-                         fmt::format("the job of model '{}' writing "
-                                     "checkpoints",
-                                     rank->program->model));
-  return {};
-}
-
-int startUp(zbc_rt_rank *rank, int &argc, char **&argv, RunLog &log,
-            ResumePoint &resume) {
-  const zbc_rt_program &p = *rank->program;
-  Options &o = rank->options;
-  std::string error;
-  // The command line, before MPI_Init may edit it.
-  uint64_t arguments = argumentsFingerprint(argc, argv);
-  Backend backend = createBackend(&argc, &argv, error);
-  if (!backend.transport) {
-    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
-    return 1;
-  }
-  Transport *transport = backend.transport;
-  rank->transport.reset(transport);
-  rank->device.reset(backend.device);
-  rank->watchdog.start(rank, transport->rank());
-  // Every rank reaches each collective below and each gate (an agreement
-  // that all went well), whatever failed before it, so that all of them
-  // learn of a failure and none waits alone. The watchdog times each step
-  // that may block (Note [Lost ranks]).
-  auto gate = [&]() {
-    bool failed;
-    {
-      StartUpStep step(rank, "the agreement that every rank started well");
-      failed = transport->anyFailed(!error.empty());
-    }
-    if (!failed)
-      return false;
-    printStartUpError(rank, error);
-    rank->watchdog.status(error.empty()
-                              ? "stopped: another rank failed at start-up\n"
-                              : "failed: " + error + "\n");
-    rank->watchdog.stop();
-    transport->finish();
-    return true;
-  };
-  {
-    StartUpStep step(rank, "the start-up checks every rank takes part in");
-    if (!transport->configure(p.ranks).empty())
-      error = fmt::format("this job has {} ranks, but the program was "
-                          "compiled for {} (or a multiple: one per rank of "
-                          "each data-parallel replica; launch.sh starts "
-                          "them)",
-                          transport->size(), p.ranks);
-    else if (transport->rank() % p.ranks != p.rank)
-      error = fmt::format("MPI started rank {}'s executable as rank {} "
-                          "(launch the executables in rank order, replica "
-                          "after replica)",
-                          p.rank, transport->rank() % p.ranks);
-    if (!transport->allEqual(fingerprint(p)) && error.empty())
-      error = "the ranks of this job run programs of different compiles "
-              "(model, schedule, ranks, microbatches or optimizer differ)";
-    if (!transport->allEqual(arguments) && error.empty())
-      error = "the ranks of this job were started with different options "
-              "(launch.sh gives every rank the same)";
-  }
-  if (error.empty() && !rank->device)
-    error = "no device for this rank (the backend found none)";
-  if (error.empty()) {
-    StartUpStep step(rank, "allocating the arena");
-    error = rank->device->allocate(p);
-  }
-  if (error.empty()) {
-    StartUpStep step(rank, "checking where the results go");
-    error = checkOutputs(rank);
-  }
-  if (gate())
-    return 1;
-  // The checkpoint first: its seed orders the data (Note [Checkpoints]).
-  if (!o.resumeDir.empty()) {
-    StartUpStep step(rank, "choosing the checkpoint to resume from");
-    error = chooseCheckpoint(rank, resume);
-    log.firstStep = resume.stepsDone;
-  }
-  if (error.empty() && o.checkpointEvery && transport->rank() == 0)
-    error = checkpointRootConflict(o.checkpointDir, resume.dir,
-                                   resume.stepsDone, resume.refused);
-  if (error.empty()) {
-    StartUpStep step(rank, "opening the data file");
-    error = rank->data.open(p, o.dataFile, o.seed);
-  }
-  {
-    // Each rank checked its own keys; the ranks that read samples from one
-    // file (the first stage's inputs, the last's labels) must have the same
-    // number of them, or microbatch j pairs one key's sample with another's
-    // (collective: every rank takes part).
-    StartUpStep step(rank, "the agreement on the data's samples");
-    int64_t samples = rank->data.samples();
-    int64_t most = transport->maximum(samples);
-    int64_t fewest = samples > 0 ? -transport->maximum(-samples)
-                                 : -transport->maximum(-most);
-    if (error.empty() && samples > 0 && most != fewest)
-      error = fmt::format("'{}': the keys this rank reads ({}) have {} "
-                          "samples, another rank's {}: every data key needs "
-                          "one sample per microbatch read, so that sample i "
-                          "of each is read together",
-                          o.dataFile, rank->data.keyNames(), samples,
-                          samples == most ? fewest : most);
-  }
-  bool text = rank->data.kind() == DataSource::Kind::Text;
-  if (error.empty() && o.evalEvery && p.data_count && !text)
-    error = "--eval-every needs text data (--data FILE with a held-out split)";
-  {
-    StartUpStep step(rank, "setting up the communicators");
-    // Collective: every rank takes part, whatever failed before.
-    if (std::string e = transport->prepareCommunicators(p); error.empty())
-      error = e;
-  }
-  if (error.empty())
-    error = transport->prepare(p, rank->device->arena());
-  if (gate())
-    return 1;
-  rank->ledger.init(p);
-  // The barrier above ended on every rank at about this moment.
-  rank->timeline.init(p, o.traceDir.empty() ? 0 : o.traceSteps, Profile::now());
-  rank->profile.computeSeconds.assign(static_cast<size_t>(p.stages) * 4, 0.0);
-  rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
-  initOptimizer(rank);
-  error = initParams(rank);
-  if (error.empty() && !resume.dir.empty())
-    error = loadCheckpoint(rank, resume);
-  if (!error.empty()) {
-    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
-    rank->watchdog.status("failed: " + error + "\n");
-    rank->watchdog.stop();
-    transport->abort(1);
-  }
-  // Every rank runs the same evaluation batches (each replica its share of
-  // each); only the data ranks know the held-out split.
-  if (o.evalEvery) {
-    StartUpStep step(rank, "agreeing on the evaluation batches");
-    log.evalBatches = transport->maximum(
-        text ? evalBatches(rank->data.text(),
-                           int64_t(p.microbatches) * transport->replicas(),
-                           rank->data.rows())
-             : 0);
-  }
-  if (text) {
-    log.entropy = unigramEntropy(rank->data.text());
-    if (p.loss >= 0 && !o.quiet && transport->replica() == 0)
-      fmt::print("data: '{}' as text, {} bytes: {} training windows of {} "
-                 "tokens, {} held out; unigram entropy {:.4f} nats/token\n",
-                 o.dataFile, rank->data.text().bytes.size(),
-                 rank->data.text().trainWindows(), rank->data.text().sequence,
-                 rank->data.text().heldOutWindows(), log.entropy);
-  }
-  rank->startingUp = false;
-  return 0;
-}
 
 [[noreturn]] void failRun(zbc_rt_rank *rank) {
   std::string message = rank->error.empty() ? "failed" : rank->error;
@@ -543,31 +302,6 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
   return out ? "" : fmt::format("cannot write '{}'", path);
 }
 
-/// This process's rank in the job before MPI is up: what the launchers
-/// put in the environment (Open MPI, MPICH/PMI, PMIx, Slurm), else
-/// `fallback`.
-int jobRankFromEnvironment(int fallback) {
-  for (const char *name :
-       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
-    if (const char *value = std::getenv(name))
-      return std::atoi(value);
-  return fallback;
-}
-
-/// A rank that refuses its options never starts its watchdog: it writes
-/// its status file itself, if --status-dir is among the options, so that
-/// zbc run reports the refusal and not a lost rank.
-void writeEarlyStatus(int argc, char **argv, int rank,
-                      const std::string &text) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (!std::strcmp(argv[i], "--status-dir")) {
-      std::ofstream out(fmt::format("{}/rank{}.status", argv[i + 1],
-                                    jobRankFromEnvironment(rank)));
-      out << text;
-      return;
-    }
-}
-
 } // namespace
 } // namespace zbc::rt
 
@@ -594,11 +328,8 @@ extern "C" int zbc_rt_main(int argc, char **argv,
   if (rank->options.checkOnly)
     return 0;
   RunLog log;
-  {
-    ResumePoint resume;
-    if (int code = startUp(rank, argc, argv, log, resume))
-      return code;
-  }
+  if (int code = startUp(rank, argc, argv, log))
+    return code;
   const zbc_rt_program &p = *program;
   const Options &o = rank->options;
   // Like --save: the first replica writes for all (they hold the same).

@@ -1,0 +1,297 @@
+//===- StartUp.cpp - a rank's start-up, checked and agreed before any step -===//
+//
+// Everything between the options and the first step: MPI and the checks
+// every rank agrees on (the job's size, the executables' order, one compile,
+// one command line), the arena, where the results go (Note [Files checked
+// first]), the checkpoint to resume from (before the data: its seed orders
+// it; Note [Checkpoints]) and the checkpoint directory's history (Note [One
+// history per checkpoint directory]), the data (and the sample counts the
+// data ranks must share), the communicators, the parameters. Every rank
+// reaches every collective and every gate (an agreement that all went
+// well), whatever failed before it, so that all of them learn of a failure
+// and exit 1 with a message and none waits alone; each step that may block
+// is timed by the watchdog (Note [Lost ranks]).
+//
+//===----------------------------------------------------------------------===//
+
+#include "StartUp.h"
+
+#include "Checkpoint.h"
+#include "Rank.h"
+
+#include "zbc/runtime/CheckpointLayout.h"
+#include "zbc/runtime/Files.h"
+#include "zbc/runtime/Fnv1a.h"
+#include "zbc/runtime/SyntheticData.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace zbc::rt {
+namespace {
+
+/// `hash` extended by one part of a fingerprint and a separator (0xff, in
+/// no text), so that parts cannot run into each other.
+uint64_t withPart(uint64_t hash, const char *part) {
+  return fnv1a64("\xff", fnv1a64(part ? part : "", hash));
+}
+
+/// A stable fingerprint of what the program was compiled as, so that ranks
+/// of different compiles refuse to train together.
+uint64_t fingerprint(const zbc_rt_program &p) {
+  uint64_t hash = kFnv1aBasis;
+  for (const char *part : {p.model, p.model_hash, p.schedule, p.optimizer})
+    hash = withPart(hash, part);
+  for (int32_t n : {p.ranks, p.stages, p.microbatches})
+    hash = withPart(hash, std::to_string(n).c_str());
+  return hash;
+}
+
+/// The ranks' options must agree (the optimizer and the evaluation are
+/// collective): a fingerprint of the command line.
+uint64_t argumentsFingerprint(int argc, char **argv) {
+  uint64_t hash = kFnv1aBasis;
+  for (int i = 1; i < argc; ++i)
+    hash = withPart(hash, argv[i]);
+  return hash;
+}
+
+std::string initParams(zbc_rt_rank *rank) {
+  const zbc_rt_program &p = *rank->program;
+  std::vector<float> values;
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    const zbc_rt_param &param = p.params[i];
+    const zbc_rt_buffer &weights = p.buffers[weightsOf(param)];
+    Generator gen(rank->options.seed, std::string("param.") + param.name);
+    auto kind = static_cast<InitKind>(param.init);
+    values.resize(static_cast<size_t>(weights.bytes / 4));
+    for (float &value : values)
+      value = static_cast<float>(gen.initValue(kind, param.scale));
+    if (std::string error =
+            rank->device->write(weights.offset, values.data(), weights.bytes);
+        !error.empty())
+      return error;
+  }
+  return refreshWorkingCopies(rank);
+}
+
+void printStartUpError(const zbc_rt_rank *rank, const std::string &error) {
+  if (!error.empty())
+    fmt::print(stderr, "zbc rank {}: error: {}\n", rank->program->rank, error);
+  else
+    fmt::print(stderr, "zbc rank {}: error: stopping before the first step: "
+                       "another rank failed at start-up (its message above)\n",
+               rank->program->rank);
+}
+
+/// Note [Files checked first] (Files.h): every directory the run writes
+/// into is made and written once before the first step, and the checkpoint
+/// directory is locked for the job (rank 0 holds the lock).
+std::string checkOutputs(zbc_rt_rank *rank) {
+  const Options &o = rank->options;
+  if (rank->transport->replica() != 0)
+    return {}; // the first replica writes for all
+  struct Output {
+    const std::string &dir;
+    const char *option;
+  };
+  std::string checkpoints = o.checkpointEvery ? o.checkpointDir : "";
+  for (Output out : {Output{o.saveDir, "--save"},
+                     Output{o.saveInitDir, "--save-init"},
+                     Output{o.reportDir, "--report"},
+                     Output{o.traceDir, "--trace"},
+                     Output{checkpoints, "--checkpoint-dir"}})
+    if (!out.dir.empty())
+      if (std::string e = checkWritableDirectory(out.dir, out.option);
+          !e.empty())
+        return e;
+  if (!checkpoints.empty() && rank->transport->rank() == 0)
+    return lockDirectory(checkpoints, ".zbc-checkpoints.lock",
+                         fmt::format("the job of model '{}' writing "
+                                     "checkpoints",
+                                     rank->program->model));
+  return {};
+}
+
+} // namespace
+
+int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
+  ResumePoint resume;
+  const zbc_rt_program &p = *rank->program;
+  Options &o = rank->options;
+  std::string error;
+  // The command line, before MPI_Init may edit it.
+  uint64_t arguments = argumentsFingerprint(argc, argv);
+  Backend backend = createBackend(&argc, &argv, error);
+  if (!backend.transport) {
+    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
+    return 1;
+  }
+  Transport *transport = backend.transport;
+  rank->transport.reset(transport);
+  rank->device.reset(backend.device);
+  rank->watchdog.start(rank, transport->rank());
+  // Every rank reaches each collective below and each gate (an agreement
+  // that all went well), whatever failed before it, so that all of them
+  // learn of a failure and none waits alone. The watchdog times each step
+  // that may block (Note [Lost ranks]).
+  auto gate = [&]() {
+    bool failed;
+    {
+      StartUpStep step(rank, "the agreement that every rank started well");
+      failed = transport->anyFailed(!error.empty());
+    }
+    if (!failed)
+      return false;
+    printStartUpError(rank, error);
+    rank->watchdog.status(error.empty()
+                              ? "stopped: another rank failed at start-up\n"
+                              : "failed: " + error + "\n");
+    rank->watchdog.stop();
+    transport->finish();
+    return true;
+  };
+  {
+    StartUpStep step(rank, "the start-up checks every rank takes part in");
+    if (!transport->configure(p.ranks).empty())
+      error = fmt::format("this job has {} ranks, but the program was "
+                          "compiled for {} (or a multiple: one per rank of "
+                          "each data-parallel replica; launch.sh starts "
+                          "them)",
+                          transport->size(), p.ranks);
+    else if (transport->rank() % p.ranks != p.rank)
+      error = fmt::format("MPI started rank {}'s executable as rank {} "
+                          "(launch the executables in rank order, replica "
+                          "after replica)",
+                          p.rank, transport->rank() % p.ranks);
+    if (!transport->allEqual(fingerprint(p)) && error.empty())
+      error = "the ranks of this job run programs of different compiles "
+              "(model, schedule, ranks, microbatches or optimizer differ)";
+    if (!transport->allEqual(arguments) && error.empty())
+      error = "the ranks of this job were started with different options "
+              "(launch.sh gives every rank the same)";
+  }
+  if (error.empty() && !rank->device)
+    error = "no device for this rank (the backend found none)";
+  if (error.empty()) {
+    StartUpStep step(rank, "allocating the arena");
+    error = rank->device->allocate(p);
+  }
+  if (error.empty()) {
+    StartUpStep step(rank, "checking where the results go");
+    error = checkOutputs(rank);
+  }
+  if (gate())
+    return 1;
+  // The checkpoint first: its seed orders the data (Note [Checkpoints]).
+  if (!o.resumeDir.empty()) {
+    StartUpStep step(rank, "choosing the checkpoint to resume from");
+    error = chooseCheckpoint(rank, resume);
+    log.firstStep = resume.stepsDone;
+  }
+  if (error.empty() && o.checkpointEvery && transport->rank() == 0)
+    error = checkpointRootConflict(o.checkpointDir, resume.dir,
+                                   resume.stepsDone, resume.refused);
+  if (error.empty()) {
+    StartUpStep step(rank, "opening the data file");
+    error = rank->data.open(p, o.dataFile, o.seed);
+  }
+  {
+    // Each rank checked its own keys; the ranks that read samples from one
+    // file (the first stage's inputs, the last's labels) must have the same
+    // number of them, or microbatch j pairs one key's sample with another's
+    // (collective: every rank takes part).
+    StartUpStep step(rank, "the agreement on the data's samples");
+    int64_t samples = rank->data.samples();
+    int64_t most = transport->maximum(samples);
+    int64_t fewest = samples > 0 ? -transport->maximum(-samples)
+                                 : -transport->maximum(-most);
+    if (error.empty() && samples > 0 && most != fewest)
+      error = fmt::format("'{}': the keys this rank reads ({}) have {} "
+                          "samples, another rank's {}: every data key needs "
+                          "one sample per microbatch read, so that sample i "
+                          "of each is read together",
+                          o.dataFile, rank->data.keyNames(), samples,
+                          samples == most ? fewest : most);
+  }
+  bool text = rank->data.kind() == DataSource::Kind::Text;
+  if (error.empty() && o.evalEvery && p.data_count && !text)
+    error = "--eval-every needs text data (--data FILE with a held-out split)";
+  {
+    StartUpStep step(rank, "setting up the communicators");
+    // Collective: every rank takes part, whatever failed before.
+    if (std::string e = transport->prepareCommunicators(p); error.empty())
+      error = e;
+  }
+  if (error.empty())
+    error = transport->prepare(p, rank->device->arena());
+  if (gate())
+    return 1;
+  rank->ledger.init(p);
+  // The barrier above ended on every rank at about this moment.
+  rank->timeline.init(p, o.traceDir.empty() ? 0 : o.traceSteps, Profile::now());
+  rank->profile.computeSeconds.assign(static_cast<size_t>(p.stages) * 4, 0.0);
+  rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
+  initOptimizer(rank);
+  error = initParams(rank);
+  if (error.empty() && !resume.dir.empty())
+    error = loadCheckpoint(rank, resume);
+  if (!error.empty()) {
+    fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
+    rank->watchdog.status("failed: " + error + "\n");
+    rank->watchdog.stop();
+    transport->abort(1);
+  }
+  // Every rank runs the same evaluation batches (each replica its share of
+  // each); only the data ranks know the held-out split.
+  if (o.evalEvery) {
+    StartUpStep step(rank, "agreeing on the evaluation batches");
+    log.evalBatches = transport->maximum(
+        text ? evalBatches(rank->data.text(),
+                           int64_t(p.microbatches) * transport->replicas(),
+                           rank->data.rows())
+             : 0);
+  }
+  if (text) {
+    log.entropy = unigramEntropy(rank->data.text());
+    if (p.loss >= 0 && !o.quiet && transport->replica() == 0)
+      fmt::print("data: '{}' as text, {} bytes: {} training windows of {} "
+                 "tokens, {} held out; unigram entropy {:.4f} nats/token\n",
+                 o.dataFile, rank->data.text().bytes.size(),
+                 rank->data.text().trainWindows(), rank->data.text().sequence,
+                 rank->data.text().heldOutWindows(), log.entropy);
+  }
+  rank->startingUp = false;
+  return 0;
+}
+
+namespace {
+
+/// This process's rank in the job before MPI is up: what the launchers
+/// put in the environment (Open MPI, MPICH/PMI, PMIx, Slurm), else
+/// `fallback`.
+int jobRankFromEnvironment(int fallback) {
+  for (const char *name :
+       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char *value = std::getenv(name))
+      return std::atoi(value);
+  return fallback;
+}
+
+} // namespace
+
+void writeEarlyStatus(int argc, char **argv, int rank,
+                      const std::string &text) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], "--status-dir")) {
+      std::ofstream out(fmt::format("{}/rank{}.status", argv[i + 1],
+                                    jobRankFromEnvironment(rank)));
+      out << text;
+      return;
+    }
+}
+
+} // namespace zbc::rt
