@@ -1,0 +1,174 @@
+//===- FileFormatsTest.cpp - manifests, data files and file rules ---------===//
+//
+// The file rules the ranks, zbc run and zbc inspect share: a checkpoint
+// manifest round-trips and refuses any edit (its own checksum), a file of
+// samples keeps inputs and labels paired and finite, a JSON number outside
+// int64 (or a lone '-') is refused instead of aborting the reader, and the
+// one-history rule of a checkpoint directory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/runtime/CheckpointLayout.h"
+#include "zbc/runtime/CheckpointManifest.h"
+#include "zbc/runtime/DataFile.h"
+#include "zbc/runtime/Files.h"
+#include "zbc/runtime/JsonSubset.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+using namespace zbc::rt;
+
+namespace {
+
+CheckpointManifest sampleManifest() {
+  CheckpointManifest m;
+  m.step = m.dataPosition = 4;
+  m.seed = std::numeric_limits<int64_t>::max(); // the largest --seed
+  m.model = "gpt";
+  m.modelHash = "0123456789abcdef";
+  m.schedule = "zb-h1";
+  m.optimizer = "adamw";
+  m.ranks = 2;
+  m.stages = 2;
+  m.microbatches = 4;
+  m.files = {{0, "rank0.safetensors", 10, "00000000000000aa"},
+             {1, "rank1.safetensors", 12, "00000000000000bb"}};
+  return m;
+}
+
+StoredTensor floats(std::vector<int64_t> shape, std::vector<float> values) {
+  StoredTensor t;
+  t.dtype = "F32";
+  t.shape = std::move(shape);
+  t.data.resize(values.size() * 4);
+  std::memcpy(t.data.data(), values.data(), t.data.size());
+  return t;
+}
+
+StoredTensor longs(std::vector<int64_t> shape, std::vector<int64_t> values) {
+  StoredTensor t;
+  t.dtype = "I64";
+  t.shape = std::move(shape);
+  t.data.resize(values.size() * 8);
+  std::memcpy(t.data.data(), values.data(), t.data.size());
+  return t;
+}
+
+} // namespace
+
+TEST(CheckpointManifest, RoundTrips) {
+  CheckpointManifest m = sampleManifest(), back;
+  std::string text = checkpointManifestText(m);
+  ASSERT_EQ(parseCheckpointManifest("m.json", text, back), "");
+  EXPECT_EQ(back.step, 4);
+  EXPECT_EQ(back.seed, m.seed);
+  EXPECT_EQ(back.files.size(), 2u);
+  EXPECT_EQ(back.files[1].fnv1a64, "00000000000000bb");
+  EXPECT_EQ(checkpointManifestText(back), text);
+}
+
+TEST(CheckpointManifest, AnyEditFailsItsOwnChecksum) {
+  std::string text = checkpointManifestText(sampleManifest());
+  // A digit of the step, of the seed, a byte of the model's name.
+  for (const char *from : {"\"step\": 4", "\"seed\": 9", "\"gpt\""}) {
+    std::string edited = text;
+    size_t at = edited.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    edited[at + std::strlen(from) - 2] ^= 1;
+    CheckpointManifest m;
+    EXPECT_NE(parseCheckpointManifest("m.json", edited, m)
+                  .find("fails its own checksum"),
+              std::string::npos)
+        << from;
+  }
+  CheckpointManifest m;
+  EXPECT_NE(parseCheckpointManifest("m.json", "{\"format\": \"zbc-checkpoint-1\"}", m)
+                .find("older zbc"),
+            std::string::npos);
+  EXPECT_NE(parseCheckpointManifest("m.json", "", m).find("no checksum line"),
+            std::string::npos);
+}
+
+TEST(JsonSubset, NumbersOutsideInt64AreRefusedNotThrown) {
+  JsonValue v;
+  std::string error;
+  EXPECT_FALSE(parseJson("-", v, error));
+  EXPECT_FALSE(parseJson("[-]", v, error));
+  EXPECT_FALSE(parseJson("9223372036854775808", v, error));
+  ASSERT_TRUE(parseJson("9223372036854775807", v, error));
+  EXPECT_EQ(v.number, std::numeric_limits<int64_t>::max());
+  ASSERT_TRUE(parseJson("-9223372036854775808", v, error));
+  EXPECT_EQ(v.number, std::numeric_limits<int64_t>::min());
+}
+
+TEST(DataFile, SamplesStayPairedAndFinite) {
+  std::vector<DataKey> keys = {{"input.x", "F32", false, 0, {2}},
+                               {"label.y", "I64", true, 3, {1}}};
+  TensorFile file;
+  file["input.x"] = floats({3, 2}, {0, 1, 2, 3, 4, 5});
+  file["label.y"] = longs({3, 1}, {0, 1, 2});
+  int64_t samples = 0;
+  EXPECT_EQ(checkSampleTensors("d", file, keys, samples), "");
+  EXPECT_EQ(samples, 3);
+
+  file["label.y"] = longs({2, 1}, {0, 1});
+  EXPECT_NE(checkSampleTensors("d", file, keys, samples)
+                .find("'label.y' has 2 samples, 'input.x' has 3"),
+            std::string::npos);
+
+  file["label.y"] = longs({3, 1}, {0, 3, 1});
+  EXPECT_NE(checkSampleTensors("d", file, keys, samples)
+                .find("holds 3 at element 1, outside [0, 3)"),
+            std::string::npos);
+
+  file["label.y"] = longs({3, 1}, {0, 1, 2});
+  file["input.x"] = floats({3, 2}, {0, 1, 2, std::nanf(""), 4, 5});
+  EXPECT_NE(checkSampleTensors("d", file, keys, samples)
+                .find("NaN or infinity at element 3 (sample 1)"),
+            std::string::npos);
+  StoredTensor bf16;
+  bf16.dtype = "BF16";
+  bf16.data = {0, 0, char(0x80), char(0xff)}; // 0, then -infinity
+  EXPECT_EQ(firstNonFinite(bf16), 1);
+}
+
+TEST(Files, NonRegularFilesAreNamed) {
+  int64_t size = 0;
+  EXPECT_NE(regularFileError(::testing::TempDir(), "the data file", size)
+                .find("is a directory"),
+            std::string::npos);
+  EXPECT_NE(regularFileError("/dev/zero", "the data file", size)
+                .find("is a device"),
+            std::string::npos);
+  EXPECT_NE(regularFileError("/no/such/file", "the data file", size)
+                .find("cannot read the data file"),
+            std::string::npos);
+}
+
+TEST(CheckpointLayout, OneHistoryPerDirectory) {
+  std::string root = ::testing::TempDir() + "/zbc-one-history";
+  for (int step : {2, 4}) {
+    std::string dir = checkpointDirectory(root, step);
+    ASSERT_EQ(makeDirectories(dir), "");
+    std::ofstream(checkpointManifest(dir)) << "{}";
+  }
+  // A fresh run, and a rewind to step-2, would write over step-4.
+  EXPECT_NE(checkpointRootConflict(root, "", 0).find("another run"),
+            std::string::npos);
+  EXPECT_NE(checkpointRootConflict(root, root + "/step-2", 2)
+                .find("would write over the later checkpoints"),
+            std::string::npos);
+  // Continuing from the latest is this history; a refused step-4 does not
+  // count.
+  EXPECT_EQ(checkpointRootConflict(root, root + "/step-4", 4), "");
+  EXPECT_EQ(checkpointRootConflict(root, root + "/step-2", 2,
+                                   {root + "/step-4"}),
+            "");
+  ASSERT_EQ(checkpointsIn(root).size(), 2u);
+  EXPECT_EQ(checkpointsIn(root).front().step, 4);
+}
