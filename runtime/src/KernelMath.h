@@ -56,7 +56,10 @@ ZBC_KERNEL_MATH float fastExp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  // 2^n from its exponent bits; a NaN x (n NaN) takes 2^0, and p is NaN:
+  // converting NaN to an integer, or shifting a negative one, is undefined.
+  float whole = n == n ? n : 0.0f;
+  uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(whole) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;

@@ -134,29 +134,35 @@ void tellStop(const char *by, const char *why) {
 // when the parent is another process is PR_SET_PDEATHSIG's.
 pid_t gLauncher = 0;
 
-/// Whether the launcher is gone. A launcher killed outright closes its
-/// connections before the kernel re-parents its children, so MPI's own
-/// SIGTERM (or a SIGPIPE on the rank's output) can come a moment before the
-/// parent changes: look for up to 100 ms.
-bool launcherDied() {
-  if (!gLauncher)
-    return false;
-  for (int i = 0; i < 10; ++i) {
-    if (::getppid() != gLauncher)
-      return true;
-    struct timespec pause = {0, 10 * 1000 * 1000};
-    ::nanosleep(&pause, nullptr);
-  }
-  return ::getppid() != gLauncher;
+/// Whether the launcher is gone (the rank was re-parented).
+bool launcherGone() { return gLauncher && ::getppid() != gLauncher; }
+
+void tellLauncherDied() {
+  tellStop("its launcher's death",
+           ": the launcher (mpirun, srun) was killed, and the job with it");
 }
 
 void onTerminate(int) {
-  if (launcherDied())
-    tellStop("its launcher's death",
-             ": the launcher (mpirun, srun) was killed, and the job with it");
-  else
-    tellStop("the launcher", ": the job is being stopped (another rank "
-                             "failed or was lost, or the job was cancelled)");
+  if (launcherGone()) {
+    tellLauncherDied();
+    ::_exit(1);
+  }
+  // Said at once: a launcher stopping the job follows its SIGTERM with a
+  // SIGKILL soon after.
+  tellStop("the launcher", ": the job is being stopped (another rank "
+                           "failed or was lost, or the job was cancelled)");
+  // A launcher killed outright closes its connections before the kernel
+  // re-parents its children, so MPI's own SIGTERM (or a SIGPIPE on the
+  // rank's output) can come a moment before the parent changes: look for
+  // up to 100 ms, and if it went, say so instead.
+  for (int i = 0; i < 10; ++i) {
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    ::nanosleep(&pause, nullptr);
+    if (launcherGone()) {
+      tellLauncherDied();
+      break;
+    }
+  }
   ::_exit(1);
 }
 
@@ -268,7 +274,7 @@ void Watchdog::run() {
           rank_->options.timeoutSeconds);
       fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, message);
       std::fflush(stderr);
-      status("failed: " + message + "\n");
+      status("failed: " + message + "\nfrozen: yes\n");
       ::_exit(1);
     }
     bool hasPeer = s.op >= 0 && p.ops[s.op].peer >= 0;
@@ -283,14 +289,15 @@ void Watchdog::run() {
         who, rank_->options.timeoutSeconds);
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, message);
     std::fflush(stderr);
-    // The peer's rank in the job, for zbc run to follow (Note [Lost ranks]).
+    // Whom it waited for, for zbc run to follow (Note [Lost ranks]): the
+    // peer's rank in the job, or every rank (a collective).
     std::string waitsFor =
         hasPeer ? fmt::format("waits-for: {}\n",
                               rank_->transport
                                   ? rank_->transport->replica() * p.ranks +
                                         p.ops[s.op].peer
                                   : p.ops[s.op].peer)
-                : std::string();
+                : std::string("waits-for: all\n");
     status("failed: " + message + "\n" + waitsFor);
     ::_exit(1);
   }

@@ -20,11 +20,13 @@
 // the job: with data parallelism, replica d's pipeline rank r is d P + r):
 // "running" from start-up, then "done", "failed: MESSAGE" or "stopped:
 // ..." (by the launcher, by another rank's failure). A rank that gave up
-// waiting for a peer adds a second line, "waits-for: W" (W the peer's rank
-// in the job), so that `zbc run` can follow who waited for whom to the rank
-// that stopped answering. A rank whose status still says "running" after
-// the job ended died or hung without a word: `zbc run` names it (and the
-// last checkpoint).
+// waiting adds a line "waits-for: W" (W the peer's rank in the job, or
+// "all" in a collective), and one that finds it was frozen itself (its
+// watchdog slept far longer than it asked) "frozen: yes", so that `zbc run`
+// can follow who waited for whom to the rank that stopped answering
+// (Launch.cpp: explainJobFailure). A rank whose status still says
+// "running" after the job ended died or hung without a word: `zbc run`
+// names it (and the last checkpoint).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_RUNTIME_WATCHDOG_H

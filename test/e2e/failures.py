@@ -542,29 +542,29 @@ def hangs(args):
     print(f"ok: rank 3 frozen: the job ended after {seconds:.1f} s: "
           f"{verdict[0]}", flush=True)
 
-    # 14: rank 0 frozen at start-up (while it reads a large text file), the
-    # others waiting for it: the watchdog ends the job.
+    # 14: rank 0 frozen at start-up (SIGSTOP as soon as it starts, while it
+    # reads a text file of 256 MB), the other waiting for it: the watchdog
+    # ends the job, and zbc run names rank 0.
     source2 = _model(args, work, "gpt", 2)
     out = os.path.join(work, "startup")
-    run([zbc, "compile", source2, "--ranks", "2", "--microbatches", "4", "-o",
-         out])
     big = os.path.join(work, "big.txt")
     with open(big, "wb") as f:
-        f.truncate(1 << 30)
-    status = fresh_dir(work, "startup-status")
-    job = subprocess.Popen([os.path.join(out, "launch.sh"), "--data", big,
-                            "--timeout", "2", "--status-dir", status],
+        f.truncate(256 << 20)
+    job = subprocess.Popen([zbc, "run", source2, "--ranks", "2",
+                            "--microbatches", "4", "--steps", "10",
+                            "--data", big, "--timeout", "2", "-o", out],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
-    _wait_for(os.path.join(status, "rank0.status"), job)
+    _wait_for(os.path.join(out, "status", "rank0.status"), job)
     os.kill(int(_job_pids(out, 0)[0]), signal.SIGSTOP)
     text, seconds = _ended(job, 30, "a rank frozen at start-up")
-    if job.returncode == 0 or "at start-up" not in text:
+    verdict = [l for l in text.splitlines() if l.startswith("zbc: error: rank")]
+    if (job.returncode == 0 or "at start-up" not in text or not verdict or
+            not verdict[0].startswith("zbc: error: rank 0")):
         _fail("a rank frozen at start-up", text)
     os.remove(big)
     print(f"ok: rank 0 frozen at start-up: the job ended after {seconds:.1f} s: "
-          + next(l for l in text.splitlines() if "at start-up" in l).strip(),
-          flush=True)
+          f"{verdict[0]}", flush=True)
 
 
 #===----------------------------------------------------------------------===#

@@ -15,6 +15,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -64,7 +65,9 @@ std::string signalName(int signal) {
 struct RankStatus {
   enum State { Missing, Running, Done, Failed, Stopped } state = Missing;
   std::string message;
-  int waitsFor = -1; // the job rank it gave up waiting for
+  int waitsFor = -1;       // the job rank it gave up waiting for
+  bool waitedForAll = false; // it gave up waiting in a collective
+  bool frozen = false;     // it found that it was itself stopped
 };
 
 RankStatus readStatus(const std::string &path) {
@@ -88,8 +91,13 @@ RankStatus readStatus(const std::string &path) {
     StringRef line;
     std::tie(line, rest) = rest.split('\n');
     int peer;
-    if (line.consume_front("waits-for: ") && !line.trim().getAsInteger(10, peer))
+    if (line.trim() == "waits-for: all")
+      status.waitedForAll = true;
+    else if (line.consume_front("waits-for: ") &&
+             !line.trim().getAsInteger(10, peer))
       status.waitsFor = peer;
+    else if (line.trim() == "frozen: yes")
+      status.frozen = true;
   }
   return status;
 }
@@ -186,9 +194,14 @@ void zbc::explainJobFailure(const JobEnd &end, const std::string &statusDir,
     errs() << "zbc: error: no rank started (the launcher's message above)\n";
   } else {
     // The verdict: the rank that stopped answering, if ranks timed out
-    // waiting (follow who waited for whom to a rank that waited for no one);
-    // else the first rank that failed with a message of its own.
+    // waiting: one that found it was frozen itself; else follow who waited
+    // for whom to a rank that waited for no one; else, when ranks gave up
+    // in a collective, the ranks that never reached it. Otherwise the first
+    // rank that failed with a message of its own.
     std::optional<int> culprit, witness;
+    for (int w = 0; w < processes && !culprit; ++w)
+      if (statuses[w].frozen)
+        culprit = w;
     for (int w = 0; w < processes && !culprit; ++w) {
       if (statuses[w].waitsFor < 0)
         continue;
@@ -200,10 +213,29 @@ void zbc::explainJobFailure(const JobEnd &end, const std::string &statusDir,
       }
       culprit = at;
     }
-    if (culprit && statuses[*culprit].state != RankStatus::Failed) {
+    std::vector<int> absent; // from the collective the others waited in
+    std::optional<int> waiter;
+    for (int w = 0; w < processes; ++w)
+      if (statuses[w].waitedForAll && !waiter)
+        waiter = w;
+    if (!culprit && waiter)
+      for (int w = 0; w < processes; ++w)
+        if (!statuses[w].waitedForAll && statuses[w].state != RankStatus::Failed)
+          absent.push_back(w);
+    if (culprit && witness && statuses[*culprit].state != RankStatus::Failed) {
       errs() << "zbc: error: " << name(*culprit)
              << " stopped answering (hung, stopped or too slow): "
              << statuses[*witness].message << "\n";
+    } else if (!absent.empty() && absent.size() < static_cast<size_t>(processes)) {
+      std::string who;
+      for (int w : absent)
+        who += (who.empty() ? "" : ", ") + name(w);
+      errs() << "zbc: error: " << who << " stopped answering (hung, stopped "
+             << "or too slow): the other ranks gave up waiting for "
+             << (absent.size() == 1 ? "it" : "them")
+             << " in a collective: " << statuses[*waiter].message << "\n";
+      for (int w : absent)
+        culprit = w; // not "lost" below: named here
     } else {
       const RankStatus *failure = culprit ? &statuses[*culprit] : nullptr;
       for (const RankStatus &s : statuses)
@@ -213,7 +245,8 @@ void zbc::explainJobFailure(const JobEnd &end, const std::string &statusDir,
         errs() << "zbc: error: " << failure->message << "\n";
     }
     for (int w = 0; w < processes; ++w) {
-      if (culprit && w == *culprit)
+      if ((culprit && w == *culprit) ||
+          std::find(absent.begin(), absent.end(), w) != absent.end())
         continue;
       if (statuses[w].state == RankStatus::Running)
         errs() << "zbc: error: " << name(w)
