@@ -234,8 +234,6 @@ void zbc::explainJobFailure(const JobEnd &end, const std::string &statusDir,
              << "or too slow): the other ranks gave up waiting for "
              << (absent.size() == 1 ? "it" : "them")
              << " in a collective: " << statuses[*waiter].message << "\n";
-      for (int w : absent)
-        culprit = w; // not "lost" below: named here
     } else {
       const RankStatus *failure = culprit ? &statuses[*culprit] : nullptr;
       for (const RankStatus &s : statuses)
