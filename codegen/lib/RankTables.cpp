@@ -30,43 +30,35 @@ using namespace zbc;
 using namespace zbc::zb;
 using namespace zbc::codegen;
 
+// Each enum's C spelling, from the ABI's tables (Note [ABI enums]).
+#define ZBC_CODEGEN_SPELL_BUFFER(NAME, Name, value)                            \
+  case BufferKind::Name:                                                       \
+    return "ZBC_RT_" #NAME;
+#define ZBC_CODEGEN_SPELL_ELEMENT(NAME, Name, value, bytes, dtype)             \
+  case Element::Name:                                                          \
+    return "ZBC_RT_" #NAME;
+#define ZBC_CODEGEN_SPELL_OP(NAME, Name, value)                                \
+  case OpKind::Name:                                                           \
+    return "ZBC_RT_" #NAME;
+
 const char *codegen::spell(BufferKind kind) {
-  switch (kind) {
-  case BufferKind::Param:
-    return "ZBC_RT_PARAM";
-  case BufferKind::Grad:
-    return "ZBC_RT_GRAD";
-  case BufferKind::State:
-    return "ZBC_RT_STATE";
-  case BufferKind::Loss:
-    return "ZBC_RT_LOSS";
-  case BufferKind::Received:
-    return "ZBC_RT_RECEIVED";
-  case BufferKind::Data:
-    return "ZBC_RT_DATA";
-  case BufferKind::Yielded:
-    return "ZBC_RT_YIELDED";
-  case BufferKind::Temp:
-    return "ZBC_RT_TEMP";
-  case BufferKind::Workspace:
-    return "ZBC_RT_WORKSPACE";
-  }
+  switch (kind) { ZBC_RT_BUFFER_KINDS(ZBC_CODEGEN_SPELL_BUFFER) }
   return "";
 }
 
 const char *codegen::spell(Element element) {
-  switch (element) {
-  case Element::F32:
-    return "ZBC_RT_F32";
-  case Element::I32:
-    return "ZBC_RT_I32";
-  case Element::I64:
-    return "ZBC_RT_I64";
-  case Element::BF16:
-    return "ZBC_RT_BF16";
-  }
+  switch (element) { ZBC_RT_ELEMENTS(ZBC_CODEGEN_SPELL_ELEMENT) }
   return "";
 }
+
+const char *codegen::spell(OpKind kind) {
+  switch (kind) { ZBC_RT_OP_KINDS(ZBC_CODEGEN_SPELL_OP) }
+  return "";
+}
+
+#undef ZBC_CODEGEN_SPELL_BUFFER
+#undef ZBC_CODEGEN_SPELL_ELEMENT
+#undef ZBC_CODEGEN_SPELL_OP
 
 namespace {
 
@@ -89,18 +81,18 @@ std::vector<int64_t> shapeOf(Type type) {
   return {shape.begin(), shape.end()};
 }
 
-int computeWhat(ComputeKind kind) {
+OpKind computeWhat(ComputeKind kind) {
   switch (kind) {
   case ComputeKind::F:
-    return 0;
+    return OpKind::F;
   case ComputeKind::B:
-    return 1;
+    return OpKind::B;
   case ComputeKind::W:
-    return 2;
+    return OpKind::W;
   case ComputeKind::BW:
-    return 3;
+    return OpKind::BW;
   }
-  return 0;
+  return OpKind::F;
 }
 
 using KeyedId = std::map<std::tuple<int, std::string, int>, int>;
@@ -254,19 +246,14 @@ LogicalResult RankBuilder::readParamsAndData() {
       if (*element != Element::F32 && param.master < 0)
         return op.emitOpError("has no master copy in the memory plan of rank ")
                << rank;
+      // The dialect's kinds and the ABI's share names (Note [ABI enums]).
       switch (op.getInit()) {
-      case InitKind::Zeros:
-        param.init = 0;
-        break;
-      case InitKind::Ones:
-        param.init = 1;
-        break;
-      case InitKind::Normal:
-        param.init = 2;
-        break;
-      case InitKind::Uniform:
-        param.init = 3;
-        break;
+#define ZBC_CODEGEN_INIT(NAME, Name, value)                                    \
+  case InitKind::Name:                                                         \
+    param.init = ZBC_RT_##NAME;                                                \
+    break;
+        ZBC_RT_INIT_KINDS(ZBC_CODEGEN_INIT)
+#undef ZBC_CODEGEN_INIT
       }
       param.scale = op.getScale() ? op.getScale()->convertToDouble() : 0.0;
       param.shape = shapeOf(op.getType());
@@ -529,7 +516,7 @@ LogicalResult RankBuilder::readOrder() {
     case sched::OpClass::Send:
     case sched::OpClass::Recv: {
       bool send = sop.what == sched::OpClass::Send;
-      op.what = send ? 4 : 5;
+      op.what = send ? OpKind::Send : OpKind::Recv;
       op.peer = sop.peer;
       op.gradient = sop.payload != sched::Payload::Act;
       int stage = sop.stage;
@@ -551,7 +538,7 @@ LogicalResult RankBuilder::readOrder() {
       break;
     }
     case sched::OpClass::Group:
-      op.what = 6;
+      op.what = OpKind::Group;
       op.firstMember = sop.members.empty() ? -1 : sop.members.front();
       op.memberCount = static_cast<int>(sop.members.size());
       for (auto [n, member] : llvm::enumerate(sop.members))

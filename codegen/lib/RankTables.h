@@ -29,6 +29,7 @@
 #include "zbc/Analysis/MemoryPlan.h"
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/runtime/zbc_runtime.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -39,11 +40,18 @@
 
 namespace zbc::codegen {
 
-/// The runtime's enums, by value (zbc_runtime.h spells them ZBC_RT_*).
-enum class BufferKind { Param, Grad, State, Loss, Received, Data, Yielded, Temp, Workspace };
-enum class Element { F32, I32, I64, BF16 };
+/// The runtime's enums, expanded from the ABI's tables (Note [ABI enums] in
+/// zbc_runtime.h): the same values, spelled ZBC_RT_* in the generated code.
+#define ZBC_CODEGEN_ENUMERATOR(NAME, Name, value) Name = value,
+#define ZBC_CODEGEN_ELEMENT(NAME, Name, value, bytes, dtype) Name = value,
+enum class BufferKind : int32_t { ZBC_RT_BUFFER_KINDS(ZBC_CODEGEN_ENUMERATOR) };
+enum class Element : int32_t { ZBC_RT_ELEMENTS(ZBC_CODEGEN_ELEMENT) };
+enum class OpKind : int32_t { ZBC_RT_OP_KINDS(ZBC_CODEGEN_ENUMERATOR) };
+#undef ZBC_CODEGEN_ENUMERATOR
+#undef ZBC_CODEGEN_ELEMENT
 const char *spell(BufferKind kind);
 const char *spell(Element element);
+const char *spell(OpKind kind);
 
 struct Buffer {
   std::string name;
@@ -90,7 +98,7 @@ struct PhaseLayout {
 };
 
 struct OrderOp {
-  int what = 0; // ZBC_RT_OP_*: F B W BW SEND RECV GROUP
+  OpKind what = OpKind::F;
   int stage = 0, microbatch = 0, position = 0;
   int frame = -1, frameSize = 0, secondFrame = -1, secondFrameSize = 0;
   int buffer = -1, peer = -1, firstMember = -1, memberCount = 0;

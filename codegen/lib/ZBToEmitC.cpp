@@ -17,6 +17,7 @@
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Passes/Passes.h"
+#include "zbc/runtime/KernelTable.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
@@ -80,14 +81,6 @@ std::string shapeList(ArrayRef<int64_t> shape) {
   return out + "}";
 }
 
-const char *opWhat(int what) {
-  static const char *names[] = {"ZBC_RT_OP_F",    "ZBC_RT_OP_B",
-                                "ZBC_RT_OP_W",    "ZBC_RT_OP_BW",
-                                "ZBC_RT_OP_SEND", "ZBC_RT_OP_RECV",
-                                "ZBC_RT_OP_GROUP"};
-  return names[what];
-}
-
 int64_t numel(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
 int64_t dim(Value v, int fromEnd) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
@@ -95,6 +88,175 @@ int64_t dim(Value v, int fromEnd) {
 }
 /// The product of all but the last dimension.
 int64_t rows(Value v) { return numel(v) / std::max<int64_t>(dim(v, 0), 1); }
+
+/// The operands of one kernel call (Note [Kernel table]), in order, and
+/// their kinds: 'b' a buffer id (a frame slot or a table's buffer), 'd' a
+/// dim, 'r' a real.
+struct KernelOperands {
+  KernelOperands(OpBuilder &b, llvm::function_ref<FailureOr<Attribute>(Value)> idOf,
+                 Attribute workspaceSlot, Value y)
+      : b(b), idOf(idOf), workspaceSlot(workspaceSlot), y(y) {}
+  void id(Value v) {
+    FailureOr<Attribute> a = idOf(v);
+    bad |= failed(a);
+    args.push_back(succeeded(a) ? *a : Attribute(b.getI64IntegerAttr(0)));
+    kinds += 'b';
+  }
+  void n(int64_t value) {
+    args.push_back(b.getI64IntegerAttr(value));
+    kinds += 'd';
+  }
+  void real(double value) {
+    args.push_back(
+        emitc::OpaqueAttr::get(b.getContext(), llvm::formatv("{0:e}", value).str()));
+    kinds += 'r';
+  }
+  /// The op's workspace slot in its frame.
+  void workspace() {
+    args.push_back(workspaceSlot);
+    kinds += 'b';
+  }
+
+  OpBuilder &b;
+  llvm::function_ref<FailureOr<Attribute>(Value)> idOf;
+  Attribute workspaceSlot;
+  Value y; // the op's result
+  SmallVector<Attribute> args;
+  std::string kinds;
+  bool bad = false;
+};
+
+// Each op's operands, in the order of its row of the kernel table; `rows`
+// is the product of the leading dims, dim(v, i) counts from the last.
+void operandsOf(LinearOp o, KernelOperands &k) {
+  k.id(o.getInput()), k.id(o.getWeight()), k.id(k.y);
+  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)), k.n(dim(o.getWeight(), 0));
+}
+
+void operandsOf(MatmulOp o, KernelOperands &k) {
+  Value a = o.getLhs();
+  k.id(a), k.id(o.getRhs()), k.id(k.y);
+  k.n(numel(a) / (dim(a, 1) * dim(a, 0))), k.n(dim(a, 1)), k.n(dim(a, 0)),
+      k.n(dim(o.getRhs(), 0));
+}
+
+void operandsOf(BiasAddOp o, KernelOperands &k) {
+  k.id(o.getInput()), k.id(o.getBias()), k.id(k.y);
+  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0));
+}
+
+void operandsOf(AddOp o, KernelOperands &k) {
+  k.id(o.getLhs()), k.id(o.getRhs()), k.id(k.y), k.n(numel(k.y));
+}
+
+void operandsOf(ReluOp o, KernelOperands &k) {
+  k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
+}
+
+void operandsOf(TransposeOp o, KernelOperands &k) {
+  // dim counts from the last: rows, then columns.
+  k.id(o.getInput()), k.id(k.y), k.n(dim(o.getInput(), 1)),
+      k.n(dim(o.getInput(), 0));
+}
+
+void operandsOf(GeluOp o, KernelOperands &k) {
+  k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
+}
+
+void operandsOf(LayerNormOp o, KernelOperands &k) {
+  k.id(o.getInput()), k.id(o.getGamma()), k.id(o.getBeta()), k.id(k.y);
+  k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
+}
+
+void operandsOf(EmbeddingOp o, KernelOperands &k) {
+  k.id(o.getIndices()), k.id(o.getTable()), k.id(k.y);
+  k.n(numel(o.getIndices())), k.n(dim(o.getTable(), 1)),
+      k.n(dim(o.getTable(), 0));
+}
+
+void operandsOf(CausalAttentionOp o, KernelOperands &k) {
+  Value qkv = o.getQkv();
+  k.id(qkv), k.id(k.y), k.workspace();
+  k.n(numel(qkv) / (dim(qkv, 1) * dim(qkv, 0))), k.n(dim(qkv, 1)),
+      k.n(dim(k.y, 0)), k.n(static_cast<int64_t>(o.getHeads()));
+}
+
+void operandsOf(CrossEntropyOp o, KernelOperands &k) {
+  k.id(o.getLogits()), k.id(o.getLabels()), k.id(k.y);
+  k.n(numel(o.getLabels())), k.n(dim(o.getLogits(), 0));
+}
+
+void operandsOf(FillOp o, KernelOperands &k) {
+  k.id(k.y), k.n(numel(k.y)), k.real(o.getValue().convertToDouble());
+}
+
+void operandsOf(LinearGradInputOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getWeight()), k.id(k.y);
+  k.n(rows(o.getResultGrad())), k.n(dim(o.getWeight(), 1)),
+      k.n(dim(o.getWeight(), 0));
+}
+
+void operandsOf(LinearGradWeightOp o, KernelOperands &k) {
+  k.id(o.getInput()), k.id(o.getResultGrad()), k.id(k.y);
+  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)),
+      k.n(dim(o.getResultGrad(), 0));
+}
+
+void operandsOf(MatmulGradLhsOp o, KernelOperands &k) {
+  Value dc = o.getResultGrad(), rhs = o.getRhs();
+  k.id(dc), k.id(rhs), k.id(k.y);
+  k.n(numel(dc) / (dim(dc, 1) * dim(dc, 0))), k.n(dim(dc, 1)),
+      k.n(dim(rhs, 1)), k.n(dim(dc, 0));
+}
+
+void operandsOf(MatmulGradRhsOp o, KernelOperands &k) {
+  Value a = o.getLhs(), dc = o.getResultGrad();
+  k.id(a), k.id(dc), k.id(k.y);
+  k.n(numel(a) / (dim(a, 1) * dim(a, 0))), k.n(dim(a, 1)), k.n(dim(a, 0)),
+      k.n(dim(dc, 0));
+}
+
+void operandsOf(BiasGradOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(k.y);
+  k.n(rows(o.getResultGrad())), k.n(dim(o.getResultGrad(), 0));
+}
+
+void operandsOf(ReluGradOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
+}
+
+void operandsOf(GeluGradOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
+}
+
+void operandsOf(LayerNormGradInputOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(o.getGamma()), k.id(k.y);
+  k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
+}
+
+void operandsOf(LayerNormGradGammaOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(k.y);
+  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)),
+      k.real(o.getEpsilon().convertToDouble());
+}
+
+void operandsOf(EmbeddingGradOp o, KernelOperands &k) {
+  k.id(o.getIndices()), k.id(o.getResultGrad()), k.id(k.y);
+  k.n(numel(o.getIndices())), k.n(static_cast<int64_t>(o.getVocab())),
+      k.n(dim(o.getResultGrad(), 0));
+}
+
+void operandsOf(CausalAttentionGradOp o, KernelOperands &k) {
+  Value qkv = o.getQkv();
+  k.id(o.getResultGrad()), k.id(qkv), k.id(k.y), k.workspace();
+  k.n(numel(qkv) / (dim(qkv, 1) * dim(qkv, 0))), k.n(dim(qkv, 1)),
+      k.n(dim(o.getResultGrad(), 0)), k.n(static_cast<int64_t>(o.getHeads()));
+}
+
+void operandsOf(CrossEntropyGradOp o, KernelOperands &k) {
+  k.id(o.getLogits()), k.id(o.getLabels()), k.id(o.getLossGrad()), k.id(k.y);
+  k.n(numel(o.getLabels())), k.n(dim(o.getLogits(), 0));
+}
 
 /// Writes one rank's file.
 class FileWriter {
@@ -194,7 +356,7 @@ void FileWriter::writeTables() {
   for (const OrderOp &op : t.ops)
     text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, "
                           "{10}, {11}, {12}, {13}},\n",
-                          opWhat(op.what), op.stage, op.microbatch, op.position,
+                          spell(op.what), op.stage, op.microbatch, op.position,
                           op.frame, op.frameSize, op.secondFrame,
                           op.secondFrameSize, op.buffer, op.peer, op.firstMember,
                           op.memberCount, op.gradient ? 1 : 0,
@@ -321,161 +483,36 @@ FailureOr<Attribute> FileWriter::idOf(const PhaseLayout &layout, Value value) {
 }
 
 LogicalResult FileWriter::writeKernel(const PhaseLayout &layout, Operation *op) {
-  SmallVector<Attribute> args;
-  bool bad = false;
-  auto id = [&](Value v) {
-    FailureOr<Attribute> a = idOf(layout, v);
-    bad |= failed(a);
-    args.push_back(succeeded(a) ? *a : Attribute(b.getI64IntegerAttr(0)));
-  };
-  auto n = [&](int64_t value) { args.push_back(b.getI64IntegerAttr(value)); };
-  auto real = [&](double value) {
-    args.push_back(opaque(llvm::formatv("{0:e}", value).str()));
-  };
-  auto workspace = [&]() {
-    args.push_back(opaque(
-        llvm::formatv("ZBC_RT_FRAME({0})", layout.workspaceSlotOf.lookup(op)).str()));
-  };
-  Value y = op->getNumResults() ? op->getResult(0) : Value();
-  StringRef fn =
-      llvm::TypeSwitch<Operation *, StringRef>(op)
-          .Case([&](LinearOp o) {
-            id(o.getInput()), id(o.getWeight()), id(y);
-            n(rows(o.getInput())), n(dim(o.getInput(), 0)), n(dim(o.getWeight(), 0));
-            return "zbc_rt_linear";
-          })
-          .Case([&](MatmulOp o) {
-            Value a = o.getLhs();
-            id(a), id(o.getRhs()), id(y);
-            n(numel(a) / (dim(a, 1) * dim(a, 0))), n(dim(a, 1)), n(dim(a, 0)),
-                n(dim(o.getRhs(), 0));
-            return "zbc_rt_matmul";
-          })
-          .Case([&](BiasAddOp o) {
-            id(o.getInput()), id(o.getBias()), id(y);
-            n(rows(o.getInput())), n(dim(o.getInput(), 0));
-            return "zbc_rt_bias_add";
-          })
-          .Case([&](AddOp o) {
-            id(o.getLhs()), id(o.getRhs()), id(y), n(numel(y));
-            return "zbc_rt_add";
-          })
-          .Case([&](ReluOp o) {
-            id(o.getInput()), id(y), n(numel(y));
-            return "zbc_rt_relu";
-          })
-          .Case([&](TransposeOp o) {
-            // dim counts from the last: rows, then columns.
-            id(o.getInput()), id(y), n(dim(o.getInput(), 1)),
-                n(dim(o.getInput(), 0));
-            return "zbc_rt_transpose";
-          })
-          .Case([&](GeluOp o) {
-            id(o.getInput()), id(y), n(numel(y));
-            return "zbc_rt_gelu";
-          })
-          .Case([&](LayerNormOp o) {
-            id(o.getInput()), id(o.getGamma()), id(o.getBeta()), id(y);
-            n(rows(y)), n(dim(y, 0)), real(o.getEpsilon().convertToDouble());
-            return "zbc_rt_layernorm";
-          })
-          .Case([&](EmbeddingOp o) {
-            id(o.getIndices()), id(o.getTable()), id(y);
-            n(numel(o.getIndices())), n(dim(o.getTable(), 1)),
-                n(dim(o.getTable(), 0));
-            return "zbc_rt_embedding";
-          })
-          .Case([&](CausalAttentionOp o) {
-            Value qkv = o.getQkv();
-            id(qkv), id(y), workspace();
-            n(numel(qkv) / (dim(qkv, 1) * dim(qkv, 0))), n(dim(qkv, 1)),
-                n(dim(y, 0)), n(static_cast<int64_t>(o.getHeads()));
-            return "zbc_rt_causal_attention";
-          })
-          .Case([&](CrossEntropyOp o) {
-            id(o.getLogits()), id(o.getLabels()), id(y);
-            n(numel(o.getLabels())), n(dim(o.getLogits(), 0));
-            return "zbc_rt_cross_entropy";
-          })
-          .Case([&](FillOp o) {
-            id(y), n(numel(y)), real(o.getValue().convertToDouble());
-            return "zbc_rt_fill";
-          })
-          .Case([&](LinearGradInputOp o) {
-            id(o.getResultGrad()), id(o.getWeight()), id(y);
-            n(rows(o.getResultGrad())), n(dim(o.getWeight(), 1)),
-                n(dim(o.getWeight(), 0));
-            return "zbc_rt_linear_grad_input";
-          })
-          .Case([&](LinearGradWeightOp o) {
-            id(o.getInput()), id(o.getResultGrad()), id(y);
-            n(rows(o.getInput())), n(dim(o.getInput(), 0)),
-                n(dim(o.getResultGrad(), 0));
-            return "zbc_rt_linear_grad_weight";
-          })
-          .Case([&](MatmulGradLhsOp o) {
-            Value dc = o.getResultGrad(), rhs = o.getRhs();
-            id(dc), id(rhs), id(y);
-            n(numel(dc) / (dim(dc, 1) * dim(dc, 0))), n(dim(dc, 1)),
-                n(dim(rhs, 1)), n(dim(dc, 0));
-            return "zbc_rt_matmul_grad_lhs";
-          })
-          .Case([&](MatmulGradRhsOp o) {
-            Value a = o.getLhs(), dc = o.getResultGrad();
-            id(a), id(dc), id(y);
-            n(numel(a) / (dim(a, 1) * dim(a, 0))), n(dim(a, 1)), n(dim(a, 0)),
-                n(dim(dc, 0));
-            return "zbc_rt_matmul_grad_rhs";
-          })
-          .Case([&](BiasGradOp o) {
-            id(o.getResultGrad()), id(y);
-            n(rows(o.getResultGrad())), n(dim(o.getResultGrad(), 0));
-            return "zbc_rt_bias_grad";
-          })
-          .Case([&](ReluGradOp o) {
-            id(o.getResultGrad()), id(o.getInput()), id(y), n(numel(y));
-            return "zbc_rt_relu_grad";
-          })
-          .Case([&](GeluGradOp o) {
-            id(o.getResultGrad()), id(o.getInput()), id(y), n(numel(y));
-            return "zbc_rt_gelu_grad";
-          })
-          .Case([&](LayerNormGradInputOp o) {
-            id(o.getResultGrad()), id(o.getInput()), id(o.getGamma()), id(y);
-            n(rows(y)), n(dim(y, 0)), real(o.getEpsilon().convertToDouble());
-            return "zbc_rt_layernorm_grad_input";
-          })
-          .Case([&](LayerNormGradGammaOp o) {
-            id(o.getResultGrad()), id(o.getInput()), id(y);
-            n(rows(o.getInput())), n(dim(o.getInput(), 0)),
-                real(o.getEpsilon().convertToDouble());
-            return "zbc_rt_layernorm_grad_gamma";
-          })
-          .Case([&](EmbeddingGradOp o) {
-            id(o.getIndices()), id(o.getResultGrad()), id(y);
-            n(numel(o.getIndices())), n(static_cast<int64_t>(o.getVocab())),
-                n(dim(o.getResultGrad(), 0));
-            return "zbc_rt_embedding_grad";
-          })
-          .Case([&](CausalAttentionGradOp o) {
-            Value qkv = o.getQkv();
-            id(o.getResultGrad()), id(qkv), id(y), workspace();
-            n(numel(qkv) / (dim(qkv, 1) * dim(qkv, 0))), n(dim(qkv, 1)),
-                n(dim(o.getResultGrad(), 0)), n(static_cast<int64_t>(o.getHeads()));
-            return "zbc_rt_causal_attention_grad";
-          })
-          .Case([&](CrossEntropyGradOp o) {
-            id(o.getLogits()), id(o.getLabels()), id(o.getLossGrad()), id(y);
-            n(numel(o.getLabels())), n(dim(o.getLogits(), 0));
-            return "zbc_rt_cross_entropy_grad";
-          })
-          .Default([&](Operation *) { return ""; });
+  auto idOfValue = [&](Value v) { return idOf(layout, v); }; // outlives k
+  KernelOperands k(
+      b, idOfValue,
+      opaque(llvm::formatv("ZBC_RT_FRAME({0})", layout.workspaceSlotOf.lookup(op))
+                 .str()),
+      op->getNumResults() ? op->getResult(0) : Value());
+  // Note [Kernel table]: the row's op becomes the row's call, with the
+  // operands operandsOf computes, which must be the row's kinds in order.
+  StringRef expected;
+#define ZBC_CODEGEN_CASE(name, method, opClass, signature)                     \
+  .Case([&](opClass o) {                                                       \
+    operandsOf(o, k);                                                          \
+    expected = signature(ZBC_RT_KIND_BUF, ZBC_RT_KIND_DIM, ZBC_RT_KIND_REAL);  \
+    return "zbc_rt_" #name;                                                    \
+  })
+  StringRef fn = llvm::TypeSwitch<Operation *, StringRef>(op)
+                     ZBC_RT_KERNELS(ZBC_CODEGEN_CASE)
+                         .Default([&](Operation *) { return ""; });
+#undef ZBC_CODEGEN_CASE
   if (fn.empty())
     return op->emitOpError("has no kernel in the runtime; convert-zb-to-emitc "
                            "lowers the ops of zb-autodiff's phases only");
-  if (bad)
+  if (k.kinds != expected)
+    return op->emitOpError("lowers to ")
+           << fn << " with operands of kinds '" << k.kinds
+           << "', but the kernel table says '" << expected
+           << "' (b buffer, d dim, r real): a compiler bug";
+  if (k.bad)
     return failure();
-  call(fn, args);
+  call(fn, k.args);
   return success();
 }
 
@@ -530,21 +567,24 @@ void FileWriter::writeStep() {
     if (!op.topLevel)
       continue;
     std::string comment = "// " + op.name;
-    if (op.what <= 3)
+    bool compute = zbc_rt_op_is_compute(static_cast<int32_t>(op.what));
+    if (compute)
       comment += llvm::formatv(": stage {0}, microbatch {1}", op.stage,
                                op.microbatch)
                      .str();
-    if (op.what == 6)
+    if (op.what == OpKind::Group)
       comment += llvm::formatv(": {0} transfers", op.memberCount).str();
     verbatim(comment);
     for (int wait : op.waits)
       call("zbc_rt_wait", {b.getI32IntegerAttr(wait)});
     auto index = b.getI32IntegerAttr(static_cast<int32_t>(i));
-    if (op.what <= 3)
+    if (compute)
       for (const PhaseLayout *layout : op.phases)
         call("zbc_rt_compute", {index, opaque(layout->function)});
     else
-      call(op.what == 4 ? "zbc_rt_send" : op.what == 5 ? "zbc_rt_recv" : "zbc_rt_group",
+      call(op.what == OpKind::Send   ? "zbc_rt_send"
+           : op.what == OpKind::Recv ? "zbc_rt_recv"
+                                     : "zbc_rt_group",
            {index});
     for (int param : op.updates)
       update(param);

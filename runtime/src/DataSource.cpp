@@ -14,17 +14,14 @@
 namespace zbc::rt {
 namespace {
 
+/// The safetensors dtype of an element type (the ABI's table).
 const char *dtypeOf(int32_t element) {
-  switch (element) {
-  case ZBC_RT_F32:
-    return "F32";
-  case ZBC_RT_BF16:
-    return "BF16";
-  case ZBC_RT_I32:
-    return "I32";
-  default:
-    return "I64";
-  }
+#define ZBC_RT_DTYPE(NAME, Name, value, bytes, dtype)                          \
+  if (element == value)                                                        \
+    return dtype;
+  ZBC_RT_ELEMENTS(ZBC_RT_DTYPE)
+#undef ZBC_RT_DTYPE
+  return "";
 }
 
 bool isIndexElement(int32_t element) {

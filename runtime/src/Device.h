@@ -82,80 +82,22 @@ public:
   }
 
   //===--- the zb ops (Kernels.h's math) -------------------------------===//
-  virtual std::string linear(int32_t element, const void *x, const void *w,
-                             void *y, int64_t rows, int64_t in,
-                             int64_t out) = 0;
-  virtual std::string matmul(int32_t element, const void *a, const void *b,
-                             void *c, int64_t batch, int64_t m, int64_t k,
-                             int64_t n) = 0;
-  virtual std::string biasAdd(int32_t element, const void *x,
-                              const void *bias, void *y, int64_t rows,
-                              int64_t n) = 0;
-  virtual std::string add(int32_t element, const void *a, const void *b,
-                          void *y, int64_t n) = 0;
-  virtual std::string relu(int32_t element, const void *x, void *y,
-                           int64_t n) = 0;
-  virtual std::string transpose(int32_t element, const void *x, void *y,
-                                int64_t rows, int64_t cols) = 0;
-  virtual std::string gelu(int32_t element, const void *x, void *y,
-                           int64_t n) = 0;
-  virtual std::string layerNorm(int32_t element, const void *x,
-                                const void *gamma, const void *beta, void *y,
-                                int64_t rows, int64_t n, float epsilon) = 0;
-  virtual std::string embedding(int32_t element, Indices indices,
-                                const void *table, void *y, int64_t count,
-                                int64_t vocab, int64_t h) = 0;
-  /// `workspace` holds `workspaceBytes` (the memory plan's figure).
-  virtual std::string causalAttention(int32_t element, const void *qkv,
-                                      void *out, void *workspace,
-                                      int64_t workspaceBytes, int64_t batch,
-                                      int64_t seq, int64_t hidden,
-                                      int64_t heads) = 0;
-  virtual std::string crossEntropy(int32_t element, const void *logits,
-                                   Indices labels, void *loss, int64_t rows,
-                                   int64_t classes) = 0;
-  virtual std::string fill(int32_t element, void *y, int64_t n,
-                           float value) = 0;
-  virtual std::string linearGradInput(int32_t element, const void *dy,
-                                      const void *w, void *dx, int64_t rows,
-                                      int64_t in, int64_t out) = 0;
-  virtual std::string linearGradWeight(int32_t element, const void *x,
-                                       const void *dy, void *dw, int64_t rows,
-                                       int64_t in, int64_t out) = 0;
-  virtual std::string matmulGradLhs(int32_t element, const void *dc,
-                                    const void *b, void *da, int64_t batch,
-                                    int64_t m, int64_t k, int64_t n) = 0;
-  virtual std::string matmulGradRhs(int32_t element, const void *a,
-                                    const void *dc, void *db, int64_t batch,
-                                    int64_t m, int64_t k, int64_t n) = 0;
-  virtual std::string biasGrad(int32_t element, const void *dy, void *db,
-                               int64_t rows, int64_t n) = 0;
-  virtual std::string reluGrad(int32_t element, const void *dy, const void *x,
-                               void *dx, int64_t n) = 0;
-  virtual std::string geluGrad(int32_t element, const void *dy, const void *x,
-                               void *dx, int64_t n) = 0;
-  virtual std::string layerNormGradInput(int32_t element, const void *dy,
-                                         const void *x, const void *gamma,
-                                         void *dx, int64_t rows, int64_t n,
-                                         float epsilon) = 0;
-  virtual std::string layerNormGradGamma(int32_t element, const void *dy,
-                                         const void *x, void *dgamma,
-                                         int64_t rows, int64_t n,
-                                         float epsilon) = 0;
-  virtual std::string embeddingGrad(int32_t element, Indices indices,
-                                    const void *dy, void *dtable,
-                                    int64_t count, int64_t vocab,
-                                    int64_t h) = 0;
-  virtual std::string causalAttentionGrad(int32_t element, const void *dout,
-                                          const void *qkv, void *dqkv,
-                                          void *workspace,
-                                          int64_t workspaceBytes,
-                                          int64_t batch, int64_t seq,
-                                          int64_t hidden, int64_t heads) = 0;
-  virtual std::string crossEntropyGrad(int32_t element, const void *logits,
-                                       Indices labels, const void *dloss,
-                                       void *dlogits, int64_t rows,
-                                       int64_t classes) = 0;
+  // One virtual per row of the kernel table (Note [Kernel table] in
+  // zbc/runtime/KernelTable.h): METHOD(element, the buffers' pointers (an
+  // index tensor as Indices; a workspace as its pointer and its size in
+  // bytes, the memory plan's figure), the dims, the reals as float).
+#define ZBC_RT_DEVICE_BUF(role, id, elements) ZBC_RT_DEVICE_##role(id)
+#define ZBC_RT_DEVICE_In(id) , const void *id
+#define ZBC_RT_DEVICE_Out(id) , void *id
+#define ZBC_RT_DEVICE_Indices(id) , Indices id
+#define ZBC_RT_DEVICE_Workspace(id) , void *id, int64_t id##Bytes
+#define ZBC_RT_DEVICE_DIM(name) , int64_t name
+#define ZBC_RT_DEVICE_REAL(name) , float name
+#define ZBC_RT_DEVICE_VIRTUAL(name, method, op, signature)                     \
+  virtual std::string method(int32_t element signature(                        \
+      ZBC_RT_DEVICE_BUF, ZBC_RT_DEVICE_DIM, ZBC_RT_DEVICE_REAL)) = 0;
+  ZBC_RT_KERNELS(ZBC_RT_DEVICE_VIRTUAL)
+#undef ZBC_RT_DEVICE_VIRTUAL
 
   //===--- accumulation and the loss -----------------------------------===//
   /// acc += x (x of `element`).

@@ -198,267 +198,41 @@ zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss) {
   return call.done(rank->device->addLoss(call.element(), v, sum));
 }
 
-zbc_rt_status zbc_rt_linear(zbc_rt_rank *rank, int32_t x, int32_t w, int32_t y,
-                            int64_t rows, int64_t in, int64_t out) {
-  ZBC_RT_KERNEL(zbc_rt_linear);
-  const void *px = call.in(x, rows * in), *pw = call.in(w, in * out);
-  void *py = call.out(y, rows * out);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(
-      rank->device->linear(call.element(), px, pw, py, rows, in, out));
-}
+//===----------------------------------------------------------------------===//
+// The zb ops' kernels: one wrapper per row of the kernel table (Note [Kernel
+// table] in zbc/runtime/KernelTable.h), each resolving and checking its
+// buffers in the row's order (the first float buffer decides the call's
+// element type), then calling the device's method of the row.
+//===----------------------------------------------------------------------===//
 
-zbc_rt_status zbc_rt_matmul(zbc_rt_rank *rank, int32_t a, int32_t b, int32_t c,
-                            int64_t batch, int64_t m, int64_t k, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_matmul);
-  const void *pa = call.in(a, batch * m * k), *pb = call.in(b, batch * k * n);
-  void *pc = call.out(c, batch * m * n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(
-      rank->device->matmul(call.element(), pa, pb, pc, batch, m, k, n));
-}
+#define ZBC_RT_CHECK_BUF(role, id, elements) ZBC_RT_CHECK_##role(id, elements)
+#define ZBC_RT_CHECK_In(id, elements) const void *p_##id = call.in(id, elements);
+#define ZBC_RT_CHECK_Out(id, elements) void *p_##id = call.out(id, elements);
+#define ZBC_RT_CHECK_Indices(id, elements)                                     \
+  Indices p_##id = call.indices(id, elements);
+#define ZBC_RT_CHECK_Workspace(id, bytes)                                      \
+  int64_t id##_bytes = 0;                                                      \
+  void *p_##id = call.workspace(id, bytes, id##_bytes);
+#define ZBC_RT_NOTHING(name)
+#define ZBC_RT_PASS_BUF(role, id, elements) ZBC_RT_PASS_##role(id)
+#define ZBC_RT_PASS_In(id) , p_##id
+#define ZBC_RT_PASS_Out(id) , p_##id
+#define ZBC_RT_PASS_Indices(id) , p_##id
+#define ZBC_RT_PASS_Workspace(id) , p_##id, id##_bytes
+#define ZBC_RT_PASS_DIM(name) , name
+#define ZBC_RT_PASS_REAL(name) , static_cast<float>(name)
 
-zbc_rt_status zbc_rt_bias_add(zbc_rt_rank *rank, int32_t x, int32_t bias,
-                              int32_t y, int64_t rows, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_bias_add);
-  const void *px = call.in(x, rows * n), *pb = call.in(bias, n);
-  void *py = call.out(y, rows * n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->biasAdd(call.element(), px, pb, py, rows, n));
-}
-
-zbc_rt_status zbc_rt_add(zbc_rt_rank *rank, int32_t a, int32_t b, int32_t y,
-                         int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_add);
-  const void *pa = call.in(a, n), *pb = call.in(b, n);
-  void *py = call.out(y, n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->add(call.element(), pa, pb, py, n));
-}
-
-zbc_rt_status zbc_rt_transpose(zbc_rt_rank *rank, int32_t x, int32_t y,
-                               int64_t rows, int64_t cols) {
-  ZBC_RT_KERNEL(zbc_rt_transpose);
-  const void *px = call.in(x, rows * cols);
-  void *py = call.out(y, rows * cols);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(
-      rank->device->transpose(call.element(), px, py, rows, cols));
-}
-
-zbc_rt_status zbc_rt_relu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_relu);
-  const void *px = call.in(x, n);
-  void *py = call.out(y, n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->relu(call.element(), px, py, n));
-}
-
-zbc_rt_status zbc_rt_gelu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_gelu);
-  const void *px = call.in(x, n);
-  void *py = call.out(y, n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->gelu(call.element(), px, py, n));
-}
-
-zbc_rt_status zbc_rt_layernorm(zbc_rt_rank *rank, int32_t x, int32_t gamma,
-                               int32_t beta, int32_t y, int64_t rows, int64_t n,
-                               double epsilon) {
-  ZBC_RT_KERNEL(zbc_rt_layernorm);
-  const void *px = call.in(x, rows * n), *pg = call.in(gamma, n),
-             *pb = call.in(beta, n);
-  void *py = call.out(y, rows * n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->layerNorm(call.element(), px, pg, pb, py,
-                                           rows, n,
-                                           static_cast<float>(epsilon)));
-}
-
-zbc_rt_status zbc_rt_embedding(zbc_rt_rank *rank, int32_t indices,
-                               int32_t table, int32_t y, int64_t count,
-                               int64_t vocab, int64_t h) {
-  ZBC_RT_KERNEL(zbc_rt_embedding);
-  Indices pi = call.indices(indices, count);
-  const void *pt = call.in(table, vocab * h);
-  void *py = call.out(y, count * h);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->embedding(call.element(), pi, pt, py, count,
-                                           vocab, h));
-}
-
-zbc_rt_status zbc_rt_causal_attention(zbc_rt_rank *rank, int32_t qkv,
-                                      int32_t out, int32_t workspace,
-                                      int64_t batch, int64_t seq,
-                                      int64_t hidden, int64_t heads) {
-  ZBC_RT_KERNEL(zbc_rt_causal_attention);
-  const void *pq = call.in(qkv, batch * seq * 3 * hidden);
-  void *po = call.out(out, batch * seq * hidden);
-  int64_t size = 0;
-  void *pw = call.workspace(workspace, seq * seq * call.elementBytes(), size);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->causalAttention(
-      call.element(), pq, po, pw, size, batch, seq, hidden, heads));
-}
-
-zbc_rt_status zbc_rt_cross_entropy(zbc_rt_rank *rank, int32_t logits,
-                                   int32_t labels, int32_t loss, int64_t rows,
-                                   int64_t classes) {
-  ZBC_RT_KERNEL(zbc_rt_cross_entropy);
-  const void *pl = call.in(logits, rows * classes);
-  Indices py = call.indices(labels, rows);
-  void *po = call.out(loss, 1);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->crossEntropy(call.element(), pl, py, po, rows,
-                                              classes));
-}
-
-zbc_rt_status zbc_rt_fill(zbc_rt_rank *rank, int32_t y, int64_t n,
-                          double value) {
-  ZBC_RT_KERNEL(zbc_rt_fill);
-  void *py = call.out(y, n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(
-      rank->device->fill(call.element(), py, n, static_cast<float>(value)));
-}
-
-zbc_rt_status zbc_rt_linear_grad_input(zbc_rt_rank *rank, int32_t dy, int32_t w,
-                                       int32_t dx, int64_t rows, int64_t in,
-                                       int64_t out) {
-  ZBC_RT_KERNEL(zbc_rt_linear_grad_input);
-  const void *pdy = call.in(dy, rows * out), *pw = call.in(w, in * out);
-  void *pdx = call.out(dx, rows * in);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->linearGradInput(call.element(), pdy, pw, pdx,
-                                                 rows, in, out));
-}
-
-zbc_rt_status zbc_rt_linear_grad_weight(zbc_rt_rank *rank, int32_t x,
-                                        int32_t dy, int32_t dw, int64_t rows,
-                                        int64_t in, int64_t out) {
-  ZBC_RT_KERNEL(zbc_rt_linear_grad_weight);
-  const void *px = call.in(x, rows * in), *pdy = call.in(dy, rows * out);
-  void *pdw = call.out(dw, in * out);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->linearGradWeight(call.element(), px, pdy, pdw,
-                                                  rows, in, out));
-}
-
-zbc_rt_status zbc_rt_matmul_grad_lhs(zbc_rt_rank *rank, int32_t dc, int32_t b,
-                                     int32_t da, int64_t batch, int64_t m,
-                                     int64_t k, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_matmul_grad_lhs);
-  const void *pdc = call.in(dc, batch * m * n), *pb = call.in(b, batch * k * n);
-  void *pda = call.out(da, batch * m * k);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->matmulGradLhs(call.element(), pdc, pb, pda,
-                                               batch, m, k, n));
-}
-
-zbc_rt_status zbc_rt_matmul_grad_rhs(zbc_rt_rank *rank, int32_t a, int32_t dc,
-                                     int32_t db, int64_t batch, int64_t m,
-                                     int64_t k, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_matmul_grad_rhs);
-  const void *pa = call.in(a, batch * m * k), *pdc = call.in(dc, batch * m * n);
-  void *pdb = call.out(db, batch * k * n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->matmulGradRhs(call.element(), pa, pdc, pdb,
-                                               batch, m, k, n));
-}
-
-zbc_rt_status zbc_rt_bias_grad(zbc_rt_rank *rank, int32_t dy, int32_t db,
-                               int64_t rows, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_bias_grad);
-  const void *pdy = call.in(dy, rows * n);
-  void *pdb = call.out(db, n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->biasGrad(call.element(), pdy, pdb, rows, n));
-}
-
-zbc_rt_status zbc_rt_relu_grad(zbc_rt_rank *rank, int32_t dy, int32_t x,
-                               int32_t dx, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_relu_grad);
-  const void *pdy = call.in(dy, n), *px = call.in(x, n);
-  void *pdx = call.out(dx, n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->reluGrad(call.element(), pdy, px, pdx, n));
-}
-
-zbc_rt_status zbc_rt_gelu_grad(zbc_rt_rank *rank, int32_t dy, int32_t x,
-                               int32_t dx, int64_t n) {
-  ZBC_RT_KERNEL(zbc_rt_gelu_grad);
-  const void *pdy = call.in(dy, n), *px = call.in(x, n);
-  void *pdx = call.out(dx, n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->geluGrad(call.element(), pdy, px, pdx, n));
-}
-
-zbc_rt_status zbc_rt_layernorm_grad_input(zbc_rt_rank *rank, int32_t dy,
-                                          int32_t x, int32_t gamma, int32_t dx,
-                                          int64_t rows, int64_t n,
-                                          double epsilon) {
-  ZBC_RT_KERNEL(zbc_rt_layernorm_grad_input);
-  const void *pdy = call.in(dy, rows * n), *px = call.in(x, rows * n),
-             *pg = call.in(gamma, n);
-  void *pdx = call.out(dx, rows * n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->layerNormGradInput(
-      call.element(), pdy, px, pg, pdx, rows, n, static_cast<float>(epsilon)));
-}
-
-zbc_rt_status zbc_rt_layernorm_grad_gamma(zbc_rt_rank *rank, int32_t dy,
-                                          int32_t x, int32_t dgamma,
-                                          int64_t rows, int64_t n,
-                                          double epsilon) {
-  ZBC_RT_KERNEL(zbc_rt_layernorm_grad_gamma);
-  const void *pdy = call.in(dy, rows * n), *px = call.in(x, rows * n);
-  void *pdg = call.out(dgamma, n);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->layerNormGradGamma(
-      call.element(), pdy, px, pdg, rows, n, static_cast<float>(epsilon)));
-}
-
-zbc_rt_status zbc_rt_embedding_grad(zbc_rt_rank *rank, int32_t indices,
-                                    int32_t dy, int32_t dtable, int64_t count,
-                                    int64_t vocab, int64_t h) {
-  ZBC_RT_KERNEL(zbc_rt_embedding_grad);
-  Indices pi = call.indices(indices, count);
-  const void *pdy = call.in(dy, count * h);
-  void *pdt = call.out(dtable, vocab * h);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->embeddingGrad(call.element(), pi, pdy, pdt,
-                                               count, vocab, h));
-}
-
-zbc_rt_status zbc_rt_causal_attention_grad(zbc_rt_rank *rank, int32_t dout,
-                                           int32_t qkv, int32_t dqkv,
-                                           int32_t workspace, int64_t batch,
-                                           int64_t seq, int64_t hidden,
-                                           int64_t heads) {
-  ZBC_RT_KERNEL(zbc_rt_causal_attention_grad);
-  const void *pdo = call.in(dout, batch * seq * hidden),
-             *pq = call.in(qkv, batch * seq * 3 * hidden);
-  void *pdq = call.out(dqkv, batch * seq * 3 * hidden);
-  int64_t size = 0;
-  void *pw =
-      call.workspace(workspace, 2 * seq * seq * call.elementBytes(), size);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->causalAttentionGrad(
-      call.element(), pdo, pq, pdq, pw, size, batch, seq, hidden, heads));
-}
-
-zbc_rt_status zbc_rt_cross_entropy_grad(zbc_rt_rank *rank, int32_t logits,
-                                        int32_t labels, int32_t dloss,
-                                        int32_t dlogits, int64_t rows,
-                                        int64_t classes) {
-  ZBC_RT_KERNEL(zbc_rt_cross_entropy_grad);
-  const void *pl = call.in(logits, rows * classes);
-  Indices py = call.indices(labels, rows);
-  const void *pd = call.in(dloss, 1);
-  void *pdl = call.out(dlogits, rows * classes);
-  ZBC_RT_RETURN_IF_BAD();
-  return call.done(rank->device->crossEntropyGrad(call.element(), pl, py, pd,
-                                                  pdl, rows, classes));
-}
+#define ZBC_RT_WRAPPER(name, method, op, signature)                            \
+  zbc_rt_status zbc_rt_##name(                                                 \
+      zbc_rt_rank *rank signature(ZBC_RT_ABI_BUF, ZBC_RT_ABI_DIM,              \
+                                  ZBC_RT_ABI_REAL)) {                          \
+    ZBC_RT_KERNEL(zbc_rt_##name);                                              \
+    signature(ZBC_RT_CHECK_BUF, ZBC_RT_NOTHING, ZBC_RT_NOTHING)                \
+    ZBC_RT_RETURN_IF_BAD();                                                    \
+    return call.done(rank->device->method(                                     \
+        call.element() signature(ZBC_RT_PASS_BUF, ZBC_RT_PASS_DIM,             \
+                                 ZBC_RT_PASS_REAL)));                          \
+  }
+ZBC_RT_KERNELS(ZBC_RT_WRAPPER)
 
 } // extern "C"

@@ -34,15 +34,13 @@ namespace {
 using rt::Generator;
 
 rt::InitKind initKindOf(zb::InitKind kind) {
+  // The dialect's kinds and the ABI's share names (Note [ABI enums]).
   switch (kind) {
-  case zb::InitKind::Zeros:
-    return rt::InitKind::Zeros;
-  case zb::InitKind::Ones:
-    return rt::InitKind::Ones;
-  case zb::InitKind::Normal:
-    return rt::InitKind::Normal;
-  case zb::InitKind::Uniform:
-    return rt::InitKind::Uniform;
+#define ZBC_INTERPRETER_INIT(NAME, Name, value)                                \
+  case zb::InitKind::Name:                                                     \
+    return rt::InitKind::Name;
+    ZBC_RT_INIT_KINDS(ZBC_INTERPRETER_INIT)
+#undef ZBC_INTERPRETER_INIT
   }
   return rt::InitKind::Zeros;
 }

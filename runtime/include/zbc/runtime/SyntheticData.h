@@ -22,6 +22,7 @@
 #define ZBC_RUNTIME_SYNTHETICDATA_H
 
 #include "zbc/runtime/Fnv1a.h"
+#include "zbc/runtime/zbc_runtime.h"
 
 #include <cmath>
 #include <cstdint>
@@ -31,8 +32,11 @@
 namespace zbc::rt {
 
 /// How a parameter starts, as `zb.param ... init` declares it: zeros, ones,
-/// normal(s) = N(0, s^2), uniform(a) = U(-a, a).
-enum class InitKind { Zeros, Ones, Normal, Uniform };
+/// normal(s) = N(0, s^2), uniform(a) = U(-a, a). The ABI's table (Note [ABI
+/// enums] in zbc_runtime.h), so a program's `init` is one of these.
+#define ZBC_RT_INIT_ENUMERATOR(NAME, Name, value) Name = value,
+enum class InitKind : int32_t { ZBC_RT_INIT_KINDS(ZBC_RT_INIT_ENUMERATOR) };
+#undef ZBC_RT_INIT_ENUMERATOR
 
 inline uint64_t splitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;

@@ -30,6 +30,8 @@
 
 #include <stdint.h>
 
+#include "zbc/runtime/KernelTable.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -55,26 +57,73 @@ typedef int32_t zbc_rt_status;
  * The program's tables (written by convert-zb-to-emitc)
  *===----------------------------------------------------------------------===*/
 
-/* What a buffer holds; it decides how the ledger counts it. */
-enum {
-  ZBC_RT_PARAM = 0,   /* persistent: a parameter */
-  ZBC_RT_GRAD = 1,    /* persistent: a gradient accumulator */
-  ZBC_RT_STATE = 2,   /* persistent: optimizer state */
-  ZBC_RT_LOSS = 3,    /* persistent: the loss accumulator */
-  ZBC_RT_RECEIVED = 4, /* per microbatch, written by its recv */
-  ZBC_RT_DATA = 5,    /* per microbatch, written by the data source */
-  ZBC_RT_YIELDED = 6, /* per microbatch, yielded by a phase (F.I, B.I, a
-                         sent out.I or d_in.I, a same-rank in.I) */
-  ZBC_RT_TEMP = 7,    /* a value of a phase body, in its compute's scratch */
-  ZBC_RT_WORKSPACE = 8 /* a kernel's workspace, in its compute's scratch */
-};
+/* Note [ABI enums]
+ * Each enum of the ABI is one table, X(NAME, Name, value, ...): the C
+ * constants below, the code generator's enums (codegen/lib/RankTables.h)
+ * and the runtime's (SyntheticData.h's InitKind, DataSource's dtype names)
+ * are all expanded from it, so a kind is added in one place. */
 
-/* Element types (bf16: Note [bf16] in zbc/runtime/BFloat16.h). */
-enum { ZBC_RT_F32 = 0, ZBC_RT_I32 = 1, ZBC_RT_I64 = 2, ZBC_RT_BF16 = 3 };
+/* What a buffer holds; it decides how the ledger counts it. */
+#define ZBC_RT_BUFFER_KINDS(X)                                                 \
+  X(PARAM, Param, 0)       /* persistent: a parameter */                      \
+  X(GRAD, Grad, 1)         /* persistent: a gradient accumulator */           \
+  X(STATE, State, 2)       /* persistent: optimizer state */                  \
+  X(LOSS, Loss, 3)         /* persistent: the loss accumulator */             \
+  X(RECEIVED, Received, 4) /* per microbatch, written by its recv */          \
+  X(DATA, Data, 5)         /* per microbatch, written by the data source */   \
+  X(YIELDED, Yielded, 6)   /* per microbatch, yielded by a phase (F.I, B.I,   \
+                              a sent out.I or d_in.I, a same-rank in.I) */    \
+  X(TEMP, Temp, 7)         /* a value of a phase body, in its scratch */      \
+  X(WORKSPACE, Workspace, 8) /* a kernel's workspace, in its scratch */
+
+/* Element types (bf16: Note [bf16] in zbc/runtime/BFloat16.h), with their
+ * bytes and their safetensors dtype. */
+#define ZBC_RT_ELEMENTS(X)                                                     \
+  X(F32, F32, 0, 4, "F32")                                                     \
+  X(I32, I32, 1, 4, "I32")                                                     \
+  X(I64, I64, 2, 8, "I64")                                                     \
+  X(BF16, BF16, 3, 2, "BF16")
+
+/* What an op of the order is: the computes first (zbc_rt_op_is_compute). */
+#define ZBC_RT_OP_KINDS(X)                                                     \
+  X(OP_F, F, 0)                                                                \
+  X(OP_B, B, 1)                                                                \
+  X(OP_W, W, 2)                                                                \
+  X(OP_BW, BW, 3)                                                              \
+  X(OP_SEND, Send, 4)                                                          \
+  X(OP_RECV, Recv, 5)                                                          \
+  X(OP_GROUP, Group, 6)
+
+/* How a parameter starts (SyntheticData.h draws the values). */
+#define ZBC_RT_INIT_KINDS(X)                                                   \
+  X(INIT_ZEROS, Zeros, 0)                                                      \
+  X(INIT_ONES, Ones, 1)                                                        \
+  X(INIT_NORMAL, Normal, 2)   /* scale: sigma */                               \
+  X(INIT_UNIFORM, Uniform, 3) /* scale: the bound */
+
+#define ZBC_RT_ENUMERATOR(NAME, Name, value) ZBC_RT_##NAME = value,
+#define ZBC_RT_ELEMENT_ENUMERATOR(NAME, Name, value, bytes, dtype)             \
+  ZBC_RT_##NAME = value,
+enum { ZBC_RT_BUFFER_KINDS(ZBC_RT_ENUMERATOR) };
+enum { ZBC_RT_ELEMENTS(ZBC_RT_ELEMENT_ENUMERATOR) };
+enum { ZBC_RT_OP_KINDS(ZBC_RT_ENUMERATOR) };
+enum { ZBC_RT_INIT_KINDS(ZBC_RT_ENUMERATOR) };
+#undef ZBC_RT_ENUMERATOR
+#undef ZBC_RT_ELEMENT_ENUMERATOR
 
 /* Bytes of one element of `element` (ZBC_RT_F32, ...). */
 static inline int64_t zbc_rt_element_bytes(int32_t element) {
-  return element == ZBC_RT_I64 ? 8 : element == ZBC_RT_BF16 ? 2 : 4;
+#define ZBC_RT_ELEMENT_BYTES(NAME, Name, value, bytes, dtype)                  \
+  if (element == value)                                                        \
+    return bytes;
+  ZBC_RT_ELEMENTS(ZBC_RT_ELEMENT_BYTES)
+#undef ZBC_RT_ELEMENT_BYTES
+  return 4;
+}
+
+/* Whether an op of the order is a compute (F, B, W or BW). */
+static inline int zbc_rt_op_is_compute(int32_t what) {
+  return what >= ZBC_RT_OP_F && what <= ZBC_RT_OP_BW;
 }
 
 typedef struct zbc_rt_buffer {
@@ -84,17 +133,6 @@ typedef struct zbc_rt_buffer {
   int32_t kind;     /* ZBC_RT_PARAM, ... */
   int32_t element;  /* ZBC_RT_F32, ... */
 } zbc_rt_buffer;
-
-/* What an op of the order is. */
-enum {
-  ZBC_RT_OP_F = 0,
-  ZBC_RT_OP_B = 1,
-  ZBC_RT_OP_W = 2,
-  ZBC_RT_OP_BW = 3,
-  ZBC_RT_OP_SEND = 4,
-  ZBC_RT_OP_RECV = 5,
-  ZBC_RT_OP_GROUP = 6
-};
 
 typedef struct zbc_rt_op {
   int32_t what;          /* ZBC_RT_OP_* */
@@ -124,7 +162,7 @@ typedef struct zbc_rt_param {
   int32_t master;        /* a bf16 parameter's fp32 master weights, which
                             the optimizer steps (param is their bf16
                             working copy); -1 for an fp32 parameter */
-  int32_t init;          /* 0 zeros, 1 ones, 2 normal, 3 uniform */
+  int32_t init;          /* ZBC_RT_INIT_* */
   double scale;          /* normal's sigma, uniform's bound */
   int32_t rank_of_shape; /* dims in `shape` */
   int64_t shape[8];
@@ -222,73 +260,18 @@ zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss);
  * have a buffer is written once by its kernel, then copied. */
 zbc_rt_status zbc_rt_copy(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n);
 
-zbc_rt_status zbc_rt_linear(zbc_rt_rank *rank, int32_t x, int32_t w,
-                            int32_t y, int64_t rows, int64_t in, int64_t out);
-zbc_rt_status zbc_rt_matmul(zbc_rt_rank *rank, int32_t a, int32_t b,
-                            int32_t c, int64_t batch, int64_t m, int64_t k,
-                            int64_t n);
-zbc_rt_status zbc_rt_bias_add(zbc_rt_rank *rank, int32_t x, int32_t bias,
-                              int32_t y, int64_t rows, int64_t n);
-zbc_rt_status zbc_rt_add(zbc_rt_rank *rank, int32_t a, int32_t b, int32_t y,
-                         int64_t n);
-zbc_rt_status zbc_rt_relu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n);
-/* y [cols, rows] = x [rows, cols] transposed. */
-zbc_rt_status zbc_rt_transpose(zbc_rt_rank *rank, int32_t x, int32_t y,
-                               int64_t rows, int64_t cols);
-zbc_rt_status zbc_rt_gelu(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n);
-zbc_rt_status zbc_rt_layernorm(zbc_rt_rank *rank, int32_t x, int32_t gamma,
-                               int32_t beta, int32_t y, int64_t rows,
-                               int64_t n, double epsilon);
-zbc_rt_status zbc_rt_embedding(zbc_rt_rank *rank, int32_t indices,
-                               int32_t table, int32_t y, int64_t count,
-                               int64_t vocab, int64_t h);
-zbc_rt_status zbc_rt_causal_attention(zbc_rt_rank *rank, int32_t qkv,
-                                      int32_t out, int32_t workspace,
-                                      int64_t batch, int64_t seq,
-                                      int64_t hidden, int64_t heads);
-zbc_rt_status zbc_rt_cross_entropy(zbc_rt_rank *rank, int32_t logits,
-                                   int32_t labels, int32_t loss, int64_t rows,
-                                   int64_t classes);
-zbc_rt_status zbc_rt_fill(zbc_rt_rank *rank, int32_t y, int64_t n,
-                          double value);
-zbc_rt_status zbc_rt_linear_grad_input(zbc_rt_rank *rank, int32_t dy,
-                                       int32_t w, int32_t dx, int64_t rows,
-                                       int64_t in, int64_t out);
-zbc_rt_status zbc_rt_linear_grad_weight(zbc_rt_rank *rank, int32_t x,
-                                        int32_t dy, int32_t dw, int64_t rows,
-                                        int64_t in, int64_t out);
-zbc_rt_status zbc_rt_matmul_grad_lhs(zbc_rt_rank *rank, int32_t dc, int32_t b,
-                                     int32_t da, int64_t batch, int64_t m,
-                                     int64_t k, int64_t n);
-zbc_rt_status zbc_rt_matmul_grad_rhs(zbc_rt_rank *rank, int32_t a, int32_t dc,
-                                     int32_t db, int64_t batch, int64_t m,
-                                     int64_t k, int64_t n);
-zbc_rt_status zbc_rt_bias_grad(zbc_rt_rank *rank, int32_t dy, int32_t db,
-                               int64_t rows, int64_t n);
-zbc_rt_status zbc_rt_relu_grad(zbc_rt_rank *rank, int32_t dy, int32_t x,
-                               int32_t dx, int64_t n);
-zbc_rt_status zbc_rt_gelu_grad(zbc_rt_rank *rank, int32_t dy, int32_t x,
-                               int32_t dx, int64_t n);
-zbc_rt_status zbc_rt_layernorm_grad_input(zbc_rt_rank *rank, int32_t dy,
-                                          int32_t x, int32_t gamma,
-                                          int32_t dx, int64_t rows, int64_t n,
-                                          double epsilon);
-zbc_rt_status zbc_rt_layernorm_grad_gamma(zbc_rt_rank *rank, int32_t dy,
-                                          int32_t x, int32_t dgamma,
-                                          int64_t rows, int64_t n,
-                                          double epsilon);
-zbc_rt_status zbc_rt_embedding_grad(zbc_rt_rank *rank, int32_t indices,
-                                    int32_t dy, int32_t dtable, int64_t count,
-                                    int64_t vocab, int64_t h);
-zbc_rt_status zbc_rt_causal_attention_grad(zbc_rt_rank *rank, int32_t dout,
-                                           int32_t qkv, int32_t dqkv,
-                                           int32_t workspace, int64_t batch,
-                                           int64_t seq, int64_t hidden,
-                                           int64_t heads);
-zbc_rt_status zbc_rt_cross_entropy_grad(zbc_rt_rank *rank, int32_t logits,
-                                        int32_t labels, int32_t dloss,
-                                        int32_t dlogits, int64_t rows,
-                                        int64_t classes);
+/* The zb ops' kernels, one per row of the kernel table (Note [Kernel
+ * table] in zbc/runtime/KernelTable.h): zbc_rt_NAME(rank, buffer ids...,
+ * dims..., reals...), e.g.
+ *   zbc_rt_linear(rank, x, w, y, rows, in, out)   y [rows, out] = x w
+ * (x [rows, in], w [in, out]); the table lists each kernel's buffers with
+ * their element counts, its dims and its reals. */
+#define ZBC_RT_PROTOTYPE(name, method, op, signature)                          \
+  zbc_rt_status zbc_rt_##name(                                                 \
+      zbc_rt_rank *rank signature(ZBC_RT_ABI_BUF, ZBC_RT_ABI_DIM,              \
+                                  ZBC_RT_ABI_REAL));
+ZBC_RT_KERNELS(ZBC_RT_PROTOTYPE)
+#undef ZBC_RT_PROTOTYPE
 
 #ifdef __cplusplus
 } /* extern "C" */

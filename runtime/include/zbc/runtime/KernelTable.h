@@ -1,0 +1,150 @@
+/*===- KernelTable.h - the one table of the zb ops' kernels -------*- C -*-===//
+ *
+ * Note [Kernel table]
+ * Every zb op that code generation lowers to a kernel call has one row
+ * here, and everything that must agree about that call is derived from it:
+ *  - the C ABI's prototype, zbc_rt_NAME(rank, buffer ids..., dims...,
+ *    reals...) (zbc_runtime.h);
+ *  - the ABI's wrapper, which resolves and checks each buffer (element type
+ *    and size, from the row's element counts), tells the ledger what the
+ *    kernel reads and writes, and calls the device (runtime/src/
+ *    KernelCalls.cpp);
+ *  - the Device's virtual, METHOD(element, pointers..., dims..., reals as
+ *    float) (runtime/src/Device.h), which each backend overrides;
+ *  - the code generator's op switch: which MLIR op (OP, a zb dialect class)
+ *    becomes which call, and a check that the operands it computes for
+ *    the call are, in order, the row's buffers, dims and reals
+ *    (codegen/lib/ZBToEmitC.cpp).
+ * A row is ZBC_RT_KERNEL_ROW(NAME, METHOD, OP, SIGNATURE), SIGNATURE a macro
+ * SIGNATURE(BUF, DIM, REAL) listing, in the call's order:
+ *  - BUF(ROLE, id, elements): a buffer, ROLE In (read), Out (written),
+ *    Indices (integer indices, read) or Workspace (scratch: `elements` is
+ *    the least bytes it needs, and the device also gets its size);
+ *  - DIM(name): an int64 dimension (buffer sizes are expressions of them;
+ *    `call.elementBytes()` is the call's float element size);
+ *  - REAL(name): a double in the ABI, a float for the device.
+ * Adding an op's kernel is one row here, one override per backend, and the
+ * op's operands in ZBToEmitC.cpp (dialect/docs/ZB.md: Adding an op).
+ * Plain C preprocessor: the C ABI header, the runtime and the code
+ * generator include it; the OP names mean something to the last only.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef ZBC_RUNTIME_KERNELTABLE_H
+#define ZBC_RUNTIME_KERNELTABLE_H
+
+/* Signatures, one per kernel. */
+#define ZBC_RT_SIG_LINEAR(B, D, R)                                             \
+  B(In, x, rows * in) B(In, w, in * out) B(Out, y, rows * out) D(rows) D(in)   \
+      D(out)
+#define ZBC_RT_SIG_MATMUL(B, D, R)                                             \
+  B(In, a, batch * m * k) B(In, b, batch * k * n) B(Out, c, batch * m * n)     \
+      D(batch) D(m) D(k) D(n)
+#define ZBC_RT_SIG_BIAS_ADD(B, D, R)                                           \
+  B(In, x, rows * n) B(In, bias, n) B(Out, y, rows * n) D(rows) D(n)
+#define ZBC_RT_SIG_ADD(B, D, R) B(In, a, n) B(In, b, n) B(Out, y, n) D(n)
+#define ZBC_RT_SIG_RELU(B, D, R) B(In, x, n) B(Out, y, n) D(n)
+/* y [cols, rows] = x [rows, cols] transposed. */
+#define ZBC_RT_SIG_TRANSPOSE(B, D, R)                                          \
+  B(In, x, rows * cols) B(Out, y, rows * cols) D(rows) D(cols)
+#define ZBC_RT_SIG_GELU(B, D, R) B(In, x, n) B(Out, y, n) D(n)
+#define ZBC_RT_SIG_LAYERNORM(B, D, R)                                          \
+  B(In, x, rows * n) B(In, gamma, n) B(In, beta, n) B(Out, y, rows * n)        \
+      D(rows) D(n) R(epsilon)
+#define ZBC_RT_SIG_EMBEDDING(B, D, R)                                          \
+  B(Indices, indices, count) B(In, table, vocab * h) B(Out, y, count * h)      \
+      D(count) D(vocab) D(h)
+#define ZBC_RT_SIG_CAUSAL_ATTENTION(B, D, R)                                   \
+  B(In, qkv, batch * seq * 3 * hidden) B(Out, out, batch * seq * hidden)       \
+      B(Workspace, workspace, seq * seq * call.elementBytes()) D(batch)        \
+          D(seq) D(hidden) D(heads)
+#define ZBC_RT_SIG_CROSS_ENTROPY(B, D, R)                                      \
+  B(In, logits, rows * classes) B(Indices, labels, rows) B(Out, loss, 1)       \
+      D(rows) D(classes)
+#define ZBC_RT_SIG_FILL(B, D, R) B(Out, y, n) D(n) R(value)
+#define ZBC_RT_SIG_LINEAR_GRAD_INPUT(B, D, R)                                  \
+  B(In, dy, rows * out) B(In, w, in * out) B(Out, dx, rows * in) D(rows)       \
+      D(in) D(out)
+#define ZBC_RT_SIG_LINEAR_GRAD_WEIGHT(B, D, R)                                 \
+  B(In, x, rows * in) B(In, dy, rows * out) B(Out, dw, in * out) D(rows)       \
+      D(in) D(out)
+#define ZBC_RT_SIG_MATMUL_GRAD_LHS(B, D, R)                                    \
+  B(In, dc, batch * m * n) B(In, b, batch * k * n) B(Out, da, batch * m * k)   \
+      D(batch) D(m) D(k) D(n)
+#define ZBC_RT_SIG_MATMUL_GRAD_RHS(B, D, R)                                    \
+  B(In, a, batch * m * k) B(In, dc, batch * m * n) B(Out, db, batch * k * n)   \
+      D(batch) D(m) D(k) D(n)
+#define ZBC_RT_SIG_BIAS_GRAD(B, D, R)                                          \
+  B(In, dy, rows * n) B(Out, db, n) D(rows) D(n)
+#define ZBC_RT_SIG_RELU_GRAD(B, D, R)                                          \
+  B(In, dy, n) B(In, x, n) B(Out, dx, n) D(n)
+#define ZBC_RT_SIG_GELU_GRAD(B, D, R)                                          \
+  B(In, dy, n) B(In, x, n) B(Out, dx, n) D(n)
+#define ZBC_RT_SIG_LAYERNORM_GRAD_INPUT(B, D, R)                               \
+  B(In, dy, rows * n) B(In, x, rows * n) B(In, gamma, n)                       \
+      B(Out, dx, rows * n) D(rows) D(n) R(epsilon)
+#define ZBC_RT_SIG_LAYERNORM_GRAD_GAMMA(B, D, R)                               \
+  B(In, dy, rows * n) B(In, x, rows * n) B(Out, dgamma, n) D(rows) D(n)        \
+      R(epsilon)
+#define ZBC_RT_SIG_EMBEDDING_GRAD(B, D, R)                                     \
+  B(Indices, indices, count) B(In, dy, count * h) B(Out, dtable, vocab * h)    \
+      D(count) D(vocab) D(h)
+#define ZBC_RT_SIG_CAUSAL_ATTENTION_GRAD(B, D, R)                              \
+  B(In, dout, batch * seq * hidden) B(In, qkv, batch * seq * 3 * hidden)       \
+      B(Out, dqkv, batch * seq * 3 * hidden)                                   \
+          B(Workspace, workspace, 2 * seq * seq * call.elementBytes())         \
+              D(batch) D(seq) D(hidden) D(heads)
+#define ZBC_RT_SIG_CROSS_ENTROPY_GRAD(B, D, R)                                 \
+  B(In, logits, rows * classes) B(Indices, labels, rows) B(In, dloss, 1)       \
+      B(Out, dlogits, rows * classes) D(rows) D(classes)
+
+/* The rows: ZBC_RT_KERNEL_ROW(NAME, METHOD, OP, SIGNATURE). */
+#define ZBC_RT_KERNELS(ZBC_RT_KERNEL_ROW)                                      \
+  ZBC_RT_KERNEL_ROW(linear, linear, LinearOp, ZBC_RT_SIG_LINEAR)               \
+  ZBC_RT_KERNEL_ROW(matmul, matmul, MatmulOp, ZBC_RT_SIG_MATMUL)               \
+  ZBC_RT_KERNEL_ROW(bias_add, biasAdd, BiasAddOp, ZBC_RT_SIG_BIAS_ADD)         \
+  ZBC_RT_KERNEL_ROW(add, add, AddOp, ZBC_RT_SIG_ADD)                           \
+  ZBC_RT_KERNEL_ROW(relu, relu, ReluOp, ZBC_RT_SIG_RELU)                       \
+  ZBC_RT_KERNEL_ROW(transpose, transpose, TransposeOp, ZBC_RT_SIG_TRANSPOSE)   \
+  ZBC_RT_KERNEL_ROW(gelu, gelu, GeluOp, ZBC_RT_SIG_GELU)                       \
+  ZBC_RT_KERNEL_ROW(layernorm, layerNorm, LayerNormOp, ZBC_RT_SIG_LAYERNORM)   \
+  ZBC_RT_KERNEL_ROW(embedding, embedding, EmbeddingOp, ZBC_RT_SIG_EMBEDDING)   \
+  ZBC_RT_KERNEL_ROW(causal_attention, causalAttention, CausalAttentionOp,      \
+                    ZBC_RT_SIG_CAUSAL_ATTENTION)                               \
+  ZBC_RT_KERNEL_ROW(cross_entropy, crossEntropy, CrossEntropyOp,               \
+                    ZBC_RT_SIG_CROSS_ENTROPY)                                  \
+  ZBC_RT_KERNEL_ROW(fill, fill, FillOp, ZBC_RT_SIG_FILL)                       \
+  ZBC_RT_KERNEL_ROW(linear_grad_input, linearGradInput, LinearGradInputOp,     \
+                    ZBC_RT_SIG_LINEAR_GRAD_INPUT)                              \
+  ZBC_RT_KERNEL_ROW(linear_grad_weight, linearGradWeight, LinearGradWeightOp,  \
+                    ZBC_RT_SIG_LINEAR_GRAD_WEIGHT)                             \
+  ZBC_RT_KERNEL_ROW(matmul_grad_lhs, matmulGradLhs, MatmulGradLhsOp,           \
+                    ZBC_RT_SIG_MATMUL_GRAD_LHS)                                \
+  ZBC_RT_KERNEL_ROW(matmul_grad_rhs, matmulGradRhs, MatmulGradRhsOp,           \
+                    ZBC_RT_SIG_MATMUL_GRAD_RHS)                                \
+  ZBC_RT_KERNEL_ROW(bias_grad, biasGrad, BiasGradOp, ZBC_RT_SIG_BIAS_GRAD)     \
+  ZBC_RT_KERNEL_ROW(relu_grad, reluGrad, ReluGradOp, ZBC_RT_SIG_RELU_GRAD)     \
+  ZBC_RT_KERNEL_ROW(gelu_grad, geluGrad, GeluGradOp, ZBC_RT_SIG_GELU_GRAD)     \
+  ZBC_RT_KERNEL_ROW(layernorm_grad_input, layerNormGradInput,                  \
+                    LayerNormGradInputOp, ZBC_RT_SIG_LAYERNORM_GRAD_INPUT)     \
+  ZBC_RT_KERNEL_ROW(layernorm_grad_gamma, layerNormGradGamma,                  \
+                    LayerNormGradGammaOp, ZBC_RT_SIG_LAYERNORM_GRAD_GAMMA)     \
+  ZBC_RT_KERNEL_ROW(embedding_grad, embeddingGrad, EmbeddingGradOp,            \
+                    ZBC_RT_SIG_EMBEDDING_GRAD)                                 \
+  ZBC_RT_KERNEL_ROW(causal_attention_grad, causalAttentionGrad,                \
+                    CausalAttentionGradOp, ZBC_RT_SIG_CAUSAL_ATTENTION_GRAD)   \
+  ZBC_RT_KERNEL_ROW(cross_entropy_grad, crossEntropyGrad, CrossEntropyGradOp,  \
+                    ZBC_RT_SIG_CROSS_ENTROPY_GRAD)
+
+/* The C ABI's parameters of a signature: ids, then dims, then reals (in
+ * the order listed, which puts every buffer first). */
+#define ZBC_RT_ABI_BUF(role, id, elements) , int32_t id
+#define ZBC_RT_ABI_DIM(name) , int64_t name
+#define ZBC_RT_ABI_REAL(name) , double name
+
+/* The kinds of a signature's operands in order, as a string: 'b' buffer,
+ * 'd' dim, 'r' real (the code generator checks what it emits against it). */
+#define ZBC_RT_KIND_BUF(role, id, elements) "b"
+#define ZBC_RT_KIND_DIM(name) "d"
+#define ZBC_RT_KIND_REAL(name) "r"
+
+#endif /* ZBC_RUNTIME_KERNELTABLE_H */
