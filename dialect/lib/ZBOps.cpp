@@ -182,6 +182,22 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
+LogicalResult zbc::zb::verifyKnownAttributes(Operation *op) {
+  for (NamedAttribute attr : op->getDiscardableAttrs()) {
+    if (attr.getName() == kFuseWeightGradAttrName)
+      continue;
+    std::string own;
+    for (StringAttr name : op->getName().getAttributeNames())
+      own += (own.empty() ? "" : ", ") + name.str();
+    return op->emitOpError("has no attribute '")
+           << attr.getName().getValue() << "' (it takes "
+           << (own.empty() ? std::string("none") : own)
+           << "; besides, only '" << kFuseWeightGradAttrName
+           << "' may be attached)";
+  }
+  return success();
+}
+
 int64_t zbc::zb::getNumBytes(Type tensorType) {
   auto type = cast<RankedTensorType>(tensorType);
   return type.getNumElements() *

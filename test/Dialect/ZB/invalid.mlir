@@ -14,6 +14,29 @@ zb.model @foreign_op {
 
 // -----
 
+// Tests that an attribute an op does not define (a guessed option) is a
+// located error naming the op's own attributes, not silently kept.
+zb.model @guessed_attribute {
+  %x = zb.input "x" : tensor<2x8xf32>
+  %g = zb.param "g" init ones : tensor<8xf32>
+  %b = zb.param "b" init zeros : tensor<8xf32>
+  // expected-error @+1 {{'zb.layernorm' op has no attribute 'rms' (it takes epsilon; besides, only 'zb.fuse_weight_grad' may be attached)}}
+  %y = zb.layernorm %x, %g, %b {rms = true} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that a zb op that does not exist is named with the ops that do.
+zb.model @unknown_op {
+  %x = zb.input "x" : tensor<2x8xf32>
+  // expected-error @+1 {{custom op 'zb.rmsnorm' is not a zb op; the zb ops are: zb.add, zb.bias_add}}
+  %y = zb.rmsnorm %x : tensor<2x8xf32>
+}
+
+// -----
+
 // Tests that an input needs a non-empty name.
 zb.model @empty_name {
   // expected-error @+1 {{'zb.input' op needs a non-empty name}}

@@ -11,7 +11,8 @@
 let opDocGroup = ZB_BackwardGroup in {
 
 class ZB_BackwardOp<string mnemonic, list<Trait> traits = []>
-    : ZB_Op<mnemonic, !listconcat([HasParent<"PhaseOp">, Pure], traits)> {
+    : ZB_Op<mnemonic, !listconcat([HasParent<"PhaseOp">, Pure,
+                                   ZB_KnownAttributes], traits)> {
   let hasVerifier = 1;
 }
 

@@ -28,9 +28,22 @@ def ZB_Dialect : Dialect {
     See dialect/docs/ZB.md for the phases and the reasons behind the design.
   }];
   let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// An op of this dialect's namespace that does not exist is refused at
+    /// its location with the ops that do (MLIR alone says only "custom op
+    /// ... is unknown").
+    std::optional<ParseOpHook>
+    getParseOperationHook(::llvm::StringRef opName) const override;
+  }];
 }
 
 class ZB_Op<string mnemonic, list<Trait> traits = []>
     : Op<ZB_Dialect, mnemonic, traits>;
+
+// An op that takes only the attributes it defines (ZBOps.h): an attribute
+// it does not define is an error at its location, not silently kept.
+def ZB_KnownAttributes : NativeOpTrait<"KnownAttributes"> {
+  let cppNamespace = "::zbc::zb";
+}
 
 #endif // ZBC_DIALECT_ZB_ZBDIALECT_TD

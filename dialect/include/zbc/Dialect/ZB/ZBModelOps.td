@@ -57,12 +57,14 @@ def ZB_ModelOp : ZB_Op<"model", [IsolatedFromAbove, Symbol,
 
 // Ops that exist only in a model body: leaves, cuts and the loss.
 class ZB_ModelLevelOp<string mnemonic, list<Trait> traits = []>
-    : ZB_Op<mnemonic, !listconcat([HasParent<"ModelOp">], traits)>;
+    : ZB_Op<mnemonic, !listconcat([HasParent<"ModelOp">, ZB_KnownAttributes],
+                                  traits)>;
 
 // Inputs, labels and parameters: declared in a model and, after zb-autodiff,
 // in the stage that reads them. They print their result as `%name`.
 class ZB_LeafOp<string mnemonic>
     : ZB_Op<mnemonic, [ParentOneOf<["ModelOp", "StageOp"]>, Pure,
+        ZB_KnownAttributes,
         DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]>;
 
 def ZB_InputOp : ZB_LeafOp<"input"> {
@@ -156,6 +158,7 @@ def ZB_LossOp : ZB_ModelLevelOp<"loss", [Terminator]> {
 // its stages. Each has a gradient rule (ZBGradients.cpp).
 class ZB_TensorOp<string mnemonic, list<Trait> traits = []>
     : ZB_Op<mnemonic, !listconcat([ParentOneOf<["ModelOp", "PhaseOp"]>, Pure,
+        ZB_KnownAttributes,
         DeclareOpInterfaceMethods<ZB_DifferentiableOpInterface>], traits)> {
   let hasVerifier = 1;
 }

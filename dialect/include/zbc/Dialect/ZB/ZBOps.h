@@ -27,6 +27,22 @@ namespace zbc::zb {
 class LossOp;
 class PhaseOp;
 class YieldOp;
+
+/// Refuses an attribute the op does not define (a guessed `{rms = true}` on
+/// zb.layernorm): every discardable attribute but zb.fuse_weight_grad,
+/// named with the op's own attributes. The KnownAttributes trait's check.
+mlir::LogicalResult verifyKnownAttributes(mlir::Operation *op);
+
+/// The ops a user writes (model-level, tensor and backward ops) take only
+/// the attributes they define.
+template <typename ConcreteType>
+class KnownAttributes
+    : public mlir::OpTrait::TraitBase<ConcreteType, KnownAttributes> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyKnownAttributes(op);
+  }
+};
 } // namespace zbc::zb
 
 #include "zbc/Dialect/ZB/ZBInterfaces.h.inc"
