@@ -63,17 +63,28 @@ const char *codegen::spell(OpKind kind) {
 namespace {
 
 /// The runtime's element type of a tensor type, if it has kernels for it.
+/// (The ABI's table names each element type as MLIR spells it, in capitals:
+/// Note [ABI enums].)
 std::optional<Element> elementOf(Type type) {
-  Type element = cast<RankedTensorType>(type).getElementType();
-  if (element.isF32())
-    return Element::F32;
-  if (element.isBF16())
-    return Element::BF16;
-  if (element.isInteger(32))
-    return Element::I32;
-  if (element.isInteger(64))
-    return Element::I64;
+  std::string spelled;
+  llvm::raw_string_ostream(spelled)
+      << cast<RankedTensorType>(type).getElementType();
+#define ZBC_CODEGEN_ELEMENT_OF(NAME, Name, value, bytes, dtype)                \
+  if (StringRef(#Name).equals_insensitive(spelled))                            \
+    return Element::Name;
+  ZBC_RT_ELEMENTS(ZBC_CODEGEN_ELEMENT_OF)
+#undef ZBC_CODEGEN_ELEMENT_OF
   return std::nullopt;
+}
+
+/// The element types the runtime has kernels for, as MLIR spells them.
+std::string runtimeElements() {
+  std::string names;
+#define ZBC_CODEGEN_ELEMENT_NAME(NAME, Name, value, bytes, dtype)              \
+  names += (names.empty() ? "" : ", ") + StringRef(#Name).lower();
+  ZBC_RT_ELEMENTS(ZBC_CODEGEN_ELEMENT_NAME)
+#undef ZBC_CODEGEN_ELEMENT_NAME
+  return names;
 }
 
 std::vector<int64_t> shapeOf(Type type) {
@@ -307,8 +318,8 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
       return success();
     return at->emitOpError("has a value of type ")
            << value.getType()
-           << "; the runtime has kernels for f32 and bf16 tensors and "
-              "i32/i64 indices only";
+           << "; the runtime has kernels for " << runtimeElements()
+           << " only (floats f32 and bf16, integer indices)";
   };
   Block &body = phase.getBodyBlock();
   // (build() checked the arguments' element types, before anything read
@@ -608,8 +619,8 @@ FailureOr<RankTables> RankBuilder::build(RankOp rankOp) {
           if (!elementOf(arg.getType()))
             return phase.emitOpError("reads '")
                    << key << "' as " << arg.getType()
-                   << "; the CPU runtime has kernels for f32 tensors and "
-                      "i32/i64 indices only";
+                   << "; the runtime has kernels for " << runtimeElements()
+                   << " only (floats f32 and bf16, integer indices)";
   if (failed(readPlan(rankOp)) || failed(readParamsAndData()))
     return failure();
   for (auto [s, stage] : llvm::enumerate(stages))
