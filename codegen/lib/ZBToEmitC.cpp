@@ -168,6 +168,22 @@ void operandsOf(LayerNormOp o, KernelOperands &k) {
   k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
 }
 
+void operandsOf(RmsNormOp o, KernelOperands &k) {
+  k.id(o.getInput()), k.id(o.getWeight()), k.id(k.y);
+  k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
+}
+
+void operandsOf(RmsNormGradInputOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(o.getWeight()), k.id(k.y);
+  k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
+}
+
+void operandsOf(RmsNormGradWeightOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(k.y);
+  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)),
+      k.real(o.getEpsilon().convertToDouble());
+}
+
 void operandsOf(EmbeddingOp o, KernelOperands &k) {
   k.id(o.getIndices()), k.id(o.getTable()), k.id(k.y);
   k.n(numel(o.getIndices())), k.n(dim(o.getTable(), 1)),

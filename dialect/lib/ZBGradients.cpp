@@ -95,6 +95,19 @@ void LayerNormOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
   grads.push_back(BiasGradOp::create(b, loc, gradType(getBeta()), dy));
 }
 
+// y = weight * xhat, xhat = x * rsqrt(mean(x^2) + eps):  dx
+// (rmsnorm_grad_input), dweight = sum(dy * xhat).
+void RmsNormOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
+                               SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value x = forward(getInput());
+  grads.push_back(RmsNormGradInputOp::create(b, loc, gradType(getInput()), dy,
+                                             x, forward(getWeight()),
+                                             getEpsilonAttr()));
+  grads.push_back(RmsNormGradWeightOp::create(b, loc, gradType(getWeight()),
+                                              dy, x, getEpsilonAttr()));
+}
+
 // y = table[indices]:  no gradient for the indices; dtable scatter-adds dy.
 void EmbeddingOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
                                  SmallVectorImpl<Value> &grads) {

@@ -257,6 +257,13 @@ LogicalResult LayerNormOp::verify() {
                              [&] { return emitOpError(); }));
 }
 
+LogicalResult RmsNormOp::verify() {
+  return verifyInferredResult(
+      *this, inferResultType(getInput().getType(), getWeight().getType(),
+                             getEpsilon().convertToDouble(),
+                             [&] { return emitOpError(); }));
+}
+
 LogicalResult CausalAttentionOp::verify() {
   return verifyInferredResult(*this, inferResultType(getQkv().getType(), getHeads(),
                                                [&] { return emitOpError(); }));

@@ -139,6 +139,16 @@ LayerNormOp::inferResultType(RankedTensorType input, RankedTensorType gamma,
 }
 
 FailureOr<RankedTensorType>
+RmsNormOp::inferResultType(RankedTensorType input, RankedTensorType weight,
+                           double epsilon, EmitErrorFn emitError) {
+  if (!(epsilon > 0.0))
+    return emitError() << "epsilon must be positive, got " << epsilon;
+  if (failed(checkLastDimVector(input, weight, "weight", emitError)))
+    return failure();
+  return input;
+}
+
+FailureOr<RankedTensorType>
 CausalAttentionOp::inferResultType(RankedTensorType qkv, int64_t heads,
                                    EmitErrorFn emitError) {
   if (qkv.getRank() != 3)
@@ -294,6 +304,28 @@ LogicalResult LayerNormGradGammaOp::verify() {
   return verifyInferredResult(
       *this, inferResultType(getResultGrad().getType(), getInput().getType(),
                              [&] { return emitOpError(); }));
+}
+
+LogicalResult RmsNormGradWeightOp::verify() {
+  double epsilon = getEpsilon().convertToDouble();
+  if (!(epsilon > 0.0))
+    return emitOpError("epsilon must be positive, got ") << epsilon;
+  // The same shape rule as LayerNorm's gamma gradient: [N] from [..., N].
+  return verifyInferredResult(
+      *this, LayerNormGradGammaOp::inferResultType(
+                 getResultGrad().getType(), getInput().getType(),
+                 [&] { return emitOpError(); }));
+}
+
+LogicalResult RmsNormGradInputOp::verify() {
+  auto emit = [&] { return emitOpError(); };
+  RankedTensorType x = getInput().getType();
+  if (failed(inferElementwiseGrad(getResultGrad().getType(), x, emit)))
+    return failure();
+  // The forward rule checks the weight against x and epsilon.
+  return verifyInferredResult(
+      *this, RmsNormOp::inferResultType(x, getWeight().getType(),
+                                        getEpsilon().convertToDouble(), emit));
 }
 
 LogicalResult BiasGradOp::verify() {

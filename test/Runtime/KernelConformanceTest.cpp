@@ -587,6 +587,39 @@ TEST(KernelConformance, LayerNormGradGamma) {
   }
 }
 
+/// RMSNorm has no mean to round: the LayerNorm shapes, at offset 0 and at
+/// offset 100 (rows far from zero: the squares' sum carries it).
+TEST(KernelConformance, RmsNormAndItsGradients) {
+  std::mt19937_64 rng(17);
+  for (const LayerNormCase &c : kLayerNormCases) {
+    SCOPED_TRACE(describe(c.shape) + " offset " + std::to_string(c.offset));
+    int64_t rows = product(c.shape, 1), n = c.shape.back();
+    Tensor x = randomF32(c.shape, rng, 1.0, c.offset);
+    Tensor w = randomF32({n}, rng, 1.0, 1.0), dy = randomF32(c.shape, rng);
+    float eps = static_cast<float>(c.epsilon);
+    auto [y64, y32] = oracles([&](Precision p) {
+      return k::rmsNorm(in(x, p), in(w, p), c.epsilon);
+    });
+    Buffer y(rows * n);
+    rt::rmsNorm(x.data<float>(), w.data<float>(), y.data(), rows, n, eps);
+    expectConforms(y, y64, y32, kTol, Match32::Close, 2 * kTol);
+    auto [dx64, dx32] = oracles([&](Precision p) {
+      return k::rmsNormGradInput(in(dy, p), in(x, p), in(w, p), c.epsilon);
+    });
+    Buffer dx(rows * n);
+    rt::rmsNormGradInput(dy.data<float>(), x.data<float>(), w.data<float>(),
+                         dx.data(), rows, n, eps);
+    expectConforms(dx, dx64, dx32, kTol, Match32::Close, 2 * kTol);
+    auto [dw64, dw32] = oracles([&](Precision p) {
+      return k::rmsNormGradWeight(in(dy, p), in(x, p), c.epsilon);
+    });
+    Buffer dw(n);
+    rt::rmsNormGradWeight(dy.data<float>(), x.data<float>(), dw.data(), rows,
+                          n, eps);
+    expectConforms(dw, dw64, dw32, kTol, Match32::Close, 2 * kTol);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

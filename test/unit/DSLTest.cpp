@@ -90,6 +90,28 @@ TEST(DSL, ShapeErrorPointsAtTheCall) {
   EXPECT_TRUE(ir.empty());
 }
 
+TEST(DSL, RmsNormBuildsTheOp) {
+  Model m("rms");
+  Tensor x = m.input("x", {2, 8});
+  Tensor w = m.param("w", {8}, Init::ones());
+  m.loss(m.crossEntropy(m.rmsNorm(x, w, 1e-5), m.label("y", {2})));
+  std::string ir = m.str();
+  EXPECT_NE(ir.find("zb.rmsnorm %x, %w {epsilon = 1.000000e-05 : f64}"),
+            std::string::npos)
+      << ir;
+}
+
+TEST(DSL, RmsNormWeightMustMatchTheLastDim) {
+  Model m("rms_bad");
+  Tensor x = m.input("x", {2, 8});
+  Tensor bad = m.param("bad", {4}, Init::ones());
+  std::string err = stderrOf([&] { m.rmsNorm(x, bad); });
+  EXPECT_NE(err.find("'zb.rmsnorm' op weight has 4 elements but the input's "
+                     "last dimension is 8"),
+            std::string::npos)
+      << err;
+}
+
 TEST(DSL, AttentionHeadsMustDivideHidden) {
   Model m("attn");
   Tensor qkv = m.input("qkv", {1, 16, 96});

@@ -205,6 +205,16 @@ TEST(InterpKernels, LayerNormOverLastDim) {
                      -10 / std::sqrt(100 + eps), 10 / std::sqrt(100 + eps)});
 }
 
+TEST(InterpKernels, RmsNormOverLastDim) {
+  // Row [1 2 3 4]: mean of squares 7.5; the weight scales after.
+  double eps = 1e-6, rstd = 1.0 / std::sqrt(7.5 + eps);
+  Tensor y = k::rmsNorm(f64({1, 4}, {1, 2, 3, 4}), f64({4}, {1, 2, 1, -1}), eps);
+  expectValues(y, {rstd, 2 * 2 * rstd, 3 * rstd, -4 * rstd});
+  // Not centred: a constant row stays constant (LayerNorm would give 0).
+  expectValues(k::rmsNorm(f64({1, 2}, {3, 3}), f64({2}, {1, 1}), 0.0),
+               {1, 1}, 1e-15);
+}
+
 TEST(InterpKernels, EmbeddingLooksUpRows) {
   Tensor table = f64({3, 2}, {0, 1, 10, 11, 20, 21});
   std::string error;
@@ -349,6 +359,17 @@ TEST(InterpFD, LayerNormGradInputGammaAndBeta) {
                   dy);
   // ZBGradients.cpp takes beta's gradient from zb.bias_grad.
   expectMatchesFD(k::biasGrad(dy), f, {x, gamma, beta}, 2, dy);
+}
+
+TEST(InterpFD, RmsNormGradInputAndWeight) {
+  Tensor x = randomTensor({2, 3, 5}, 20, 2.0), w = randomTensor({5}, 21);
+  Tensor dy = randomTensor({2, 3, 5}, 22);
+  double eps = 1e-6;
+  ForwardFn f = [&](const std::vector<Tensor> &in) {
+    return k::rmsNorm(in[0], in[1], eps);
+  };
+  expectMatchesFD(k::rmsNormGradInput(dy, x, w, eps), f, {x, w}, 0, dy);
+  expectMatchesFD(k::rmsNormGradWeight(dy, x, eps), f, {x, w}, 1, dy);
 }
 
 TEST(InterpFD, EmbeddingGradScatterAddsRepeatedIndices) {

@@ -371,6 +371,21 @@ void checkNormalization(const Shape &s, Dtype dt, std::mt19937 &rng) {
   e = gpu::biasGrad(dt, dDy->ptr, col.ptr, rows, n, stream);
   cpu::biasGrad(dy.data(), refCol.data(), rows, n);
   report("biasGrad" + at, dt, e, download(dt, col.ptr, n), refCol, tol);
+  // RMSNorm on the same rows (gamma as its weight): not centred, so the
+  // mean ~ 10 is part of every square.
+  e = gpu::rmsNorm(dt, dX->ptr, dG->ptr, y.ptr, rows, n, eps, stream);
+  cpu::rmsNorm(x.data(), gamma.data(), ref.data(), rows, n, eps);
+  report("rmsNorm" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::rmsNormGradInput(dt, dDy->ptr, dX->ptr, dG->ptr, y.ptr, rows, n,
+                            eps, stream);
+  cpu::rmsNormGradInput(dy.data(), x.data(), gamma.data(), ref.data(), rows, n,
+                        eps);
+  report("rmsNormGradInput" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::rmsNormGradWeight(dt, dDy->ptr, dX->ptr, col.ptr, rows, n, eps,
+                             stream);
+  cpu::rmsNormGradWeight(dy.data(), x.data(), refCol.data(), rows, n, eps);
+  report("rmsNormGradWeight" + at, dt, e, download(dt, col.ptr, n), refCol,
+         tol);
 }
 
 template <typename I>

@@ -367,6 +367,26 @@ Tensor Model::layerNorm(Tensor input, Tensor gamma, Tensor beta,
                   .getAsOpaquePointer());
 }
 
+Tensor Model::rmsNorm(Tensor input, Tensor weight, double epsilon,
+                      SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::RmsNormOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value x = impl->unwrap(input, this, loc, opName, "input");
+  Value w = impl->unwrap(weight, this, loc, opName, "weight");
+  if (!x || !w)
+    return {};
+  FailureOr<RankedTensorType> type = zb::RmsNormOp::inferResultType(
+      typeOf(x), typeOf(w), epsilon, [&] { return impl->error(loc, opName); });
+  if (failed(type))
+    return {};
+  return wrap(zb::RmsNormOp::create(impl->builder, loc, *type, x, w,
+                                    impl->builder.getF64FloatAttr(epsilon))
+                  .getResult()
+                  .getAsOpaquePointer());
+}
+
 Tensor Model::causalAttention(Tensor qkv, int64_t heads, SourceLoc sloc) {
   Location loc = impl->toLoc(sloc);
   StringRef opName = zb::CausalAttentionOp::getOperationName();

@@ -30,6 +30,7 @@
 //   bias_add, add, relu     1        output element
 //   gelu                    8        output element (tanh approximation)
 //   layernorm               8        element (mean 1, var 3, norm+affine 4)
+//   rmsnorm                 4        element (square+sum 2, scale 1, weight 1)
 //   embedding               1        output element (a gather: a copy)
 //   transpose               1        element (a copy)
 //   causal_attention        5        score, B*heads*S*S (scale, max, exp,
@@ -41,6 +42,8 @@
 //   gelu_grad               12       element
 //   layernorm_grad_input    12       element (recompute 4, the formula 8)
 //   layernorm_grad_gamma    8        element (recompute xhat 6, mul+sum 2)
+//   rmsnorm_grad_input      8        element (recompute 3, the formula 5)
+//   rmsnorm_grad_weight     5        element (recompute xhat 3, mul+sum 2)
 //   embedding_grad          1        gradient element (a scatter-add)
 //   causal_attention_grad   8        score (recompute softmax 5, dS 3)
 //   cross_entropy_grad      6        logit (softmax 5, minus one-hot 1)
@@ -77,6 +80,7 @@ constexpr int64_t kFlopsPerRelu = 1;
 constexpr int64_t kFlopsPerTranspose = 1;
 constexpr int64_t kFlopsPerGelu = 8;
 constexpr int64_t kFlopsPerLayerNorm = 8;
+constexpr int64_t kFlopsPerRmsNorm = 4;
 constexpr int64_t kFlopsPerEmbedding = 1;
 constexpr int64_t kFlopsPerAttentionScore = 5;
 constexpr int64_t kFlopsPerCrossEntropyLogit = 5;
@@ -86,6 +90,8 @@ constexpr int64_t kFlopsPerReluGrad = 1;
 constexpr int64_t kFlopsPerGeluGrad = 12;
 constexpr int64_t kFlopsPerLayerNormGradInput = 12;
 constexpr int64_t kFlopsPerLayerNormGradGamma = 8;
+constexpr int64_t kFlopsPerRmsNormGradInput = 8;
+constexpr int64_t kFlopsPerRmsNormGradWeight = 5;
 constexpr int64_t kFlopsPerEmbeddingGrad = 1;
 constexpr int64_t kFlopsPerAttentionGradScore = 8;
 constexpr int64_t kFlopsPerCrossEntropyGradLogit = 6;
@@ -241,6 +247,9 @@ OpCost zbc::getOpCost(Operation *op) {
       .Case([](LayerNormOp op) {
         return elementwise(kFlopsPerLayerNorm, numElements(op.getResult()));
       })
+      .Case([](RmsNormOp op) {
+        return elementwise(kFlopsPerRmsNorm, numElements(op.getResult()));
+      })
       .Case([](EmbeddingOp op) {
         return elementwise(kFlopsPerEmbedding, numElements(op.getResult()));
       })
@@ -284,6 +293,14 @@ OpCost zbc::getOpCost(Operation *op) {
       })
       .Case([](LayerNormGradGammaOp op) {
         return elementwise(kFlopsPerLayerNormGradGamma,
+                           numElements(op.getInput()));
+      })
+      .Case([](RmsNormGradInputOp op) {
+        return elementwise(kFlopsPerRmsNormGradInput,
+                           numElements(op.getResult()));
+      })
+      .Case([](RmsNormGradWeightOp op) {
+        return elementwise(kFlopsPerRmsNormGradWeight,
                            numElements(op.getInput()));
       })
       .Case([](EmbeddingGradOp op) {

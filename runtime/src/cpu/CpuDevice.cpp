@@ -183,6 +183,15 @@ public:
     f.finish();
     return {};
   }
+  std::string rmsNorm(int32_t element, const void *x, const void *weight,
+                      void *y, int64_t rows, int64_t n,
+                      float epsilon) override {
+    Widened f(staging_, element);
+    cpu::rmsNorm(f.in(x, rows * n), f.in(weight, n), f.out(y, rows * n), rows,
+                 n, epsilon);
+    f.finish();
+    return {};
+  }
   std::string embedding(int32_t element, Indices indices, const void *table,
                         void *y, int64_t count, int64_t vocab,
                         int64_t h) override {
@@ -311,6 +320,25 @@ public:
     Widened f(staging_, element);
     cpu::layerNormGradGamma(f.in(dy, rows * n), f.in(x, rows * n),
                             f.out(dgamma, n), rows, n, epsilon);
+    f.finish();
+    return {};
+  }
+  std::string rmsNormGradInput(int32_t element, const void *dy, const void *x,
+                               const void *weight, void *dx, int64_t rows,
+                               int64_t n, float epsilon) override {
+    Widened f(staging_, element);
+    cpu::rmsNormGradInput(f.in(dy, rows * n), f.in(x, rows * n),
+                          f.in(weight, n), f.out(dx, rows * n), rows, n,
+                          epsilon);
+    f.finish();
+    return {};
+  }
+  std::string rmsNormGradWeight(int32_t element, const void *dy,
+                                const void *x, void *dweight, int64_t rows,
+                                int64_t n, float epsilon) override {
+    Widened f(staging_, element);
+    cpu::rmsNormGradWeight(f.in(dy, rows * n), f.in(x, rows * n),
+                           f.out(dweight, n), rows, n, epsilon);
     f.finish();
     return {};
   }

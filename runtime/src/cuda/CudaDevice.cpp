@@ -239,6 +239,13 @@ public:
                                     n, epsilon, stream_),
                     "layernorm");
   }
+  std::string rmsNorm(int32_t element, const void *x, const void *weight,
+                      void *y, int64_t rows, int64_t n,
+                      float epsilon) override {
+    return launched(cuda::rmsNorm(dtypeOf(element), x, weight, y, rows, n,
+                                  epsilon, stream_),
+                    "rmsnorm");
+  }
   std::string embedding(int32_t element, Indices indices, const void *table,
                         void *y, int64_t count, int64_t vocab,
                         int64_t h) override {
@@ -327,6 +334,20 @@ public:
     return launched(cuda::layerNormGradGamma(dtypeOf(element), dy, x, dgamma,
                                              rows, n, epsilon, stream_),
                     "layernorm_grad_gamma");
+  }
+  std::string rmsNormGradInput(int32_t element, const void *dy, const void *x,
+                               const void *weight, void *dx, int64_t rows,
+                               int64_t n, float epsilon) override {
+    return launched(cuda::rmsNormGradInput(dtypeOf(element), dy, x, weight,
+                                           dx, rows, n, epsilon, stream_),
+                    "rmsnorm_grad_input");
+  }
+  std::string rmsNormGradWeight(int32_t element, const void *dy,
+                                const void *x, void *dweight, int64_t rows,
+                                int64_t n, float epsilon) override {
+    return launched(cuda::rmsNormGradWeight(dtypeOf(element), dy, x, dweight,
+                                            rows, n, epsilon, stream_),
+                    "rmsnorm_grad_weight");
   }
   std::string embeddingGrad(int32_t element, Indices indices, const void *dy,
                             void *dtable, int64_t count, int64_t vocab,

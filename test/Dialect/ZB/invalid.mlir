@@ -31,8 +31,32 @@ zb.model @guessed_attribute {
 // Tests that a zb op that does not exist is named with the ops that do.
 zb.model @unknown_op {
   %x = zb.input "x" : tensor<2x8xf32>
-  // expected-error @+1 {{custom op 'zb.rmsnorm' is not a zb op; the zb ops are: zb.add, zb.bias_add}}
-  %y = zb.rmsnorm %x : tensor<2x8xf32>
+  // expected-error @+1 {{custom op 'zb.rms_norm' is not a zb op; the zb ops are: zb.add, zb.bias_add}}
+  %y = zb.rms_norm %x : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that zb.rmsnorm's weight must match the last dimension.
+zb.model @rms_weight {
+  %x = zb.input "x" : tensor<2x8xf32>
+  %w = zb.param "w" init ones : tensor<4xf32>
+  // expected-error @+1 {{'zb.rmsnorm' op weight has 4 elements but the input's last dimension is 8}}
+  %y = zb.rmsnorm %x, %w : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that zb.rmsnorm's epsilon must be positive.
+zb.model @rms_epsilon {
+  %x = zb.input "x" : tensor<2x8xf32>
+  %w = zb.param "w" init ones : tensor<8xf32>
+  // expected-error @+1 {{'zb.rmsnorm' op epsilon must be positive, got 0}}
+  %y = zb.rmsnorm %x, %w {epsilon = 0.0 : f64} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
 }
 
 // -----

@@ -311,3 +311,17 @@ zb.model @tied_head {
   %l = zb.cross_entropy %logits, %y : (tensor<4x16xf32>, tensor<4xi64>) -> tensor<f32>
   zb.loss %l : tensor<f32>
 }
+
+// Tests that zb.rmsnorm round-trips, its epsilon printed only when it is not
+// the default 1e-6.
+// CHECK-LABEL: zb.model @rms
+// CHECK:         zb.rmsnorm %{{.+}}, %{{.+}} : (tensor<2x8x24xf32>, tensor<24xf32>) -> tensor<2x8x24xf32>
+// CHECK:         zb.rmsnorm %{{.+}}, %{{.+}} {epsilon = 1.000000e-05 : f64} : (tensor<2x8x24xf32>, tensor<24xf32>) -> tensor<2x8x24xf32>
+zb.model @rms {
+  %x = zb.input "x" : tensor<2x8x24xf32>
+  %w = zb.param "w" init ones : tensor<24xf32>
+  %a = zb.rmsnorm %x, %w : (tensor<2x8x24xf32>, tensor<24xf32>) -> tensor<2x8x24xf32>
+  %b = zb.rmsnorm %a, %w {epsilon = 1.0e-5 : f64} : (tensor<2x8x24xf32>, tensor<24xf32>) -> tensor<2x8x24xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}

@@ -203,6 +203,44 @@ Tensor layerNormGradGamma(const Tensor &dy, const Tensor &x, double epsilon) {
   });
 }
 
+Tensor rmsNormGradInput(const Tensor &dy, const Tensor &x,
+                        const Tensor &weight, double epsilon) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(x.shape()), n = lastDim(x.shape());
+    Tensor dx = Tensor::zeros(x.shape(), dy.precision());
+    const T *dyd = dy.data<T>(), *xd = x.data<T>(), *wd = weight.data<T>();
+    T *dxd = dx.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      T rstd = rmsRstd(xd + r * n, n, static_cast<T>(epsilon));
+      T meanGXhat = 0;
+      for (int64_t i = 0; i < n; ++i)
+        meanGXhat += (dyd[r * n + i] * wd[i]) * (xd[r * n + i] * rstd);
+      meanGXhat /= static_cast<T>(n);
+      for (int64_t i = 0; i < n; ++i)
+        dxd[r * n + i] = rstd * (dyd[r * n + i] * wd[i] -
+                                 (xd[r * n + i] * rstd) * meanGXhat);
+    }
+    return dx;
+  });
+}
+
+Tensor rmsNormGradWeight(const Tensor &dy, const Tensor &x, double epsilon) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(x.shape()), n = lastDim(x.shape());
+    Tensor dw = Tensor::zeros({n}, dy.precision());
+    const T *dyd = dy.data<T>(), *xd = x.data<T>();
+    T *dwd = dw.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      T rstd = rmsRstd(xd + r * n, n, static_cast<T>(epsilon));
+      for (int64_t i = 0; i < n; ++i)
+        dwd[i] += dyd[r * n + i] * (xd[r * n + i] * rstd);
+    }
+    return dw;
+  });
+}
+
 FailureOr<Tensor> embeddingGrad(const Tensor &indices, const Tensor &dy,
                                 int64_t vocab, std::string &error) {
   if (findOutOfRange(indices, vocab, "index", error))

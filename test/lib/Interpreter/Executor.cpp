@@ -148,6 +148,10 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
         return k::layerNorm(in(o.getInput()), in(o.getGamma()),
                             in(o.getBeta()), o.getEpsilon().convertToDouble());
       })
+      .Case([&](zb::RmsNormOp o) -> FT {
+        return k::rmsNorm(in(o.getInput()), in(o.getWeight()),
+                          o.getEpsilon().convertToDouble());
+      })
       .Case([&](zb::EmbeddingOp o) -> FT {
         return checked(
             k::embedding(in(o.getIndices()), in(o.getTable()), message));
@@ -194,6 +198,15 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       .Case([&](zb::LayerNormGradGammaOp o) -> FT {
         return k::layerNormGradGamma(in(o.getResultGrad()), in(o.getInput()),
                                      o.getEpsilon().convertToDouble());
+      })
+      .Case([&](zb::RmsNormGradInputOp o) -> FT {
+        return k::rmsNormGradInput(in(o.getResultGrad()), in(o.getInput()),
+                                   in(o.getWeight()),
+                                   o.getEpsilon().convertToDouble());
+      })
+      .Case([&](zb::RmsNormGradWeightOp o) -> FT {
+        return k::rmsNormGradWeight(in(o.getResultGrad()), in(o.getInput()),
+                                    o.getEpsilon().convertToDouble());
       })
       .Case([&](zb::EmbeddingGradOp o) -> FT {
         return checked(k::embeddingGrad(in(o.getIndices()),

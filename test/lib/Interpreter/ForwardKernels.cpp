@@ -146,6 +146,22 @@ Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
   });
 }
 
+Tensor rmsNorm(const Tensor &x, const Tensor &weight, double epsilon) {
+  return byPrecision(x.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(x.shape()), n = lastDim(x.shape());
+    Tensor y = Tensor::zeros(x.shape(), x.precision());
+    const T *xd = x.data<T>(), *wd = weight.data<T>();
+    T *yd = y.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      T rstd = rmsRstd(xd + r * n, n, static_cast<T>(epsilon));
+      for (int64_t i = 0; i < n; ++i)
+        yd[r * n + i] = wd[i] * (xd[r * n + i] * rstd);
+    }
+    return y;
+  });
+}
+
 FailureOr<Tensor> embedding(const Tensor &indices, const Tensor &table,
                             std::string &error) {
   int64_t vocab = table.shape()[0], hidden = table.shape()[1];

@@ -61,6 +61,14 @@ void rowStats(const T *row, int64_t n, T epsilon, T &mean, T &rstd) {
   rstd = static_cast<T>(1) / std::sqrt(variance + epsilon);
 }
 
+/// 1/sqrt(mean of squares + epsilon) of one RMSNorm row.
+template <typename T> T rmsRstd(const T *row, int64_t n, T epsilon) {
+  T squares = 0;
+  for (int64_t i = 0; i < n; ++i)
+    squares += row[i] * row[i];
+  return static_cast<T>(1) / std::sqrt(squares / static_cast<T>(n) + epsilon);
+}
+
 /// log(sum(exp(row))), shifted by the row's maximum so that no exp overflows.
 template <typename T> T logSumExp(const T *row, int64_t n) {
   T max = -std::numeric_limits<T>::infinity();

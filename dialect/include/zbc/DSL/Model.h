@@ -119,6 +119,10 @@ public:
   Tensor gelu(Tensor input, SourceLoc loc = SourceLoc::current());
   Tensor layerNorm(Tensor input, Tensor gamma, Tensor beta,
                    double epsilon = 1e-5, SourceLoc loc = SourceLoc::current());
+  /// weight * (x * rsqrt(mean(x^2) + epsilon)) over the last dimension
+  /// (zb.rmsnorm; Llama's default epsilon is 1e-5 or 1e-6: the config says).
+  Tensor rmsNorm(Tensor input, Tensor weight, double epsilon = 1e-6,
+                 SourceLoc loc = SourceLoc::current());
   Tensor embedding(Tensor indices, Tensor table,
                    SourceLoc loc = SourceLoc::current());
   Tensor causalAttention(Tensor qkv, int64_t heads,

@@ -50,6 +50,9 @@
 #define ZBC_RT_SIG_LAYERNORM(B, D, R)                                          \
   B(In, x, rows * n) B(In, gamma, n) B(In, beta, n) B(Out, y, rows * n)        \
       D(rows) D(n) R(epsilon)
+#define ZBC_RT_SIG_RMSNORM(B, D, R)                                            \
+  B(In, x, rows * n) B(In, weight, n) B(Out, y, rows * n) D(rows) D(n)         \
+      R(epsilon)
 #define ZBC_RT_SIG_EMBEDDING(B, D, R)                                          \
   B(Indices, indices, count) B(In, table, vocab * h) B(Out, y, count * h)      \
       D(count) D(vocab) D(h)
@@ -85,6 +88,12 @@
 #define ZBC_RT_SIG_LAYERNORM_GRAD_GAMMA(B, D, R)                               \
   B(In, dy, rows * n) B(In, x, rows * n) B(Out, dgamma, n) D(rows) D(n)        \
       R(epsilon)
+#define ZBC_RT_SIG_RMSNORM_GRAD_INPUT(B, D, R)                                 \
+  B(In, dy, rows * n) B(In, x, rows * n) B(In, weight, n)                      \
+      B(Out, dx, rows * n) D(rows) D(n) R(epsilon)
+#define ZBC_RT_SIG_RMSNORM_GRAD_WEIGHT(B, D, R)                                \
+  B(In, dy, rows * n) B(In, x, rows * n) B(Out, dweight, n) D(rows) D(n)       \
+      R(epsilon)
 #define ZBC_RT_SIG_EMBEDDING_GRAD(B, D, R)                                     \
   B(Indices, indices, count) B(In, dy, count * h) B(Out, dtable, vocab * h)    \
       D(count) D(vocab) D(h)
@@ -107,6 +116,7 @@
   ZBC_RT_KERNEL_ROW(transpose, transpose, TransposeOp, ZBC_RT_SIG_TRANSPOSE)   \
   ZBC_RT_KERNEL_ROW(gelu, gelu, GeluOp, ZBC_RT_SIG_GELU)                       \
   ZBC_RT_KERNEL_ROW(layernorm, layerNorm, LayerNormOp, ZBC_RT_SIG_LAYERNORM)   \
+  ZBC_RT_KERNEL_ROW(rmsnorm, rmsNorm, RmsNormOp, ZBC_RT_SIG_RMSNORM)           \
   ZBC_RT_KERNEL_ROW(embedding, embedding, EmbeddingOp, ZBC_RT_SIG_EMBEDDING)   \
   ZBC_RT_KERNEL_ROW(causal_attention, causalAttention, CausalAttentionOp,      \
                     ZBC_RT_SIG_CAUSAL_ATTENTION)                               \
@@ -128,6 +138,10 @@
                     LayerNormGradInputOp, ZBC_RT_SIG_LAYERNORM_GRAD_INPUT)     \
   ZBC_RT_KERNEL_ROW(layernorm_grad_gamma, layerNormGradGamma,                  \
                     LayerNormGradGammaOp, ZBC_RT_SIG_LAYERNORM_GRAD_GAMMA)     \
+  ZBC_RT_KERNEL_ROW(rmsnorm_grad_input, rmsNormGradInput, RmsNormGradInputOp,  \
+                    ZBC_RT_SIG_RMSNORM_GRAD_INPUT)                             \
+  ZBC_RT_KERNEL_ROW(rmsnorm_grad_weight, rmsNormGradWeight,                    \
+                    RmsNormGradWeightOp, ZBC_RT_SIG_RMSNORM_GRAD_WEIGHT)       \
   ZBC_RT_KERNEL_ROW(embedding_grad, embeddingGrad, EmbeddingGradOp,            \
                     ZBC_RT_SIG_EMBEDDING_GRAD)                                 \
   ZBC_RT_KERNEL_ROW(causal_attention_grad, causalAttentionGrad,                \

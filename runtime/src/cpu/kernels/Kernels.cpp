@@ -116,6 +116,15 @@ inline RowStats rowStats(const float *__restrict row, int64_t n,
   return {shift, mean, rstd};
 }
 
+/// 1 / sqrt(mean of squares + epsilon) of one RMSNorm row.
+inline float rmsRstd(const float *__restrict row, int64_t n, float epsilon) {
+  float squares = 0.0f;
+#pragma omp simd reduction(+ : squares)
+  for (int64_t i = 0; i < n; ++i)
+    squares += row[i] * row[i];
+  return 1.0f / std::sqrt(squares / static_cast<float>(n) + epsilon);
+}
+
 /// log(sum(exp(row))) = max + logSum, max the row maximum, returned as the
 /// two parts: callers subtract max from a logit first (exact when they are
 /// close) and logSum second, so logits far from 0 (say 1000 +- 10) lose no
@@ -378,6 +387,18 @@ void layerNorm(const float *x, const float *__restrict gamma,
   }
 }
 
+void rmsNorm(const float *x, const float *__restrict weight, float *y,
+             int64_t rows, int64_t n, float epsilon) noexcept {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict xr = x + r * n;
+    float *__restrict yr = y + r * n;
+    const float rstd = rmsRstd(xr, n, epsilon);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      yr[i] = weight[i] * (xr[i] * rstd);
+  }
+}
+
 template <typename I>
 bool embedding(const I *indices, const float *table, float *y, int64_t count,
                int64_t vocab, int64_t h, IndexError *error) noexcept {
@@ -484,6 +505,40 @@ void layerNormGradGamma(const float *dy, const float *x,
     RowStats st = rowStats(xr, n, epsilon);
     for (int64_t i = 0; i < n; ++i)
       dgamma[i] += dyr[i] * (((xr[i] - st.shift) - st.mean) * st.rstd);
+  }
+}
+
+void rmsNormGradInput(const float *dy, const float *x,
+                      const float *__restrict weight, float *dx, int64_t rows,
+                      int64_t n, float epsilon) noexcept {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict xr = x + r * n;
+    const float *__restrict dyr = dy + r * n;
+    float *__restrict dxr = dx + r * n;
+    const float rstd = rmsRstd(xr, n, epsilon);
+    float sumGXhat = 0.0f;
+#pragma omp simd reduction(+ : sumGXhat)
+    for (int64_t i = 0; i < n; ++i)
+      sumGXhat += (dyr[i] * weight[i]) * (xr[i] * rstd);
+    const float meanGXhat = sumGXhat / static_cast<float>(n);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      dxr[i] = rstd * (dyr[i] * weight[i] - (xr[i] * rstd) * meanGXhat);
+  }
+}
+
+void rmsNormGradWeight(const float *dy, const float *x,
+                       float *__restrict dweight, int64_t rows, int64_t n,
+                       float epsilon) noexcept {
+  for (int64_t i = 0; i < n; ++i)
+    dweight[i] = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict xr = x + r * n;
+    const float *__restrict dyr = dy + r * n;
+    const float rstd = rmsRstd(xr, n, epsilon);
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i)
+      dweight[i] += dyr[i] * (xr[i] * rstd);
   }
 }
 

@@ -72,6 +72,10 @@ void gelu(const float *x, float *y, int64_t n) noexcept;
 /// + beta, rstd = 1 / sqrt(biased variance + epsilon).
 void layerNorm(const float *x, const float *gamma, const float *beta, float *y,
                int64_t rows, int64_t n, float epsilon) noexcept;
+/// zb.rmsnorm over the last dim of x [rows, n]: weight * (x * rstd), rstd =
+/// 1 / sqrt(mean(x^2) + epsilon).
+void rmsNorm(const float *x, const float *weight, float *y, int64_t rows,
+             int64_t n, float epsilon) noexcept;
 /// zb.embedding: y[p, :] = table[indices[p], :] for p < count; table
 /// [vocab, h], y [count, h]. False if an index lies outside [0, vocab).
 template <typename I>
@@ -131,6 +135,14 @@ void layerNormGradInput(const float *dy, const float *x, const float *gamma,
 /// zb.layernorm_grad_gamma: dgamma[i] = sum over rows of dy * xhat.
 void layerNormGradGamma(const float *dy, const float *x, float *dgamma,
                         int64_t rows, int64_t n, float epsilon) noexcept;
+/// zb.rmsnorm_grad_input: with xhat = x * rstd (rstd recomputed from x) and
+/// g = dy * weight, dx = rstd * (g - xhat * mean(g * xhat)).
+void rmsNormGradInput(const float *dy, const float *x, const float *weight,
+                      float *dx, int64_t rows, int64_t n,
+                      float epsilon) noexcept;
+/// zb.rmsnorm_grad_weight: dweight[i] = sum over rows of dy * xhat.
+void rmsNormGradWeight(const float *dy, const float *x, float *dweight,
+                       int64_t rows, int64_t n, float epsilon) noexcept;
 /// zb.embedding_grad: zeroes dtable [vocab, h], then adds dy[p, :] into row
 /// indices[p] for p < count. False if an index lies outside [0, vocab).
 template <typename I>

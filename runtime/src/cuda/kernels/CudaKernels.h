@@ -98,6 +98,8 @@ cudaError_t gelu(Dtype dtype, const void *x, void *y, int64_t n,
 cudaError_t layerNorm(Dtype dtype, const void *x, const void *gamma,
                       const void *beta, void *y, int64_t rows, int64_t n,
                       float epsilon, cudaStream_t stream);
+cudaError_t rmsNorm(Dtype dtype, const void *x, const void *weight, void *y,
+                    int64_t rows, int64_t n, float epsilon, cudaStream_t stream);
 cudaError_t embedding(Dtype dtype, IndexType indexType, const void *indices,
                       const void *table, void *y, int64_t count, int64_t vocab,
                       int64_t h, DeviceIndexError *error, int32_t op,
@@ -143,6 +145,12 @@ cudaError_t layerNormGradInput(Dtype dtype, const void *dy, const void *x,
 cudaError_t layerNormGradGamma(Dtype dtype, const void *dy, const void *x,
                                void *dgamma, int64_t rows, int64_t n,
                                float epsilon, cudaStream_t stream);
+cudaError_t rmsNormGradInput(Dtype dtype, const void *dy, const void *x,
+                             const void *weight, void *dx, int64_t rows,
+                             int64_t n, float epsilon, cudaStream_t stream);
+cudaError_t rmsNormGradWeight(Dtype dtype, const void *dy, const void *x,
+                              void *dweight, int64_t rows, int64_t n,
+                              float epsilon, cudaStream_t stream);
 cudaError_t embeddingGrad(Dtype dtype, IndexType indexType,
                           const void *indices, const void *dy, void *dtable,
                           int64_t count, int64_t vocab, int64_t h,

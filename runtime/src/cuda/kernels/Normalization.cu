@@ -1,16 +1,18 @@
-//===- Normalization.cu - LayerNorm and the column sums of the backward ---===//
+//===- Normalization.cu - LayerNorm, RMSNorm, the column sums of the backward ===//
 //
-// layerNorm and layerNormGradInput: one block per row, the row cached in
+// layerNorm, rmsNorm and their input gradients: one block per row, the row cached in
 // shared memory as fp32 when it fits (else re-read), Kernels.cpp's shifted
 // two-pass statistics (shift = x[0], mean of x - shift, biased variance of
-// (x - shift) - mean) with fp32 block reductions, and the CPU's per-element
-// formulas (built with -fmad=false, so only the reduction order differs).
+// (x - shift) - mean; RMSNorm: the mean of x^2) with fp32 block
+// reductions, and the CPU's per-element formulas (built with -fmad=false, so
+// only the reduction order differs).
 //
-// biasGrad and layerNormGradGamma sum over rows into a [n] vector with no
+// biasGrad, layerNormGradGamma and rmsNormGradWeight sum over rows into a
+// [n] vector with no
 // scratch memory, deterministically: a cluster of kCluster blocks (sm_90
 // distributed shared memory) owns a slab of columns; block q of it sums the
-// rows of its q-th chunk in row order (layerNormGradGamma recomputes those
-// rows' statistics first), and the chunks' partial sums are then added in
+// rows of its q-th chunk in row order (the norms' weight gradients recompute
+// those rows' statistics first), and the chunks' partial sums are then added in
 // chunk order through the cluster's shared memory. No atomics: the same
 // inputs give the same bits on every run.
 //
@@ -119,9 +121,77 @@ __global__ void layerNormGradInputKernel(const T *dy, const T *x,
   }
 }
 
+template <typename T, bool Cached>
+__global__ void rmsNormKernel(const T *x, const T *weight, T *y, int64_t rows,
+                              int64_t n, float epsilon) {
+  extern __shared__ float cache[]; // n floats when Cached
+  __shared__ float scratch[32];
+  const float count = static_cast<float>(n);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *xr = x + r * n;
+    T *yr = y + r * n;
+    if constexpr (Cached) {
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        cache[i] = toFloat(xr[i]);
+      __syncthreads();
+    }
+    auto X = [&](int64_t i) { return Cached ? cache[i] : toFloat(xr[i]); };
+    float squares = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      squares += X(i) * X(i);
+    squares = blockSum(squares, scratch);
+    const float rstd = 1.0f / sqrtf(squares / count + epsilon);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      yr[i] = fromFloat<T>(toFloat(weight[i]) * (X(i) * rstd));
+    __syncthreads(); // the cache is rewritten by the next row
+  }
+}
+
+template <typename T, bool Cached>
+__global__ void rmsNormGradInputKernel(const T *dy, const T *x,
+                                       const T *weight, T *dx, int64_t rows,
+                                       int64_t n, float epsilon) {
+  extern __shared__ float cache[]; // x then dy, n floats each, when Cached
+  __shared__ float scratch[32];
+  const float count = static_cast<float>(n);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *xr = x + r * n, *dyr = dy + r * n;
+    T *dxr = dx + r * n;
+    if constexpr (Cached) {
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        cache[i] = toFloat(xr[i]);
+        cache[n + i] = toFloat(dyr[i]);
+      }
+      __syncthreads();
+    }
+    auto X = [&](int64_t i) { return Cached ? cache[i] : toFloat(xr[i]); };
+    auto DY = [&](int64_t i) {
+      return Cached ? cache[n + i] : toFloat(dyr[i]);
+    };
+    float squares = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      squares += X(i) * X(i);
+    squares = blockSum(squares, scratch);
+    const float rstd = 1.0f / sqrtf(squares / count + epsilon);
+    float sumGXhat = 0.0f;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      sumGXhat += (DY(i) * toFloat(weight[i])) * (X(i) * rstd);
+    const float meanGXhat = blockSum(sumGXhat, scratch) / count;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      float g = DY(i) * toFloat(weight[i]);
+      dxr[i] = fromFloat<T>(rstd * (g - (X(i) * rstd) * meanGXhat));
+    }
+    __syncthreads();
+  }
+}
+
 //===----------------------------------------------------------------------===//
-// Column sums: biasGrad (Stats = false) and layerNormGradGamma (true)
+// Column sums: biasGrad (no statistics), layerNormGradGamma and
+// rmsNormGradWeight (each row's statistics recomputed)
 //===----------------------------------------------------------------------===//
+
+/// What a column sum multiplies dy by: 1, LayerNorm's xhat or RMSNorm's.
+enum class RowStatistics { None, LayerNorm, Rms };
 
 constexpr int kCluster = 8;        // blocks per cluster: row chunks
 constexpr int kColumnThreads = 256;
@@ -129,7 +199,7 @@ constexpr int kColumnsPerThread = 4;
 constexpr int kSlab = kColumnThreads * kColumnsPerThread; // columns a cluster owns
 constexpr int kStatRows = 32;      // rows whose statistics are held at once
 
-template <typename T, bool Stats>
+template <typename T, RowStatistics Stats>
 __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kColumnThreads)
     columnSumKernel(const T *dy, const T *x, T *out, int64_t rows, int64_t n,
                     float epsilon) {
@@ -153,15 +223,20 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kColumnThread
 
   for (int64_t s0 = r0; s0 < r1; s0 += kStatRows) {
     const int64_t s1 = s0 + kStatRows < r1 ? s0 + kStatRows : r1;
-    if constexpr (Stats) {
-      // One warp per row: Kernels.cpp's rowStats.
+    if constexpr (Stats != RowStatistics::None) {
+      // One warp per row: Kernels.cpp's rowStats (RMSNorm: no shift, no
+      // mean, the mean of the squares).
       for (int64_t r = s0 + warp; r < s1; r += warps) {
         const T *xr = x + r * n;
-        const float shift = toFloat(xr[0]);
-        float sum = 0.0f;
-        for (int64_t i = lane; i < n; i += 32)
-          sum += toFloat(xr[i]) - shift;
-        const float mean = warpSum(sum) / count;
+        constexpr bool centred = Stats == RowStatistics::LayerNorm;
+        const float shift = centred ? toFloat(xr[0]) : 0.0f;
+        float mean = 0.0f;
+        if constexpr (centred) {
+          float sum = 0.0f;
+          for (int64_t i = lane; i < n; i += 32)
+            sum += toFloat(xr[i]) - shift;
+          mean = warpSum(sum) / count;
+        }
         float squares = 0.0f;
         for (int64_t i = lane; i < n; i += 32) {
           float centered = (toFloat(xr[i]) - shift) - mean;
@@ -183,14 +258,14 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kColumnThread
         const int64_t c = c0 + k * kColumnThreads + threadIdx.x;
         if (c < n) {
           float g = toFloat(dy[r * n + c]);
-          if constexpr (Stats)
+          if constexpr (Stats != RowStatistics::None)
             g = g * (((toFloat(x[r * n + c]) - shifts[r - s0]) - means[r - s0]) *
                      rstds[r - s0]);
           acc[k] += g;
         }
       }
     }
-    if constexpr (Stats)
+    if constexpr (Stats != RowStatistics::None)
       __syncthreads(); // the statistics are rewritten by the next rows
   }
 
@@ -213,7 +288,7 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(kColumnThread
   cluster.sync(); // keep this block's partials until every block has read
 }
 
-template <bool Stats>
+template <RowStatistics Stats>
 cudaError_t columnSum(Dtype dtype, const void *dy, const void *x, void *out,
                       int64_t rows, int64_t n, float epsilon,
                       cudaStream_t stream) {
@@ -282,12 +357,63 @@ cudaError_t layerNormGradInput(Dtype dtype, const void *dy, const void *x,
 cudaError_t layerNormGradGamma(Dtype dtype, const void *dy, const void *x,
                                void *dgamma, int64_t rows, int64_t n,
                                float epsilon, cudaStream_t stream) {
-  return columnSum<true>(dtype, dy, x, dgamma, rows, n, epsilon, stream);
+  return columnSum<RowStatistics::LayerNorm>(dtype, dy, x, dgamma, rows, n,
+                                             epsilon, stream);
 }
 
 cudaError_t biasGrad(Dtype dtype, const void *dy, void *db, int64_t rows,
                      int64_t n, cudaStream_t stream) {
-  return columnSum<false>(dtype, dy, nullptr, db, rows, n, 0.0f, stream);
+  return columnSum<RowStatistics::None>(dtype, dy, nullptr, db, rows, n, 0.0f,
+                                        stream);
+}
+
+cudaError_t rmsNorm(Dtype dtype, const void *x, const void *weight, void *y,
+                    int64_t rows, int64_t n, float epsilon,
+                    cudaStream_t stream) {
+  if (rows <= 0 || n <= 0)
+    return cudaSuccess;
+  const int threads = rowThreads(n);
+  ZBC_CUDA_DISPATCH(dtype, {
+    const T *px = static_cast<const T *>(x), *pw = static_cast<const T *>(weight);
+    T *py = static_cast<T *>(y);
+    if (n <= kMaxCachedFloats)
+      rmsNormKernel<T, true>
+          <<<rowBlocks(rows), threads, n * sizeof(float), stream>>>(
+              px, pw, py, rows, n, epsilon);
+    else
+      rmsNormKernel<T, false><<<rowBlocks(rows), threads, 0, stream>>>(
+          px, pw, py, rows, n, epsilon);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t rmsNormGradInput(Dtype dtype, const void *dy, const void *x,
+                             const void *weight, void *dx, int64_t rows,
+                             int64_t n, float epsilon, cudaStream_t stream) {
+  if (rows <= 0 || n <= 0)
+    return cudaSuccess;
+  const int threads = rowThreads(n);
+  ZBC_CUDA_DISPATCH(dtype, {
+    const T *pdy = static_cast<const T *>(dy), *px = static_cast<const T *>(x),
+            *pw = static_cast<const T *>(weight);
+    T *pdx = static_cast<T *>(dx);
+    if (2 * n <= kMaxCachedFloats)
+      rmsNormGradInputKernel<T, true>
+          <<<rowBlocks(rows), threads, 2 * n * sizeof(float), stream>>>(
+              pdy, px, pw, pdx, rows, n, epsilon);
+    else
+      rmsNormGradInputKernel<T, false>
+          <<<rowBlocks(rows), threads, 0, stream>>>(pdy, px, pw, pdx, rows, n,
+                                                    epsilon);
+  });
+  return cudaGetLastError();
+}
+
+cudaError_t rmsNormGradWeight(Dtype dtype, const void *dy, const void *x,
+                              void *dweight, int64_t rows, int64_t n,
+                              float epsilon, cudaStream_t stream) {
+  return columnSum<RowStatistics::Rms>(dtype, dy, x, dweight, rows, n, epsilon,
+                                       stream);
 }
 
 } // namespace zbc::rt::cuda

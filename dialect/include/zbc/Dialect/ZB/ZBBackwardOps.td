@@ -170,6 +170,41 @@ def ZB_LayerNormGradGammaOp
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
 }
 
+def ZB_RmsNormGradInputOp : ZB_BackwardOp<"rmsnorm_grad_input"> {
+  let summary = "the input gradient of zb.rmsnorm";
+  let description = [{
+    With `rstd = rsqrt(mean(x^2) + epsilon)`, `xhat = x * rstd` and
+    `g = dy * weight`: `dx = rstd * (g - xhat * mean(g * xhat))`, means over
+    the last dimension. `rstd` is recomputed from `x`.
+
+    ```mlir
+    %dx = zb.rmsnorm_grad_input %dy, %x, %w : (tensor<4x64x256xf32>, tensor<4x64x256xf32>, tensor<256xf32>) -> tensor<4x64x256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$input,
+                       ZB_FloatTensor:$weight,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $resultGrad `,` $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def ZB_RmsNormGradWeightOp
+    : ZB_BinaryBackwardOp<"rmsnorm_grad_weight", "resultGrad", "input"> {
+  let summary = "dweight = sum(dy * xhat), the weight gradient of zb.rmsnorm";
+  let description = [{
+    Summed over all but the last dimension; `xhat = x * rsqrt(mean(x^2) +
+    epsilon)` is recomputed from `x`.
+
+    ```mlir
+    %dw = zb.rmsnorm_grad_weight %dy, %x : (tensor<4x64x256xf32>, tensor<4x64x256xf32>) -> tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$input,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+}
+
 def ZB_EmbeddingGradOp : ZB_BackwardOp<"embedding_grad"> {
   let summary = "scatter-adds dy into the rows of a [vocab, hidden] table";
   let description = [{

@@ -327,6 +327,34 @@ def ZB_LayerNormOp : ZB_TensorOp<"layernorm"> {
   }];
 }
 
+def ZB_RmsNormOp : ZB_TensorOp<"rmsnorm"> {
+  let summary = "root-mean-square normalisation over the last dimension";
+  let description = [{
+    `weight * (x * rsqrt(mean(x^2) + epsilon))`, the mean over the last
+    dimension; `weight` is 1-D of that size. Llama's, Mistral's and Qwen2's
+    RMSNorm (Hugging Face's `LlamaRMSNorm`): the statistics are computed in
+    f32 also for bf16 inputs, and, as every bf16 op here, the result is
+    rounded once (Hugging Face rounds `x * rsqrt(...)` to the input's type
+    before the weight; the two agree in f32). `epsilon` defaults to 1e-6.
+
+    ```mlir
+    %y = zb.rmsnorm %x, %w {epsilon = 1.0e-05 : f64} : (tensor<4x64x256xf32>, tensor<256xf32>) -> tensor<4x64x256xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$input, ZB_FloatTensor:$weight,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType input, mlir::RankedTensorType weight,
+                    double epsilon,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
 def ZB_CausalAttentionOp : ZB_TensorOp<"causal_attention"> {
   let summary = "multi-head causal self-attention over packed q, k, v";
   let description = [{

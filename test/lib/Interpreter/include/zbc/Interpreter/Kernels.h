@@ -44,6 +44,8 @@ Tensor relu(const Tensor &x);
 Tensor transpose(const Tensor &x);
 /// zb.gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu(const Tensor &x);
+/// zb.rmsnorm over the last dimension: w * (x * rsqrt(mean(x^2) + eps)).
+Tensor rmsNorm(const Tensor &x, const Tensor &weight, double epsilon);
 /// zb.layernorm over the last dimension, biased variance.
 Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
                  double epsilon);
@@ -84,6 +86,11 @@ Tensor layerNormGradInput(const Tensor &dy, const Tensor &x,
                           const Tensor &gamma, double epsilon);
 /// zb.layernorm_grad_gamma: sum of dy * xhat over all but the last dim.
 Tensor layerNormGradGamma(const Tensor &dy, const Tensor &x, double epsilon);
+/// zb.rmsnorm_grad_input: rstd * (g - xhat * mean(g * xhat)), g = dy * w.
+Tensor rmsNormGradInput(const Tensor &dy, const Tensor &x, const Tensor &weight,
+                        double epsilon);
+/// zb.rmsnorm_grad_weight: sum of dy * xhat over all but the last dim.
+Tensor rmsNormGradWeight(const Tensor &dy, const Tensor &x, double epsilon);
 /// zb.embedding_grad: scatter-adds dy [..., H] into a zero [vocab, H]. Fails
 /// if an index lies outside [0, vocab).
 FailureOr<Tensor> embeddingGrad(const Tensor &indices, const Tensor &dy,
