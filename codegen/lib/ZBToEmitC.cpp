@@ -168,6 +168,19 @@ void operandsOf(LayerNormOp o, KernelOperands &k) {
   k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
 }
 
+void operandsOf(SwiGluOp o, KernelOperands &k) {
+  k.id(o.getGate()), k.id(o.getUp()), k.id(k.y), k.n(numel(k.y));
+}
+
+void operandsOf(SwiGluGradGateOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getGate()), k.id(o.getUp()), k.id(k.y),
+      k.n(numel(k.y));
+}
+
+void operandsOf(SwiGluGradUpOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getGate()), k.id(k.y), k.n(numel(k.y));
+}
+
 void operandsOf(RmsNormOp o, KernelOperands &k) {
   k.id(o.getInput()), k.id(o.getWeight()), k.id(k.y);
   k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());

@@ -81,6 +81,17 @@ void GeluOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
                                      forward(getInput())));
 }
 
+// y = silu(gate) * up:  dgate = dy * up * silu'(gate), dup = dy * silu(gate).
+void SwiGluOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
+                              SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value gate = forward(getGate());
+  grads.push_back(SwiGluGradGateOp::create(b, loc, gradType(getGate()), dy,
+                                           gate, forward(getUp())));
+  grads.push_back(
+      SwiGluGradUpOp::create(b, loc, gradType(getUp()), dy, gate));
+}
+
 // y = gamma * xhat + beta:  dx (layernorm_grad_input), dgamma = sum(dy*xhat),
 // dbeta = sum(dy).
 void LayerNormOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,

@@ -94,6 +94,16 @@ ZBC_KERNEL_MATH float geluDerivativeOf(float v) {
   return (e * q) * (1.0f + 2.0f * v * slope * q);
 }
 
+// SiLU through the logistic function: s = 1 / (1 + e^-x) by fastExp (which
+// clamps, so s is never 0 / 0), silu(x) = x s and silu'(x) = s (1 + x (1 -
+// s)).
+ZBC_KERNEL_MATH float sigmoidOf(float v) { return 1.0f / (1.0f + fastExp(-v)); }
+ZBC_KERNEL_MATH float siluOf(float v) { return v * sigmoidOf(v); }
+ZBC_KERNEL_MATH float siluDerivativeOf(float v) {
+  float s = sigmoidOf(v);
+  return s * (1.0f + v * (1.0f - s));
+}
+
 } // namespace zbc::rt::math
 
 #endif // ZBC_RUNTIME_KERNELMATH_H

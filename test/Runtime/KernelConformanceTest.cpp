@@ -485,6 +485,32 @@ TEST(KernelConformance, GeluGrad) {
   }
 }
 
+TEST(KernelConformance, SwiGluAndItsGradients) {
+  std::mt19937_64 rng(18);
+  for (int64_t n : kSizes) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Tensor gate = withSpecials(n, rng, 6.0), up = randomF32({n}, rng);
+    Tensor dy = randomF32({n}, rng);
+    auto [y64, y32] = oracles(
+        [&](Precision p) { return k::swiGlu(in(gate, p), in(up, p)); });
+    Buffer y(n);
+    rt::swiGlu(gate.data<float>(), up.data<float>(), y.data(), n);
+    expectConforms(y, y64, y32);
+    auto [dg64, dg32] = oracles([&](Precision p) {
+      return k::swiGluGradGate(in(dy, p), in(gate, p), in(up, p));
+    });
+    Buffer dgate(n);
+    rt::swiGluGradGate(dy.data<float>(), gate.data<float>(), up.data<float>(),
+                       dgate.data(), n);
+    expectConforms(dgate, dg64, dg32);
+    auto [du64, du32] = oracles(
+        [&](Precision p) { return k::swiGluGradUp(in(dy, p), in(gate, p)); });
+    Buffer dup(n);
+    rt::swiGluGradUp(dy.data<float>(), gate.data<float>(), dup.data(), n);
+    expectConforms(dup, du64, du32);
+  }
+}
+
 TEST(KernelConformance, Fill) {
   for (int64_t n : kSizes)
     for (double value : {0.0, 1.0, -0.3}) {

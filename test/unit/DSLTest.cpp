@@ -101,6 +101,16 @@ TEST(DSL, RmsNormBuildsTheOp) {
       << ir;
 }
 
+TEST(DSL, SwiGluNeedsGateAndUpOfOneType) {
+  Model m("swiglu");
+  Tensor g = m.input("g", {2, 8}), u = m.input("u", {2, 4});
+  std::string err = stderrOf([&] { m.swiGlu(g, u); });
+  EXPECT_NE(err.find("'zb.swiglu' op gate and up have different types: "
+                     "'tensor<2x8xf32>' and 'tensor<2x4xf32>'"),
+            std::string::npos)
+      << err;
+}
+
 TEST(DSL, RmsNormWeightMustMatchTheLastDim) {
   Model m("rms_bad");
   Tensor x = m.input("x", {2, 8});

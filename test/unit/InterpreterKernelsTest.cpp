@@ -361,6 +361,24 @@ TEST(InterpFD, LayerNormGradInputGammaAndBeta) {
   expectMatchesFD(k::biasGrad(dy), f, {x, gamma, beta}, 2, dy);
 }
 
+TEST(InterpKernels, SwiGluIsSiluOfTheGateTimesUp) {
+  // silu(0) = 0, silu(x) -> x for large x, silu(-x) = silu(x) - x.
+  Tensor y = k::swiGlu(f64({4}, {0, 30, 2, -2}), f64({4}, {5, 2, 1, 1}));
+  double s2 = 2 / (1 + std::exp(-2.0)), s30 = 30 / (1 + std::exp(-30.0));
+  expectValues(y, {0, 2 * s30, s2, s2 - 2}, 1e-12);
+  EXPECT_NEAR(s30, 30.0, 1e-11);
+}
+
+TEST(InterpFD, SwiGluGradGateAndUp) {
+  Tensor gate = randomTensor({2, 3, 4}, 23, 3.0), up = randomTensor({2, 3, 4}, 24);
+  Tensor dy = randomTensor({2, 3, 4}, 25);
+  ForwardFn f = [](const std::vector<Tensor> &in) {
+    return k::swiGlu(in[0], in[1]);
+  };
+  expectMatchesFD(k::swiGluGradGate(dy, gate, up), f, {gate, up}, 0, dy);
+  expectMatchesFD(k::swiGluGradUp(dy, gate), f, {gate, up}, 1, dy);
+}
+
 TEST(InterpFD, RmsNormGradInputAndWeight) {
   Tensor x = randomTensor({2, 3, 5}, 20, 2.0), w = randomTensor({5}, 21);
   Tensor dy = randomTensor({2, 3, 5}, 22);

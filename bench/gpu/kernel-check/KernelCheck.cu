@@ -290,6 +290,17 @@ void checkElementwise(const Shape &s, Dtype dt, std::mt19937 &rng) {
   e = gpu::geluGrad(dt, dX2->ptr, dX->ptr, y.ptr, total, stream);
   cpu::geluGrad(x2.data(), x.data(), ref.data(), total);
   report("geluGrad" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  // SwiGLU: gate x, up x2, and dy x2 again (three inputs).
+  e = gpu::swiGlu(dt, dX->ptr, dX2->ptr, y.ptr, total, stream);
+  cpu::swiGlu(x.data(), x2.data(), ref.data(), total);
+  report("swiGlu" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::swiGluGradGate(dt, dX2->ptr, dX->ptr, dX2->ptr, y.ptr, total,
+                          stream);
+  cpu::swiGluGradGate(x2.data(), x.data(), x2.data(), ref.data(), total);
+  report("swiGluGradGate" + at, dt, e, download(dt, y.ptr, total), ref, tol);
+  e = gpu::swiGluGradUp(dt, dX2->ptr, dX->ptr, y.ptr, total, stream);
+  cpu::swiGluGradUp(x2.data(), x.data(), ref.data(), total);
+  report("swiGluGradUp" + at, dt, e, download(dt, y.ptr, total), ref, tol);
   e = gpu::transpose(dt, dX->ptr, y.ptr, rows, n, stream);
   cpu::transpose(x.data(), ref.data(), rows, n);
   report("transpose" + at, dt, e, download(dt, y.ptr, total), ref, 0.0);

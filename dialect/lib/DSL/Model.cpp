@@ -301,6 +301,25 @@ Tensor Model::add(Tensor lhs, Tensor rhs, SourceLoc sloc) {
                   .getAsOpaquePointer());
 }
 
+Tensor Model::swiGlu(Tensor gate, Tensor up, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::SwiGluOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value g = impl->unwrap(gate, this, loc, opName, "gate");
+  Value u = impl->unwrap(up, this, loc, opName, "up");
+  if (!g || !u)
+    return {};
+  if (g.getType() != u.getType()) {
+    impl->error(loc, opName) << "gate and up have different types: "
+                             << g.getType() << " and " << u.getType();
+    return {};
+  }
+  return wrap(zb::SwiGluOp::create(impl->builder, loc, g, u)
+                  .getResult()
+                  .getAsOpaquePointer());
+}
+
 /// Builds an elementwise op on a float tensor.
 template <typename OpTy>
 static void *buildUnary(const Model *self, Model::Impl &impl, Tensor input,

@@ -183,6 +183,28 @@ public:
     f.finish();
     return {};
   }
+  std::string swiGlu(int32_t element, const void *gate, const void *up, void *y,
+                     int64_t n) override {
+    Widened f(staging_, element);
+    cpu::swiGlu(f.in(gate, n), f.in(up, n), f.out(y, n), n);
+    f.finish();
+    return {};
+  }
+  std::string swiGluGradGate(int32_t element, const void *dy, const void *gate,
+                             const void *up, void *dgate, int64_t n) override {
+    Widened f(staging_, element);
+    cpu::swiGluGradGate(f.in(dy, n), f.in(gate, n), f.in(up, n),
+                        f.out(dgate, n), n);
+    f.finish();
+    return {};
+  }
+  std::string swiGluGradUp(int32_t element, const void *dy, const void *gate,
+                           void *dup, int64_t n) override {
+    Widened f(staging_, element);
+    cpu::swiGluGradUp(f.in(dy, n), f.in(gate, n), f.out(dup, n), n);
+    f.finish();
+    return {};
+  }
   std::string rmsNorm(int32_t element, const void *x, const void *weight,
                       void *y, int64_t rows, int64_t n,
                       float epsilon) override {

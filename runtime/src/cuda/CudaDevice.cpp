@@ -239,6 +239,23 @@ public:
                                     n, epsilon, stream_),
                     "layernorm");
   }
+  std::string swiGlu(int32_t element, const void *gate, const void *up, void *y,
+                     int64_t n) override {
+    return launched(cuda::swiGlu(dtypeOf(element), gate, up, y, n, stream_),
+                    "swiglu");
+  }
+  std::string swiGluGradGate(int32_t element, const void *dy, const void *gate,
+                             const void *up, void *dgate, int64_t n) override {
+    return launched(cuda::swiGluGradGate(dtypeOf(element), dy, gate, up, dgate,
+                                         n, stream_),
+                    "swiglu_grad_gate");
+  }
+  std::string swiGluGradUp(int32_t element, const void *dy, const void *gate,
+                           void *dup, int64_t n) override {
+    return launched(
+        cuda::swiGluGradUp(dtypeOf(element), dy, gate, dup, n, stream_),
+        "swiglu_grad_up");
+  }
   std::string rmsNorm(int32_t element, const void *x, const void *weight,
                       void *y, int64_t rows, int64_t n,
                       float epsilon) override {

@@ -325,3 +325,14 @@ zb.model @rms {
   %l = zb.input "l" : tensor<f32>
   zb.loss %l : tensor<f32>
 }
+
+// Tests that zb.swiglu round-trips.
+// CHECK-LABEL: zb.model @swiglu
+// CHECK:         zb.swiglu %{{.+}}, %{{.+}} : tensor<2x8xf32>
+zb.model @swiglu {
+  %g = zb.input "g" : tensor<2x8xf32>
+  %u = zb.input "u" : tensor<2x8xf32>
+  %h = zb.swiglu %g, %u : tensor<2x8xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}

@@ -203,6 +203,33 @@ Tensor layerNormGradGamma(const Tensor &dy, const Tensor &x, double epsilon) {
   });
 }
 
+Tensor swiGluGradGate(const Tensor &dy, const Tensor &gate, const Tensor &up) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor dg = Tensor::zeros(gate.shape(), dy.precision());
+    const T *dyd = dy.data<T>(), *gd = gate.data<T>(), *ud = up.data<T>();
+    T *dgd = dg.data<T>();
+    for (int64_t i = 0; i < gate.numElements(); ++i) {
+      T s = sigmoid(gd[i]);
+      dgd[i] = dyd[i] * ud[i] * (s * (static_cast<T>(1) +
+                                      gd[i] * (static_cast<T>(1) - s)));
+    }
+    return dg;
+  });
+}
+
+Tensor swiGluGradUp(const Tensor &dy, const Tensor &gate) {
+  return byPrecision(dy.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor du = Tensor::zeros(gate.shape(), dy.precision());
+    const T *dyd = dy.data<T>(), *gd = gate.data<T>();
+    T *dud = du.data<T>();
+    for (int64_t i = 0; i < gate.numElements(); ++i)
+      dud[i] = dyd[i] * (gd[i] * sigmoid(gd[i]));
+    return du;
+  });
+}
+
 Tensor rmsNormGradInput(const Tensor &dy, const Tensor &x,
                         const Tensor &weight, double epsilon) {
   return byPrecision(dy.precision(), [&](auto tag) {

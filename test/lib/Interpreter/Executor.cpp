@@ -148,6 +148,9 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
         return k::layerNorm(in(o.getInput()), in(o.getGamma()),
                             in(o.getBeta()), o.getEpsilon().convertToDouble());
       })
+      .Case([&](zb::SwiGluOp o) -> FT {
+        return k::swiGlu(in(o.getGate()), in(o.getUp()));
+      })
       .Case([&](zb::RmsNormOp o) -> FT {
         return k::rmsNorm(in(o.getInput()), in(o.getWeight()),
                           o.getEpsilon().convertToDouble());
@@ -198,6 +201,13 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       .Case([&](zb::LayerNormGradGammaOp o) -> FT {
         return k::layerNormGradGamma(in(o.getResultGrad()), in(o.getInput()),
                                      o.getEpsilon().convertToDouble());
+      })
+      .Case([&](zb::SwiGluGradGateOp o) -> FT {
+        return k::swiGluGradGate(in(o.getResultGrad()), in(o.getGate()),
+                                 in(o.getUp()));
+      })
+      .Case([&](zb::SwiGluGradUpOp o) -> FT {
+        return k::swiGluGradUp(in(o.getResultGrad()), in(o.getGate()));
       })
       .Case([&](zb::RmsNormGradInputOp o) -> FT {
         return k::rmsNormGradInput(in(o.getResultGrad()), in(o.getInput()),

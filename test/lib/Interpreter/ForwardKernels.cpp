@@ -146,6 +146,18 @@ Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
   });
 }
 
+Tensor swiGlu(const Tensor &gate, const Tensor &up) {
+  return byPrecision(gate.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    Tensor y = Tensor::zeros(gate.shape(), gate.precision());
+    const T *gd = gate.data<T>(), *ud = up.data<T>();
+    T *yd = y.data<T>();
+    for (int64_t i = 0; i < gate.numElements(); ++i)
+      yd[i] = gd[i] * sigmoid(gd[i]) * ud[i];
+    return y;
+  });
+}
+
 Tensor rmsNorm(const Tensor &x, const Tensor &weight, double epsilon) {
   return byPrecision(x.precision(), [&](auto tag) {
     using T = decltype(tag);

@@ -61,6 +61,11 @@ void rowStats(const T *row, int64_t n, T epsilon, T &mean, T &rstd) {
   rstd = static_cast<T>(1) / std::sqrt(variance + epsilon);
 }
 
+/// The logistic function 1 / (1 + e^-x).
+template <typename T> T sigmoid(T x) {
+  return static_cast<T>(1) / (static_cast<T>(1) + std::exp(-x));
+}
+
 /// 1/sqrt(mean of squares + epsilon) of one RMSNorm row.
 template <typename T> T rmsRstd(const T *row, int64_t n, T epsilon) {
   T squares = 0;

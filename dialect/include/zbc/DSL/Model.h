@@ -114,6 +114,8 @@ public:
   Tensor biasAdd(Tensor input, Tensor bias, SourceLoc loc = SourceLoc::current());
   Tensor add(Tensor lhs, Tensor rhs, SourceLoc loc = SourceLoc::current());
   Tensor relu(Tensor input, SourceLoc loc = SourceLoc::current());
+  /// silu(gate) * up, elementwise (zb.swiglu: the gate of a SwiGLU MLP).
+  Tensor swiGlu(Tensor gate, Tensor up, SourceLoc loc = SourceLoc::current());
   /// [A, B] -> [B, A] (zb.transpose).
   Tensor transpose(Tensor input, SourceLoc loc = SourceLoc::current());
   Tensor gelu(Tensor input, SourceLoc loc = SourceLoc::current());

@@ -47,6 +47,7 @@
 #define ZBC_RT_SIG_TRANSPOSE(B, D, R)                                          \
   B(In, x, rows * cols) B(Out, y, rows * cols) D(rows) D(cols)
 #define ZBC_RT_SIG_GELU(B, D, R) B(In, x, n) B(Out, y, n) D(n)
+#define ZBC_RT_SIG_SWIGLU(B, D, R) B(In, gate, n) B(In, up, n) B(Out, y, n) D(n)
 #define ZBC_RT_SIG_LAYERNORM(B, D, R)                                          \
   B(In, x, rows * n) B(In, gamma, n) B(In, beta, n) B(Out, y, rows * n)        \
       D(rows) D(n) R(epsilon)
@@ -82,6 +83,10 @@
   B(In, dy, n) B(In, x, n) B(Out, dx, n) D(n)
 #define ZBC_RT_SIG_GELU_GRAD(B, D, R)                                          \
   B(In, dy, n) B(In, x, n) B(Out, dx, n) D(n)
+#define ZBC_RT_SIG_SWIGLU_GRAD_GATE(B, D, R)                                   \
+  B(In, dy, n) B(In, gate, n) B(In, up, n) B(Out, dgate, n) D(n)
+#define ZBC_RT_SIG_SWIGLU_GRAD_UP(B, D, R)                                     \
+  B(In, dy, n) B(In, gate, n) B(Out, dup, n) D(n)
 #define ZBC_RT_SIG_LAYERNORM_GRAD_INPUT(B, D, R)                               \
   B(In, dy, rows * n) B(In, x, rows * n) B(In, gamma, n)                       \
       B(Out, dx, rows * n) D(rows) D(n) R(epsilon)
@@ -115,6 +120,7 @@
   ZBC_RT_KERNEL_ROW(relu, relu, ReluOp, ZBC_RT_SIG_RELU)                       \
   ZBC_RT_KERNEL_ROW(transpose, transpose, TransposeOp, ZBC_RT_SIG_TRANSPOSE)   \
   ZBC_RT_KERNEL_ROW(gelu, gelu, GeluOp, ZBC_RT_SIG_GELU)                       \
+  ZBC_RT_KERNEL_ROW(swiglu, swiGlu, SwiGluOp, ZBC_RT_SIG_SWIGLU)               \
   ZBC_RT_KERNEL_ROW(layernorm, layerNorm, LayerNormOp, ZBC_RT_SIG_LAYERNORM)   \
   ZBC_RT_KERNEL_ROW(rmsnorm, rmsNorm, RmsNormOp, ZBC_RT_SIG_RMSNORM)           \
   ZBC_RT_KERNEL_ROW(embedding, embedding, EmbeddingOp, ZBC_RT_SIG_EMBEDDING)   \
@@ -134,6 +140,10 @@
   ZBC_RT_KERNEL_ROW(bias_grad, biasGrad, BiasGradOp, ZBC_RT_SIG_BIAS_GRAD)     \
   ZBC_RT_KERNEL_ROW(relu_grad, reluGrad, ReluGradOp, ZBC_RT_SIG_RELU_GRAD)     \
   ZBC_RT_KERNEL_ROW(gelu_grad, geluGrad, GeluGradOp, ZBC_RT_SIG_GELU_GRAD)     \
+  ZBC_RT_KERNEL_ROW(swiglu_grad_gate, swiGluGradGate, SwiGluGradGateOp,        \
+                    ZBC_RT_SIG_SWIGLU_GRAD_GATE)                               \
+  ZBC_RT_KERNEL_ROW(swiglu_grad_up, swiGluGradUp, SwiGluGradUpOp,              \
+                    ZBC_RT_SIG_SWIGLU_GRAD_UP)                                 \
   ZBC_RT_KERNEL_ROW(layernorm_grad_input, layerNormGradInput,                  \
                     LayerNormGradInputOp, ZBC_RT_SIG_LAYERNORM_GRAD_INPUT)     \
   ZBC_RT_KERNEL_ROW(layernorm_grad_gamma, layerNormGradGamma,                  \

@@ -48,6 +48,8 @@ namespace {
 using math::fastExp;
 using math::geluDerivativeOf;
 using math::geluOf;
+using math::siluDerivativeOf;
+using math::siluOf;
 
 } // namespace
 } // namespace zbc::rt::cpu
@@ -375,6 +377,14 @@ void gelu(const float *x, float *y, int64_t n) noexcept {
   }
 }
 
+// SwiGLU: KernelMath.h's siluOf (through the logistic function).
+ZBC_RT_ELEMENTWISE_CLONES
+void swiGlu(const float *gate, const float *up, float *y, int64_t n) noexcept {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = siluOf(gate[i]) * up[i];
+}
+
 void layerNorm(const float *x, const float *__restrict gamma,
                const float *__restrict beta, float *y, int64_t rows, int64_t n,
                float epsilon) noexcept {
@@ -465,6 +475,22 @@ void geluGrad(const float *dy, const float *x, float *dx, int64_t n) noexcept {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
     dx[i] = dy[i] * geluDerivativeOf(x[i]);
+}
+
+ZBC_RT_ELEMENTWISE_CLONES
+void swiGluGradGate(const float *dy, const float *gate, const float *up,
+                    float *dgate, int64_t n) noexcept {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    dgate[i] = dy[i] * up[i] * siluDerivativeOf(gate[i]);
+}
+
+ZBC_RT_ELEMENTWISE_CLONES
+void swiGluGradUp(const float *dy, const float *gate, float *dup,
+                  int64_t n) noexcept {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    dup[i] = dy[i] * siluOf(gate[i]);
 }
 
 void layerNormGradInput(const float *dy, const float *x,

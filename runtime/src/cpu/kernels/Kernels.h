@@ -72,6 +72,8 @@ void gelu(const float *x, float *y, int64_t n) noexcept;
 /// + beta, rstd = 1 / sqrt(biased variance + epsilon).
 void layerNorm(const float *x, const float *gamma, const float *beta, float *y,
                int64_t rows, int64_t n, float epsilon) noexcept;
+/// zb.swiglu: y = silu(gate) * up, silu(g) = g / (1 + e^-g).
+void swiGlu(const float *gate, const float *up, float *y, int64_t n) noexcept;
 /// zb.rmsnorm over the last dim of x [rows, n]: weight * (x * rstd), rstd =
 /// 1 / sqrt(mean(x^2) + epsilon).
 void rmsNorm(const float *x, const float *weight, float *y, int64_t rows,
@@ -135,6 +137,12 @@ void layerNormGradInput(const float *dy, const float *x, const float *gamma,
 /// zb.layernorm_grad_gamma: dgamma[i] = sum over rows of dy * xhat.
 void layerNormGradGamma(const float *dy, const float *x, float *dgamma,
                         int64_t rows, int64_t n, float epsilon) noexcept;
+/// zb.swiglu_grad_gate: dgate = dy * up * silu'(gate); zb.swiglu_grad_up:
+/// dup = dy * silu(gate).
+void swiGluGradGate(const float *dy, const float *gate, const float *up,
+                    float *dgate, int64_t n) noexcept;
+void swiGluGradUp(const float *dy, const float *gate, float *dup,
+                  int64_t n) noexcept;
 /// zb.rmsnorm_grad_input: with xhat = x * rstd (rstd recomputed from x) and
 /// g = dy * weight, dx = rstd * (g - xhat * mean(g * xhat)).
 void rmsNormGradInput(const float *dy, const float *x, const float *weight,

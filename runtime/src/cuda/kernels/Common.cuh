@@ -68,6 +68,8 @@ inline unsigned gridFor(int64_t work, int threads) {
 using math::fastExp;
 using math::geluDerivativeOf;
 using math::geluOf;
+using math::siluDerivativeOf;
+using math::siluOf;
 
 /// Sum over a warp, the result in every lane (a fixed butterfly order).
 __device__ __forceinline__ float warpSum(float v) {

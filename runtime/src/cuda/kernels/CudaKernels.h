@@ -95,6 +95,8 @@ cudaError_t transpose(Dtype dtype, const void *x, void *y, int64_t rows,
                       int64_t cols, cudaStream_t stream);
 cudaError_t gelu(Dtype dtype, const void *x, void *y, int64_t n,
                  cudaStream_t stream);
+cudaError_t swiGlu(Dtype dtype, const void *gate, const void *up, void *y,
+                   int64_t n, cudaStream_t stream);
 cudaError_t layerNorm(Dtype dtype, const void *x, const void *gamma,
                       const void *beta, void *y, int64_t rows, int64_t n,
                       float epsilon, cudaStream_t stream);
@@ -139,6 +141,11 @@ cudaError_t reluGrad(Dtype dtype, const void *dy, const void *x, void *dx,
                      int64_t n, cudaStream_t stream);
 cudaError_t geluGrad(Dtype dtype, const void *dy, const void *x, void *dx,
                      int64_t n, cudaStream_t stream);
+cudaError_t swiGluGradGate(Dtype dtype, const void *dy, const void *gate,
+                           const void *up, void *dgate, int64_t n,
+                           cudaStream_t stream);
+cudaError_t swiGluGradUp(Dtype dtype, const void *dy, const void *gate,
+                         void *dup, int64_t n, cudaStream_t stream);
 cudaError_t layerNormGradInput(Dtype dtype, const void *dy, const void *x,
                                const void *gamma, void *dx, int64_t rows,
                                int64_t n, float epsilon, cudaStream_t stream);

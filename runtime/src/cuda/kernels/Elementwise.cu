@@ -1,7 +1,7 @@
 //===- Elementwise.cu - elementwise ops, transpose, fill, conversions -----===//
 //
-// The ops that map elements independently (biasAdd, add, relu, gelu and
-// their gradients, fill, accumulate, convertFromF32), transpose, and the two
+// The ops that map elements independently (biasAdd, add, relu, gelu, swiglu
+// and their gradients, fill, accumulate, convertFromF32), transpose, and the two
 // scalar reductions (addScalar, addSumOfSquares). Each elementwise kernel is
 // a grid-stride loop over 16-byte vectors (4 fp32 or 8 bf16), a scalar loop
 // for the tail, and falls back to scalar accesses when a pointer is not
@@ -105,6 +105,26 @@ struct GeluGradOp { // (dy, x)
     return g * geluDerivativeOf(v);
   }
 };
+
+// Kernels.cpp's swiGlu and swiGluGradUp, through KernelMath.h's siluOf.
+struct SwiGluOp { // (gate, up)
+  __device__ float operator()(float g, float u) const { return siluOf(g) * u; }
+};
+struct SwiGluGradUpOp { // (dy, gate)
+  __device__ float operator()(float d, float g) const { return d * siluOf(g); }
+};
+
+/// dgate = dy * up * silu'(gate): three inputs, one scalar grid-stride loop
+/// (Kernels.cpp's order of the products).
+template <typename T>
+__global__ void swiGluGradGateKernel(const T *dy, const T *gate, const T *up,
+                                     T *dgate, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < n; i += stride)
+    dgate[i] = fromFloat<T>(toFloat(dy[i]) * toFloat(up[i]) *
+                            siluDerivativeOf(toFloat(gate[i])));
+}
 
 //===----------------------------------------------------------------------===//
 // biasAdd, fill, accumulate, convertFromF32
@@ -262,6 +282,29 @@ cudaError_t relu(Dtype dtype, const void *x, void *y, int64_t n,
 cudaError_t gelu(Dtype dtype, const void *x, void *y, int64_t n,
                  cudaStream_t stream) {
   return map<false>(dtype, x, nullptr, y, n, stream, GeluOp{});
+}
+
+cudaError_t swiGlu(Dtype dtype, const void *gate, const void *up, void *y,
+                   int64_t n, cudaStream_t stream) {
+  return map<true>(dtype, gate, up, y, n, stream, SwiGluOp{});
+}
+
+cudaError_t swiGluGradUp(Dtype dtype, const void *dy, const void *gate,
+                         void *dup, int64_t n, cudaStream_t stream) {
+  return map<true>(dtype, dy, gate, dup, n, stream, SwiGluGradUpOp{});
+}
+
+cudaError_t swiGluGradGate(Dtype dtype, const void *dy, const void *gate,
+                           const void *up, void *dgate, int64_t n,
+                           cudaStream_t stream) {
+  if (n <= 0)
+    return cudaSuccess;
+  ZBC_CUDA_DISPATCH(dtype, {
+    swiGluGradGateKernel<T><<<gridFor(n, kThreads), kThreads, 0, stream>>>(
+        static_cast<const T *>(dy), static_cast<const T *>(gate),
+        static_cast<const T *>(up), static_cast<T *>(dgate), n);
+  });
+  return cudaGetLastError();
 }
 
 cudaError_t reluGrad(Dtype dtype, const void *dy, const void *x, void *dx,

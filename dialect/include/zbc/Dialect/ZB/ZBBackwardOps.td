@@ -136,6 +136,37 @@ def ZB_GeluGradOp : ZB_BinaryBackwardOp<"gelu_grad", "resultGrad", "input"> {
   }];
 }
 
+def ZB_SwiGluGradGateOp
+    : ZB_BackwardOp<"swiglu_grad_gate", [SameOperandsAndResultType]> {
+  let summary = "dgate = dy * up * silu'(gate), a gradient of zb.swiglu";
+  let description = [{
+    `silu'(g) = s (1 + g (1 - s))` with `s = sigmoid(g)`.
+
+    ```mlir
+    %dg = zb.swiglu_grad_gate %dy, %g, %u : tensor<4x64x1408xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$gate,
+                       ZB_FloatTensor:$up);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$resultGrad `,` $gate `,` $up attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
+def ZB_SwiGluGradUpOp
+    : ZB_BackwardOp<"swiglu_grad_up", [SameOperandsAndResultType]> {
+  let summary = "dup = dy * silu(gate), a gradient of zb.swiglu";
+  let description = [{
+    ```mlir
+    %du = zb.swiglu_grad_up %dy, %g : tensor<4x64x1408xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$gate);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$resultGrad `,` $gate attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
 def ZB_LayerNormGradInputOp : ZB_BackwardOp<"layernorm_grad_input"> {
   let summary = "the input gradient of zb.layernorm";
   let description = [{

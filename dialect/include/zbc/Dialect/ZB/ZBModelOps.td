@@ -301,6 +301,22 @@ def ZB_GeluOp : ZB_UnaryTensorOp<"gelu"> {
   }];
 }
 
+def ZB_SwiGluOp : ZB_TensorOp<"swiglu", [SameOperandsAndResultType]> {
+  let summary = "silu(gate) * up, elementwise (the gate of a SwiGLU MLP)";
+  let description = [{
+    `gate * sigmoid(gate) * up`: Llama's MLP is `down(swiglu(gate(x),
+    up(x)))` with three bias-free `zb.linear`s.
+
+    ```mlir
+    %h = zb.swiglu %g, %u : tensor<4x64x1408xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$gate, ZB_FloatTensor:$up);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
 def ZB_LayerNormOp : ZB_TensorOp<"layernorm"> {
   let summary = "layer normalisation over the last dimension";
   let description = [{

@@ -44,6 +44,8 @@ Tensor relu(const Tensor &x);
 Tensor transpose(const Tensor &x);
 /// zb.gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu(const Tensor &x);
+/// zb.swiglu: gate * sigmoid(gate) * up, elementwise.
+Tensor swiGlu(const Tensor &gate, const Tensor &up);
 /// zb.rmsnorm over the last dimension: w * (x * rsqrt(mean(x^2) + eps)).
 Tensor rmsNorm(const Tensor &x, const Tensor &weight, double epsilon);
 /// zb.layernorm over the last dimension, biased variance.
@@ -86,6 +88,10 @@ Tensor layerNormGradInput(const Tensor &dy, const Tensor &x,
                           const Tensor &gamma, double epsilon);
 /// zb.layernorm_grad_gamma: sum of dy * xhat over all but the last dim.
 Tensor layerNormGradGamma(const Tensor &dy, const Tensor &x, double epsilon);
+/// zb.swiglu_grad_gate: dy * up * silu'(gate); zb.swiglu_grad_up: dy *
+/// silu(gate).
+Tensor swiGluGradGate(const Tensor &dy, const Tensor &gate, const Tensor &up);
+Tensor swiGluGradUp(const Tensor &dy, const Tensor &gate);
 /// zb.rmsnorm_grad_input: rstd * (g - xhat * mean(g * xhat)), g = dy * w.
 Tensor rmsNormGradInput(const Tensor &dy, const Tensor &x, const Tensor &weight,
                         double epsilon);
