@@ -130,7 +130,8 @@ struct KernelOperands {
 // is the product of the leading dims, dim(v, i) counts from the last.
 void operandsOf(LinearOp o, KernelOperands &k) {
   k.id(o.getInput()), k.id(o.getWeight()), k.id(k.y);
-  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)), k.n(dim(o.getWeight(), 0));
+  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)), k.n(dim(k.y, 0)),
+      k.n(o.getWeightOutIn() ? 1 : 0);
 }
 
 void operandsOf(MatmulOp o, KernelOperands &k) {
@@ -221,14 +222,14 @@ void operandsOf(FillOp o, KernelOperands &k) {
 
 void operandsOf(LinearGradInputOp o, KernelOperands &k) {
   k.id(o.getResultGrad()), k.id(o.getWeight()), k.id(k.y);
-  k.n(rows(o.getResultGrad())), k.n(dim(o.getWeight(), 1)),
-      k.n(dim(o.getWeight(), 0));
+  k.n(rows(o.getResultGrad())), k.n(dim(k.y, 0)),
+      k.n(dim(o.getResultGrad(), 0)), k.n(o.getWeightOutIn() ? 1 : 0);
 }
 
 void operandsOf(LinearGradWeightOp o, KernelOperands &k) {
   k.id(o.getInput()), k.id(o.getResultGrad()), k.id(k.y);
   k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)),
-      k.n(dim(o.getResultGrad(), 0));
+      k.n(dim(o.getResultGrad(), 0)), k.n(o.getWeightOutIn() ? 1 : 0);
 }
 
 void operandsOf(MatmulGradLhsOp o, KernelOperands &k) {

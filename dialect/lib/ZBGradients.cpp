@@ -26,14 +26,17 @@ RankedTensorType gradType(Value forwardValue) {
 }
 } // namespace
 
-// y = x W:  dx = dy W^T (linear_grad_input),  dW = x^T dy (linear_grad_weight).
+// y = x W:  dx = dy W^T (linear_grad_input),  dW = x^T dy (linear_grad_weight);
+// with W [out, in] (y = x W^T): dx = dy W, dW = dy^T x.
 void LinearOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
                               SmallVectorImpl<Value> &grads) {
   Location loc = getLoc();
   grads.push_back(LinearGradInputOp::create(b, loc, gradType(getInput()), dy,
-                                            forward(getWeight())));
+                                            forward(getWeight()),
+                                            getWeightOutInAttr()));
   grads.push_back(LinearGradWeightOp::create(b, loc, gradType(getWeight()),
-                                             forward(getInput()), dy));
+                                             forward(getInput()), dy,
+                                             getWeightOutInAttr()));
 }
 
 // C = A B:  dA = dC B^T,  dB = A^T dC.

@@ -237,7 +237,11 @@ LogicalResult zbc::zb::verifyInferredResult(Operation *op,
         *this, inferResultType(get##LHS().getType(), get##RHS().getType(),     \
                                [&] { return emitOpError(); }));                \
   }
-ZB_VERIFY_BINARY(LinearOp, Input, Weight)
+LogicalResult LinearOp::verify() {
+  return verifyInferredResult(
+      *this, inferResultType(getInput().getType(), getWeight().getType(),
+                             getWeightOutIn(), [&] { return emitOpError(); }));
+}
 ZB_VERIFY_BINARY(MatmulOp, Lhs, Rhs)
 ZB_VERIFY_BINARY(BiasAddOp, Input, Bias)
 ZB_VERIFY_BINARY(EmbeddingOp, Indices, Table)

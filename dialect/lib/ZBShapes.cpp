@@ -49,20 +49,23 @@ LogicalResult checkLastDimVector(RankedTensorType input, RankedTensorType vec,
 
 FailureOr<RankedTensorType>
 LinearOp::inferResultType(RankedTensorType input, RankedTensorType weight,
-                          EmitErrorFn emitError) {
+                          bool weightOutIn, EmitErrorFn emitError) {
+  StringRef layout = weightOutIn ? "[out, in]" : "[in, out]";
   if (weight.getRank() != 2)
-    return emitError() << "weight must be 2-D [in, out], got " << weight;
+    return emitError() << "weight must be 2-D " << layout << ", got " << weight;
   if (input.getRank() < 1)
     return emitError() << "input must have at least one dimension, got "
                        << input;
-  if (input.getShape().back() != weight.getDimSize(0))
+  int64_t in = weight.getDimSize(weightOutIn ? 1 : 0);
+  int64_t out = weight.getDimSize(weightOutIn ? 0 : 1);
+  if (input.getShape().back() != in)
     return emitError() << "input has " << input.getShape().back()
-                       << " features (last dimension) but the weight has "
-                       << weight.getDimSize(0) << " rows";
+                       << " features (last dimension) but the weight "
+                       << layout << " takes " << in;
   if (failed(checkSameElementType(input, "input", weight, "weight", emitError)))
     return failure();
   SmallVector<int64_t> shape(input.getShape());
-  shape.back() = weight.getDimSize(1);
+  shape.back() = out;
   return RankedTensorType::get(shape, input.getElementType());
 }
 
@@ -174,27 +177,30 @@ CausalAttentionOp::inferResultType(RankedTensorType qkv, int64_t heads,
 
 FailureOr<RankedTensorType>
 LinearGradInputOp::inferResultType(RankedTensorType resultGrad,
-                                   RankedTensorType weight,
+                                   RankedTensorType weight, bool weightOutIn,
                                    EmitErrorFn emitError) {
   if (weight.getRank() != 2)
-    return emitError() << "weight must be 2-D [in, out], got " << weight;
-  if (resultGrad.getRank() < 1 ||
-      resultGrad.getShape().back() != weight.getDimSize(1))
+    return emitError() << "weight must be 2-D "
+                       << (weightOutIn ? "[out, in]" : "[in, out]") << ", got "
+                       << weight;
+  int64_t in = weight.getDimSize(weightOutIn ? 1 : 0);
+  int64_t out = weight.getDimSize(weightOutIn ? 0 : 1);
+  if (resultGrad.getRank() < 1 || resultGrad.getShape().back() != out)
     return emitError() << "result gradient " << resultGrad
-                       << " does not end in the weight's " << weight.getDimSize(1)
+                       << " does not end in the weight's " << out
                        << " output features";
   if (failed(checkSameElementType(resultGrad, "result gradient", weight,
                                   "weight", emitError)))
     return failure();
   SmallVector<int64_t> shape(resultGrad.getShape());
-  shape.back() = weight.getDimSize(0);
+  shape.back() = in;
   return RankedTensorType::get(shape, resultGrad.getElementType());
 }
 
 FailureOr<RankedTensorType>
 LinearGradWeightOp::inferResultType(RankedTensorType input,
                                     RankedTensorType resultGrad,
-                                    EmitErrorFn emitError) {
+                                    bool weightOutIn, EmitErrorFn emitError) {
   if (input.getRank() < 1 || input.getRank() != resultGrad.getRank() ||
       input.getShape().drop_back() != resultGrad.getShape().drop_back())
     return emitError() << "input " << input << " and result gradient "
@@ -202,9 +208,10 @@ LinearGradWeightOp::inferResultType(RankedTensorType input,
   if (failed(checkSameElementType(input, "input", resultGrad,
                                   "result gradient", emitError)))
     return failure();
-  return RankedTensorType::get(
-      {input.getShape().back(), resultGrad.getShape().back()},
-      input.getElementType());
+  int64_t in = input.getShape().back(), out = resultGrad.getShape().back();
+  return RankedTensorType::get(weightOutIn ? ArrayRef<int64_t>{out, in}
+                                           : ArrayRef<int64_t>{in, out},
+                               input.getElementType());
 }
 
 FailureOr<RankedTensorType>
@@ -289,8 +296,16 @@ LayerNormGradGammaOp::inferResultType(RankedTensorType dy, RankedTensorType x,
         *this, inferResultType(get##LHS().getType(), get##RHS().getType(),     \
                                [&] { return emitOpError(); }));                \
   }
-ZB_VERIFY_BINARY_BACKWARD(LinearGradInputOp, ResultGrad, Weight)
-ZB_VERIFY_BINARY_BACKWARD(LinearGradWeightOp, Input, ResultGrad)
+LogicalResult LinearGradInputOp::verify() {
+  return verifyInferredResult(
+      *this, inferResultType(getResultGrad().getType(), getWeight().getType(),
+                             getWeightOutIn(), [&] { return emitOpError(); }));
+}
+LogicalResult LinearGradWeightOp::verify() {
+  return verifyInferredResult(
+      *this, inferResultType(getInput().getType(), getResultGrad().getType(),
+                             getWeightOutIn(), [&] { return emitOpError(); }));
+}
 ZB_VERIFY_BINARY_BACKWARD(MatmulGradLhsOp, ResultGrad, Rhs)
 ZB_VERIFY_BINARY_BACKWARD(MatmulGradRhsOp, Lhs, ResultGrad)
 ZB_VERIFY_BINARY_BACKWARD(ReluGradOp, ResultGrad, Input)

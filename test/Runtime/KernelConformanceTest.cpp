@@ -244,6 +244,39 @@ TEST(KernelConformance, Linear) {
   }
 }
 
+/// PyTorch's layout, w [out, in]: the three kernels against the oracle.
+TEST(KernelConformance, LinearWithAnOutInWeight) {
+  std::mt19937_64 rng(4);
+  for (const LinearCase &c : kLinearCases) {
+    SCOPED_TRACE(describe(c.x) + " out " + std::to_string(c.out));
+    int64_t rows = product(c.x, 1), inDim = c.x.back();
+    Shape dyShape = c.x;
+    dyShape.back() = c.out;
+    Tensor x = randomF32(c.x, rng), w = randomF32({c.out, inDim}, rng);
+    Tensor dy = randomF32(dyShape, rng);
+    auto [y64, y32] = oracles(
+        [&](Precision p) { return k::linear(in(x, p), in(w, p), true); });
+    Buffer y(rows * c.out);
+    rt::linear(x.data<float>(), w.data<float>(), y.data(), rows, inDim, c.out,
+               true);
+    expectConforms(y, y64, y32, dotTol(inDim));
+    auto [dx64, dx32] = oracles([&](Precision p) {
+      return k::linearGradInput(in(dy, p), in(w, p), true);
+    });
+    Buffer dx(rows * inDim);
+    rt::linearGradInput(dy.data<float>(), w.data<float>(), dx.data(), rows,
+                        inDim, c.out, true);
+    expectConforms(dx, dx64, dx32, dotTol(c.out));
+    auto [dw64, dw32] = oracles([&](Precision p) {
+      return k::linearGradWeight(in(x, p), in(dy, p), true);
+    });
+    Buffer dw(inDim * c.out);
+    rt::linearGradWeight(x.data<float>(), dy.data<float>(), dw.data(), rows,
+                         inDim, c.out, true);
+    expectConforms(dw, dw64, dw32, dotTol(rows));
+  }
+}
+
 TEST(KernelConformance, LinearGradInput) {
   std::mt19937_64 rng(2);
   for (const LinearCase &c : kLinearCases) {

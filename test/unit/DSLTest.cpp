@@ -79,7 +79,7 @@ TEST(DSL, ShapeErrorPointsAtTheCall) {
   EXPECT_FALSE(h);
   EXPECT_NE(err.find(here(line)), std::string::npos) << err;
   EXPECT_NE(err.find("error: 'zb.linear' op input has 8 features (last "
-                     "dimension) but the weight has 9 rows"),
+                     "dimension) but the weight [in, out] takes 9"),
             std::string::npos)
       << err;
   // Later calls on the failed tensor stay quiet and the model cannot print.
@@ -88,6 +88,19 @@ TEST(DSL, ShapeErrorPointsAtTheCall) {
   std::string ir;
   stderrOf([&] { ir = m.str(); });
   EXPECT_TRUE(ir.empty());
+}
+
+TEST(DSL, LinearTakesPyTorchsWeightLayout) {
+  Model m("outin");
+  Tensor x = m.input("x", {2, 8});
+  Tensor w = m.param("w", {4, 8}, Init::normal(0.1));
+  Tensor y = m.linear(x, w, WeightLayout::OutIn);
+  m.loss(m.crossEntropy(y, m.label("y", {2})));
+  std::string ir = m.str();
+  EXPECT_NE(ir.find("zb.linear %x, %w {weight_out_in} : (tensor<2x8xf32>, "
+                    "tensor<4x8xf32>) -> tensor<2x4xf32>"),
+            std::string::npos)
+      << ir;
 }
 
 TEST(DSL, RmsNormBuildsTheOp) {

@@ -314,6 +314,23 @@ TEST(InterpFD, LinearGradInputAndWeight) {
   expectMatchesFD(k::linearGradWeight(x, dy), f, {x, w}, 1, dy);
 }
 
+TEST(InterpFD, LinearWithAnOutInWeight) {
+  // PyTorch's layout: w [out, in], y = x @ w^T; its gradients, and the same
+  // values as the [in, out] form with the weight transposed.
+  Tensor x = randomTensor({2, 3, 4}, 31), w = randomTensor({5, 4}, 32);
+  Tensor dy = randomTensor({2, 3, 5}, 33);
+  ForwardFn f = [](const std::vector<Tensor> &in) {
+    return k::linear(in[0], in[1], /*weightOutIn=*/true);
+  };
+  expectMatchesFD(k::linearGradInput(dy, w, true), f, {x, w}, 0, dy);
+  expectMatchesFD(k::linearGradWeight(x, dy, true), f, {x, w}, 1, dy);
+  Tensor wInOut = k::transpose(w);
+  expectValues(k::linear(x, w, true),
+               k::linear(x, wInOut).toDoubles(), 1e-15);
+  expectValues(k::linearGradWeight(x, dy, true),
+               k::transpose(k::linearGradWeight(x, dy)).toDoubles(), 1e-15);
+}
+
 TEST(InterpFD, MatmulGradLhsAndRhs) {
   Tensor a = randomTensor({2, 3, 4}, 4), b = randomTensor({2, 4, 5}, 5);
   Tensor dc = randomTensor({2, 3, 5}, 6);

@@ -217,22 +217,30 @@ void checkGemms(const Shape &s, Dtype dt, std::mt19937 &rng) {
   Buffer y(rows * out * 4), dx(rows * in * 4), dw(in * out * 4);
   std::vector<float> ref(rows * out), refDx(rows * in), refDw(in * out);
 
-  cudaError_t e = gpu::linear(*theGemm, dt, dX->ptr, dW->ptr, y.ptr, rows, in,
-                              out, stream);
-  cpu::linear(x.data(), w.data(), ref.data(), rows, in, out);
-  report("linear" + at, dt, e, download(dt, y.ptr, rows * out), ref, tol);
+  // Both weight layouts: [in, out] (zbc's) and [out, in] (PyTorch's).
+  cudaError_t e;
+  for (bool outIn : {false, true}) {
+    const std::string layout = outIn ? " [out, in]" : "";
+    e = gpu::linear(*theGemm, dt, dX->ptr, dW->ptr, y.ptr, rows, in, out,
+                    outIn, stream);
+    cpu::linear(x.data(), w.data(), ref.data(), rows, in, out, outIn);
+    report("linear" + layout + at, dt, e, download(dt, y.ptr, rows * out), ref,
+           tol);
 
-  e = gpu::linearGradInput(*theGemm, dt, dDy->ptr, dW->ptr, dx.ptr, rows, in,
-                           out, stream);
-  cpu::linearGradInput(dy.data(), w.data(), refDx.data(), rows, in, out);
-  report("linearGradInput" + at, dt, e, download(dt, dx.ptr, rows * in), refDx,
-         tol);
+    e = gpu::linearGradInput(*theGemm, dt, dDy->ptr, dW->ptr, dx.ptr, rows, in,
+                             out, outIn, stream);
+    cpu::linearGradInput(dy.data(), w.data(), refDx.data(), rows, in, out,
+                         outIn);
+    report("linearGradInput" + layout + at, dt, e,
+           download(dt, dx.ptr, rows * in), refDx, tol);
 
-  e = gpu::linearGradWeight(*theGemm, dt, dX->ptr, dDy->ptr, dw.ptr, rows, in,
-                            out, stream);
-  cpu::linearGradWeight(x.data(), dy.data(), refDw.data(), rows, in, out);
-  report("linearGradWeight" + at, dt, e, download(dt, dw.ptr, in * out), refDw,
-         tol);
+    e = gpu::linearGradWeight(*theGemm, dt, dX->ptr, dDy->ptr, dw.ptr, rows,
+                              in, out, outIn, stream);
+    cpu::linearGradWeight(x.data(), dy.data(), refDw.data(), rows, in, out,
+                          outIn);
+    report("linearGradWeight" + layout + at, dt, e,
+           download(dt, dw.ptr, in * out), refDw, tol);
+  }
 
   // Batched: a [batch, M, K] @ b [batch, K, N].
   const int64_t batch = s.batch, M = s.S, K = s.h / s.heads + 1, N = s.S + 1;
@@ -640,21 +648,23 @@ void timeLayer() {
                   (long long)in, (long long)out);
     printTime(label, timeMs([&] {
                 return gpu::linear(*theGemm, dt, dX->ptr, dW->ptr, y.ptr, rows,
-                                   in, out, stream);
+                                   in, out, false, stream);
               }),
               flops);
     std::snprintf(label, sizeof label, "linearGradInput %lldx%lldx%lld",
                   (long long)rows, (long long)in, (long long)out);
     printTime(label, timeMs([&] {
                 return gpu::linearGradInput(*theGemm, dt, dDy->ptr, dW->ptr,
-                                            dx.ptr, rows, in, out, stream);
+                                            dx.ptr, rows, in, out, false,
+                                            stream);
               }),
               flops);
     std::snprintf(label, sizeof label, "linearGradWeight %lldx%lldx%lld",
                   (long long)rows, (long long)in, (long long)out);
     printTime(label, timeMs([&] {
                 return gpu::linearGradWeight(*theGemm, dt, dX->ptr, dDy->ptr,
-                                             dw.ptr, rows, in, out, stream);
+                                             dw.ptr, rows, in, out, false,
+                                             stream);
               }),
               flops);
   }

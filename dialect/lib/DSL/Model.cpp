@@ -275,7 +275,6 @@ static void *buildBinary(const Model *self, Model::Impl &impl, Tensor lhs,
   Tensor Model::METHOD(Tensor lhs, Tensor rhs, SourceLoc loc) {                \
     return wrap(buildBinary<zb::OP>(this, *impl, lhs, LHS, rhs, RHS, loc));    \
   }
-ZB_DSL_BINARY(linear, LinearOp, "input", "weight")
 ZB_DSL_BINARY(matmul, MatmulOp, "lhs", "rhs")
 ZB_DSL_BINARY(biasAdd, BiasAddOp, "input", "bias")
 ZB_DSL_BINARY(embedding, EmbeddingOp, "indices", "table")
@@ -316,6 +315,32 @@ Tensor Model::swiGlu(Tensor gate, Tensor up, SourceLoc sloc) {
     return {};
   }
   return wrap(zb::SwiGluOp::create(impl->builder, loc, g, u)
+                  .getResult()
+                  .getAsOpaquePointer());
+}
+
+Tensor Model::linear(Tensor input, Tensor weight, SourceLoc sloc) {
+  return linear(input, weight, WeightLayout::InOut, sloc);
+}
+
+Tensor Model::linear(Tensor input, Tensor weight, WeightLayout layout,
+                     SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::LinearOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value x = impl->unwrap(input, this, loc, opName, "input");
+  Value w = impl->unwrap(weight, this, loc, opName, "weight");
+  if (!x || !w)
+    return {};
+  bool outIn = layout == WeightLayout::OutIn;
+  FailureOr<RankedTensorType> type = zb::LinearOp::inferResultType(
+      typeOf(x), typeOf(w), outIn, [&] { return impl->error(loc, opName); });
+  if (failed(type))
+    return {};
+  return wrap(zb::LinearOp::create(impl->builder, loc, *type, x, w,
+                                   outIn ? impl->builder.getUnitAttr()
+                                         : UnitAttr())
                   .getResult()
                   .getAsOpaquePointer());
 }

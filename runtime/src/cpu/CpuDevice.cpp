@@ -123,10 +123,11 @@ public:
   std::string synchronize() override { return {}; }
 
   std::string linear(int32_t element, const void *x, const void *w, void *y,
-                     int64_t rows, int64_t in, int64_t out) override {
+                     int64_t rows, int64_t in, int64_t out,
+                     int64_t weightOutIn) override {
     Widened f(staging_, element);
     cpu::linear(f.in(x, rows * in), f.in(w, in * out), f.out(y, rows * out),
-                rows, in, out);
+                rows, in, out, weightOutIn != 0);
     f.finish();
     return {};
   }
@@ -269,20 +270,22 @@ public:
     return {};
   }
   std::string linearGradInput(int32_t element, const void *dy, const void *w,
-                              void *dx, int64_t rows, int64_t in,
-                              int64_t out) override {
+                              void *dx, int64_t rows, int64_t in, int64_t out,
+                              int64_t weightOutIn) override {
     Widened f(staging_, element);
     cpu::linearGradInput(f.in(dy, rows * out), f.in(w, in * out),
-                         f.out(dx, rows * in), rows, in, out);
+                         f.out(dx, rows * in), rows, in, out,
+                         weightOutIn != 0);
     f.finish();
     return {};
   }
   std::string linearGradWeight(int32_t element, const void *x, const void *dy,
-                               void *dw, int64_t rows, int64_t in,
-                               int64_t out) override {
+                               void *dw, int64_t rows, int64_t in, int64_t out,
+                               int64_t weightOutIn) override {
     Widened f(staging_, element);
     cpu::linearGradWeight(f.in(x, rows * in), f.in(dy, rows * out),
-                          f.out(dw, in * out), rows, in, out);
+                          f.out(dw, in * out), rows, in, out,
+                          weightOutIn != 0);
     f.finish();
     return {};
   }

@@ -197,9 +197,10 @@ public:
   }
 
   std::string linear(int32_t element, const void *x, const void *w, void *y,
-                     int64_t rows, int64_t in, int64_t out) override {
+                     int64_t rows, int64_t in, int64_t out,
+                     int64_t weightOutIn) override {
     return launched(cuda::linear(gemm_, dtypeOf(element), x, w, y, rows, in,
-                                 out, stream_),
+                                 out, weightOutIn != 0, stream_),
                     "linear");
   }
   std::string matmul(int32_t element, const void *a, const void *b, void *c,
@@ -295,17 +296,19 @@ public:
                     "fill");
   }
   std::string linearGradInput(int32_t element, const void *dy, const void *w,
-                              void *dx, int64_t rows, int64_t in,
-                              int64_t out) override {
+                              void *dx, int64_t rows, int64_t in, int64_t out,
+                              int64_t weightOutIn) override {
     return launched(cuda::linearGradInput(gemm_, dtypeOf(element), dy, w, dx,
-                                          rows, in, out, stream_),
+                                          rows, in, out, weightOutIn != 0,
+                                          stream_),
                     "linear_grad_input");
   }
   std::string linearGradWeight(int32_t element, const void *x, const void *dy,
-                               void *dw, int64_t rows, int64_t in,
-                               int64_t out) override {
+                               void *dw, int64_t rows, int64_t in, int64_t out,
+                               int64_t weightOutIn) override {
     return launched(cuda::linearGradWeight(gemm_, dtypeOf(element), x, dy, dw,
-                                           rows, in, out, stream_),
+                                           rows, in, out, weightOutIn != 0,
+                                           stream_),
                     "linear_grad_weight");
   }
   std::string matmulGradLhs(int32_t element, const void *dc, const void *b,

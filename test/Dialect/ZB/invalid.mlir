@@ -37,6 +37,19 @@ zb.model @unknown_op {
 
 // -----
 
+// Tests that a [out, in] weight is read as such: 8 input features need a
+// weight of 8 columns.
+zb.model @linear_out_in {
+  %x = zb.input "x" : tensor<2x8xf32>
+  %w = zb.param "w" init ones : tensor<8x4xf32>
+  // expected-error @+1 {{'zb.linear' op input has 8 features (last dimension) but the weight [out, in] takes 4}}
+  %y = zb.linear %x, %w {weight_out_in} : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
 // Tests that zb.rmsnorm's weight must match the last dimension.
 zb.model @rms_weight {
   %x = zb.input "x" : tensor<2x8xf32>
@@ -342,7 +355,7 @@ zb.model @linear_scalar_input {
 zb.model @linear_feature_mismatch {
   %x = zb.input "x" : tensor<4x16xf32>
   %w = zb.param "w" init ones : tensor<8x32xf32>
-  // expected-error @+1 {{'zb.linear' op input has 16 features (last dimension) but the weight has 8 rows}}
+  // expected-error @+1 {{'zb.linear' op input has 16 features (last dimension) but the weight [in, out] takes 8}}
   %h = zb.linear %x, %w : (tensor<4x16xf32>, tensor<8x32xf32>) -> tensor<4x32xf32>
   %l = zb.input "l" : tensor<f32>
   zb.loss %l : tensor<f32>

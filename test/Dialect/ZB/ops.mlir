@@ -336,3 +336,14 @@ zb.model @swiglu {
   %l = zb.input "l" : tensor<f32>
   zb.loss %l : tensor<f32>
 }
+
+// Tests that zb.linear with PyTorch's [out, in] weight round-trips.
+// CHECK-LABEL: zb.model @linear_out_in
+// CHECK:         zb.linear %{{.+}}, %{{.+}} {weight_out_in} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+zb.model @linear_out_in {
+  %x = zb.input "x" : tensor<2x8xf32>
+  %w = zb.param "w" init normal(0.1) : tensor<4x8xf32>
+  %y = zb.linear %x, %w {weight_out_in} : (tensor<2x8xf32>, tensor<4x8xf32>) -> tensor<2x4xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}

@@ -21,11 +21,11 @@ Tensor fill(const Shape &shape, Precision precision, double value) {
   return Tensor::filled(shape, precision, value);
 }
 
-Tensor linearGradInput(const Tensor &dy, const Tensor &w) {
+Tensor linearGradInput(const Tensor &dy, const Tensor &w, bool weightOutIn) {
   return byPrecision(dy.precision(), [&](auto tag) {
     using T = decltype(tag);
-    int64_t rows = leadingSize(dy.shape()), in = w.shape()[0],
-            out = w.shape()[1];
+    int64_t rows = leadingSize(dy.shape()), in = w.shape()[weightOutIn ? 1 : 0],
+            out = w.shape()[weightOutIn ? 0 : 1];
     Shape shape = dy.shape();
     shape.back() = in;
     Tensor dx = Tensor::zeros(shape, dy.precision());
@@ -35,19 +35,20 @@ Tensor linearGradInput(const Tensor &dy, const Tensor &w) {
       for (int64_t i = 0; i < in; ++i) {
         T acc = 0;
         for (int64_t o = 0; o < out; ++o)
-          acc += dyd[r * out + o] * wd[i * out + o];
+          acc += dyd[r * out + o] * wd[weightOutIn ? o * in + i : i * out + o];
         dxd[r * in + i] = acc;
       }
     return dx;
   });
 }
 
-Tensor linearGradWeight(const Tensor &x, const Tensor &dy) {
+Tensor linearGradWeight(const Tensor &x, const Tensor &dy, bool weightOutIn) {
   return byPrecision(x.precision(), [&](auto tag) {
     using T = decltype(tag);
     int64_t rows = leadingSize(x.shape()), in = lastDim(x.shape()),
             out = lastDim(dy.shape());
-    Tensor dw = Tensor::zeros({in, out}, x.precision());
+    Tensor dw = Tensor::zeros(weightOutIn ? Shape{out, in} : Shape{in, out},
+                              x.precision());
     const T *xd = x.data<T>(), *dyd = dy.data<T>();
     T *dwd = dw.data<T>();
     for (int64_t i = 0; i < in; ++i)
@@ -55,7 +56,7 @@ Tensor linearGradWeight(const Tensor &x, const Tensor &dy) {
         T acc = 0;
         for (int64_t r = 0; r < rows; ++r)
           acc += xd[r * in + i] * dyd[r * out + o];
-        dwd[i * out + o] = acc;
+        dwd[weightOutIn ? o * in + i : i * out + o] = acc;
       }
     return dw;
   });

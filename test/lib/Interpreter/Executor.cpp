@@ -128,7 +128,8 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
   return llvm::TypeSwitch<Operation *, FT>(op)
       // Model-level ops.
       .Case([&](zb::LinearOp o) -> FT {
-        return k::linear(in(o.getInput()), in(o.getWeight()));
+        return k::linear(in(o.getInput()), in(o.getWeight()),
+                         o.getWeightOutIn());
       })
       .Case([&](zb::MatmulOp o) -> FT {
         return k::matmul(in(o.getLhs()), in(o.getRhs()));
@@ -173,10 +174,12 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
                        o.getValue().convertToDouble());
       })
       .Case([&](zb::LinearGradInputOp o) -> FT {
-        return k::linearGradInput(in(o.getResultGrad()), in(o.getWeight()));
+        return k::linearGradInput(in(o.getResultGrad()), in(o.getWeight()),
+                                  o.getWeightOutIn());
       })
       .Case([&](zb::LinearGradWeightOp o) -> FT {
-        return k::linearGradWeight(in(o.getInput()), in(o.getResultGrad()));
+        return k::linearGradWeight(in(o.getInput()), in(o.getResultGrad()),
+                                   o.getWeightOutIn());
       })
       .Case([&](zb::MatmulGradLhsOp o) -> FT {
         return k::matmulGradLhs(in(o.getResultGrad()), in(o.getRhs()));

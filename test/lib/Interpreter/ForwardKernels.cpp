@@ -16,11 +16,11 @@
 namespace zbc::interp::kernels {
 using namespace detail;
 
-Tensor linear(const Tensor &x, const Tensor &w) {
+Tensor linear(const Tensor &x, const Tensor &w, bool weightOutIn) {
   return byPrecision(x.precision(), [&](auto tag) {
     using T = decltype(tag);
-    int64_t rows = leadingSize(x.shape()), in = w.shape()[0],
-            out = w.shape()[1];
+    int64_t rows = leadingSize(x.shape()), in = w.shape()[weightOutIn ? 1 : 0],
+            out = w.shape()[weightOutIn ? 0 : 1];
     Shape shape = x.shape();
     shape.back() = out;
     Tensor y = Tensor::zeros(shape, x.precision());
@@ -30,7 +30,7 @@ Tensor linear(const Tensor &x, const Tensor &w) {
       for (int64_t o = 0; o < out; ++o) {
         T acc = 0;
         for (int64_t i = 0; i < in; ++i)
-          acc += xd[r * in + i] * wd[i * out + o];
+          acc += xd[r * in + i] * wd[weightOutIn ? o * in + i : i * out + o];
         yd[r * out + o] = acc;
       }
     return y;

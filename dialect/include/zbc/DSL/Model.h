@@ -38,6 +38,10 @@ namespace zbc::dsl {
 /// Element types of model tensors.
 enum class DType { F16, BF16, F32, F64, I32, I64 };
 
+/// How a linear layer's weight is stored: [in, out] (zbc's, x @ W) or
+/// [out, in] (PyTorch's nn.Linear and Hugging Face checkpoints, x @ W^T).
+enum class WeightLayout { InOut, OutIn };
+
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_COLUMN)
 #define ZBC_DSL_CALLER_COLUMN __builtin_COLUMN()
@@ -110,6 +114,10 @@ public:
 
   // Tensor ops; each mirrors the zb op of the same name.
   Tensor linear(Tensor input, Tensor weight, SourceLoc loc = SourceLoc::current());
+  /// With WeightLayout::OutIn the weight is [out, in], PyTorch's nn.Linear
+  /// layout (zb.linear {weight_out_in}): x @ W^T.
+  Tensor linear(Tensor input, Tensor weight, WeightLayout layout,
+                SourceLoc loc = SourceLoc::current());
   Tensor matmul(Tensor lhs, Tensor rhs, SourceLoc loc = SourceLoc::current());
   Tensor biasAdd(Tensor input, Tensor bias, SourceLoc loc = SourceLoc::current());
   Tensor add(Tensor lhs, Tensor rhs, SourceLoc loc = SourceLoc::current());

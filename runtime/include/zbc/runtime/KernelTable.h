@@ -33,9 +33,10 @@
 #define ZBC_RUNTIME_KERNELTABLE_H
 
 /* Signatures, one per kernel. */
+/* weight_out_in: 1 if w is [out, in] (PyTorch's layout), 0 if [in, out]. */
 #define ZBC_RT_SIG_LINEAR(B, D, R)                                             \
   B(In, x, rows * in) B(In, w, in * out) B(Out, y, rows * out) D(rows) D(in)   \
-      D(out)
+      D(out) D(weight_out_in)
 #define ZBC_RT_SIG_MATMUL(B, D, R)                                             \
   B(In, a, batch * m * k) B(In, b, batch * k * n) B(Out, c, batch * m * n)     \
       D(batch) D(m) D(k) D(n)
@@ -67,10 +68,10 @@
 #define ZBC_RT_SIG_FILL(B, D, R) B(Out, y, n) D(n) R(value)
 #define ZBC_RT_SIG_LINEAR_GRAD_INPUT(B, D, R)                                  \
   B(In, dy, rows * out) B(In, w, in * out) B(Out, dx, rows * in) D(rows)       \
-      D(in) D(out)
+      D(in) D(out) D(weight_out_in)
 #define ZBC_RT_SIG_LINEAR_GRAD_WEIGHT(B, D, R)                                 \
   B(In, x, rows * in) B(In, dy, rows * out) B(Out, dw, in * out) D(rows)       \
-      D(in) D(out)
+      D(in) D(out) D(weight_out_in)
 #define ZBC_RT_SIG_MATMUL_GRAD_LHS(B, D, R)                                    \
   B(In, dc, batch * m * n) B(In, b, batch * k * n) B(Out, da, batch * m * k)   \
       D(batch) D(m) D(k) D(n)

@@ -288,8 +288,12 @@ void causalAttentionGrad(const float *dout, const float *qkv, float *dqkv,
 //===----------------------------------------------------------------------===//
 
 void linear(const float *x, const float *w, float *y, int64_t rows, int64_t in,
-            int64_t out) noexcept {
-  gemm(CblasNoTrans, CblasNoTrans, rows, out, in, 1.0f, x, in, w, out, y, out);
+            int64_t out, bool weightOutIn) noexcept {
+  if (weightOutIn) // w [out, in]: x @ w^T
+    gemm(CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w, in, y, out);
+  else
+    gemm(CblasNoTrans, CblasNoTrans, rows, out, in, 1.0f, x, in, w, out, y,
+         out);
 }
 
 void matmul(const float *a, const float *b, float *c, int64_t batch, int64_t M,
@@ -300,13 +304,23 @@ void matmul(const float *a, const float *b, float *c, int64_t batch, int64_t M,
 }
 
 void linearGradInput(const float *dy, const float *w, float *dx, int64_t rows,
-                     int64_t in, int64_t out) noexcept {
-  gemm(CblasNoTrans, CblasTrans, rows, in, out, 1.0f, dy, out, w, out, dx, in);
+                     int64_t in, int64_t out, bool weightOutIn) noexcept {
+  if (weightOutIn) // w [out, in]: dx = dy @ w
+    gemm(CblasNoTrans, CblasNoTrans, rows, in, out, 1.0f, dy, out, w, in, dx,
+         in);
+  else
+    gemm(CblasNoTrans, CblasTrans, rows, in, out, 1.0f, dy, out, w, out, dx,
+         in);
 }
 
 void linearGradWeight(const float *x, const float *dy, float *dw, int64_t rows,
-                      int64_t in, int64_t out) noexcept {
-  gemm(CblasTrans, CblasNoTrans, in, out, rows, 1.0f, x, in, dy, out, dw, out);
+                      int64_t in, int64_t out, bool weightOutIn) noexcept {
+  if (weightOutIn) // dw [out, in] = dy^T @ x
+    gemm(CblasTrans, CblasNoTrans, out, in, rows, 1.0f, dy, out, x, in, dw,
+         in);
+  else
+    gemm(CblasTrans, CblasNoTrans, in, out, rows, 1.0f, x, in, dy, out, dw,
+         out);
 }
 
 void matmulGradLhs(const float *dc, const float *b, float *da, int64_t batch,

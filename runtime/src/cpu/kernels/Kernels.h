@@ -50,9 +50,10 @@ struct IndexError {
 // Model-level ops
 //===----------------------------------------------------------------------===//
 
-/// zb.linear: y[rows, out] = x[rows, in] @ w[in, out].
+/// zb.linear: y[rows, out] = x[rows, in] @ w[in, out], or @ w[out, in]^T
+/// with `weightOutIn` (PyTorch's layout).
 void linear(const float *x, const float *w, float *y, int64_t rows, int64_t in,
-            int64_t out) noexcept;
+            int64_t out, bool weightOutIn = false) noexcept;
 /// zb.matmul: for each of `batch` matrices, c[M, N] = a[M, K] @ b[K, N].
 void matmul(const float *a, const float *b, float *c, int64_t batch, int64_t M,
             int64_t K, int64_t N) noexcept;
@@ -109,13 +110,14 @@ bool crossEntropy(const float *logits, const I *labels, float *loss,
 
 /// zb.fill: y[i] = value for i < n.
 void fill(float *y, int64_t n, float value) noexcept;
-/// zb.linear_grad_input: dx[rows, in] = dy[rows, out] @ w[in, out]^T.
+/// zb.linear_grad_input: dx[rows, in] = dy[rows, out] @ w[in, out]^T (or
+/// @ w[out, in] with `weightOutIn`).
 void linearGradInput(const float *dy, const float *w, float *dx, int64_t rows,
-                     int64_t in, int64_t out) noexcept;
-/// zb.linear_grad_weight: dw[in, out] = x[rows, in]^T @ dy[rows, out]
-/// (written, not accumulated).
+                     int64_t in, int64_t out, bool weightOutIn = false) noexcept;
+/// zb.linear_grad_weight: dw[in, out] = x[rows, in]^T @ dy[rows, out] (with
+/// `weightOutIn`, dw[out, in] = dy^T @ x), written, not accumulated.
 void linearGradWeight(const float *x, const float *dy, float *dw, int64_t rows,
-                      int64_t in, int64_t out) noexcept;
+                      int64_t in, int64_t out, bool weightOutIn = false) noexcept;
 /// zb.matmul_grad_lhs: per batch, da[M, K] = dc[M, N] @ b[K, N]^T.
 void matmulGradLhs(const float *dc, const float *b, float *da, int64_t batch,
                    int64_t M, int64_t K, int64_t N) noexcept;

@@ -81,7 +81,7 @@ private:
 
 cudaError_t linear(Gemm &gemm, Dtype dtype, const void *x, const void *w,
                    void *y, int64_t rows, int64_t in, int64_t out,
-                   cudaStream_t stream);
+                   bool weightOutIn, cudaStream_t stream);
 cudaError_t matmul(Gemm &gemm, Dtype dtype, const void *a, const void *b,
                    void *c, int64_t batch, int64_t M, int64_t K, int64_t N,
                    cudaStream_t stream);
@@ -125,10 +125,11 @@ cudaError_t fill(Dtype dtype, void *y, int64_t n, float value,
                  cudaStream_t stream);
 cudaError_t linearGradInput(Gemm &gemm, Dtype dtype, const void *dy,
                             const void *w, void *dx, int64_t rows, int64_t in,
-                            int64_t out, cudaStream_t stream);
+                            int64_t out, bool weightOutIn, cudaStream_t stream);
 cudaError_t linearGradWeight(Gemm &gemm, Dtype dtype, const void *x,
                              const void *dy, void *dw, int64_t rows,
-                             int64_t in, int64_t out, cudaStream_t stream);
+                             int64_t in, int64_t out, bool weightOutIn,
+                             cudaStream_t stream);
 cudaError_t matmulGradLhs(Gemm &gemm, Dtype dtype, const void *dc,
                           const void *b, void *da, int64_t batch, int64_t M,
                           int64_t K, int64_t N, cudaStream_t stream);

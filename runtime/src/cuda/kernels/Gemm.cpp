@@ -237,9 +237,9 @@ cudaError_t Gemm::run(Dtype dtype, bool transA, bool transB, const void *A,
 
 cudaError_t linear(Gemm &gemm, Dtype dtype, const void *x, const void *w,
                    void *y, int64_t rows, int64_t in, int64_t out,
-                   cudaStream_t stream) {
-  // y[rows, out] = x[rows, in] @ w[in, out].
-  return gemm.run(dtype, false, false, x, w, y, 1, rows, in, out, stream);
+                   bool weightOutIn, cudaStream_t stream) {
+  // y[rows, out] = x[rows, in] @ w[in, out], or @ w^T for w [out, in] = [N, K].
+  return gemm.run(dtype, false, weightOutIn, x, w, y, 1, rows, in, out, stream);
 }
 
 cudaError_t matmul(Gemm &gemm, Dtype dtype, const void *a, const void *b,
@@ -250,15 +250,22 @@ cudaError_t matmul(Gemm &gemm, Dtype dtype, const void *a, const void *b,
 
 cudaError_t linearGradInput(Gemm &gemm, Dtype dtype, const void *dy,
                             const void *w, void *dx, int64_t rows, int64_t in,
-                            int64_t out, cudaStream_t stream) {
-  // dx[rows, in] = dy[rows, out] @ w^T, w stored [in, out] = [N, K].
-  return gemm.run(dtype, false, true, dy, w, dx, 1, rows, out, in, stream);
+                            int64_t out, bool weightOutIn,
+                            cudaStream_t stream) {
+  // dx[rows, in] = dy[rows, out] @ w^T, w stored [in, out] = [N, K]; or
+  // dy @ w for w [out, in] = [K, N].
+  return gemm.run(dtype, false, !weightOutIn, dy, w, dx, 1, rows, out, in,
+                  stream);
 }
 
 cudaError_t linearGradWeight(Gemm &gemm, Dtype dtype, const void *x,
                              const void *dy, void *dw, int64_t rows,
-                             int64_t in, int64_t out, cudaStream_t stream) {
-  // dw[in, out] = x^T @ dy[rows, out], x stored [rows, in] = [K, M].
+                             int64_t in, int64_t out, bool weightOutIn,
+                             cudaStream_t stream) {
+  // dw[in, out] = x^T @ dy[rows, out], x stored [rows, in] = [K, M]; or
+  // dw[out, in] = dy^T @ x, dy stored [rows, out] = [K, M].
+  if (weightOutIn)
+    return gemm.run(dtype, true, false, dy, x, dw, 1, out, rows, in, stream);
   return gemm.run(dtype, true, false, x, dy, dw, 1, in, rows, out, stream);
 }
 

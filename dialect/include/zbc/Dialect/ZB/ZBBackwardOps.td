@@ -49,28 +49,52 @@ def ZB_FillOp : ZB_Op<"fill", [HasParent<"PhaseOp">, Pure]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def ZB_LinearGradInputOp
-    : ZB_BinaryBackwardOp<"linear_grad_input", "resultGrad", "weight"> {
+def ZB_LinearGradInputOp : ZB_BackwardOp<"linear_grad_input"> {
   let summary = "dx = dy @ W^T, the input gradient of zb.linear";
   let description = [{
-    `dy [..., out]`, `W [in, out]` -> `dx [..., in]`.
+    `dy [..., out]`, `W [in, out]` -> `dx [..., in]`; with `weight_out_in`,
+    `W [out, in]` and `dx = dy @ W`.
 
     ```mlir
     %dx = zb.linear_grad_input %dy, %w : (tensor<8x32xf32>, tensor<16x32xf32>) -> tensor<8x16xf32>
     ```
   }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$weight,
+                       UnitAttr:$weight_out_in);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $resultGrad `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType resultGrad,
+                    mlir::RankedTensorType weight, bool weightOutIn,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
 }
 
-def ZB_LinearGradWeightOp
-    : ZB_BinaryBackwardOp<"linear_grad_weight", "input", "resultGrad"> {
+def ZB_LinearGradWeightOp : ZB_BackwardOp<"linear_grad_weight"> {
   let summary = "dW = x^T @ dy over all leading dimensions, the weight gradient of zb.linear";
   let description = [{
-    `x [..., in]`, `dy [..., out]` -> `dW [in, out]`; the leading dimensions
-    of `x` and `dy` must agree and are summed over.
+    `x [..., in]`, `dy [..., out]` -> `dW [in, out]` (with `weight_out_in`,
+    `dW [out, in] = dy^T @ x`); the leading dimensions of `x` and `dy` must
+    agree and are summed over.
 
     ```mlir
     %dw = zb.linear_grad_weight %x, %dy : (tensor<8x16xf32>, tensor<8x32xf32>) -> tensor<16x32xf32>
     ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$input, ZB_FloatTensor:$resultGrad,
+                       UnitAttr:$weight_out_in);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $resultGrad attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType input,
+                    mlir::RankedTensorType resultGrad, bool weightOutIn,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
   }];
 }
 

@@ -178,16 +178,31 @@ class ZB_BinaryTensorOp<string mnemonic, string lhs, string rhs,
   }];
 }
 
-def ZB_LinearOp : ZB_BinaryTensorOp<"linear", "input", "weight",
-                                    ZB_FloatTensor, ZB_FloatTensor> {
-  let summary = "x @ W for a weight of shape [in, out]";
+def ZB_LinearOp : ZB_TensorOp<"linear"> {
+  let summary = "x @ W for a weight [in, out], or x @ W^T for [out, in]";
   let description = [{
     Multiplies the last dimension of the input (`in` features) by a 2-D
-    weight `[in, out]`; leading dimensions are kept.
+    weight; leading dimensions are kept. The weight is `[in, out]`, or with
+    `weight_out_in` PyTorch's `nn.Linear` layout `[out, in]` (`x @ W^T`), so
+    that a Hugging Face checkpoint's weights are used as they are stored.
+    No bias: a `zb.bias_add` adds one.
 
     ```mlir
     %y = zb.linear %x, %w : (tensor<4x64x256xf32>, tensor<256x1024xf32>) -> tensor<4x64x1024xf32>
+    %q = zb.linear %x, %wq {weight_out_in} : (tensor<4x64x256xf32>, tensor<512x256xf32>) -> tensor<4x64x512xf32>
     ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$input, ZB_FloatTensor:$weight,
+                       UnitAttr:$weight_out_in);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType input, mlir::RankedTensorType weight,
+                    bool weightOutIn,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
   }];
 }
 

@@ -30,8 +30,9 @@ namespace zbc::interp::kernels {
 // Model-level ops
 //===----------------------------------------------------------------------===//
 
-/// zb.linear: x [..., in] @ w [in, out] -> [..., out].
-Tensor linear(const Tensor &x, const Tensor &w);
+/// zb.linear: x [..., in] @ w [in, out] -> [..., out]; with `weightOutIn`,
+/// w is [out, in] and the product x @ w^T.
+Tensor linear(const Tensor &x, const Tensor &w, bool weightOutIn = false);
 /// zb.matmul: [..., M, K] x [..., K, N] -> [..., M, N], batch dims equal.
 Tensor matmul(const Tensor &a, const Tensor &b);
 /// zb.bias_add: x [..., N] + bias [N].
@@ -68,10 +69,14 @@ FailureOr<Tensor> crossEntropy(const Tensor &logits, const Tensor &labels,
 
 /// zb.fill.
 Tensor fill(const Shape &shape, Precision precision, double value);
-/// zb.linear_grad_input: dy [..., out] @ w^T -> [..., in].
-Tensor linearGradInput(const Tensor &dy, const Tensor &w);
-/// zb.linear_grad_weight: x^T dy summed over leading dims -> [in, out].
-Tensor linearGradWeight(const Tensor &x, const Tensor &dy);
+/// zb.linear_grad_input: dy [..., out] @ w^T -> [..., in] (w [in, out], or
+/// [out, in] with `weightOutIn`).
+Tensor linearGradInput(const Tensor &dy, const Tensor &w,
+                       bool weightOutIn = false);
+/// zb.linear_grad_weight: x^T dy summed over leading dims -> [in, out] (its
+/// transpose [out, in] with `weightOutIn`).
+Tensor linearGradWeight(const Tensor &x, const Tensor &dy,
+                        bool weightOutIn = false);
 /// zb.matmul_grad_lhs: dC [..., M, N] @ B^T -> [..., M, K].
 Tensor matmulGradLhs(const Tensor &dc, const Tensor &b);
 /// zb.matmul_grad_rhs: A^T @ dC -> [..., K, N].
