@@ -26,7 +26,7 @@
 // CHECK: global static const @kProgram : !emitc.opaque<"zbc_rt_program">
 // CHECK-LABEL: func @stage0_F(%{{.*}}: !emitc.ptr<!emitc.opaque<"zbc_rt_rank">>) -> !emitc.opaque<"zbc_rt_status"> attributes {specifiers = ["static"]}
 // CHECK-NEXT: call_opaque "ZBC_RT_CALL"(%{{.*}}) {args = [#emitc.opaque<"zbc_rt_load">, 0 : index, #emitc.opaque<"ZBC_RT_FRAME(0)">, 0 : i32]}
-// CHECK-NEXT: call_opaque "ZBC_RT_CALL"(%{{.*}}) {args = [#emitc.opaque<"zbc_rt_linear">, 0 : index, #emitc.opaque<"ZBC_RT_FRAME(0)">, #emitc.opaque<"param_fc0_weight">, #emitc.opaque<"ZBC_RT_FRAME(5)">, 8, 16, 64]}
+// CHECK-NEXT: call_opaque "ZBC_RT_CALL"(%{{.*}}) {args = [#emitc.opaque<"zbc_rt_linear">, 0 : index, #emitc.opaque<"ZBC_RT_FRAME(0)">, #emitc.opaque<"param_fc0_weight">, #emitc.opaque<"ZBC_RT_FRAME(5)">, 8, 16, 64, 0]}
 // CHECK-LABEL: func @stage0_W(
 // CHECK: #emitc.opaque<"zbc_rt_accumulate">, 0 : index, #emitc.opaque<"grad_fc0_weight">
 // CHECK-LABEL: func @step(
