@@ -164,6 +164,31 @@ void operandsOf(GeluOp o, KernelOperands &k) {
   k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
 }
 
+// RoPE's operands (rope and rope_grad share a row's shape): the rotated
+// tensor, the positions, the result; rows, width, head_dim; theta and the
+// Llama 3 scaling, 0 for each when the op has none.
+template <typename RopeLike>
+void ropeOperands(RopeLike o, Value x, KernelOperands &k) {
+  k.id(x), k.id(o.getPositions()), k.id(k.y);
+  k.n(rows(x)), k.n(dim(x, 0)), k.n(static_cast<int64_t>(o.getHeadDim()));
+  k.real(o.getTheta().convertToDouble());
+  auto real = [](std::optional<APFloat> v) {
+    return v ? v->convertToDouble() : 0.0;
+  };
+  k.real(real(o.getLlama3Factor())), k.real(real(o.getLlama3LowFreqFactor())),
+      k.real(real(o.getLlama3HighFreqFactor()));
+  std::optional<uint64_t> original = o.getLlama3OriginalMaxPositions();
+  k.real(original ? static_cast<double>(*original) : 0.0);
+}
+
+void operandsOf(RopeOp o, KernelOperands &k) {
+  ropeOperands(o, o.getInput(), k);
+}
+
+void operandsOf(RopeGradOp o, KernelOperands &k) {
+  ropeOperands(o, o.getResultGrad(), k);
+}
+
 void operandsOf(LayerNormOp o, KernelOperands &k) {
   k.id(o.getInput()), k.id(o.getGamma()), k.id(o.getBeta()), k.id(k.y);
   k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());

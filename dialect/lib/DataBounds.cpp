@@ -66,6 +66,10 @@ int64_t zb::indexDataBound(ArrayRef<Value> roots) {
         tighten(op.getLogits().getType().getShape().back());
       else if (auto op = dyn_cast<CrossEntropyGradOp>(user); op && n == 1)
         tighten(op.getLogits().getType().getShape().back());
+      else if (auto op = dyn_cast<RopeOp>(user); op && n == 1)
+        tighten(static_cast<int64_t>(op.getMaxPositions()));
+      else if (auto op = dyn_cast<RopeGradOp>(user); op && n == 1)
+        tighten(static_cast<int64_t>(op.getMaxPositions()));
       else if (auto op = dyn_cast<CutOp>(user))
         work.push_back(op.getOutputs()[n]);
       else if (auto op = dyn_cast<YieldOp>(user))

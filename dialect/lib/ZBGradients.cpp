@@ -84,6 +84,18 @@ void GeluOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
                                      forward(getInput())));
 }
 
+// y = R(p) x, a rotation per pair of features:  dx = R(p)^T dy (rope_grad);
+// none for the positions.
+void RopeOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
+                            SmallVectorImpl<Value> &grads) {
+  grads.push_back(RopeGradOp::create(
+      b, getLoc(), gradType(getInput()), dy, forward(getPositions()),
+      getHeadDimAttr(), getThetaAttr(), getMaxPositionsAttr(),
+      getLlama3FactorAttr(), getLlama3LowFreqFactorAttr(),
+      getLlama3HighFreqFactorAttr(), getLlama3OriginalMaxPositionsAttr()));
+  grads.push_back(Value()); // integer positions
+}
+
 // y = silu(gate) * up:  dgate = dy * up * silu'(gate), dup = dy * silu(gate).
 void SwiGluOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
                               SmallVectorImpl<Value> &grads) {

@@ -142,6 +142,27 @@ LayerNormOp::inferResultType(RankedTensorType input, RankedTensorType gamma,
 }
 
 FailureOr<RankedTensorType>
+RopeOp::inferResultType(RankedTensorType input, RankedTensorType positions,
+                        int64_t headDim, EmitErrorFn emitError) {
+  if (input.getRank() != 3)
+    return emitError() << "input must be 3-D [batch, seq, heads * head_dim], "
+                          "got "
+                       << input;
+  if (headDim <= 0 || headDim % 2 != 0 || headDim > 256)
+    return emitError() << "head_dim must be even and at most 256, got "
+                       << headDim;
+  if (input.getDimSize(2) % headDim != 0)
+    return emitError() << "the input's " << input.getDimSize(2)
+                       << " features are not whole heads of " << headDim;
+  if (positions.getRank() != 2 ||
+      positions.getShape() != input.getShape().drop_back())
+    return emitError() << "positions must be [batch, seq] = ["
+                       << input.getDimSize(0) << ", " << input.getDimSize(1)
+                       << "], got " << positions;
+  return input;
+}
+
+FailureOr<RankedTensorType>
 RmsNormOp::inferResultType(RankedTensorType input, RankedTensorType weight,
                            double epsilon, EmitErrorFn emitError) {
   if (!(epsilon > 0.0))
@@ -341,6 +362,57 @@ LogicalResult RmsNormGradInputOp::verify() {
   return verifyInferredResult(
       *this, RmsNormOp::inferResultType(x, getWeight().getType(),
                                         getEpsilon().convertToDouble(), emit));
+}
+
+namespace {
+/// The rotation's attributes, shared by zb.rope and zb.rope_grad: a
+/// positive theta, and Llama 3's scaling whole or absent.
+template <typename RopeLike> LogicalResult verifyRotation(RopeLike op) {
+  if (!(op.getTheta().convertToDouble() > 0.0))
+    return op.emitOpError("theta must be positive, got ")
+           << op.getTheta().convertToDouble();
+  int given = (op.getLlama3Factor() ? 1 : 0) +
+              (op.getLlama3LowFreqFactor() ? 1 : 0) +
+              (op.getLlama3HighFreqFactor() ? 1 : 0) +
+              (op.getLlama3OriginalMaxPositions() ? 1 : 0);
+  if (given == 0)
+    return success();
+  if (given != 4)
+    return op.emitOpError("llama3 scaling needs all four of llama3_factor, "
+                          "llama3_low_freq_factor, llama3_high_freq_factor "
+                          "and llama3_original_max_positions; ")
+           << given << " given";
+  double factor = op.getLlama3Factor()->convertToDouble();
+  double low = op.getLlama3LowFreqFactor()->convertToDouble();
+  double high = op.getLlama3HighFreqFactor()->convertToDouble();
+  if (!(factor > 0.0) || !(low > 0.0) || !(high > low) ||
+      *op.getLlama3OriginalMaxPositions() <= 0)
+    return op.emitOpError("llama3 scaling needs factor > 0, 0 < "
+                          "low_freq_factor < high_freq_factor and positive "
+                          "original max positions; got factor ")
+           << factor << ", low " << low << ", high " << high << ", original "
+           << *op.getLlama3OriginalMaxPositions();
+  return success();
+}
+} // namespace
+
+LogicalResult RopeGradOp::verify() {
+  if (failed(verifyRotation(*this)))
+    return failure();
+  return verifyInferredResult(
+      *this, RopeOp::inferResultType(
+                 getResultGrad().getType(), getPositions().getType(),
+                 static_cast<int64_t>(getHeadDim()),
+                 [&] { return emitOpError(); }));
+}
+
+LogicalResult RopeOp::verify() {
+  if (failed(verifyRotation(*this)))
+    return failure();
+  return verifyInferredResult(
+      *this, inferResultType(getInput().getType(), getPositions().getType(),
+                             static_cast<int64_t>(getHeadDim()),
+                             [&] { return emitOpError(); }));
 }
 
 LogicalResult BiasGradOp::verify() {

@@ -3,7 +3,8 @@
 // The pieces of kernel arithmetic whose bits the CPU kernels
 // (cpu/kernels/Kernels.cpp) and the CUDA kernels (cuda/kernels/) must share,
 // so that the GPU matches the CPU to the bit wherever no summation order
-// differs: the exp both use, and the GELU element and its derivative. Each
+// differs: the exp both use, the GELU and SiLU elements and their
+// derivatives, and the rotary embeddings' frequencies. Each
 // function is host code for GCC (which vectorises loops over it; the CPU
 // library builds with -ffp-contract=off) and host-and-device code for nvcc
 // (the CUDA files that use it build with -fmad=false), so the same
@@ -29,6 +30,7 @@
 #ifndef ZBC_RUNTIME_KERNELMATH_H
 #define ZBC_RUNTIME_KERNELMATH_H
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -92,6 +94,38 @@ ZBC_KERNEL_MATH float geluDerivativeOf(float v) {
   float e = fastExp(2.0f * u);
   float q = 1.0f / (1.0f + e);
   return (e * q) * (1.0f + 2.0f * v * slope * q);
+}
+
+// Note [RoPE frequencies]
+// Rotary embeddings' inverse frequency of pair i of a head of d features,
+// in f64 (Hugging Face's rope init): theta^(-2i/d); with Llama 3's scaling
+// (factor > 0; low and high frequency factors; the original context length
+// L): a wavelength 2 pi / inv_freq below L / high keeps its frequency, one
+// above L / low has it divided by factor, and one between is interpolated,
+// (1 - s) inv / factor + s inv with s = (L / wavelength - low) / (high -
+// low) (`_compute_llama3_parameters`). The CPU and the CUDA kernels share
+// it; the interpreter has its own, written from Hugging Face's code, so the
+// two check each other.
+struct RopeScaling {
+  double theta = 10000.0;
+  double factor = 0.0; // 0: no Llama 3 scaling
+  double low = 0.0, high = 0.0, original = 0.0;
+};
+
+ZBC_KERNEL_MATH double ropeInverseFrequency(int64_t i, int64_t headDim,
+                                            const RopeScaling &scaling) {
+  double inv = 1.0 / pow(scaling.theta, static_cast<double>(2 * i) /
+                                            static_cast<double>(headDim));
+  if (!(scaling.factor > 0.0))
+    return inv;
+  double wavelength = 2.0 * 3.14159265358979323846 / inv;
+  if (wavelength < scaling.original / scaling.high)
+    return inv;
+  if (wavelength > scaling.original / scaling.low)
+    return inv / scaling.factor;
+  double s = (scaling.original / wavelength - scaling.low) /
+             (scaling.high - scaling.low);
+  return (1.0 - s) * inv / scaling.factor + s * inv;
 }
 
 // SiLU through the logistic function: s = 1 / (1 + e^-x) by fastExp (which

@@ -808,6 +808,53 @@ template <typename I> void checkEmbeddingGrad() {
 TEST(KernelConformance, EmbeddingGradI32) { checkEmbeddingGrad<int32_t>(); }
 TEST(KernelConformance, EmbeddingGradI64) { checkEmbeddingGrad<int64_t>(); }
 
+struct RopeCase {
+  Shape x; // [B, S, heads * headDim]
+  int64_t headDim;
+  bool llama3;
+};
+// One pair; odd head counts; head_dim 256 (the bound); Llama 3's scaling
+// at positions beyond its original context.
+const RopeCase kRopeCases[] = {
+    {{1, 1, 2}, 2, false},    {{2, 5, 12}, 4, false}, {{1, 3, 768}, 256, false},
+    {{2, 7, 3 * 64}, 64, true}, {{3, 4, 32}, 8, true},
+};
+
+template <typename I> void checkRope() {
+  std::mt19937_64 rng(22);
+  for (const RopeCase &c : kRopeCases) {
+    SCOPED_TRACE(describe(c.x) + " head_dim " + std::to_string(c.headDim) +
+                 (c.llama3 ? " llama3" : ""));
+    k::RopeParams params;
+    params.headDim = c.headDim;
+    params.theta = 500000.0;
+    zbc::rt::math::RopeScaling scaling;
+    scaling.theta = params.theta;
+    if (c.llama3) {
+      params.llama3Factor = scaling.factor = 8.0;
+      params.llama3Low = scaling.low = 1.0;
+      params.llama3High = scaling.high = 4.0;
+      params.llama3Original = scaling.original = 64.0;
+    }
+    Tensor positions = randomIndices({c.x[0], c.x[1]}, 8192, rng);
+    Tensor x = randomF32(c.x, rng);
+    std::vector<I> ids = indicesAs<I>(positions);
+    int64_t rows = c.x[0] * c.x[1], width = c.x[2];
+    for (bool inverse : {false, true}) {
+      SCOPED_TRACE(inverse ? "rope_grad" : "rope");
+      auto [ref64, ref32] = oracles([&](Precision p) {
+        return k::rope(in(x, p), positions, params, inverse);
+      });
+      Buffer y(rows * width);
+      rt::rope<I>(x.data<float>(), ids.data(), y.data(), rows, width,
+                  c.headDim, scaling, inverse);
+      expectConforms(y, ref64, ref32);
+    }
+  }
+}
+TEST(KernelConformance, RopeI32) { checkRope<int32_t>(); }
+TEST(KernelConformance, RopeI64) { checkRope<int64_t>(); }
+
 struct CrossEntropyCase {
   Shape labels;
   int64_t classes;

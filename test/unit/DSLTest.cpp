@@ -114,6 +114,43 @@ TEST(DSL, RmsNormBuildsTheOp) {
       << ir;
 }
 
+TEST(DSL, RopeBuildsTheOpWithLlama3Scaling) {
+  Model m("rope");
+  Tensor x = m.input("x", {2, 4, 16});
+  Tensor p = m.input("p", {2, 4}, DType::I64);
+  Rope rope;
+  rope.headDim = 8;
+  rope.theta = 5e5;
+  rope.maxPositions = 4;
+  rope.llama3 = {8.0, 1.0, 4.0, 2};
+  Tensor y = m.rope(x, p, rope);
+  Tensor w = m.param("w", {16, 3}, Init::normal(0.1));
+  m.loss(m.crossEntropy(m.linear(y, w), m.label("y", {2, 4})));
+  std::string ir = m.str();
+  EXPECT_NE(ir.find("zb.rope %x, %p {head_dim = 8 : i64, llama3_factor = "
+                    "8.000000e+00 : f64, llama3_high_freq_factor = "
+                    "4.000000e+00 : f64, llama3_low_freq_factor = "
+                    "1.000000e+00 : f64, llama3_original_max_positions = 2 : "
+                    "i64, max_positions = 4 : i64, theta = 5.000000e+05 : "
+                    "f64}"),
+            std::string::npos)
+      << ir;
+}
+
+TEST(DSL, RopeHeadDimMustBeEven) {
+  Model m("rope_bad");
+  Tensor x = m.input("x", {2, 4, 15});
+  Tensor p = m.input("p", {2, 4}, DType::I64);
+  Rope rope;
+  rope.headDim = 5;
+  rope.maxPositions = 4;
+  std::string err = stderrOf([&] { m.rope(x, p, rope); });
+  EXPECT_NE(err.find("'zb.rope' op head_dim must be even and at most 256, "
+                     "got 5"),
+            std::string::npos)
+      << err;
+}
+
 TEST(DSL, SwiGluNeedsGateAndUpOfOneType) {
   Model m("swiglu");
   Tensor g = m.input("g", {2, 8}), u = m.input("u", {2, 4});

@@ -396,6 +396,62 @@ TEST(InterpFD, SwiGluGradGateAndUp) {
   expectMatchesFD(k::swiGluGradUp(dy, gate), f, {gate, up}, 1, dy);
 }
 
+TEST(InterpKernels, RopeRotatesEachPairByPositionTimesFrequency) {
+  // One head of 4: pairs (0, 2) and (1, 3), inv_freq 1 and 100^(-1/2).
+  k::RopeParams params;
+  params.headDim = 4;
+  params.theta = 100.0;
+  Tensor x = f64({1, 2, 4}, {1, 2, 3, 4, 1, 2, 3, 4});
+  Tensor positions = Tensor::fromInts({1, 2}, {0, 1});
+  Tensor y = k::rope(x, positions, params);
+  double c1 = std::cos(1.0), s1 = std::sin(1.0);
+  double c2 = std::cos(0.1), s2 = std::sin(0.1);
+  expectValues(y, {1, 2, 3, 4,                          // position 0
+                   1 * c1 - 3 * s1, 2 * c2 - 4 * s2,    // x1 cos - x2 sin
+                   3 * c1 + 1 * s1, 4 * c2 + 2 * s2});  // x2 cos + x1 sin
+  // rope_grad is the rotation back.
+  expectValues(k::rope(y, positions, params, /*inverse=*/true),
+               {1, 2, 3, 4, 1, 2, 3, 4});
+}
+
+TEST(InterpKernels, RopeLlama3ScalingKeepsShortWavelengthsAndDividesLongOnes) {
+  // head_dim 8, theta 1e4: inv_freq 1, 0.1, 0.01, 0.001, wavelengths 2 pi
+  // times 1, 10, 100, 1000. Original context 1024 with low 1, high 4: a
+  // wavelength below 256 keeps its frequency, above 1024 it is divided by
+  // the factor 8, and 628 is between: (1 - s) f / 8 + s f, s = (1024 /
+  // 628.3 - 1) / 3 (Hugging Face's _compute_llama3_parameters).
+  k::RopeParams params;
+  params.headDim = 8;
+  params.theta = 1e4;
+  params.llama3Factor = 8, params.llama3Low = 1, params.llama3High = 4;
+  params.llama3Original = 1024;
+  const double pi = 3.14159265358979323846;
+  double s = (1024 / (2 * pi * 100) - 1) / 3;
+  std::vector<double> expected = {1, 0.1, (1 - s) * 0.01 / 8 + s * 0.01,
+                                  0.001 / 8};
+  // At position 1, x = e_j rotates to (cos f_j, sin f_j) in pair j.
+  for (int64_t j = 0; j < 4; ++j) {
+    Tensor x = Tensor::zeros({1, 1, 8}, F64);
+    x.set(j, 1.0);
+    Tensor y = k::rope(x, Tensor::fromInts({1, 1}, {1}), params);
+    EXPECT_NEAR(std::atan2(y.get(j + 4), y.get(j)), expected[j], 1e-14)
+        << "pair " << j;
+  }
+}
+
+TEST(InterpFD, RopeGradIsTheTransposedRotation) {
+  k::RopeParams params;
+  params.headDim = 6;
+  params.theta = 50.0;
+  Tensor x = randomTensor({2, 3, 12}, 26), dy = randomTensor({2, 3, 12}, 27);
+  Tensor positions = Tensor::fromInts({2, 3}, {0, 1, 7, 3, 40, 2});
+  ForwardFn f = [&](const std::vector<Tensor> &in) {
+    return k::rope(in[0], positions, params);
+  };
+  expectMatchesFD(k::rope(dy, positions, params, /*inverse=*/true), f, {x}, 0,
+                  dy);
+}
+
 TEST(InterpFD, RmsNormGradInputAndWeight) {
   Tensor x = randomTensor({2, 3, 5}, 20, 2.0), w = randomTensor({5}, 21);
   Tensor dy = randomTensor({2, 3, 5}, 22);

@@ -442,6 +442,32 @@ void checkIndexOps(const Shape &s, Dtype dt, std::mt19937 &rng) {
   report("embeddingGrad" + at, dt, e, download(dt, dtab.ptr, vocab * h),
          refTab, tolerance(dt, 0.0, 1.0 / 256));
 
+  // RoPE on `heads` heads of h / heads features at positions up to 8191,
+  // with Llama 3's scaling where the row count is even; the gradient
+  // rotates back.
+  {
+    const int64_t headDim = h / s.heads;
+    std::uniform_int_distribution<int64_t> position(0, 8191);
+    std::vector<I> positions(count);
+    for (I &p : positions)
+      p = static_cast<I>(position(rng));
+    zbc::rt::math::RopeScaling scaling;
+    scaling.theta = 500000.0;
+    if (s.rows % 2 == 0) {
+      scaling.factor = 8.0, scaling.low = 1.0, scaling.high = 4.0;
+      scaling.original = 8192.0;
+    }
+    std::unique_ptr<Buffer> dPos(uploadIndices(positions));
+    for (bool inverse : {false, true}) {
+      e = gpu::rope(dt, it, dDy->ptr, dPos->ptr, y.ptr, count, h, headDim,
+                    scaling, inverse, stream);
+      cpu::rope(dy.data(), positions.data(), ref.data(), count, h, headDim,
+                scaling, inverse);
+      report((inverse ? "ropeGrad" : "rope") + at, dt, e,
+             download(dt, y.ptr, count * h), ref, tolerance(dt, 1e-6, 1e-2));
+    }
+  }
+
   // Cross entropy over `vocab` classes, labels idx.
   const int64_t rows = count, classes = vocab;
   auto logits = random(rng, rows * classes, -3, 3);

@@ -431,6 +431,37 @@ Tensor Model::rmsNorm(Tensor input, Tensor weight, double epsilon,
                   .getAsOpaquePointer());
 }
 
+Tensor Model::rope(Tensor input, Tensor positions, const Rope &rope,
+                   SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::RopeOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value x = impl->unwrap(input, this, loc, opName, "input");
+  Value p = impl->unwrap(positions, this, loc, opName, "positions");
+  if (!x || !p)
+    return {};
+  FailureOr<RankedTensorType> type = zb::RopeOp::inferResultType(
+      typeOf(x), typeOf(p), rope.headDim,
+      [&] { return impl->error(loc, opName); });
+  if (failed(type))
+    return {};
+  OpBuilder &b = impl->builder;
+  auto op = zb::RopeOp::create(
+      b, loc, *type, x, p, b.getI64IntegerAttr(rope.headDim),
+      b.getF64FloatAttr(rope.theta), b.getI64IntegerAttr(rope.maxPositions),
+      FloatAttr(), FloatAttr(), FloatAttr(), IntegerAttr());
+  if (rope.llama3.factor != 0.0) {
+    op.setLlama3FactorAttr(b.getF64FloatAttr(rope.llama3.factor));
+    op.setLlama3LowFreqFactorAttr(b.getF64FloatAttr(rope.llama3.lowFreqFactor));
+    op.setLlama3HighFreqFactorAttr(
+        b.getF64FloatAttr(rope.llama3.highFreqFactor));
+    op.setLlama3OriginalMaxPositionsAttr(
+        b.getI64IntegerAttr(rope.llama3.originalMaxPositions));
+  }
+  return wrap(op.getResult().getAsOpaquePointer());
+}
+
 Tensor Model::causalAttention(Tensor qkv, int64_t heads, SourceLoc sloc) {
   Location loc = impl->toLoc(sloc);
   StringRef opName = zb::CausalAttentionOp::getOperationName();

@@ -30,6 +30,8 @@
 //   bias_add, add, relu     1        output element
 //   gelu                    8        output element (tanh approximation)
 //   swiglu                  5        output element (exp, add, divide, 2 mul)
+//   rope                    4        element (2 mul, 1 add, its angle's
+//                                    sin and cos shared by a pair)
 //   layernorm               8        element (mean 1, var 3, norm+affine 4)
 //   rmsnorm                 4        element (square+sum 2, scale 1, weight 1)
 //   embedding               1        output element (a gather: a copy)
@@ -43,6 +45,7 @@
 //   gelu_grad               12       element
 //   swiglu_grad_gate        9        element (sigmoid 3, silu' 4, 2 mul)
 //   swiglu_grad_up          5        element (silu 4, mul 1)
+//   rope_grad               4        element (the inverse rotation)
 //   layernorm_grad_input    12       element (recompute 4, the formula 8)
 //   layernorm_grad_gamma    8        element (recompute xhat 6, mul+sum 2)
 //   rmsnorm_grad_input      8        element (recompute 3, the formula 5)
@@ -83,6 +86,7 @@ constexpr int64_t kFlopsPerRelu = 1;
 constexpr int64_t kFlopsPerTranspose = 1;
 constexpr int64_t kFlopsPerGelu = 8;
 constexpr int64_t kFlopsPerSwiGlu = 5;
+constexpr int64_t kFlopsPerRope = 4;
 constexpr int64_t kFlopsPerSwiGluGradGate = 9;
 constexpr int64_t kFlopsPerSwiGluGradUp = 5;
 constexpr int64_t kFlopsPerLayerNorm = 8;
@@ -252,6 +256,12 @@ OpCost zbc::getOpCost(Operation *op) {
       })
       .Case([](LayerNormOp op) {
         return elementwise(kFlopsPerLayerNorm, numElements(op.getResult()));
+      })
+      .Case([](RopeOp op) {
+        return elementwise(kFlopsPerRope, numElements(op.getResult()));
+      })
+      .Case([](RopeGradOp op) {
+        return elementwise(kFlopsPerRope, numElements(op.getResult()));
       })
       .Case([](SwiGluOp op) {
         return elementwise(kFlopsPerSwiGlu, numElements(op.getResult()));

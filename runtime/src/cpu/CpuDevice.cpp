@@ -215,6 +215,22 @@ public:
     f.finish();
     return {};
   }
+  std::string rope(int32_t element, const void *x, Indices positions, void *y,
+                   int64_t rows, int64_t width, int64_t headDim, float theta,
+                   float llama3Factor, float llama3Low, float llama3High,
+                   float llama3Original) override {
+    return rotate(element, x, positions, y, rows, width, headDim,
+                  {theta, llama3Factor, llama3Low, llama3High, llama3Original},
+                  /*inverse=*/false);
+  }
+  std::string ropeGrad(int32_t element, const void *dy, Indices positions,
+                       void *dx, int64_t rows, int64_t width, int64_t headDim,
+                       float theta, float llama3Factor, float llama3Low,
+                       float llama3High, float llama3Original) override {
+    return rotate(element, dy, positions, dx, rows, width, headDim,
+                  {theta, llama3Factor, llama3Low, llama3High, llama3Original},
+                  /*inverse=*/true);
+  }
   std::string embedding(int32_t element, Indices indices, const void *table,
                         void *y, int64_t count, int64_t vocab,
                         int64_t h) override {
@@ -486,6 +502,24 @@ public:
   }
 
 private:
+  /// zb.rope and zb.rope_grad: the same rotation, by minus the angle for
+  /// the gradient.
+  std::string rotate(int32_t element, const void *x, Indices positions,
+                     void *y, int64_t rows, int64_t width, int64_t headDim,
+                     const math::RopeScaling &scaling, bool inverse) {
+    Widened f(staging_, element);
+    const float *in = f.in(x, rows * width);
+    float *out = f.out(y, rows * width);
+    if (positions.element == ZBC_RT_I32)
+      cpu::rope(in, static_cast<const int32_t *>(positions.data), out, rows,
+                width, headDim, scaling, inverse);
+    else
+      cpu::rope(in, static_cast<const int64_t *>(positions.data), out, rows,
+                width, headDim, scaling, inverse);
+    f.finish();
+    return {};
+  }
+
   char *arena_ = nullptr;
   const zbc_rt_program *program_ = nullptr;
   std::vector<float> staging_;

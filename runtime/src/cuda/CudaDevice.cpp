@@ -264,6 +264,28 @@ public:
                                   epsilon, stream_),
                     "rmsnorm");
   }
+  std::string rope(int32_t element, const void *x, Indices positions, void *y,
+                   int64_t rows, int64_t width, int64_t headDim, float theta,
+                   float llama3Factor, float llama3Low, float llama3High,
+                   float llama3Original) override {
+    return launched(
+        cuda::rope(dtypeOf(element), indexTypeOf(positions), x, positions.data,
+                   y, rows, width, headDim,
+                   {theta, llama3Factor, llama3Low, llama3High, llama3Original},
+                   /*inverse=*/false, stream_),
+        "rope");
+  }
+  std::string ropeGrad(int32_t element, const void *dy, Indices positions,
+                       void *dx, int64_t rows, int64_t width, int64_t headDim,
+                       float theta, float llama3Factor, float llama3Low,
+                       float llama3High, float llama3Original) override {
+    return launched(
+        cuda::rope(dtypeOf(element), indexTypeOf(positions), dy,
+                   positions.data, dx, rows, width, headDim,
+                   {theta, llama3Factor, llama3Low, llama3High, llama3Original},
+                   /*inverse=*/true, stream_),
+        "rope_grad");
+  }
   std::string embedding(int32_t element, Indices indices, const void *table,
                         void *y, int64_t count, int64_t vocab,
                         int64_t h) override {

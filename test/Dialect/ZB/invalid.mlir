@@ -74,6 +74,78 @@ zb.model @rms_epsilon {
 
 // -----
 
+// Tests that head_dim must be even.
+zb.model @rope_odd_head {
+  %x = zb.input "x" : tensor<2x8x12xf32>
+  %p = zb.input "p" : tensor<2x8xi64>
+  // expected-error @+1 {{'zb.rope' op head_dim must be even and at most 256, got 3}}
+  %y = zb.rope %x, %p {head_dim = 3 : i64, max_positions = 8 : i64} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that the features must be whole heads.
+zb.model @rope_heads {
+  %x = zb.input "x" : tensor<2x8x12xf32>
+  %p = zb.input "p" : tensor<2x8xi64>
+  // expected-error @+1 {{'zb.rope' op the input's 12 features are not whole heads of 8}}
+  %y = zb.rope %x, %p {head_dim = 8 : i64, max_positions = 8 : i64} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that positions must be [batch, seq].
+zb.model @rope_positions {
+  %x = zb.input "x" : tensor<2x8x12xf32>
+  %p = zb.input "p" : tensor<8xi64>
+  // expected-error @+1 {{'zb.rope' op positions must be [batch, seq] = [2, 8], got 'tensor<8xi64>'}}
+  %y = zb.rope %x, %p {head_dim = 4 : i64, max_positions = 8 : i64} : (tensor<2x8x12xf32>, tensor<8xi64>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that Llama 3's scaling is all four attributes or none.
+zb.model @rope_partial_llama3 {
+  %x = zb.input "x" : tensor<2x8x12xf32>
+  %p = zb.input "p" : tensor<2x8xi64>
+  // expected-error @+1 {{'zb.rope' op llama3 scaling needs all four of llama3_factor, llama3_low_freq_factor, llama3_high_freq_factor and llama3_original_max_positions; 1 given}}
+  %y = zb.rope %x, %p {head_dim = 4 : i64, max_positions = 8 : i64, llama3_factor = 8.0 : f64} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that theta must be positive.
+zb.model @rope_theta {
+  %x = zb.input "x" : tensor<2x8x12xf32>
+  %p = zb.input "p" : tensor<2x8xi64>
+  // expected-error @+1 {{'zb.rope' op theta must be positive, got -1}}
+  %y = zb.rope %x, %p {head_dim = 4 : i64, max_positions = 8 : i64, theta = -1.0 : f64} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that an attribute zb.rope does not define is an error.
+zb.model @rope_unknown_attr {
+  %x = zb.input "x" : tensor<2x8x12xf32>
+  %p = zb.input "p" : tensor<2x8xi64>
+  // expected-error @+1 {{'zb.rope' op has no attribute 'rope_type' (it takes head_dim, llama3_factor, llama3_high_freq_factor, llama3_low_freq_factor, llama3_original_max_positions, max_positions, theta; besides, only 'zb.fuse_weight_grad' may be attached)}}
+  %y = zb.rope %x, %p {head_dim = 4 : i64, max_positions = 8 : i64, rope_type = "yarn"} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
 // Tests that an input needs a non-empty name.
 zb.model @empty_name {
   // expected-error @+1 {{'zb.input' op needs a non-empty name}}

@@ -326,6 +326,20 @@ zb.model @rms {
   zb.loss %l : tensor<f32>
 }
 
+// Tests that zb.rope round-trips, theta printed only when it is not the
+// default 1e4, and Llama 3's scaling attributes kept.
+// CHECK-LABEL: zb.model @rope
+// CHECK:         zb.rope %{{.+}}, %{{.+}} {head_dim = 4 : i64, max_positions = 64 : i64} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+// CHECK:         zb.rope %{{.+}}, %{{.+}} {head_dim = 6 : i64, llama3_factor = 8.000000e+00 : f64, llama3_high_freq_factor = 4.000000e+00 : f64, llama3_low_freq_factor = 1.000000e+00 : f64, llama3_original_max_positions = 32 : i64, max_positions = 64 : i64, theta = 5.000000e+05 : f64} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+zb.model @rope {
+  %x = zb.input "x" : tensor<2x8x12xf32>
+  %p = zb.input "p" : tensor<2x8xi64>
+  %a = zb.rope %x, %p {head_dim = 4 : i64, max_positions = 64 : i64} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+  %b = zb.rope %a, %p {head_dim = 6 : i64, max_positions = 64 : i64, theta = 5.0e5 : f64, llama3_factor = 8.0 : f64, llama3_low_freq_factor = 1.0 : f64, llama3_high_freq_factor = 4.0 : f64, llama3_original_max_positions = 32 : i64} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
 // Tests that zb.swiglu round-trips.
 // CHECK-LABEL: zb.model @swiglu
 // CHECK:         zb.swiglu %{{.+}}, %{{.+}} : tensor<2x8xf32>

@@ -114,6 +114,21 @@ LogicalResult Executor::execute(Operation *op) {
   return success();
 }
 
+/// zb.rope's or zb.rope_grad's attributes as the kernel takes them.
+template <typename RopeLike> kernels::RopeParams ropeParams(RopeLike op) {
+  kernels::RopeParams p;
+  p.headDim = static_cast<int64_t>(op.getHeadDim());
+  p.theta = op.getTheta().convertToDouble();
+  if (op.getLlama3Factor()) {
+    p.llama3Factor = op.getLlama3Factor()->convertToDouble();
+    p.llama3Low = op.getLlama3LowFreqFactor()->convertToDouble();
+    p.llama3High = op.getLlama3HighFreqFactor()->convertToDouble();
+    p.llama3Original =
+        static_cast<double>(*op.getLlama3OriginalMaxPositions());
+  }
+  return p;
+}
+
 FailureOr<Tensor> Executor::compute(Operation *op) {
   auto in = [&](Value value) -> const Tensor & { return *lookup(value); };
   // Kernels that read indices or labels explain a bad one in `message`.
@@ -148,6 +163,9 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       .Case([&](zb::LayerNormOp o) -> FT {
         return k::layerNorm(in(o.getInput()), in(o.getGamma()),
                             in(o.getBeta()), o.getEpsilon().convertToDouble());
+      })
+      .Case([&](zb::RopeOp o) -> FT {
+        return k::rope(in(o.getInput()), in(o.getPositions()), ropeParams(o));
       })
       .Case([&](zb::SwiGluOp o) -> FT {
         return k::swiGlu(in(o.getGate()), in(o.getUp()));
@@ -204,6 +222,10 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       .Case([&](zb::LayerNormGradGammaOp o) -> FT {
         return k::layerNormGradGamma(in(o.getResultGrad()), in(o.getInput()),
                                      o.getEpsilon().convertToDouble());
+      })
+      .Case([&](zb::RopeGradOp o) -> FT {
+        return k::rope(in(o.getResultGrad()), in(o.getPositions()),
+                       ropeParams(o), /*inverse=*/true);
       })
       .Case([&](zb::SwiGluGradGateOp o) -> FT {
         return k::swiGluGradGate(in(o.getResultGrad()), in(o.getGate()),

@@ -146,6 +146,36 @@ Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
   });
 }
 
+Tensor rope(const Tensor &x, const Tensor &positions, const RopeParams &params,
+            bool inverse) {
+  return byPrecision(x.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = leadingSize(x.shape()), width = lastDim(x.shape());
+    int64_t d = params.headDim / 2, heads = width / params.headDim;
+    Tensor y = Tensor::zeros(x.shape(), x.precision());
+    const T *xd = x.data<T>();
+    T *yd = y.data<T>();
+    std::vector<double> invFreq(static_cast<size_t>(d));
+    for (int64_t i = 0; i < d; ++i)
+      invFreq[i] = ropeInverseFrequency(i, params);
+    for (int64_t r = 0; r < rows; ++r) {
+      double p = static_cast<double>(positions.getInt(r));
+      for (int64_t i = 0; i < d; ++i) {
+        double angle = p * invFreq[i];
+        T c = static_cast<T>(std::cos(angle));
+        T s = static_cast<T>(inverse ? -std::sin(angle) : std::sin(angle));
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t at = r * width + h * params.headDim + i;
+          T x1 = xd[at], x2 = xd[at + d];
+          yd[at] = x1 * c - x2 * s;
+          yd[at + d] = x2 * c + x1 * s;
+        }
+      }
+    }
+    return y;
+  });
+}
+
 Tensor swiGlu(const Tensor &gate, const Tensor &up) {
   return byPrecision(gate.precision(), [&](auto tag) {
     using T = decltype(tag);

@@ -10,6 +10,7 @@
 #ifndef ZBC_LIB_INTERPRETER_KERNELSUPPORT_H
 #define ZBC_LIB_INTERPRETER_KERNELSUPPORT_H
 
+#include "zbc/Interpreter/Kernels.h"
 #include "zbc/Interpreter/Tensor.h"
 
 #include <algorithm>
@@ -59,6 +60,28 @@ void rowStats(const T *row, int64_t n, T epsilon, T &mean, T &rstd) {
     squares += (row[i] - mean) * (row[i] - mean);
   T variance = squares / static_cast<T>(n);
   rstd = static_cast<T>(1) / std::sqrt(variance + epsilon);
+}
+
+/// The oracle's own inverse frequency of rotary pair i (the runtime's is
+/// KernelMath.h's, Note [RoPE frequencies]; this copy is written from
+/// Hugging Face's definition, so that the two check each other):
+/// theta^(-2i/d), and Llama 3's piecewise scaling of the wavelengths.
+inline double ropeInverseFrequency(int64_t i, const kernels::RopeParams &p) {
+  double inv = std::pow(p.theta, -2.0 * static_cast<double>(i) /
+                                     static_cast<double>(p.headDim));
+  if (p.llama3Factor <= 0)
+    return inv;
+  const double pi = 3.14159265358979323846;
+  double wavelength = 2 * pi / inv;
+  double lowWavelength = p.llama3Original / p.llama3Low;
+  double highWavelength = p.llama3Original / p.llama3High;
+  double scaled = wavelength > lowWavelength ? inv / p.llama3Factor : inv;
+  bool medium = !(wavelength < highWavelength) && !(wavelength > lowWavelength);
+  if (!medium)
+    return scaled;
+  double smooth = (p.llama3Original / wavelength - p.llama3Low) /
+                  (p.llama3High - p.llama3Low);
+  return (1 - smooth) * scaled / p.llama3Factor + smooth * scaled;
 }
 
 /// The logistic function 1 / (1 + e^-x).

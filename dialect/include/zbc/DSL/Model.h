@@ -42,6 +42,19 @@ enum class DType { F16, BF16, F32, F64, I32, I64 };
 /// [out, in] (PyTorch's nn.Linear and Hugging Face checkpoints, x @ W^T).
 enum class WeightLayout { InOut, OutIn };
 
+/// Rotary position embeddings (zb.rope): Hugging Face Llama's rotate-half
+/// convention, inv_freq = theta^(-2i / headDim), and optionally Llama 3's
+/// frequency scaling (`rope_scaling` of type "llama3"; factor 0: none).
+struct Rope {
+  int64_t headDim = 0;
+  double theta = 10000.0;
+  int64_t maxPositions = 0; // max_position_embeddings: the positions' bound
+  struct Llama3Scaling {
+    double factor = 0.0, lowFreqFactor = 0.0, highFreqFactor = 0.0;
+    int64_t originalMaxPositions = 0;
+  } llama3;
+};
+
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_COLUMN)
 #define ZBC_DSL_CALLER_COLUMN __builtin_COLUMN()
@@ -133,6 +146,10 @@ public:
   /// (zb.rmsnorm; Llama's default epsilon is 1e-5 or 1e-6: the config says).
   Tensor rmsNorm(Tensor input, Tensor weight, double epsilon = 1e-6,
                  SourceLoc loc = SourceLoc::current());
+  /// The heads of `input` [B, S, heads * headDim] rotated by the angles of
+  /// `positions` [B, S] (zb.rope: q and k of attention).
+  Tensor rope(Tensor input, Tensor positions, const Rope &rope,
+              SourceLoc loc = SourceLoc::current());
   Tensor embedding(Tensor indices, Tensor table,
                    SourceLoc loc = SourceLoc::current());
   Tensor causalAttention(Tensor qkv, int64_t heads,

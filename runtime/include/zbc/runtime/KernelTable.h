@@ -49,6 +49,13 @@
   B(In, x, rows * cols) B(Out, y, rows * cols) D(rows) D(cols)
 #define ZBC_RT_SIG_GELU(B, D, R) B(In, x, n) B(Out, y, n) D(n)
 #define ZBC_RT_SIG_SWIGLU(B, D, R) B(In, gate, n) B(In, up, n) B(Out, y, n) D(n)
+/* Rotary embeddings (Note [RoPE frequencies]): x and y are [rows, width],
+ * width = heads * head_dim; a llama3_factor of 0 means no scaling. */
+#define ZBC_RT_SIG_ROPE(B, D, R)                                               \
+  B(In, x, rows * width) B(Indices, positions, rows) B(Out, y, rows * width)   \
+      D(rows) D(width) D(head_dim) R(theta) R(llama3_factor)                   \
+          R(llama3_low_freq_factor) R(llama3_high_freq_factor)                 \
+              R(llama3_original_max_positions)
 #define ZBC_RT_SIG_LAYERNORM(B, D, R)                                          \
   B(In, x, rows * n) B(In, gamma, n) B(In, beta, n) B(Out, y, rows * n)        \
       D(rows) D(n) R(epsilon)
@@ -122,6 +129,7 @@
   ZBC_RT_KERNEL_ROW(transpose, transpose, TransposeOp, ZBC_RT_SIG_TRANSPOSE)   \
   ZBC_RT_KERNEL_ROW(gelu, gelu, GeluOp, ZBC_RT_SIG_GELU)                       \
   ZBC_RT_KERNEL_ROW(swiglu, swiGlu, SwiGluOp, ZBC_RT_SIG_SWIGLU)               \
+  ZBC_RT_KERNEL_ROW(rope, rope, RopeOp, ZBC_RT_SIG_ROPE)                       \
   ZBC_RT_KERNEL_ROW(layernorm, layerNorm, LayerNormOp, ZBC_RT_SIG_LAYERNORM)   \
   ZBC_RT_KERNEL_ROW(rmsnorm, rmsNorm, RmsNormOp, ZBC_RT_SIG_RMSNORM)           \
   ZBC_RT_KERNEL_ROW(embedding, embedding, EmbeddingOp, ZBC_RT_SIG_EMBEDDING)   \
@@ -141,6 +149,7 @@
   ZBC_RT_KERNEL_ROW(bias_grad, biasGrad, BiasGradOp, ZBC_RT_SIG_BIAS_GRAD)     \
   ZBC_RT_KERNEL_ROW(relu_grad, reluGrad, ReluGradOp, ZBC_RT_SIG_RELU_GRAD)     \
   ZBC_RT_KERNEL_ROW(gelu_grad, geluGrad, GeluGradOp, ZBC_RT_SIG_GELU_GRAD)     \
+  ZBC_RT_KERNEL_ROW(rope_grad, ropeGrad, RopeGradOp, ZBC_RT_SIG_ROPE)          \
   ZBC_RT_KERNEL_ROW(swiglu_grad_gate, swiGluGradGate, SwiGluGradGateOp,        \
                     ZBC_RT_SIG_SWIGLU_GRAD_GATE)                               \
   ZBC_RT_KERNEL_ROW(swiglu_grad_up, swiGluGradUp, SwiGluGradUpOp,              \

@@ -48,6 +48,7 @@ namespace {
 using math::fastExp;
 using math::geluDerivativeOf;
 using math::geluOf;
+using math::ropeInverseFrequency;
 using math::siluDerivativeOf;
 using math::siluOf;
 
@@ -399,6 +400,38 @@ void swiGlu(const float *gate, const float *up, float *y, int64_t n) noexcept {
     y[i] = siluOf(gate[i]) * up[i];
 }
 
+// RoPE: the row's sines and cosines once (in double, as the interpreter
+// computes them), then every head's pairs with them in float.
+template <typename I>
+void rope(const float *x, const I *positions, float *y, int64_t rows,
+          int64_t width, int64_t headDim, const math::RopeScaling &scaling,
+          bool inverse) noexcept {
+  const int64_t half = headDim / 2;
+  double invFreq[kMaxRopeHeadDim / 2];
+  for (int64_t i = 0; i < half; ++i)
+    invFreq[i] = ropeInverseFrequency(i, headDim, scaling);
+  float cosines[kMaxRopeHeadDim / 2], sines[kMaxRopeHeadDim / 2];
+  for (int64_t r = 0; r < rows; ++r) {
+    const double position = static_cast<double>(positions[r]);
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = position * invFreq[i];
+      cosines[i] = static_cast<float>(std::cos(angle));
+      sines[i] = static_cast<float>(inverse ? -std::sin(angle)
+                                            : std::sin(angle));
+    }
+    for (int64_t head = 0; head < width; head += headDim) {
+      const float *xh = x + r * width + head;
+      float *yh = y + r * width + head;
+#pragma omp simd
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = xh[i], x2 = xh[i + half];
+        yh[i] = x1 * cosines[i] - x2 * sines[i];
+        yh[i + half] = x2 * cosines[i] + x1 * sines[i];
+      }
+    }
+  }
+}
+
 void layerNorm(const float *x, const float *__restrict gamma,
                const float *__restrict beta, float *y, int64_t rows, int64_t n,
                float epsilon) noexcept {
@@ -632,6 +665,10 @@ template bool embedding(const int32_t *, const float *, float *, int64_t,
                         int64_t, int64_t, IndexError *) noexcept;
 template bool embedding(const int64_t *, const float *, float *, int64_t,
                         int64_t, int64_t, IndexError *) noexcept;
+template void rope(const float *, const int32_t *, float *, int64_t, int64_t,
+                  int64_t, const math::RopeScaling &, bool) noexcept;
+template void rope(const float *, const int64_t *, float *, int64_t, int64_t,
+                  int64_t, const math::RopeScaling &, bool) noexcept;
 template bool crossEntropy(const float *, const int32_t *, float *, int64_t,
                            int64_t, IndexError *) noexcept;
 template bool crossEntropy(const float *, const int64_t *, float *, int64_t,

@@ -33,6 +33,8 @@
 #ifndef ZBC_RUNTIME_CPU_KERNELS_H
 #define ZBC_RUNTIME_CPU_KERNELS_H
 
+#include "../../KernelMath.h"
+
 #include <cstdint>
 
 namespace zbc::rt::cpu {
@@ -79,6 +81,16 @@ void swiGlu(const float *gate, const float *up, float *y, int64_t n) noexcept;
 /// 1 / sqrt(mean(x^2) + epsilon).
 void rmsNorm(const float *x, const float *weight, float *y, int64_t rows,
              int64_t n, float epsilon) noexcept;
+/// zb.rope (zb.rope_grad when `inverse`, the rotation by minus the angle):
+/// x and y [rows, width] hold width / headDim heads; pair (j, j + headDim /
+/// 2) of each is rotated by positions[row] * inv_freq[j] (Note [RoPE
+/// frequencies]), the sines and cosines in double and rounded once. headDim
+/// is even and at most kMaxRopeHeadDim; y may be x.
+constexpr int64_t kMaxRopeHeadDim = 256;
+template <typename I>
+void rope(const float *x, const I *positions, float *y, int64_t rows,
+          int64_t width, int64_t headDim, const math::RopeScaling &scaling,
+          bool inverse) noexcept;
 /// zb.embedding: y[p, :] = table[indices[p], :] for p < count; table
 /// [vocab, h], y [count, h]. False if an index lies outside [0, vocab).
 template <typename I>
@@ -230,6 +242,10 @@ extern template bool embedding(const int32_t *, const float *, float *,
 extern template bool embedding(const int64_t *, const float *, float *,
                                int64_t, int64_t, int64_t,
                                IndexError *) noexcept;
+extern template void rope(const float *, const int32_t *, float *, int64_t,
+                         int64_t, int64_t, const math::RopeScaling &, bool) noexcept;
+extern template void rope(const float *, const int64_t *, float *, int64_t,
+                         int64_t, int64_t, const math::RopeScaling &, bool) noexcept;
 extern template bool crossEntropy(const float *, const int32_t *, float *,
                                   int64_t, int64_t, IndexError *) noexcept;
 extern template bool crossEntropy(const float *, const int64_t *, float *,

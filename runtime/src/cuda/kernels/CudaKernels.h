@@ -28,6 +28,8 @@
 #ifndef ZBC_RUNTIME_CUDA_KERNELS_H
 #define ZBC_RUNTIME_CUDA_KERNELS_H
 
+#include "../../KernelMath.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -97,6 +99,12 @@ cudaError_t gelu(Dtype dtype, const void *x, void *y, int64_t n,
                  cudaStream_t stream);
 cudaError_t swiGlu(Dtype dtype, const void *gate, const void *up, void *y,
                    int64_t n, cudaStream_t stream);
+/// zb.rope, and zb.rope_grad when `inverse` (the rotation by minus the
+/// angle); headDim even, at most 256.
+cudaError_t rope(Dtype dtype, IndexType indexType, const void *x,
+                 const void *positions, void *y, int64_t rows, int64_t width,
+                 int64_t headDim, const math::RopeScaling &scaling,
+                 bool inverse, cudaStream_t stream);
 cudaError_t layerNorm(Dtype dtype, const void *x, const void *gamma,
                       const void *beta, void *y, int64_t rows, int64_t n,
                       float epsilon, cudaStream_t stream);

@@ -1,9 +1,10 @@
 //===- DataBounds.h - the range of a model's integer data --------*- C++ -*-===//
 //
-// Integer data (token indices, class labels) must be valid for the ops that
-// read it, so its range is a property of the IR: the vocab of an embedding
-// that reads the tensor as indices, the class count of a cross-entropy that
-// reads it as labels. One rule, read by the reference interpreter's data
+// Integer data (token indices, class labels, positions) must be valid for
+// the ops that read it, so its range is a property of the IR: the vocab of
+// an embedding that reads the tensor as indices, the class count of a
+// cross-entropy that reads it as labels, the max_positions of a rope that
+// reads it as positions. One rule, read by the reference interpreter's data
 // (test/lib/Interpreter/Init.cpp) and by the code generator's data tables,
 // so that both draw the same values.
 //

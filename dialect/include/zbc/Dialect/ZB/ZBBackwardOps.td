@@ -191,6 +191,30 @@ def ZB_SwiGluGradUpOp
   let hasVerifier = 0;
 }
 
+def ZB_RopeGradOp : ZB_BackwardOp<"rope_grad"> {
+  let summary = "dx = the inverse rotation of dy, the gradient of zb.rope";
+  let description = [{
+    A rotation is orthogonal: `dx` is `dy` rotated by minus each angle, with
+    zb.rope's attributes.
+
+    ```mlir
+    %dq = zb.rope_grad %dy, %pos {head_dim = 64 : i64, max_positions = 8192 : i64} : (tensor<4x64x512xf32>, tensor<4x64xi64>) -> tensor<4x64x512xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_IndexTensor:$positions,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$head_dim,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$max_positions,
+                       OptionalAttr<F64Attr>:$llama3_factor,
+                       OptionalAttr<F64Attr>:$llama3_low_freq_factor,
+                       OptionalAttr<F64Attr>:$llama3_high_freq_factor,
+                       OptionalAttr<I64Attr>:$llama3_original_max_positions);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $resultGrad `,` $positions attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def ZB_LayerNormGradInputOp : ZB_BackwardOp<"layernorm_grad_input"> {
   let summary = "the input gradient of zb.layernorm";
   let description = [{

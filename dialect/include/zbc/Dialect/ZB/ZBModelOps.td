@@ -332,6 +332,47 @@ def ZB_SwiGluOp : ZB_TensorOp<"swiglu", [SameOperandsAndResultType]> {
   let hasVerifier = 0;
 }
 
+def ZB_RopeOp : ZB_TensorOp<"rope"> {
+  let summary = "rotary position embeddings on the heads of q or k";
+  let description = [{
+    Hugging Face Llama's rotary embedding, rotate-half layout: `x [B, S,
+    H * head_dim]` holds `H` heads; within each, with `d = head_dim / 2`,
+    feature `j < d` and its partner `j + d` are rotated by the angle
+    `p * inv_freq[j]` of the token's position `p = positions[b, s]`:
+    `y[j] = x[j] cos - x[j + d] sin`, `y[j + d] = x[j + d] cos + x[j] sin`,
+    `inv_freq[j] = theta^(-2j / head_dim)`. With the four `llama3_*`
+    attributes (all or none), inv_freq is Llama 3's scaled one
+    (`rope_scaling` of type "llama3": `factor`, `low_freq_factor`,
+    `high_freq_factor`, `original_max_position_embeddings`). `max_positions`
+    bounds the positions (`max_position_embeddings`): the data's range.
+    Angles, their sines and cosines are computed in f64; the runtime's
+    kernels take theta and the scaling as f32 (exact for the integers that
+    configs use).
+
+    ```mlir
+    %qr = zb.rope %q, %pos {head_dim = 64 : i64, max_positions = 8192 : i64, theta = 5.0e+05 : f64} : (tensor<4x64x512xf32>, tensor<4x64xi64>) -> tensor<4x64x512xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$input, ZB_IndexTensor:$positions,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$head_dim,
+                       DefaultValuedAttr<F64Attr, "10000.0">:$theta,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$max_positions,
+                       OptionalAttr<F64Attr>:$llama3_factor,
+                       OptionalAttr<F64Attr>:$llama3_low_freq_factor,
+                       OptionalAttr<F64Attr>:$llama3_high_freq_factor,
+                       OptionalAttr<I64Attr>:$llama3_original_max_positions);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType input,
+                    mlir::RankedTensorType positions, int64_t headDim,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+  }];
+}
+
 def ZB_LayerNormOp : ZB_TensorOp<"layernorm"> {
   let summary = "layer normalisation over the last dimension";
   let description = [{

@@ -45,6 +45,17 @@ Tensor relu(const Tensor &x);
 Tensor transpose(const Tensor &x);
 /// zb.gelu: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu(const Tensor &x);
+/// The rotation of zb.rope and zb.rope_grad (Note [RoPE frequencies]);
+/// llama3Factor 0: no scaling.
+struct RopeParams {
+  int64_t headDim = 0;
+  double theta = 10000.0;
+  double llama3Factor = 0, llama3Low = 0, llama3High = 0, llama3Original = 0;
+};
+/// zb.rope: x [B, S, H * headDim] rotated by positions [B, S]; `inverse`
+/// rotates back (zb.rope_grad).
+Tensor rope(const Tensor &x, const Tensor &positions, const RopeParams &params,
+            bool inverse = false);
 /// zb.swiglu: gate * sigmoid(gate) * up, elementwise.
 Tensor swiGlu(const Tensor &gate, const Tensor &up);
 /// zb.rmsnorm over the last dimension: w * (x * rsqrt(mean(x^2) + eps)).
