@@ -24,6 +24,7 @@ speed_tests='^(Simulator\.LargeScheduleIsFast|VScheduleTiming\.LargeBuildsAreFas
 # skipped there until it is fixed; delete the pattern with the fix. None now.
 known_sanitizer_failures=''
 
+ZBC_PACKAGES+=(python3-torch) # the PyTorch checks of test/torch/
 zbc_setup
 status=0
 (cd "$ZBC_BUILD_DIR" && ctest --output-on-failure -j "$ZBC_JOBS" "$@") || status=1

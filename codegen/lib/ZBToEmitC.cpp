@@ -236,6 +236,27 @@ void operandsOf(CausalAttentionOp o, KernelOperands &k) {
       k.n(dim(k.y, 0)), k.n(static_cast<int64_t>(o.getHeads()));
 }
 
+/// zb.attention's and zb.attention_grad's dims: batch, seq, heads,
+/// kv_heads, head_dim.
+template <typename AttentionLike>
+void groupedAttentionDims(AttentionLike o, KernelOperands &k) {
+  auto q = cast<RankedTensorType>(o.getQ().getType());
+  int64_t heads = static_cast<int64_t>(o.getHeads());
+  k.n(q.getDimSize(0)), k.n(q.getDimSize(1)), k.n(heads),
+      k.n(static_cast<int64_t>(o.getKvHeads())), k.n(q.getDimSize(2) / heads);
+}
+
+void operandsOf(AttentionOp o, KernelOperands &k) {
+  k.id(o.getQ()), k.id(o.getK()), k.id(o.getV()), k.id(k.y), k.workspace();
+  groupedAttentionDims(o, k);
+}
+
+void operandsOf(AttentionGradOp o, KernelOperands &k) {
+  k.id(o.getResultGrad()), k.id(o.getQ()), k.id(o.getK()), k.id(o.getV());
+  k.id(o.getDq()), k.id(o.getDk()), k.id(o.getDv()), k.workspace();
+  groupedAttentionDims(o, k);
+}
+
 void operandsOf(CrossEntropyOp o, KernelOperands &k) {
   k.id(o.getLogits()), k.id(o.getLabels()), k.id(k.y);
   k.n(numel(o.getLabels())), k.n(dim(o.getLogits(), 0));

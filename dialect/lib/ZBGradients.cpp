@@ -153,6 +153,17 @@ void CausalAttentionOp::buildGradients(OpBuilder &b, Value dout,
       getHeadsAttr()));
 }
 
+// out = attention(q, k, v):  dq, dk, dv from the recomputed probabilities,
+// in one op (one recomputation for the three).
+void AttentionOp::buildGradients(OpBuilder &b, Value dout, ForwardFn forward,
+                                 SmallVectorImpl<Value> &grads) {
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), gradType(getQ()), gradType(getK()), gradType(getV()), dout,
+      forward(getQ()), forward(getK()), forward(getV()), getHeadsAttr(),
+      getKvHeadsAttr());
+  grads.append({grad.getDq(), grad.getDk(), grad.getDv()});
+}
+
 // loss = mean CE(logits, labels):  dlogits = dloss (softmax - onehot) / N.
 void CrossEntropyOp::buildGradients(OpBuilder &b, Value dloss,
                                     ForwardFn forward,

@@ -163,6 +163,45 @@ RopeOp::inferResultType(RankedTensorType input, RankedTensorType positions,
 }
 
 FailureOr<RankedTensorType>
+AttentionOp::inferResultType(RankedTensorType q, RankedTensorType k,
+                             RankedTensorType v, int64_t heads,
+                             int64_t kvHeads, EmitErrorFn emitError) {
+  for (auto [name, t] : {std::pair<const char *, RankedTensorType>{"q", q},
+                         {"k", k},
+                         {"v", v}})
+    if (t.getRank() != 3)
+      return emitError() << name << " must be 3-D [batch, seq, features], got "
+                         << t;
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads != 0)
+    return emitError() << "kv_heads must divide heads, got heads = " << heads
+                       << " and kv_heads = " << kvHeads;
+  if (q.getDimSize(2) % heads != 0)
+    return emitError() << "q's " << q.getDimSize(2)
+                       << " features do not split into " << heads << " heads";
+  int64_t headDim = q.getDimSize(2) / heads;
+  if (headDim % 2 != 0 || headDim > 256)
+    return emitError() << "the head dimension must be even and at most 256, "
+                          "got "
+                       << headDim;
+  if (k != v)
+    return emitError() << "k and v must have one type, got " << k << " and "
+                       << v;
+  if (k.getElementType() != q.getElementType() ||
+      k.getShape() !=
+          ArrayRef<int64_t>{q.getDimSize(0), q.getDimSize(1),
+                            kvHeads * headDim})
+    return emitError() << "k and v must be [" << q.getDimSize(0) << ", "
+                       << q.getDimSize(1) << ", " << kvHeads * headDim
+                       << "] (kv_heads x the head dimension " << headDim
+                       << ") of q's element type, got " << k;
+  return q;
+}
+
+int64_t AttentionOp::getHeadDim() {
+  return getQ().getType().getDimSize(2) / static_cast<int64_t>(getHeads());
+}
+
+FailureOr<RankedTensorType>
 RmsNormOp::inferResultType(RankedTensorType input, RankedTensorType weight,
                            double epsilon, EmitErrorFn emitError) {
   if (!(epsilon > 0.0))
@@ -413,6 +452,32 @@ LogicalResult RopeOp::verify() {
       *this, inferResultType(getInput().getType(), getPositions().getType(),
                              static_cast<int64_t>(getHeadDim()),
                              [&] { return emitOpError(); }));
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyInferredResult(
+      *this, inferResultType(getQ().getType(), getK().getType(),
+                             getV().getType(),
+                             static_cast<int64_t>(getHeads()),
+                             static_cast<int64_t>(getKvHeads()),
+                             [&] { return emitOpError(); }));
+}
+
+LogicalResult AttentionGradOp::verify() {
+  RankedTensorType q = getQ().getType(), k = getK().getType(),
+                   v = getV().getType();
+  FailureOr<RankedTensorType> out = AttentionOp::inferResultType(
+      q, k, v, static_cast<int64_t>(getHeads()),
+      static_cast<int64_t>(getKvHeads()), [&] { return emitOpError(); });
+  if (failed(out))
+    return failure();
+  if (getResultGrad().getType() != *out)
+    return emitOpError("the result's gradient must be ")
+           << *out << ", got " << getResultGrad().getType();
+  if (getDq().getType() != q || getDk().getType() != k ||
+      getDv().getType() != v)
+    return emitOpError("dq, dk and dv must be typed as q, k and v");
+  return success();
 }
 
 LogicalResult BiasGradOp::verify() {

@@ -743,6 +743,62 @@ TEST(KernelConformance, CausalAttentionGrad) {
   }
 }
 
+/// zb.attention's cases: attentionCases() with every kv head count that
+/// divides the heads (1: multi-query; heads: multi-head).
+template <typename Fn> void forEachGroupedCase(Fn fn) {
+  for (const AttentionCase &c : attentionCases())
+    for (int64_t kvHeads = 1; kvHeads <= c.heads; ++kvHeads)
+      if (c.heads % kvHeads == 0) {
+        SCOPED_TRACE(describe(c) + " kv_heads " + std::to_string(kvHeads));
+        fn(c, kvHeads);
+      }
+}
+
+TEST(KernelConformance, GroupedAttention) {
+  std::mt19937_64 rng(23);
+  forEachGroupedCase([&](const AttentionCase &c, int64_t kvHeads) {
+    int64_t H = c.heads * c.headDim, KV = kvHeads * c.headDim;
+    Tensor q = randomF32({c.B, c.S, H}, rng), k = randomF32({c.B, c.S, KV}, rng),
+           v = randomF32({c.B, c.S, KV}, rng);
+    auto [ref64, ref32] = oracles([&](Precision p) {
+      return k::attention(in(q, p), in(k, p), in(v, p), c.heads, kvHeads);
+    });
+    Buffer out(c.B * c.S * H);
+    Buffer workspace(rt::causalAttentionWorkspace(c.S));
+    rt::attention(q.data<float>(), k.data<float>(), v.data<float>(), out.data(),
+                  workspace.data(), c.B, c.S, c.heads, kvHeads, c.headDim);
+    EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
+    expectConforms(out, ref64, ref32);
+  });
+}
+
+TEST(KernelConformance, GroupedAttentionGrad) {
+  std::mt19937_64 rng(24);
+  forEachGroupedCase([&](const AttentionCase &c, int64_t kvHeads) {
+    int64_t H = c.heads * c.headDim, KV = kvHeads * c.headDim;
+    Tensor q = randomF32({c.B, c.S, H}, rng), k = randomF32({c.B, c.S, KV}, rng),
+           v = randomF32({c.B, c.S, KV}, rng),
+           dout = randomF32({c.B, c.S, H}, rng);
+    k::AttentionGrads g64 = k::attentionGrad(in(dout, F64), in(q, F64),
+                                             in(k, F64), in(v, F64), c.heads,
+                                             kvHeads);
+    k::AttentionGrads g32 =
+        k::attentionGrad(dout, q, k, v, c.heads, kvHeads);
+    // dk and dv poisoned: the first head of each group must write them.
+    Buffer dq(c.B * c.S * H), dk(c.B * c.S * KV), dv(c.B * c.S * KV);
+    for (int64_t i = 0; i < dk.size(); ++i)
+      dk.data()[i] = dv.data()[i] = std::numeric_limits<float>::quiet_NaN();
+    Buffer workspace(rt::causalAttentionGradWorkspace(c.S));
+    rt::attentionGrad(dout.data<float>(), q.data<float>(), k.data<float>(),
+                      v.data<float>(), dq.data(), dk.data(), dv.data(),
+                      workspace.data(), c.B, c.S, c.heads, kvHeads, c.headDim);
+    EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
+    expectConforms(dq, g64.dq, g32.dq);
+    expectConforms(dk, g64.dk, g32.dk);
+    expectConforms(dv, g64.dv, g32.dv);
+  });
+}
+
 TEST(KernelConformance, AttentionWorkspaceSizes) {
   EXPECT_EQ(rt::causalAttentionWorkspace(1), 1);
   EXPECT_EQ(rt::causalAttentionWorkspace(256), 256 * 256);

@@ -13,6 +13,8 @@ Modes (one ctest test each, see test/CMakeLists.txt):
                   verifier's prediction, the arena is at most 1.1x that, and
                   no heap allocation happens during a step (the allocation
                   counter preloaded into every rank).
+  every-schedule-llama  the same on the example Llama (zbc-dsl-llama, one
+                  layer per stage) and its tied variant.
   loss-falls      the example GPT on 4 ranks under zb-h1 with AdamW, 50
                   steps on a learnable data file: the loss falls.
   mem-limit       --mem-limit is each rank's whole memory: zb-auto at 75% of
@@ -48,7 +50,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib", "python"
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "examples", "data"))
 from counting import learnable_data  # noqa: E402
-from zbc_models import gpt, mlp, schedules  # noqa: E402
+from zbc_models import gpt, llama, mlp, schedules  # noqa: E402
 from zbc_e2e import EXAMPLES, expect_failure, fresh_dir, run  # noqa: E402
 import backends  # noqa: E402
 import failures  # noqa: E402
@@ -56,13 +58,26 @@ import training  # noqa: E402
 
 
 
-def every_schedule(args):
+def model_source(args, model, stages):
+    """The IR of test model `model` with `stages` stages."""
+    if model == "mlp":
+        return mlp(stages)
+    if model == "gpt":
+        return gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages)
+    # The example Llama (RMSNorm, RoPE with Llama 3's scaling, GQA, SwiGLU),
+    # one layer per stage; "llama-tied": its head is the embedding table,
+    # one parameter in the first and the last stage.
+    tied = ["--tied"] if model == "llama-tied" else []
+    return llama(os.path.join(args.bin, "zbc-dsl-llama"), stages, *tied)
+
+
+def every_schedule(args, models=("mlp", "gpt")):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
     counter = os.path.join(args.lib, "libzbc_alloc_counter.so")
     env = dict(os.environ, LD_PRELOAD=counter)
     cases = [(name, v, p, model) for name, v in schedules(zbc)
-             for p in (2, 4) for model in ("mlp", "gpt")]
+             for p in (2, 4) for model in models]
     worst_arena, worst_error, bitwise, compared = 0.0, 0.0, 0, 0
     failures = []
     begin = time.time()
@@ -72,8 +87,7 @@ def every_schedule(args):
         work = fresh_dir(args.work, case)
         source = os.path.join(work, "model.mlir")
         with open(source, "w") as f:
-            f.write(mlp(stages) if model == "mlp"
-                    else gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages))
+            f.write(model_source(args, model, stages))
         out = os.path.join(work, "out")
         # At p = 4 the stages per rank are left to zbc: the schedule's own,
         # or for an interleaved one the model's stages over the ranks.
@@ -265,7 +279,10 @@ def bad_input(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    modes = {"every-schedule": every_schedule, "loss-falls": loss_falls,
+    modes = {"every-schedule": every_schedule,
+             "every-schedule-llama":
+                 lambda a: every_schedule(a, ("llama", "llama-tied")),
+             "loss-falls": loss_falls,
              "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES,
              **failures.MODES, **backends.MODES}
     parser.add_argument("mode", choices=sorted(modes))

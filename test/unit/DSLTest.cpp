@@ -151,6 +151,32 @@ TEST(DSL, RopeHeadDimMustBeEven) {
       << err;
 }
 
+TEST(DSL, AttentionBuildsGroupedQueryAttention) {
+  Model m("gqa");
+  Tensor q = m.input("q", {2, 4, 16}), k = m.input("k", {2, 4, 8}),
+         v = m.input("v", {2, 4, 8});
+  Tensor w = m.param("w", {16, 3}, Init::normal(0.1));
+  m.loss(m.crossEntropy(m.linear(m.attention(q, k, v, 4, 2), w),
+                        m.label("y", {2, 4})));
+  std::string ir = m.str();
+  EXPECT_NE(ir.find("zb.attention %q, %k, %v {heads = 4 : i64, kv_heads = 2 "
+                    ": i64} : (tensor<2x4x16xf32>, tensor<2x4x8xf32>, "
+                    "tensor<2x4x8xf32>) -> tensor<2x4x16xf32>"),
+            std::string::npos)
+      << ir;
+}
+
+TEST(DSL, AttentionKvHeadsMustDivideHeads) {
+  Model m("gqa_bad");
+  Tensor q = m.input("q", {2, 4, 16}), k = m.input("k", {2, 4, 12}),
+         v = m.input("v", {2, 4, 12});
+  std::string err = stderrOf([&] { m.attention(q, k, v, 4, 3); });
+  EXPECT_NE(err.find("'zb.attention' op kv_heads must divide heads, got "
+                     "heads = 4 and kv_heads = 3"),
+            std::string::npos)
+      << err;
+}
+
 TEST(DSL, SwiGluNeedsGateAndUpOfOneType) {
   Model m("swiglu");
   Tensor g = m.input("g", {2, 8}), u = m.input("u", {2, 4});

@@ -452,6 +452,63 @@ TEST(InterpFD, RopeGradIsTheTransposedRotation) {
                   dy);
 }
 
+TEST(InterpKernels, AttentionWithAllHeadsIsCausalAttention) {
+  // kv_heads = heads: zb.attention on q, k, v is zb.causal_attention on
+  // them packed side by side.
+  const int64_t B = 2, S = 5, H = 12, heads = 3;
+  Tensor q = randomTensor({B, S, H}, 30), k = randomTensor({B, S, H}, 31),
+         v = randomTensor({B, S, H}, 32);
+  Tensor qkv = Tensor::zeros({B, S, 3 * H}, F64);
+  for (int64_t r = 0; r < B * S; ++r)
+    for (int64_t c = 0; c < H; ++c) {
+      qkv.set(r * 3 * H + c, q.get(r * H + c));
+      qkv.set(r * 3 * H + H + c, k.get(r * H + c));
+      qkv.set(r * 3 * H + 2 * H + c, v.get(r * H + c));
+    }
+  Tensor packed = k::causalAttention(qkv, heads);
+  Tensor grouped = k::attention(q, k, v, heads, heads);
+  for (int64_t i = 0; i < packed.numElements(); ++i)
+    EXPECT_NEAR(grouped.get(i), packed.get(i), 1e-13) << "element " << i;
+}
+
+TEST(InterpKernels, AttentionSharesEachKvHeadWithItsGroup) {
+  // 4 query heads on 2 kv heads: heads 0, 1 read kv head 0 and heads 2, 3
+  // kv head 1, so each equals multi-head attention on k, v with every kv
+  // head repeated twice (Hugging Face's repeat_kv).
+  const int64_t B = 1, S = 4, d = 2;
+  Tensor q = randomTensor({B, S, 4 * d}, 33), k = randomTensor({B, S, 2 * d}, 34),
+         v = randomTensor({B, S, 2 * d}, 35);
+  Tensor kr = Tensor::zeros({B, S, 4 * d}, F64), vr = kr;
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t t = 0; t < d; ++t) {
+        kr.set((s * 4 + h) * d + t, k.get((s * 2 + h / 2) * d + t));
+        vr.set((s * 4 + h) * d + t, v.get((s * 2 + h / 2) * d + t));
+      }
+  Tensor grouped = k::attention(q, k, v, 4, 2);
+  Tensor multiHead = k::attention(q, kr, vr, 4, 4);
+  for (int64_t i = 0; i < grouped.numElements(); ++i)
+    EXPECT_NEAR(grouped.get(i), multiHead.get(i), 1e-13) << "element " << i;
+}
+
+TEST(InterpFD, AttentionGradOfQKAndV) {
+  for (int64_t kvHeads : {1, 2, 4}) {
+    SCOPED_TRACE("kv_heads " + std::to_string(kvHeads));
+    const int64_t B = 2, S = 4, heads = 4, d = 2;
+    Tensor q = randomTensor({B, S, heads * d}, 36),
+           k = randomTensor({B, S, kvHeads * d}, 37),
+           v = randomTensor({B, S, kvHeads * d}, 38),
+           dy = randomTensor({B, S, heads * d}, 39);
+    ForwardFn f = [&](const std::vector<Tensor> &in) {
+      return k::attention(in[0], in[1], in[2], heads, kvHeads);
+    };
+    k::AttentionGrads g = k::attentionGrad(dy, q, k, v, heads, kvHeads);
+    expectMatchesFD(g.dq, f, {q, k, v}, 0, dy);
+    expectMatchesFD(g.dk, f, {q, k, v}, 1, dy);
+    expectMatchesFD(g.dv, f, {q, k, v}, 2, dy);
+  }
+}
+
 TEST(InterpFD, RmsNormGradInputAndWeight) {
   Tensor x = randomTensor({2, 3, 5}, 20, 2.0), w = randomTensor({5}, 21);
   Tensor dy = randomTensor({2, 3, 5}, 22);

@@ -568,6 +568,50 @@ void checkAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
 // Optimizers: the host's per-step scalars as Optimizers.cpp computes them
 //===----------------------------------------------------------------------===//
 
+/// zb.attention on separate q, k and v, with kv heads that divide the
+/// heads (multi-query where heads is odd, groups of two otherwise).
+void checkGroupedAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
+  const int64_t B = s.B, S = s.S, heads = s.heads, d = s.h / s.heads;
+  const int64_t kvHeads = heads % 2 == 0 ? heads / 2 : 1;
+  const std::string at = std::string(" ") + s.label + " kv " +
+                         std::to_string(kvHeads);
+  const int64_t H = heads * d, KV = kvHeads * d;
+  auto q = random(rng, B * S * H, -1, 1), k = random(rng, B * S * KV, -1, 1),
+       v = random(rng, B * S * KV, -1, 1), dout = random(rng, B * S * H, -1, 1);
+  roundFor(dt, q), roundFor(dt, k), roundFor(dt, v), roundFor(dt, dout);
+  std::unique_ptr<Buffer> dQ(upload(dt, q)), dK(upload(dt, k)),
+      dV(upload(dt, v)), dDout(upload(dt, dout));
+  Buffer out(B * S * H * 4), gq(B * S * H * 4), gk(B * S * KV * 4),
+      gv(B * S * KV * 4);
+  // The kernel table's workspaces (KernelTable.h).
+  const int64_t e = gpu::bytesOf(dt);
+  const int64_t fwdBytes = (S * S + 3 * B * S * H) * e, gradBytes = 2 * fwdBytes;
+  Buffer ws(gradBytes);
+  std::vector<float> cpuWs(cpu::causalAttentionGradWorkspace(S));
+  std::vector<float> ref(B * S * H), refDq(B * S * H), refDk(B * S * KV),
+      refDv(B * S * KV);
+  cudaError_t err = gpu::attention(dt, dQ->ptr, dK->ptr, dV->ptr, out.ptr,
+                                   ws.ptr, fwdBytes, B, S, heads, kvHeads, d,
+                                   stream);
+  cpu::attention(q.data(), k.data(), v.data(), ref.data(), cpuWs.data(), B, S,
+                 heads, kvHeads, d);
+  report("attention" + at, dt, err, download(dt, out.ptr, B * S * H), ref,
+         tolerance(dt, 2e-5, 1e-2));
+  err = gpu::attentionGrad(dt, dDout->ptr, dQ->ptr, dK->ptr, dV->ptr, gq.ptr,
+                           gk.ptr, gv.ptr, ws.ptr, gradBytes, B, S, heads,
+                           kvHeads, d, stream);
+  cpu::attentionGrad(dout.data(), q.data(), k.data(), v.data(), refDq.data(),
+                     refDk.data(), refDv.data(), cpuWs.data(), B, S, heads,
+                     kvHeads, d);
+  const double tol = tolerance(dt, 1e-4, 2e-2);
+  report("attentionGrad dq" + at, dt, err, download(dt, gq.ptr, B * S * H),
+         refDq, tol);
+  report("attentionGrad dk" + at, dt, err, download(dt, gk.ptr, B * S * KV),
+         refDk, tol);
+  report("attentionGrad dv" + at, dt, err, download(dt, gv.ptr, B * S * KV),
+         refDv, tol);
+}
+
 void checkOptimizers(std::mt19937 &rng) {
   const int64_t n = 1003;
   auto w = random(rng, n, -1, 1), g = random(rng, n, -1, 1),
@@ -744,6 +788,7 @@ int main() {
       checkIndexOps<int32_t>(s, dt, rng);
       checkIndexOps<int64_t>(s, dt, rng);
       checkAttention(s, dt, rng);
+      checkGroupedAttention(s, dt, rng);
     }
   checkOptimizers(rng);
   timeLayer();

@@ -462,6 +462,30 @@ Tensor Model::rope(Tensor input, Tensor positions, const Rope &rope,
   return wrap(op.getResult().getAsOpaquePointer());
 }
 
+Tensor Model::attention(Tensor q, Tensor k, Tensor v, int64_t heads,
+                        int64_t kvHeads, SourceLoc sloc) {
+  Location loc = impl->toLoc(sloc);
+  StringRef opName = zb::AttentionOp::getOperationName();
+  if (!impl->checkOpen(loc, opName))
+    return {};
+  Value qv = impl->unwrap(q, this, loc, opName, "q");
+  Value kv = impl->unwrap(k, this, loc, opName, "k");
+  Value vv = impl->unwrap(v, this, loc, opName, "v");
+  if (!qv || !kv || !vv)
+    return {};
+  FailureOr<RankedTensorType> type = zb::AttentionOp::inferResultType(
+      typeOf(qv), typeOf(kv), typeOf(vv), heads, kvHeads,
+      [&] { return impl->error(loc, opName); });
+  if (failed(type))
+    return {};
+  OpBuilder &b = impl->builder;
+  return wrap(zb::AttentionOp::create(b, loc, *type, qv, kv, vv,
+                                      b.getI64IntegerAttr(heads),
+                                      b.getI64IntegerAttr(kvHeads))
+                  .getResult()
+                  .getAsOpaquePointer());
+}
+
 Tensor Model::causalAttention(Tensor qkv, int64_t heads, SourceLoc sloc) {
   Location loc = impl->toLoc(sloc);
   StringRef opName = zb::CausalAttentionOp::getOperationName();

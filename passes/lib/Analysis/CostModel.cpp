@@ -206,15 +206,17 @@ int64_t secondToLastDim(Value value) {
   return s && s->size() >= 2 ? (*s)[s->size() - 2] : 0;
 }
 
-/// Attention over packed `qkv [B, S, 3H]` with `heads` heads: the matmul
-/// FLOPs `matmulFactor*B*S*S*H` and `perScore` FLOPs for each of the
+/// Attention of `heads` query heads over `query [B, S, packed * H]` (packed
+/// 3: zb.causal_attention's qkv; 1: zb.attention's q, whatever its kv
+/// heads, which share keys but not work): the matmul FLOPs
+/// `matmulFactor*B*S*S*H` and `perScore` FLOPs for each of the
 /// B*heads*S*S scores.
-OpCost attentionCost(Value qkv, int64_t heads, int64_t matmulFactor,
-                     int64_t perScore) {
-  std::optional<ArrayRef<int64_t>> s = getShape(qkv);
+OpCost attentionCost(Value query, int64_t packed, int64_t heads,
+                     int64_t matmulFactor, int64_t perScore) {
+  std::optional<ArrayRef<int64_t>> s = getShape(query);
   if (!s || s->size() != 3)
     return {};
-  int64_t batch = (*s)[0], seq = (*s)[1], hidden = (*s)[2] / 3;
+  int64_t batch = (*s)[0], seq = (*s)[1], hidden = (*s)[2] / packed;
   OpCost cost;
   cost.matmulFlops = product({matmulFactor, batch, seq, seq, hidden});
   cost.elementwiseFlops = product({perScore, batch, heads, seq, seq});
@@ -235,7 +237,11 @@ OpCost zbc::getOpCost(Operation *op) {
         return batchedMatmulCost(op.getLhs(), lastDim(op.getRhs()));
       })
       .Case([](CausalAttentionOp op) {
-        return attentionCost(op.getQkv(), op.getHeads(), 4,
+        return attentionCost(op.getQkv(), 3, op.getHeads(), 4,
+                             kFlopsPerAttentionScore);
+      })
+      .Case([](AttentionOp op) {
+        return attentionCost(op.getQ(), 1, op.getHeads(), 4,
                              kFlopsPerAttentionScore);
       })
       // Model level: elementwise.
@@ -299,7 +305,11 @@ OpCost zbc::getOpCost(Operation *op) {
         return batchedMatmulCost(op.getLhs(), lastDim(op.getResultGrad()));
       })
       .Case([](CausalAttentionGradOp op) {
-        return attentionCost(op.getQkv(), op.getHeads(), 8,
+        return attentionCost(op.getQkv(), 3, op.getHeads(), 8,
+                             kFlopsPerAttentionGradScore);
+      })
+      .Case([](AttentionGradOp op) {
+        return attentionCost(op.getQ(), 1, op.getHeads(), 8,
                              kFlopsPerAttentionGradScore);
       })
       // Backward: elementwise and reductions.

@@ -36,6 +36,15 @@ int64_t zbc::workspaceBytes(Operation *op) {
     return scoreMatrix(attention.getQkv());
   if (auto grad = dyn_cast<CausalAttentionGradOp>(op))
     return 2 * scoreMatrix(grad.getQkv());
+  // zb.attention: the score matrix (CPU) and packed q | k | v (the CUDA
+  // backend's GroupedAttention.cu); the gradient twice that (KernelTable.h).
+  auto scoresAndPacked = [&](Value q) {
+    return scoreMatrix(q) + 3 * getNumBytes(q.getType());
+  };
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return scoresAndPacked(attention.getQ());
+  if (auto grad = dyn_cast<AttentionGradOp>(op))
+    return 2 * scoresAndPacked(grad.getQ());
   return 0;
 }
 

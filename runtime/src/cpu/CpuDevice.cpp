@@ -73,7 +73,7 @@ private:
   std::vector<float> &staging_;
   bool bf16_;
   int64_t used_ = 0;
-  Output outputs_[2];
+  Output outputs_[3]; // attention's gradient writes three
   int outputCount_ = 0;
 };
 
@@ -96,14 +96,14 @@ public:
     std::memset(memory, 0, static_cast<size_t>(p.arena_bytes));
     arena_ = static_cast<char *>(memory);
     program_ = &p;
-    // A call widens at most five tensors (attention's gradient: dout,
-    // qkv, dqkv and two score matrices), none larger than the largest bf16
-    // buffer.
+    // A call widens at most nine tensors (zb.attention's gradient: dout,
+    // q, k, v, dq, dk, dv and two score matrices), none larger than the
+    // largest bf16 buffer.
     int64_t largest = 0;
     for (int32_t b = 0; b < p.buffer_count; ++b)
       if (p.buffers[b].element == ZBC_RT_BF16)
         largest = std::max(largest, p.buffers[b].bytes / 2);
-    staging_.assign(static_cast<size_t>(6 * largest), 0.0f);
+    staging_.assign(static_cast<size_t>(10 * largest), 0.0f);
     openblas_set_num_threads(1); // one rank per core
     return {};
   }
@@ -262,6 +262,23 @@ public:
     f.finish();
     return {};
   }
+  std::string attention(int32_t element, const void *q, const void *k,
+                        const void *v, void *out, void *workspace,
+                        int64_t workspaceBytes, int64_t batch, int64_t seq,
+                        int64_t heads, int64_t kvHeads,
+                        int64_t headDim) override {
+    (void)workspaceBytes; // the plan sized it for at least Kernels.h's need
+    Widened f(staging_, element);
+    const int64_t qn = batch * seq * heads * headDim,
+                  kvn = batch * seq * kvHeads * headDim;
+    const float *qf = f.in(q, qn), *kf = f.in(k, kvn), *vf = f.in(v, kvn);
+    float *o = f.out(out, qn);
+    cpu::attention(qf, kf, vf, o,
+                   f.scratch(workspace, cpu::causalAttentionWorkspace(seq)),
+                   batch, seq, heads, kvHeads, headDim);
+    f.finish();
+    return {};
+  }
   std::string crossEntropy(int32_t element, const void *logits, Indices labels,
                            void *loss, int64_t rows,
                            int64_t classes) override {
@@ -413,6 +430,25 @@ public:
     cpu::causalAttentionGrad(
         d, q, dq, f.scratch(workspace, cpu::causalAttentionGradWorkspace(seq)),
         batch, seq, hidden, heads);
+    f.finish();
+    return {};
+  }
+  std::string attentionGrad(int32_t element, const void *dout, const void *q,
+                            const void *k, const void *v, void *dq, void *dk,
+                            void *dv, void *workspace, int64_t workspaceBytes,
+                            int64_t batch, int64_t seq, int64_t heads,
+                            int64_t kvHeads, int64_t headDim) override {
+    (void)workspaceBytes;
+    Widened f(staging_, element);
+    const int64_t qn = batch * seq * heads * headDim,
+                  kvn = batch * seq * kvHeads * headDim;
+    const float *dof = f.in(dout, qn), *qf = f.in(q, qn), *kf = f.in(k, kvn),
+                *vf = f.in(v, kvn);
+    float *dqf = f.out(dq, qn), *dkf = f.out(dk, kvn), *dvf = f.out(dv, kvn);
+    cpu::attentionGrad(
+        dof, qf, kf, vf, dqf, dkf, dvf,
+        f.scratch(workspace, cpu::causalAttentionGradWorkspace(seq)), batch,
+        seq, heads, kvHeads, headDim);
     f.finish();
     return {};
   }

@@ -304,6 +304,16 @@ public:
                                           seq, hidden, heads, stream_),
                     "causal_attention");
   }
+  std::string attention(int32_t element, const void *q, const void *k,
+                        const void *v, void *out, void *workspace,
+                        int64_t workspaceBytes, int64_t batch, int64_t seq,
+                        int64_t heads, int64_t kvHeads,
+                        int64_t headDim) override {
+    return launched(cuda::attention(dtypeOf(element), q, k, v, out, workspace,
+                                    workspaceBytes, batch, seq, heads, kvHeads,
+                                    headDim, stream_),
+                    "attention");
+  }
   std::string crossEntropy(int32_t element, const void *logits, Indices labels,
                            void *loss, int64_t rows,
                            int64_t classes) override {
@@ -409,6 +419,16 @@ public:
                         dtypeOf(element), dout, qkv, dqkv, workspace,
                         workspaceBytes, batch, seq, hidden, heads, stream_),
                     "causal_attention_grad");
+  }
+  std::string attentionGrad(int32_t element, const void *dout, const void *q,
+                            const void *k, const void *v, void *dq, void *dk,
+                            void *dv, void *workspace, int64_t workspaceBytes,
+                            int64_t batch, int64_t seq, int64_t heads,
+                            int64_t kvHeads, int64_t headDim) override {
+    return launched(cuda::attentionGrad(dtypeOf(element), dout, q, k, v, dq, dk,
+                                        dv, workspace, workspaceBytes, batch,
+                                        seq, heads, kvHeads, headDim, stream_),
+                    "attention_grad");
   }
   std::string crossEntropyGrad(int32_t element, const void *logits,
                                Indices labels, const void *dloss,

@@ -31,7 +31,7 @@ zb.model @guessed_attribute {
 // Tests that a zb op that does not exist is named with the ops that do.
 zb.model @unknown_op {
   %x = zb.input "x" : tensor<2x8xf32>
-  // expected-error @+1 {{custom op 'zb.rms_norm' is not a zb op; the zb ops are: zb.add, zb.bias_add}}
+  // expected-error @+1 {{custom op 'zb.rms_norm' is not a zb op; the zb ops are: zb.add, zb.attention, zb.attention_grad, zb.bias_add}}
   %y = zb.rms_norm %x : tensor<2x8xf32>
 }
 
@@ -140,6 +140,45 @@ zb.model @rope_unknown_attr {
   %p = zb.input "p" : tensor<2x8xi64>
   // expected-error @+1 {{'zb.rope' op has no attribute 'rope_type' (it takes head_dim, llama3_factor, llama3_high_freq_factor, llama3_low_freq_factor, llama3_original_max_positions, max_positions, theta; besides, only 'zb.fuse_weight_grad' may be attached)}}
   %y = zb.rope %x, %p {head_dim = 4 : i64, max_positions = 8 : i64, rope_type = "yarn"} : (tensor<2x8x12xf32>, tensor<2x8xi64>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that zb.attention's kv heads divide its heads.
+zb.model @gqa_divide {
+  %q = zb.input "q" : tensor<2x8x16xf32>
+  %k = zb.input "k" : tensor<2x8x12xf32>
+  %v = zb.input "v" : tensor<2x8x12xf32>
+  // expected-error @+1 {{'zb.attention' op kv_heads must divide heads, got heads = 4 and kv_heads = 3}}
+  %y = zb.attention %q, %k, %v {heads = 4 : i64, kv_heads = 3 : i64} : (tensor<2x8x16xf32>, tensor<2x8x12xf32>, tensor<2x8x12xf32>) -> tensor<2x8x16xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that zb.attention's head dimension is even.
+zb.model @gqa_odd {
+  %q = zb.input "q" : tensor<2x8x12xf32>
+  %k = zb.input "k" : tensor<2x8x6xf32>
+  %v = zb.input "v" : tensor<2x8x6xf32>
+  // expected-error @+1 {{'zb.attention' op the head dimension must be even and at most 256, got 3}}
+  %y = zb.attention %q, %k, %v {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x8x12xf32>, tensor<2x8x6xf32>, tensor<2x8x6xf32>) -> tensor<2x8x12xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that zb.attention's k and v hold kv_heads heads of q's size.
+zb.model @gqa_kv_shape {
+  %q = zb.input "q" : tensor<2x8x16xf32>
+  %k = zb.input "k" : tensor<2x8x16xf32>
+  %v = zb.input "v" : tensor<2x8x16xf32>
+  // expected-error @+1 {{'zb.attention' op k and v must be [2, 8, 8] (kv_heads x the head dimension 4) of q's element type, got 'tensor<2x8x16xf32>'}}
+  %y = zb.attention %q, %k, %v {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
   %l = zb.input "l" : tensor<f32>
   zb.loss %l : tensor<f32>
 }

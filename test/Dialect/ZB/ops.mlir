@@ -340,6 +340,18 @@ zb.model @rope {
   zb.loss %l : tensor<f32>
 }
 
+// Tests that zb.attention round-trips.
+// CHECK-LABEL: zb.model @gqa
+// CHECK:         zb.attention %{{.+}}, %{{.+}}, %{{.+}} {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x16xf32>
+zb.model @gqa {
+  %q = zb.input "q" : tensor<2x8x16xf32>
+  %k = zb.input "k" : tensor<2x8x8xf32>
+  %v = zb.input "v" : tensor<2x8x8xf32>
+  %a = zb.attention %q, %k, %v {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x16xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
 // Tests that zb.swiglu round-trips.
 // CHECK-LABEL: zb.model @swiglu
 // CHECK:         zb.swiglu %{{.+}}, %{{.+}} : tensor<2x8xf32>

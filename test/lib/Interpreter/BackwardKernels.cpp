@@ -337,6 +337,65 @@ Tensor causalAttentionGrad(const Tensor &dout, const Tensor &qkv,
   });
 }
 
+AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,
+                             const Tensor &k, const Tensor &v, int64_t heads,
+                             int64_t kvHeads) {
+  AttentionGrads grads{Tensor::zeros(q.shape(), q.precision()),
+                       Tensor::zeros(k.shape(), k.precision()),
+                       Tensor::zeros(v.shape(), v.precision())};
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    GroupedAttentionDims dims(q.shape(), heads, kvHeads);
+    int64_t S = dims.seq, d = dims.headDim;
+    T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(d));
+    const T *qd = q.data<T>(), *kd = k.data<T>(), *vd = v.data<T>(),
+            *dod = dout.data<T>();
+    T *dq = grads.dq.data<T>(), *dk = grads.dk.data<T>(),
+      *dv = grads.dv.data<T>();
+    for (int64_t b = 0; b < dims.batch; ++b)
+      for (int64_t h = 0; h < heads; ++h) {
+        std::vector<T> P = groupedAttentionProbs(qd, kd, dims, b, h);
+        // dP = dO V^T and dS = P * (dP - rowsum(dP * P)), on j <= i.
+        std::vector<T> dS(S * S, 0);
+        for (int64_t i = 0; i < S; ++i) {
+          std::vector<T> dP(S, 0);
+          T rowDot = 0;
+          for (int64_t j = 0; j <= i; ++j) {
+            for (int64_t t = 0; t < d; ++t)
+              dP[j] += dod[dims.q(b, i, h, t)] * vd[dims.kv(b, j, h, t)];
+            rowDot += dP[j] * P[i * S + j];
+          }
+          for (int64_t j = 0; j <= i; ++j)
+            dS[i * S + j] = P[i * S + j] * (dP[j] - rowDot);
+        }
+        // The kv head's dV = P^T dO and dK = dS^T Q / sqrt(d) add up over
+        // the query heads of its group.
+        for (int64_t j = 0; j < S; ++j)
+          for (int64_t t = 0; t < d; ++t) {
+            T sumV = 0, sumK = 0;
+            for (int64_t i = j; i < S; ++i) {
+              sumV += P[i * S + j] * dod[dims.q(b, i, h, t)];
+              sumK += dS[i * S + j] * qd[dims.q(b, i, h, t)];
+            }
+            dv[dims.kv(b, j, h, t)] += sumV;
+            dk[dims.kv(b, j, h, t)] += sumK * scale;
+          }
+        for (int64_t i = 0; i < S; ++i)
+          for (int64_t t = 0; t < d; ++t) {
+            T sum = 0;
+            for (int64_t j = 0; j <= i; ++j)
+              sum += dS[i * S + j] * kd[dims.kv(b, j, h, t)];
+            dq[dims.q(b, i, h, t)] = sum * scale;
+          }
+      }
+  };
+  if (q.precision() == Precision::F32)
+    run(float{});
+  else
+    run(double{});
+  return grads;
+}
+
 FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
                                    const Tensor &dloss, std::string &error) {
   int64_t classes = lastDim(logits.shape());

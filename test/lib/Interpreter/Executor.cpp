@@ -19,6 +19,8 @@
 
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <array>
+
 using namespace mlir;
 
 namespace zbc::interp::detail {
@@ -102,6 +104,22 @@ LogicalResult Executor::execute(Operation *op) {
       store(out, *lookup(in));
     return success();
   }
+  // The one op of several results: the three gradients of attention.
+  if (auto grad = dyn_cast<zb::AttentionGradOp>(op)) {
+    kernels::AttentionGrads g = kernels::attentionGrad(
+        *lookup(grad.getResultGrad()), *lookup(grad.getQ()),
+        *lookup(grad.getK()), *lookup(grad.getV()),
+        static_cast<int64_t>(grad.getHeads()),
+        static_cast<int64_t>(grad.getKvHeads()));
+    for (auto [value, tensor] :
+         llvm::zip(op->getResults(), std::array<Tensor *, 3>{&g.dq, &g.dk, &g.dv})) {
+      if (failed(checkType(*this, op, *tensor, value.getType(),
+                           "(interpreter bug) its computed result")))
+        return failure();
+      store(value, std::move(*tensor));
+    }
+    return success();
+  }
   if (op->getNumResults() != 1)
     return error(op) << "cannot be interpreted";
   FailureOr<Tensor> result = compute(op);
@@ -166,6 +184,11 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       })
       .Case([&](zb::RopeOp o) -> FT {
         return k::rope(in(o.getInput()), in(o.getPositions()), ropeParams(o));
+      })
+      .Case([&](zb::AttentionOp o) -> FT {
+        return k::attention(in(o.getQ()), in(o.getK()), in(o.getV()),
+                            static_cast<int64_t>(o.getHeads()),
+                            static_cast<int64_t>(o.getKvHeads()));
       })
       .Case([&](zb::SwiGluOp o) -> FT {
         return k::swiGlu(in(o.getGate()), in(o.getUp()));

@@ -246,6 +246,30 @@ Tensor causalAttention(const Tensor &qkv, int64_t heads) {
   });
 }
 
+Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                 int64_t heads, int64_t kvHeads) {
+  return byPrecision(q.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    GroupedAttentionDims dims(q.shape(), heads, kvHeads);
+    int64_t S = dims.seq;
+    Tensor out = Tensor::zeros(q.shape(), q.precision());
+    const T *qd = q.data<T>(), *kd = k.data<T>(), *vd = v.data<T>();
+    T *od = out.data<T>();
+    for (int64_t b = 0; b < dims.batch; ++b)
+      for (int64_t h = 0; h < heads; ++h) {
+        std::vector<T> probs = groupedAttentionProbs(qd, kd, dims, b, h);
+        for (int64_t i = 0; i < S; ++i)
+          for (int64_t t = 0; t < dims.headDim; ++t) {
+            T acc = 0;
+            for (int64_t j = 0; j <= i; ++j)
+              acc += probs[i * S + j] * vd[dims.kv(b, j, h, t)];
+            od[dims.q(b, i, h, t)] = acc;
+          }
+      }
+    return out;
+  });
+}
+
 FailureOr<Tensor> crossEntropy(const Tensor &logits, const Tensor &labels,
                                std::string &error) {
   int64_t classes = lastDim(logits.shape());

@@ -130,6 +130,59 @@ struct AttentionDims {
   }
 };
 
+/// zb.attention's layout: q [B, S, heads * d], k and v [B, S, kvHeads * d];
+/// query head h reads kv head h / (heads / kvHeads).
+struct GroupedAttentionDims {
+  int64_t batch, seq, heads, kvHeads, headDim;
+  GroupedAttentionDims(const Shape &q, int64_t heads, int64_t kvHeads)
+      : batch(q[0]), seq(q[1]), heads(heads), kvHeads(kvHeads),
+        headDim(q[2] / heads) {}
+  /// Offset of feature t of query head h at (b, s) in q (and the output).
+  int64_t q(int64_t b, int64_t s, int64_t h, int64_t t) const {
+    return ((b * seq + s) * heads + h) * headDim + t;
+  }
+  /// Offset of feature t of the kv head query head h reads, in k and v.
+  int64_t kv(int64_t b, int64_t s, int64_t h, int64_t t) const {
+    return ((b * seq + s) * kvHeads + h / (heads / kvHeads)) * headDim + t;
+  }
+};
+
+/// Softmax in place over row[0..keys), the row maximum subtracted first.
+template <typename T> void softmaxRow(T *row, int64_t keys) {
+  T max = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < keys; ++j)
+    max = std::max(max, row[j]);
+  T sum = 0;
+  for (int64_t j = 0; j < keys; ++j) {
+    row[j] = std::exp(row[j] - max);
+    sum += row[j];
+  }
+  for (int64_t j = 0; j < keys; ++j)
+    row[j] /= sum;
+}
+
+/// zb.attention's probabilities of batch b, query head h (as
+/// attentionProbs below, with the group's kv head).
+template <typename T>
+std::vector<T> groupedAttentionProbs(const T *q, const T *k,
+                                     const GroupedAttentionDims &dims,
+                                     int64_t b, int64_t h) {
+  int64_t S = dims.seq;
+  T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(dims.headDim));
+  std::vector<T> probs(S * S, 0);
+  for (int64_t i = 0; i < S; ++i) {
+    T *row = &probs[i * S];
+    for (int64_t j = 0; j <= i; ++j) {
+      T score = 0;
+      for (int64_t t = 0; t < dims.headDim; ++t)
+        score += q[dims.q(b, i, h, t)] * k[dims.kv(b, j, h, t)];
+      row[j] = score * scale;
+    }
+    softmaxRow(row, i + 1);
+  }
+  return probs;
+}
+
 /// The causal attention probabilities of batch b, head h: P[i * S + j] for
 /// key position j <= query position i, 0 above the diagonal. Scores are
 /// q.k / sqrt(d); each row's softmax subtracts the row maximum first.

@@ -2,7 +2,8 @@
 
 One home for what verify_every_schedule.py (test/Passes/Inputs) and the e2e
 suite (test/e2e/e2e.py) build their cases from: the example MLP with one
-layer per stage, the example GPT with one block per stage (zbc-dsl-gpt), and
+layer per stage, the example GPT with one block per stage (zbc-dsl-gpt), the
+example Llama with one decoder layer per stage (zbc-dsl-llama), and
 every registered schedule with its stages per rank, read from
 `zbc schedule --list` so that a schedule added later is tested too.
 """
@@ -43,6 +44,12 @@ def gpt(dsl_gpt, stages, *args):
     """The example GPT (zbc-dsl-gpt), one block per stage."""
     return subprocess.run([dsl_gpt, "--layers", str(stages), *args], text=True,
                           check=True, capture_output=True).stdout
+
+
+def llama(dsl_llama, stages, *args):
+    """The example Llama (zbc-dsl-llama), one decoder layer per stage."""
+    return subprocess.run([dsl_llama, "--layers", str(stages), *args],
+                          text=True, check=True, capture_output=True).stdout
 
 
 def schedules(zbc):

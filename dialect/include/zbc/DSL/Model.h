@@ -154,6 +154,11 @@ public:
                    SourceLoc loc = SourceLoc::current());
   Tensor causalAttention(Tensor qkv, int64_t heads,
                          SourceLoc loc = SourceLoc::current());
+  /// Causal grouped-query attention (zb.attention): q [B, S, heads * d], k
+  /// and v [B, S, kvHeads * d], each kv head shared by heads / kvHeads
+  /// consecutive query heads; scores scaled by 1 / sqrt(d).
+  Tensor attention(Tensor q, Tensor k, Tensor v, int64_t heads,
+                   int64_t kvHeads, SourceLoc loc = SourceLoc::current());
   Tensor crossEntropy(Tensor logits, Tensor labels,
                       SourceLoc loc = SourceLoc::current());
 

@@ -69,6 +69,18 @@
   B(In, qkv, batch * seq * 3 * hidden) B(Out, out, batch * seq * hidden)       \
       B(Workspace, workspace, seq * seq * call.elementBytes()) D(batch)        \
           D(seq) D(hidden) D(heads)
+/* Grouped-query attention on separate q, k, v. The workspace is the
+ * score matrix the CPU uses and the packed q | k | v the CUDA backend
+ * builds for its causal kernels (GroupedAttention.cu). */
+#define ZBC_RT_SIG_ATTENTION(B, D, R)                                          \
+  B(In, q, batch * seq * heads * head_dim)                                     \
+      B(In, k, batch * seq * kv_heads * head_dim)                              \
+          B(In, v, batch * seq * kv_heads * head_dim)                          \
+              B(Out, out, batch * seq * heads * head_dim)                      \
+                  B(Workspace, workspace,                                      \
+                    (seq * seq + 3 * batch * seq * heads * head_dim) *         \
+                        call.elementBytes()) D(batch) D(seq) D(heads)          \
+                      D(kv_heads) D(head_dim)
 #define ZBC_RT_SIG_CROSS_ENTROPY(B, D, R)                                      \
   B(In, logits, rows * classes) B(Indices, labels, rows) B(Out, loss, 1)       \
       D(rows) D(classes)
@@ -115,6 +127,19 @@
       B(Out, dqkv, batch * seq * 3 * hidden)                                   \
           B(Workspace, workspace, 2 * seq * seq * call.elementBytes())         \
               D(batch) D(seq) D(hidden) D(heads)
+#define ZBC_RT_SIG_ATTENTION_GRAD(B, D, R)                                     \
+  B(In, dout, batch * seq * heads * head_dim)                                  \
+      B(In, q, batch * seq * heads * head_dim)                                 \
+          B(In, k, batch * seq * kv_heads * head_dim)                          \
+              B(In, v, batch * seq * kv_heads * head_dim)                      \
+                  B(Out, dq, batch * seq * heads * head_dim)                   \
+                      B(Out, dk, batch * seq * kv_heads * head_dim)            \
+                          B(Out, dv, batch * seq * kv_heads * head_dim)        \
+                              B(Workspace, workspace,                          \
+                                2 * (seq * seq +                               \
+                                     3 * batch * seq * heads * head_dim) *     \
+                                    call.elementBytes()) D(batch) D(seq)       \
+                                  D(heads) D(kv_heads) D(head_dim)
 #define ZBC_RT_SIG_CROSS_ENTROPY_GRAD(B, D, R)                                 \
   B(In, logits, rows * classes) B(Indices, labels, rows) B(In, dloss, 1)       \
       B(Out, dlogits, rows * classes) D(rows) D(classes)
@@ -135,6 +160,7 @@
   ZBC_RT_KERNEL_ROW(embedding, embedding, EmbeddingOp, ZBC_RT_SIG_EMBEDDING)   \
   ZBC_RT_KERNEL_ROW(causal_attention, causalAttention, CausalAttentionOp,      \
                     ZBC_RT_SIG_CAUSAL_ATTENTION)                               \
+  ZBC_RT_KERNEL_ROW(attention, attention, AttentionOp, ZBC_RT_SIG_ATTENTION)  \
   ZBC_RT_KERNEL_ROW(cross_entropy, crossEntropy, CrossEntropyOp,               \
                     ZBC_RT_SIG_CROSS_ENTROPY)                                  \
   ZBC_RT_KERNEL_ROW(fill, fill, FillOp, ZBC_RT_SIG_FILL)                       \
@@ -166,6 +192,8 @@
                     ZBC_RT_SIG_EMBEDDING_GRAD)                                 \
   ZBC_RT_KERNEL_ROW(causal_attention_grad, causalAttentionGrad,                \
                     CausalAttentionGradOp, ZBC_RT_SIG_CAUSAL_ATTENTION_GRAD)   \
+  ZBC_RT_KERNEL_ROW(attention_grad, attentionGrad, AttentionGradOp,            \
+                    ZBC_RT_SIG_ATTENTION_GRAD)                                 \
   ZBC_RT_KERNEL_ROW(cross_entropy_grad, crossEntropyGrad, CrossEntropyGradOp,  \
                     ZBC_RT_SIG_CROSS_ENTROPY_GRAD)
 

@@ -64,25 +64,27 @@ extern "C" __attribute__((weak)) void zbc_rt_test_pause_allocations(int paused);
 namespace zbc::rt::cpu {
 namespace {
 
-/// C[M, N] = alpha * op(A) op(B), row-major, overwriting C. Handles the
-/// degenerate sizes cblas rejects or leaves undefined: nothing to do for an
-/// empty C, zeros for an empty sum. Dims must fit the cblas int.
+/// C[M, N] = alpha * op(A) op(B) + beta * C, row-major (beta 0: C is
+/// overwritten, whatever it held; 1: added to). Handles the degenerate
+/// sizes cblas rejects or leaves undefined: nothing to do for an empty C,
+/// beta * C for an empty sum. Dims must fit the cblas int.
 void gemm(CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, int64_t M, int64_t N,
           int64_t K, float alpha, const float *A, int64_t lda, const float *B,
-          int64_t ldb, float *C, int64_t ldc) {
+          int64_t ldb, float *C, int64_t ldc, float beta = 0.0f) {
   if (M <= 0 || N <= 0)
     return;
   if (K <= 0) {
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n)
-        C[m * ldc + n] = 0.0f;
+    if (beta == 0.0f)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n)
+          C[m * ldc + n] = 0.0f;
     return;
   }
   if (zbc_rt_test_pause_allocations)
     zbc_rt_test_pause_allocations(1);
   cblas_sgemm(CblasRowMajor, transA, transB, static_cast<blasint>(M),
               static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
-              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), 0.0f, C,
+              static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C,
               static_cast<blasint>(ldc));
   if (zbc_rt_test_pause_allocations)
     zbc_rt_test_pause_allocations(0);
@@ -175,24 +177,41 @@ bool checkIndices(const I *indices, int64_t count, int64_t bound,
 // no result beyond GEMM summation order.
 constexpr int64_t kAttentionBlock = 64;
 
-/// The packed layout of qkv [B, S, 3H]: head `hd` of batch `b` of q, k and v
-/// as [S, d] matrices of row stride 3H, and its slice of a [B, S, H] tensor.
+/// One query head's q and the k and v it reads, as [S, d] matrices of the
+/// given row strides, and the same head's slice of the result.
 struct AttentionHead {
   const float *q, *k, *v;
-  int64_t ld; // 3H
-  int64_t offset; // of the head's [S, d] slice in a [B, S, H] tensor
-  AttentionHead(const float *qkv, int64_t b, int64_t hd, int64_t S, int64_t H,
-                int64_t d)
-      : q(qkv + b * S * 3 * H + hd * d), k(q + H), v(q + 2 * H), ld(3 * H),
-        offset(b * S * H + hd * d) {}
+  int64_t ldq, ldkv; // row strides of q, and of k and v
+  int64_t out;       // offset of the head's [S, d] slice in the output
+  int64_t ldo;       // the output's row stride
+
+  /// Head `hd` of batch `b` of packed qkv [B, S, 3H] (zb.causal_attention):
+  /// q, k and v side by side, row stride 3H; the output [B, S, H].
+  static AttentionHead packed(const float *qkv, int64_t b, int64_t hd,
+                              int64_t S, int64_t H, int64_t d) {
+    const float *q = qkv + b * S * 3 * H + hd * d;
+    return {q, q + H, q + 2 * H, 3 * H, 3 * H, b * S * H + hd * d, H};
+  }
+  /// Query head `h` of batch `b` of zb.attention: q [B, S, heads * d], and
+  /// kv head h / (heads / kvHeads) of k and v [B, S, kvHeads * d]; the
+  /// output is shaped as q.
+  static AttentionHead grouped(const float *q, const float *k, const float *v,
+                               int64_t b, int64_t h, int64_t S, int64_t heads,
+                               int64_t kvHeads, int64_t d) {
+    int64_t g = h / (heads / kvHeads);
+    int64_t qOffset = b * S * heads * d + h * d;
+    int64_t kvOffset = b * S * kvHeads * d + g * d;
+    return {q + qOffset,  k + kvOffset, v + kvOffset, heads * d,
+            kvHeads * d,  qOffset,      heads * d};
+  }
 };
 
 /// Rows [r0, r1) of the probabilities P [S, S] of one head: scores q.k * scale
 /// for keys j <= i, max-subtracted softmax over them, zeros for j > i.
 void attentionProbRows(const AttentionHead &head, float *P, int64_t r0,
                        int64_t r1, int64_t S, int64_t d, float scale) {
-  gemm(CblasNoTrans, CblasTrans, r1 - r0, r1, d, scale, head.q + r0 * head.ld,
-       head.ld, head.k, head.ld, P + r0 * S, S);
+  gemm(CblasNoTrans, CblasTrans, r1 - r0, r1, d, scale, head.q + r0 * head.ldq,
+       head.ldq, head.k, head.ldkv, P + r0 * S, S);
   for (int64_t i = r0; i < r1; ++i) {
     float *__restrict row = P + i * S;
     int64_t keys = i + 1;
@@ -213,24 +232,82 @@ void attentionProbRows(const AttentionHead &head, float *P, int64_t r0,
   }
 }
 
+/// One head's causal attention into out (the whole output): P one block of
+/// query rows at a time (Note [Causal attention blocks]), then P V.
+void attendHead(const AttentionHead &head, float *out, float *P, int64_t S,
+                int64_t d, float scale) {
+  for (int64_t r0 = 0; r0 < S; r0 += kAttentionBlock) {
+    int64_t r1 = r0 + kAttentionBlock < S ? r0 + kAttentionBlock : S;
+    attentionProbRows(head, P, r0, r1, S, d, scale);
+    // out[r0:r1] = P[r0:r1, 0:r1] @ V[0:r1].
+    gemm(CblasNoTrans, CblasNoTrans, r1 - r0, d, r1, 1.0f, P + r0 * S, S,
+         head.v, head.ldkv, out + head.out + r0 * head.ldo, head.ldo);
+  }
+}
+
+/// Where one head's gradients go: dQ, dK and dV at the head's q, k and v
+/// (row strides as q's and k's); `addKv` adds dK and dV to what they hold
+/// (a kv head shared by a group of query heads) instead of writing them.
+struct HeadGrads {
+  float *dq, *dk, *dv;
+  bool addKv;
+};
+
+/// One head's attention gradients from dout (the whole output gradient),
+/// the probabilities recomputed in P and dS kept beside them.
+void attendHeadGrad(const AttentionHead &head, const float *dout,
+                    const HeadGrads &g, float *P, float *dS, int64_t S,
+                    int64_t d, float scale) {
+  const float *dO = dout + head.out;
+  const int64_t ldo = head.ldo;
+  for (int64_t r0 = 0; r0 < S; r0 += kAttentionBlock) {
+    int64_t r1 = r0 + kAttentionBlock < S ? r0 + kAttentionBlock : S;
+    attentionProbRows(head, P, r0, r1, S, d, scale);
+    // dP[r0:r1, 0:r1] = dO[r0:r1] @ V[0:r1]^T, then in place
+    // dS = P * (dP - rowsum(dP * P)) on j <= i, 0 above.
+    gemm(CblasNoTrans, CblasTrans, r1 - r0, r1, d, 1.0f, dO + r0 * ldo, ldo,
+         head.v, head.ldkv, dS + r0 * S, S);
+    for (int64_t i = r0; i < r1; ++i) {
+      const float *__restrict p = P + i * S;
+      float *__restrict row = dS + i * S;
+      int64_t keys = i + 1;
+      float rowDot = 0.0f;
+#pragma omp simd reduction(+ : rowDot)
+      for (int64_t j = 0; j < keys; ++j)
+        rowDot += row[j] * p[j];
+      for (int64_t j = 0; j < keys; ++j)
+        row[j] = p[j] * (row[j] - rowDot);
+      for (int64_t j = keys; j < S; ++j)
+        row[j] = 0.0f;
+    }
+    // dQ[r0:r1] = scale * dS[r0:r1, 0:r1] @ K[0:r1].
+    gemm(CblasNoTrans, CblasNoTrans, r1 - r0, d, r1, scale, dS + r0 * S, S,
+         head.k, head.ldkv, g.dq + r0 * head.ldq, head.ldq);
+  }
+  // Key block [c0, c1) gets contributions from queries i >= c0 only:
+  // dV[c0:c1] = P[c0:S, c0:c1]^T @ dO[c0:S] and
+  // dK[c0:c1] = scale * dS[c0:S, c0:c1]^T @ Q[c0:S].
+  const float beta = g.addKv ? 1.0f : 0.0f;
+  for (int64_t c0 = 0; c0 < S; c0 += kAttentionBlock) {
+    int64_t c1 = c0 + kAttentionBlock < S ? c0 + kAttentionBlock : S;
+    gemm(CblasTrans, CblasNoTrans, c1 - c0, d, S - c0, 1.0f, P + c0 * S + c0,
+         S, dO + c0 * ldo, ldo, g.dv + c0 * head.ldkv, head.ldkv, beta);
+    gemm(CblasTrans, CblasNoTrans, c1 - c0, d, S - c0, scale,
+         dS + c0 * S + c0, S, head.q + c0 * head.ldq, head.ldq,
+         g.dk + c0 * head.ldkv, head.ldkv, beta);
+  }
+}
+
 } // namespace
 
 void causalAttention(const float *qkv, float *out, float *workspace, int64_t B,
                      int64_t S, int64_t H, int64_t heads) noexcept {
   int64_t d = H / heads;
   float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  float *P = workspace;
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t hd = 0; hd < heads; ++hd) {
-      AttentionHead head(qkv, b, hd, S, H, d);
-      for (int64_t r0 = 0; r0 < S; r0 += kAttentionBlock) {
-        int64_t r1 = r0 + kAttentionBlock < S ? r0 + kAttentionBlock : S;
-        attentionProbRows(head, P, r0, r1, S, d, scale);
-        // out[r0:r1] = P[r0:r1, 0:r1] @ V[0:r1].
-        gemm(CblasNoTrans, CblasNoTrans, r1 - r0, d, r1, 1.0f, P + r0 * S, S,
-             head.v, head.ld, out + head.offset + r0 * H, H);
-      }
-    }
+    for (int64_t hd = 0; hd < heads; ++hd)
+      attendHead(AttentionHead::packed(qkv, b, hd, S, H, d), out, workspace, S,
+                 d, scale);
 }
 
 void causalAttentionGrad(const float *dout, const float *qkv, float *dqkv,
@@ -238,49 +315,41 @@ void causalAttentionGrad(const float *dout, const float *qkv, float *dqkv,
                          int64_t heads) noexcept {
   int64_t d = H / heads;
   float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  float *P = workspace, *dS = workspace + S * S;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t hd = 0; hd < heads; ++hd) {
-      AttentionHead head(qkv, b, hd, S, H, d);
-      const float *dO = dout + head.offset;
+      AttentionHead head = AttentionHead::packed(qkv, b, hd, S, H, d);
       // dqkv has qkv's layout: the same offsets address dQ, dK, dV.
-      float *dQ = dqkv + (head.q - qkv), *dK = dqkv + (head.k - qkv),
-            *dV = dqkv + (head.v - qkv);
-      for (int64_t r0 = 0; r0 < S; r0 += kAttentionBlock) {
-        int64_t r1 = r0 + kAttentionBlock < S ? r0 + kAttentionBlock : S;
-        attentionProbRows(head, P, r0, r1, S, d, scale);
-        // dP[r0:r1, 0:r1] = dO[r0:r1] @ V[0:r1]^T, then in place
-        // dS = P * (dP - rowsum(dP * P)) on j <= i, 0 above.
-        gemm(CblasNoTrans, CblasTrans, r1 - r0, r1, d, 1.0f, dO + r0 * H, H,
-             head.v, head.ld, dS + r0 * S, S);
-        for (int64_t i = r0; i < r1; ++i) {
-          const float *__restrict p = P + i * S;
-          float *__restrict row = dS + i * S;
-          int64_t keys = i + 1;
-          float rowDot = 0.0f;
-#pragma omp simd reduction(+ : rowDot)
-          for (int64_t j = 0; j < keys; ++j)
-            rowDot += row[j] * p[j];
-          for (int64_t j = 0; j < keys; ++j)
-            row[j] = p[j] * (row[j] - rowDot);
-          for (int64_t j = keys; j < S; ++j)
-            row[j] = 0.0f;
-        }
-        // dQ[r0:r1] = scale * dS[r0:r1, 0:r1] @ K[0:r1].
-        gemm(CblasNoTrans, CblasNoTrans, r1 - r0, d, r1, scale, dS + r0 * S, S,
-             head.k, head.ld, dQ + r0 * head.ld, head.ld);
-      }
-      // Key block [c0, c1) gets contributions from queries i >= c0 only:
-      // dV[c0:c1] = P[c0:S, c0:c1]^T @ dO[c0:S] and
-      // dK[c0:c1] = scale * dS[c0:S, c0:c1]^T @ Q[c0:S].
-      for (int64_t c0 = 0; c0 < S; c0 += kAttentionBlock) {
-        int64_t c1 = c0 + kAttentionBlock < S ? c0 + kAttentionBlock : S;
-        gemm(CblasTrans, CblasNoTrans, c1 - c0, d, S - c0, 1.0f,
-             P + c0 * S + c0, S, dO + c0 * H, H, dV + c0 * head.ld, head.ld);
-        gemm(CblasTrans, CblasNoTrans, c1 - c0, d, S - c0, scale,
-             dS + c0 * S + c0, S, head.q + c0 * head.ld, head.ld,
-             dK + c0 * head.ld, head.ld);
-      }
+      HeadGrads g{dqkv + (head.q - qkv), dqkv + (head.k - qkv),
+                  dqkv + (head.v - qkv), /*addKv=*/false};
+      attendHeadGrad(head, dout, g, workspace, workspace + S * S, S, d, scale);
+    }
+}
+
+void attention(const float *q, const float *k, const float *v, float *out,
+               float *workspace, int64_t B, int64_t S, int64_t heads,
+               int64_t kvHeads, int64_t d) noexcept {
+  float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      attendHead(AttentionHead::grouped(q, k, v, b, h, S, heads, kvHeads, d),
+                 out, workspace, S, d, scale);
+}
+
+void attentionGrad(const float *dout, const float *q, const float *k,
+                   const float *v, float *dq, float *dk, float *dv,
+                   float *workspace, int64_t B, int64_t S, int64_t heads,
+                   int64_t kvHeads, int64_t d) noexcept {
+  float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const int64_t group = heads / kvHeads;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      AttentionHead head =
+          AttentionHead::grouped(q, k, v, b, h, S, heads, kvHeads, d);
+      // The gradients have their inputs' layouts; the first query head of a
+      // group writes its kv head's dK and dV, the others add to them.
+      HeadGrads g{dq + (head.q - q), dk + (head.k - k), dv + (head.v - v),
+                  /*addKv=*/h % group != 0};
+      attendHeadGrad(head, dout, g, workspace, workspace + S * S, S, d, scale);
     }
 }
 

@@ -109,6 +109,14 @@ constexpr int64_t causalAttentionWorkspace(int64_t S) { return S * S; }
 void causalAttention(const float *qkv, float *out, float *workspace, int64_t B,
                      int64_t S, int64_t H, int64_t heads) noexcept;
 
+/// zb.attention: causal grouped-query attention. q and out [B, S, heads *
+/// d], k and v [B, S, kvHeads * d]; query head h attends with kv head h /
+/// (heads / kvHeads), as causalAttention does with its own. `workspace`
+/// holds causalAttentionWorkspace(S) floats.
+void attention(const float *q, const float *k, const float *v, float *out,
+               float *workspace, int64_t B, int64_t S, int64_t heads,
+               int64_t kvHeads, int64_t d) noexcept;
+
 /// zb.cross_entropy: *loss = mean over the `rows` label positions of
 /// logsumexp(logits[r, :]) - logits[r, labels[r]], logits [rows, classes].
 /// False if a label lies outside [0, classes).
@@ -184,6 +192,14 @@ constexpr int64_t causalAttentionGradWorkspace(int64_t S) { return 2 * S * S; }
 void causalAttentionGrad(const float *dout, const float *qkv, float *dqkv,
                          float *workspace, int64_t B, int64_t S, int64_t H,
                          int64_t heads) noexcept;
+
+/// zb.attention_grad: dq, dk and dv (shaped as q, k and v) from dout, as
+/// causalAttentionGrad per query head; a kv head's dk and dv sum over its
+/// group. `workspace` holds causalAttentionGradWorkspace(S) floats.
+void attentionGrad(const float *dout, const float *q, const float *k,
+                   const float *v, float *dq, float *dk, float *dv,
+                   float *workspace, int64_t B, int64_t S, int64_t heads,
+                   int64_t kvHeads, int64_t d) noexcept;
 
 /// zb.cross_entropy_grad: dlogits[r, c] = (*dloss / rows) *
 /// (softmax(logits[r, :])[c] - (c == labels[r])). False if a label lies

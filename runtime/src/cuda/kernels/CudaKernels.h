@@ -120,6 +120,15 @@ cudaError_t causalAttention(Dtype dtype, const void *qkv, void *out,
                             void *workspace, int64_t workspaceBytes, int64_t B,
                             int64_t S, int64_t H, int64_t heads,
                             cudaStream_t stream);
+/// zb.attention (GroupedAttention.cu): `workspace` holds `workspaceBytes`,
+/// at least attentionPackedElements elements of dtype and what
+/// causalAttention needs beside them.
+int64_t attentionPackedElements(int64_t B, int64_t S, int64_t heads,
+                                int64_t d);
+cudaError_t attention(Dtype dtype, const void *q, const void *k, const void *v,
+                      void *out, void *workspace, int64_t workspaceBytes,
+                      int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
+                      int64_t d, cudaStream_t stream);
 cudaError_t crossEntropy(Dtype dtype, IndexType indexType, const void *logits,
                          const void *labels, void *loss, int64_t rows,
                          int64_t classes, DeviceIndexError *error, int32_t op,
@@ -177,6 +186,13 @@ cudaError_t causalAttentionGrad(Dtype dtype, const void *dout, const void *qkv,
                                 void *dqkv, void *workspace,
                                 int64_t workspaceBytes, int64_t B, int64_t S,
                                 int64_t H, int64_t heads, cudaStream_t stream);
+/// `workspace` holds `workspaceBytes`: twice attentionPackedElements
+/// elements of dtype and what causalAttentionGrad needs beside them.
+cudaError_t attentionGrad(Dtype dtype, const void *dout, const void *q,
+                          const void *k, const void *v, void *dq, void *dk,
+                          void *dv, void *workspace, int64_t workspaceBytes,
+                          int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
+                          int64_t d, cudaStream_t stream);
 /// dloss is one element of dtype.
 cudaError_t crossEntropyGrad(Dtype dtype, IndexType indexType,
                              const void *logits, const void *labels,

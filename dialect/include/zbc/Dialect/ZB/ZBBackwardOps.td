@@ -321,6 +321,30 @@ def ZB_CausalAttentionGradOp : ZB_BackwardOp<"causal_attention_grad"> {
   }];
 }
 
+def ZB_AttentionGradOp : ZB_BackwardOp<"attention_grad"> {
+  let summary = "the gradients of zb.attention w.r.t. q, k and v";
+  let description = [{
+    Recomputes each query head's probabilities from `q` and `k`, then
+    `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dP * P))`,
+    `dQ = dS K / sqrt(d)`, `dK = dS^T Q / sqrt(d)`; a kv head's `dK` and
+    `dV` sum over the query heads of its group. Three results, typed as
+    `q`, `k` and `v`.
+
+    ```mlir
+    %dq, %dk, %dv = zb.attention_grad %dout, %q, %k, %v {heads = 8 : i64, kv_heads = 2 : i64} : (tensor<4x64x512xf32>, tensor<4x64x512xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32>) -> (tensor<4x64x512xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32>)
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$q,
+                       ZB_FloatTensor:$k, ZB_FloatTensor:$v,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$heads,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$kv_heads);
+  let results = (outs ZB_FloatTensor:$dq, ZB_FloatTensor:$dk,
+                      ZB_FloatTensor:$dv);
+  let assemblyFormat = [{
+    $resultGrad `,` $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def ZB_CrossEntropyGradOp : ZB_BackwardOp<"cross_entropy_grad"> {
   let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
   let description = [{

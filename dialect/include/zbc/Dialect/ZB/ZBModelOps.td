@@ -453,6 +453,39 @@ def ZB_CausalAttentionOp : ZB_TensorOp<"causal_attention"> {
   }];
 }
 
+def ZB_AttentionOp : ZB_TensorOp<"attention"> {
+  let summary = "causal grouped-query attention on separate q, k and v";
+  let description = [{
+    `q [B, S, heads * d]`, `k` and `v [B, S, kv_heads * d]` (the outputs of
+    separate projections, as Llama's q_proj, k_proj and v_proj): query head
+    `h` attends with kv head `h / (heads / kv_heads)`, so each kv head
+    serves a group of consecutive query heads (grouped-query attention;
+    `kv_heads = heads` is multi-head attention, 1 is multi-query). Position
+    `i` attends to positions `0..i`, scores scaled by `1/sqrt(d)`; `d` is
+    even and at most 256. Result `[B, S, heads * d]`, head `h` in its slice.
+
+    ```mlir
+    %a = zb.attention %q, %k, %v {heads = 8 : i64, kv_heads = 2 : i64} : (tensor<4x64x512xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32>) -> tensor<4x64x512xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$q, ZB_FloatTensor:$k,
+                       ZB_FloatTensor:$v,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$heads,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$kv_heads);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType q, mlir::RankedTensorType k,
+                    mlir::RankedTensorType v, int64_t heads, int64_t kvHeads,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+    /// The features of one head.
+    int64_t getHeadDim();
+  }];
+}
+
 } // opDocGroup = ZB_ModelGroup
 
 #endif // ZBC_DIALECT_ZB_ZBMODELOPS_TD

@@ -69,6 +69,10 @@ FailureOr<Tensor> embedding(const Tensor &indices, const Tensor &table,
                             std::string &error);
 /// zb.causal_attention: qkv [B, S, 3H] -> [B, S, H].
 Tensor causalAttention(const Tensor &qkv, int64_t heads);
+/// zb.attention: causal grouped-query attention, q [B, S, heads * d], k
+/// and v [B, S, kvHeads * d] -> [B, S, heads * d].
+Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                 int64_t heads, int64_t kvHeads);
 /// zb.cross_entropy: mean over label positions of -log softmax(logits)[label],
 /// a 0-D tensor. Fails if a label lies outside [0, C).
 FailureOr<Tensor> crossEntropy(const Tensor &logits, const Tensor &labels,
@@ -121,6 +125,14 @@ FailureOr<Tensor> embeddingGrad(const Tensor &indices, const Tensor &dy,
 /// recomputed from qkv.
 Tensor causalAttentionGrad(const Tensor &dout, const Tensor &qkv,
                            int64_t heads);
+/// zb.attention_grad: dq, dk and dv from dout [B, S, heads * d],
+/// probabilities recomputed from q and k.
+struct AttentionGrads {
+  Tensor dq, dk, dv;
+};
+AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,
+                             const Tensor &k, const Tensor &v, int64_t heads,
+                             int64_t kvHeads);
 /// zb.cross_entropy_grad: dloss * (softmax(logits) - onehot(labels)) / N.
 /// Fails if a label lies outside [0, C).
 FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
