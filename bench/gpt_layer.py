@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""One GPT block through zbc's per-rank programs against PyTorch: F, B, W.
+"""One GPT or Llama block through zbc's per-rank programs against PyTorch.
 
 Generates a 3-block GPT (zbc-dsl-gpt --layers 3 --hidden 512 --seq 256
---batch 4 --heads 8 --vocab 256), compiles it for 3 ranks under zb-h1, runs
-it with --report and reads rank 1's profile: stage 1 is exactly one GPT
-block, the block bench/gpt_layer_torch.py times, so its F, B and W per
+--batch 4 --heads 8 --vocab 256), or with --model llama a 3-layer Llama
+(zbc-dsl-llama --layers 3 --hidden 512 --intermediate 1408 --heads 8
+--kv-heads 2 --seq 256 --max-positions 256 --batch 4 --vocab 256
+--no-rope-scaling), compiles it for 3 ranks under zb-h1, runs it with
+--report and reads rank 1's profile: stage 1 is exactly one block, the block
+bench/gpt_layer_torch.py --model MODEL times, so its F, B and W per
 microbatch are the profile's seconds / count (wall time of each compute
 phase: the kernels and the runtime's checks).
 
@@ -33,6 +36,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPE = ["--hidden", "512", "--seq", "256", "--batch", "4", "--heads", "8"]
+LLAMA_SHAPE = ["--intermediate", "1408", "--kv-heads", "2", "--max-positions",
+               "256", "--no-rope-scaling"]
 
 
 def rank1_ms(report_dir):
@@ -60,6 +65,7 @@ def pinned_command(out, run_args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["gpt", "llama"], default="gpt")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--microbatches", type=int, default=4)
@@ -69,9 +75,11 @@ def main():
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="zbc-gpt-layer-"))
     os.makedirs(work, exist_ok=True)
     binary = lambda name: os.path.join(args.build, "bin", name)
-    model, out = os.path.join(work, "gpt3.mlir"), os.path.join(work, "out")
-    subprocess.run([binary("zbc-dsl-gpt"), "--layers", "3", "--vocab", "256",
-                    *SHAPE, "-o", model], check=True)
+    model, out = os.path.join(work, "model3.mlir"), os.path.join(work, "out")
+    llama = args.model == "llama"
+    subprocess.run([binary("zbc-dsl-llama" if llama else "zbc-dsl-gpt"),
+                    "--layers", "3", "--vocab", "256", *SHAPE,
+                    *(LLAMA_SHAPE if llama else []), "-o", model], check=True)
     subprocess.run([binary("zbc"), "compile", model, "--ranks", "3",
                     "--microbatches", str(args.microbatches), "--schedule",
                     "zb-h1", "-o", out], check=True, stdout=subprocess.DEVNULL)
@@ -89,7 +97,8 @@ def main():
         samples["unpinned"].append(rank1_ms(rep))
         torch = subprocess.run(
             ["taskset", "-c", str(torch_cpu), "/usr/bin/python3",
-             os.path.join(ROOT, "bench", "gpt_layer_torch.py")],
+             os.path.join(ROOT, "bench", "gpt_layer_torch.py"), "--model",
+             args.model],
             check=True, capture_output=True, text=True)
         t = json.loads(torch.stdout)
         samples["torch"].append({"F": t["F_ms"], "B": t["B_ms"],
@@ -100,7 +109,8 @@ def main():
         s["B+W"] = s["B"] + s["W"]
 
     med = lambda key, op: statistics.median(s[op] for s in samples[key])
-    print(f"zbc: 3 ranks, zb-h1, m={args.microbatches}, {args.steps} steps; "
+    print(f"{args.model} block; zbc: 3 ranks, zb-h1, m={args.microbatches}, "
+          f"{args.steps} steps; "
           f"medians of {args.rounds} rounds; torch {t['torch']}, 1 thread\n")
     print("| op | zbc ms (rank 1 pinned) | torch ms | ratio | "
           "zbc ms (launch.sh, unpinned) |")

@@ -1,13 +1,19 @@
 #!/usr/bin/python3
-"""PyTorch yardstick for one GPT block on one CPU thread: F, B, W times.
+"""PyTorch yardstick for one GPT or Llama block on one CPU thread: F, B, W.
 
-One pre-LayerNorm block exactly as a block of examples/gpt.mlir computes it
-(ln1 -> linear qkv + bias -> causal attention -> proj + bias -> residual add
--> ln2 -> fc (4h) + bias -> gelu (tanh) -> proj + bias -> residual add),
-weights in zbc's [in, out] layout (y = x @ W + b), fp32, on CPU with one
-thread, at h=512, seq 256, microbatch 4, 8 heads by default. The zbc side of
-the benchmark (the same block through zbc's CPU kernels) comes later; this
-script is the number it is compared with.
+--model gpt (the default): one pre-LayerNorm block exactly as a block of
+examples/gpt.mlir computes it (ln1 -> linear qkv + bias -> causal attention
+-> proj + bias -> residual add -> ln2 -> fc (4h) + bias -> gelu (tanh) ->
+proj + bias -> residual add), weights in zbc's [in, out] layout (y = x @ W +
+b), at h=512, seq 256, microbatch 4, 8 heads.
+--model llama: one decoder layer of Hugging Face's LlamaForCausalLM as
+zbc/DSL/Llama.h builds it (RMSNorm -> q, k, v projections -> rotary
+embeddings on q and k -> causal grouped-query attention -> o_proj ->
+residual add -> RMSNorm -> down(silu(gate(x)) * up(x)) -> residual add),
+weights [out, in] (y = x @ W^T), at h=512, intermediate 1408, 8 heads on 2
+kv heads, seq 256, microbatch 4.
+fp32 on CPU with one thread. bench/gpt_layer.py times the same block
+through zbc's per-rank programs and compares.
 
 It measures, each as the median of --reps timed repetitions after --warmup
 untimed ones:
@@ -94,13 +100,73 @@ def block(x, p, heads, mask, eps=1e-5):
     return x + (m @ p["mlp.proj.weight"] + p["mlp.proj.bias"])
 
 
+def make_llama_block(hidden, intermediate, heads, kv_heads, generator):
+    """A Llama decoder layer's parameters ([out, in] weights, normal(0.02),
+    unit RMSNorm weights), as zbc/DSL/Llama.h initialises them."""
+    def normal(*shape):
+        return (torch.randn(*shape, generator=generator) * 0.02).requires_grad_()
+
+    h, d = hidden, hidden // heads
+    return {
+        "input_layernorm": torch.ones(h).requires_grad_(),
+        "q_proj": normal(h, h), "k_proj": normal(kv_heads * d, h),
+        "v_proj": normal(kv_heads * d, h), "o_proj": normal(h, h),
+        "post_attention_layernorm": torch.ones(h).requires_grad_(),
+        "gate_proj": normal(intermediate, h), "up_proj": normal(intermediate, h),
+        "down_proj": normal(h, intermediate),
+    }
+
+
+def rms_norm(x, weight, eps=1e-5):
+    return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+
+def rope_tables(seq, d, theta=10000.0):
+    """cos and sin [S, d] of LlamaRotaryEmbedding at positions 0..S-1 (the
+    tables are computed once per forward in transformers, so here too, and
+    outside the timed region as transformers' model does before its
+    layers)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2).float() / d))
+    freqs = torch.arange(seq).float()[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def llama_block(x, p, heads, kv_heads, mask, cos, sin):
+    B, S, h = x.shape
+    d = h // heads
+
+    def rotate(t):  # apply_rotary_pos_emb's rotate-half form
+        t1, t2 = t[..., : d // 2], t[..., d // 2:]
+        return t * cos + torch.cat((-t2, t1), dim=-1) * sin
+
+    a = rms_norm(x, p["input_layernorm"])
+    q = (a @ p["q_proj"].T).view(B, S, heads, d).transpose(1, 2)
+    k = (a @ p["k_proj"].T).view(B, S, kv_heads, d).transpose(1, 2)
+    v = (a @ p["v_proj"].T).view(B, S, kv_heads, d).transpose(1, 2)
+    q, k = rotate(q), rotate(k)
+    rep = heads // kv_heads  # repeat_kv
+    k = k[:, :, None].expand(B, kv_heads, rep, S, d).reshape(B, heads, S, d)
+    v = v[:, :, None].expand(B, kv_heads, rep, S, d).reshape(B, heads, S, d)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+    probs = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    attn = (probs @ v).transpose(1, 2).reshape(B, S, h)
+    x = x + attn @ p["o_proj"].T
+    m = rms_norm(x, p["post_attention_layernorm"])
+    m = F.silu(m @ p["gate_proj"].T) * (m @ p["up_proj"].T)
+    return x + m @ p["down_proj"].T
+
+
 def median_ms(samples):
     return statistics.median(samples) * 1e3
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["gpt", "llama"], default="gpt")
     parser.add_argument("--hidden", type=int, default=512)
+    parser.add_argument("--intermediate", type=int, default=1408)
+    parser.add_argument("--kv-heads", type=int, default=2)
     parser.add_argument("--seq", type=int, default=256)
     parser.add_argument("--microbatch", type=int, default=4)
     parser.add_argument("--heads", type=int, default=8)
@@ -115,13 +181,19 @@ def main():
     torch.set_num_interop_threads(1)
     generator = torch.Generator().manual_seed(args.seed)
     h, S, B = args.hidden, args.seq, args.microbatch
-    params = make_block(h, generator)
+    llama = args.model == "llama"
+    params = (make_llama_block(h, args.intermediate, args.heads, args.kv_heads,
+                               generator) if llama else make_block(h, generator))
     weights = list(params.values())
     x = torch.randn(B, S, h, generator=generator).requires_grad_()
     dout = torch.randn(B, S, h, generator=generator)
     mask = torch.ones(S, S, dtype=torch.bool).triu(1)  # True above diagonal
+    cos, sin = rope_tables(S, h // args.heads)
 
     def forward():
+        if llama:
+            return llama_block(x, params, args.heads, args.kv_heads, mask, cos,
+                               sin)
         return block(x, params, args.heads, mask)
 
     def clear_grads():
@@ -170,7 +242,12 @@ def main():
 
     f_ms, bw_ms, b_ms = (median_ms(samples[n]) for n in ("F", "BW", "B"))
     d = h // args.heads
-    gemm_flops = 2 * B * S * (h * 3 * h + h * h + 2 * h * 4 * h)
+    if llama:
+        kv = args.kv_heads * d
+        gemm_flops = 2 * B * S * (2 * h * h + 2 * h * kv +
+                                  3 * h * args.intermediate)
+    else:
+        gemm_flops = 2 * B * S * (h * 3 * h + h * h + 2 * h * 4 * h)
     attn_flops = 2 * 2 * B * args.heads * S * S * d  # QK^T and PV, full S x S
     print(json.dumps({
         "F_ms": round(f_ms, 3),
@@ -179,7 +256,10 @@ def main():
         "BW_ms": round(bw_ms, 3),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "model": args.model,
         "hidden": h, "seq": S, "microbatch": B, "heads": args.heads,
+        **({"kv_heads": args.kv_heads, "intermediate": args.intermediate}
+           if llama else {}),
         "dtype": "float32", "reps": args.reps, "warmup": args.warmup,
         "F_min_ms": round(min(samples["F"]) * 1e3, 3),
         "B_min_ms": round(min(samples["B"]) * 1e3, 3),

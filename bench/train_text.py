@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Trains gpt-small on a text file with profiled costs, and draws the curves.
+"""Trains gpt-small or llama-small on a text file with profiled costs.
 
-Usage: bench/train_text.py BUILD/bin OUT_DIR [--steps N] [--text FILE]
+Usage: bench/train_text.py BUILD/bin OUT_DIR [--model gpt-small|llama-small]
+       [--steps N] [--text FILE]
 
-1. `zbc profile examples/gpt-small.mlir --stages 2` measures each stage's F,
+1. `zbc profile examples/MODEL.mlir --stages 2` measures each stage's F,
    B and W on this machine (OUT_DIR/costs.json);
 2. `zbc run` trains it on 2 ranks under ZB-H1 with those costs: AdamW, a
    warm-up and cosine learning rate, clipping, the held-out loss every 25
@@ -64,11 +65,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("bin")
     parser.add_argument("out")
+    parser.add_argument("--model", choices=["gpt-small", "llama-small"],
+                        default="gpt-small")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--text", default="/usr/share/common-licenses/GPL-3")
     args = parser.parse_args()
     zbc = os.path.join(args.bin, "zbc")
-    model = os.path.join(ROOT, "examples", "gpt-small.mlir")
+    model = os.path.join(ROOT, "examples", args.model + ".mlir")
     os.makedirs(args.out, exist_ok=True)
     costs = os.path.join(args.out, "costs.json")
     subprocess.run([zbc, "profile", model, "--stages", "2", "--microbatches",
@@ -94,7 +97,7 @@ def main():
     print(f"wall time {seconds:.0f} s for {args.steps} steps "
           f"({report['profile']['step_seconds'] / args.steps:.3f} s per step)")
     loss_svg(os.path.join(args.out, "loss.svg"), losses, evals, entropy,
-             f"gpt-small on {os.path.basename(args.text)}: 2 ranks, ZB-H1, "
+             f"{args.model} on {os.path.basename(args.text)}: 2 ranks, ZB-H1, "
              f"AdamW, {args.steps} steps")
 
 

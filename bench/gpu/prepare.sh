@@ -22,6 +22,11 @@
 #                           microbatch 1, a final LayerNorm and a 256-way
 #                           head, bf16: its F, B and W against PyTorch's
 #                           eager run of the same stage (torch_stage.py).
+#   llama-layer-4096        the same with one Llama-3-8B decoder layer (h
+#                           4096, 32 heads on 8 kv heads, intermediate
+#                           14336, rope theta 5e5 with Llama 3's scaling):
+#                           the embedding, the layer, RMSNorm and an untied
+#                           256-way head (torch_stage.py --model llama).
 #
 # Usage: bench/gpu/prepare.sh [BUILD_DIR]      (default: build)
 set -euo pipefail
@@ -73,6 +78,16 @@ mkdir -p "$work"
   --backend cuda -o "$work/cuda" >/dev/null
 rm -rf "$work/cuda/src" "$work/cuda/build.log" "$work/cuda/program.mlir"
 echo "prepared layer-4096"
+
+work=$BUNDLE/llama-layer-4096
+mkdir -p "$work"
+"$BUILD/bin/zbc-dsl-llama" --layers 1 --hidden 4096 --intermediate 14336 \
+  --heads 32 --kv-heads 8 --seq 2048 --max-positions 2048 --batch 1 --vocab 256 \
+  --rope-theta 500000 --llama3 8,1,4,8192 --bf16 >"$work/model.mlir"
+"$ZBC" compile "$work/model.mlir" --ranks 1 --microbatches 2 --schedule zb-h1 \
+  --backend cuda -o "$work/cuda" >/dev/null
+rm -rf "$work/cuda/src" "$work/cuda/build.log" "$work/cuda/program.mlir"
+echo "prepared llama-layer-4096"
 
 # The shared libraries of the executables that are neither CUDA's nor the
 # C library's: the GPU machine may lack them (run.sh puts them on

@@ -25,11 +25,13 @@
 #                happens during a step.
 #   lost rank    gpt-p4-f32, rank 2 killed (SIGKILL) mid-run: every rank
 #                exits, non-zero, within 60 s.
-#   layer        layer-4096: F, B, W per microbatch from the GPU's events
-#                (the difference of a 6-step and a 1-step run, so the first
-#                step's plan searches drop out), the runtime's share of the
-#                step outside the computes and the optimizer's kernels, and PyTorch eager's F, B, fused BW of the
-#                same stage (torch_stage.py).
+#   layer        layer-4096 (a GPT block) and llama-layer-4096 (a
+#                Llama-3-8B decoder layer): F, B, W per microbatch from the
+#                GPU's events (the difference of a 6-step and a 1-step run,
+#                so the first step's plan searches drop out), the runtime's
+#                share of the step outside the computes and the optimizer's
+#                kernels, and PyTorch eager's F, B, fused BW of the same
+#                stage (torch_stage.py --model gpt or llama).
 #
 # Usage: bench/gpu/run.sh [OUT_DIR]   (default: $OUT, or /tmp/zbc-gpu)
 set -uo pipefail
@@ -170,20 +172,25 @@ else
 fi
 
 #--- layer -------------------------------------------------------------------
-layer=$BUNDLE/layer-4096/cuda
-ok=1
-for steps in 1 6; do
-  rm -rf "$OUT/layer-$steps"
-  launch "$layer" 1 300 --steps $steps --lr 0.01 --report "$OUT/layer-$steps" \
-    --quiet >"$OUT/layer-$steps.log" 2>&1 || ok=0
-done
-timeout 300 "$PYTHON" "$ROOT/bench/gpu/torch_stage.py" --out "$OUT/torch.json" \
-  >"$OUT/torch.log" 2>&1 || ok=0
-if [ $ok = 1 ]; then
-  while IFS= read -r line; do RESULTS+=("$line"); echo "$line"; done < <("$PYTHON" - "$OUT" <<'EOF'
+# time_layer CASE MODEL: the one-rank stage CASE (prepare.sh) against
+# torch_stage.py --model MODEL.
+time_layer() {
+  local case=$1 model=$2 layer=$BUNDLE/$1/cuda ok=1
+  for steps in 1 6; do
+    rm -rf "$OUT/$case-$steps"
+    launch "$layer" 1 300 --steps $steps --lr 0.01 --report "$OUT/$case-$steps" \
+      --quiet >"$OUT/$case-$steps.log" 2>&1 || ok=0
+  done
+  timeout 300 "$PYTHON" "$ROOT/bench/gpu/torch_stage.py" --model "$model" \
+    --out "$OUT/torch-$model.json" >"$OUT/torch-$model.log" 2>&1 || ok=0
+  if [ $ok = 0 ]; then
+    record "$case" FAIL "a run failed ($OUT/$case-*.log, $OUT/torch-$model.log)"
+    return
+  fi
+  while IFS= read -r line; do RESULTS+=("$line"); echo "$line"; done < <("$PYTHON" - "$OUT" "$case" "$model" <<'EOF'
 import json, sys
-out = sys.argv[1]
-one, six = (json.load(open(f"{out}/layer-{s}/rank0.json")) for s in (1, 6))
+out, case, model = sys.argv[1:4]
+one, six = (json.load(open(f"{out}/{case}-{s}/rank0.json")) for s in (1, 6))
 def per_kind(report):
     return {c["kind"]: (c["seconds"], c["count"]) for c in report["profile"]["computes"]}
 a, b = per_kind(one), per_kind(six)
@@ -191,22 +198,23 @@ zbc = {k: (b[k][0] - a[k][0]) / (b[k][1] - a[k][1]) * 1e3 for k in b}
 steps = six["profile"]["step_seconds"] - one["profile"]["step_seconds"]
 busy = sum(b[k][0] - a[k][0] for k in b) + (
     six["profile"]["optimizer_seconds"] - one["profile"]["optimizer_seconds"])
-torch = json.load(open(f"{out}/torch.json"))
+torch = json.load(open(f"{out}/torch-{model}.json"))
 t = {"F": torch["F_ms"], "B": torch["B_ms"], "W": torch["BW_ms"] - torch["B_ms"]}
+label = lambda what: f"{case} {what}".ljust(34)
 for k in "FBW":
-    print(f"layer {k:<29} {'ok' if zbc[k] <= 1.1 * t[k] else 'FAIL':<5} "
+    print(f"{label(k)}{'ok' if zbc[k] <= 1.1 * t[k] else 'FAIL':<6}"
           f"zbc {zbc[k]:.3f} ms, PyTorch {t[k]:.3f} ms ({zbc[k] / t[k]:.3f}x)")
 bw = zbc["B"] + zbc["W"]
-print(f"layer B+W vs fused backward       {'ok' if bw <= 1.05 * torch['BW_ms'] else 'FAIL':<5} "
+print(f"{label('B+W vs fused')}{'ok' if bw <= 1.05 * torch['BW_ms'] else 'FAIL':<6}"
       f"zbc {bw:.3f} ms, PyTorch {torch['BW_ms']:.3f} ms ({bw / torch['BW_ms']:.3f}x)")
 overhead = 1 - busy / steps
-print(f"runtime outside kernels           {'ok' if overhead < 0.02 else 'FAIL':<5} "
-      f"{overhead * 100:.2f}% of {steps / 5 * 1e3:.3f} ms per step")
+print(f"{label('runtime')}{'ok' if overhead < 0.02 else 'FAIL':<6}"
+      f"{overhead * 100:.2f}% of {steps / 5 * 1e3:.3f} ms per step outside kernels")
 EOF
 )
-else
-  record "layer" FAIL "a run failed ($OUT/layer-*.log, $OUT/torch.log)"
-fi
+}
+time_layer layer-4096 gpt
+time_layer llama-layer-4096 llama
 
 echo
 echo "zbc GPU check, $(date -u +%Y-%m-%dT%H:%MZ), launcher: $LAUNCHER"

@@ -288,53 +288,9 @@ FailureOr<Tensor> embeddingGrad(const Tensor &indices, const Tensor &dy,
 
 Tensor causalAttentionGrad(const Tensor &dout, const Tensor &qkv,
                            int64_t heads) {
-  return byPrecision(qkv.precision(), [&](auto tag) {
-    using T = decltype(tag);
-    AttentionDims dims(qkv.shape(), heads);
-    int64_t S = dims.seq, d = dims.headDim;
-    T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(d));
-    Tensor dqkv = Tensor::zeros(qkv.shape(), qkv.precision());
-    const T *in = qkv.data<T>(), *dod = dout.data<T>();
-    T *dd = dqkv.data<T>();
-    for (int64_t b = 0; b < dims.batch; ++b)
-      for (int64_t h = 0; h < heads; ++h) {
-        std::vector<T> P = attentionProbs(in, dims, b, h);
-        // dP = dO V^T and dS = P * (dP - rowsum(dP * P)), on j <= i only:
-        // above the diagonal P is 0, so dS is too.
-        std::vector<T> dS(S * S, 0);
-        for (int64_t i = 0; i < S; ++i) {
-          std::vector<T> dP(S, 0);
-          T rowDot = 0;
-          for (int64_t j = 0; j <= i; ++j) {
-            for (int64_t t = 0; t < d; ++t)
-              dP[j] += dod[dims.out(b, i, h, t)] * in[dims.v(b, j, h, t)];
-            rowDot += dP[j] * P[i * S + j];
-          }
-          for (int64_t j = 0; j <= i; ++j)
-            dS[i * S + j] = P[i * S + j] * (dP[j] - rowDot);
-        }
-        for (int64_t j = 0; j < S; ++j)
-          for (int64_t t = 0; t < d; ++t) {
-            // dV = P^T dO, dK = dS^T Q / sqrt(d): sums over queries i >= j.
-            T dv = 0, dk = 0;
-            for (int64_t i = j; i < S; ++i) {
-              dv += P[i * S + j] * dod[dims.out(b, i, h, t)];
-              dk += dS[i * S + j] * in[dims.q(b, i, h, t)];
-            }
-            dd[dims.v(b, j, h, t)] = dv;
-            dd[dims.k(b, j, h, t)] = dk * scale;
-          }
-        for (int64_t i = 0; i < S; ++i)
-          for (int64_t t = 0; t < d; ++t) {
-            // dQ = dS K / sqrt(d): sums over keys j <= i.
-            T dq = 0;
-            for (int64_t j = 0; j <= i; ++j)
-              dq += dS[i * S + j] * in[dims.k(b, j, h, t)];
-            dd[dims.q(b, i, h, t)] = dq * scale;
-          }
-      }
-    return dqkv;
-  });
+  AttentionGrads g = attentionGrad(dout, qkvPart(qkv, 0), qkvPart(qkv, 1),
+                                   qkvPart(qkv, 2), heads, heads);
+  return packQkv(g.dq, g.dk, g.dv);
 }
 
 AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,

@@ -224,26 +224,8 @@ FailureOr<Tensor> embedding(const Tensor &indices, const Tensor &table,
 }
 
 Tensor causalAttention(const Tensor &qkv, int64_t heads) {
-  return byPrecision(qkv.precision(), [&](auto tag) {
-    using T = decltype(tag);
-    AttentionDims dims(qkv.shape(), heads);
-    int64_t S = dims.seq;
-    Tensor out = Tensor::zeros({dims.batch, S, dims.hidden}, qkv.precision());
-    const T *in = qkv.data<T>();
-    T *od = out.data<T>();
-    for (int64_t b = 0; b < dims.batch; ++b)
-      for (int64_t h = 0; h < heads; ++h) {
-        std::vector<T> probs = attentionProbs(in, dims, b, h);
-        for (int64_t i = 0; i < S; ++i)
-          for (int64_t t = 0; t < dims.headDim; ++t) {
-            T acc = 0;
-            for (int64_t j = 0; j <= i; ++j)
-              acc += probs[i * S + j] * in[dims.v(b, j, h, t)];
-            od[dims.out(b, i, h, t)] = acc;
-          }
-      }
-    return out;
-  });
+  return attention(qkvPart(qkv, 0), qkvPart(qkv, 1), qkvPart(qkv, 2), heads,
+                   heads);
 }
 
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,

@@ -108,27 +108,30 @@ template <typename T> T logSumExp(const T *row, int64_t n) {
   return max + std::log(sum);
 }
 
-/// The layout of a packed qkv tensor [B, S, 3H] with `heads` heads of d.
-struct AttentionDims {
-  int64_t batch, seq, hidden, heads, headDim;
-  AttentionDims(const Shape &qkv, int64_t heads)
-      : batch(qkv[0]), seq(qkv[1]), hidden(qkv[2] / 3), heads(heads),
-        headDim(qkv[2] / 3 / heads) {}
-  /// Offsets in qkv of feature t of head h of q, k and v at (b, s).
-  int64_t q(int64_t b, int64_t s, int64_t h, int64_t t) const {
-    return (b * seq + s) * 3 * hidden + h * headDim + t;
-  }
-  int64_t k(int64_t b, int64_t s, int64_t h, int64_t t) const {
-    return q(b, s, h, t) + hidden;
-  }
-  int64_t v(int64_t b, int64_t s, int64_t h, int64_t t) const {
-    return q(b, s, h, t) + 2 * hidden;
-  }
-  /// Offset of feature t of head h in the [B, S, H] output at (b, s).
-  int64_t out(int64_t b, int64_t s, int64_t h, int64_t t) const {
-    return (b * seq + s) * hidden + h * headDim + t;
-  }
-};
+/// zb.causal_attention's packed qkv [B, S, 3H] split into q, k and v [B, S,
+/// H] (part 0, 1, 2 of each row), and back: the packed op is zb.attention
+/// with kv_heads = heads on the parts.
+inline Tensor qkvPart(const Tensor &qkv, int64_t part) {
+  const int64_t H = qkv.shape()[2] / 3, rows = qkv.numElements() / (3 * H);
+  Tensor t = Tensor::zeros({qkv.shape()[0], qkv.shape()[1], H},
+                           qkv.precision());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < H; ++c)
+      t.set(r * H + c, qkv.get(r * 3 * H + part * H + c));
+  return t;
+}
+inline Tensor packQkv(const Tensor &q, const Tensor &k, const Tensor &v) {
+  const int64_t H = q.shape()[2], rows = q.numElements() / H;
+  Tensor qkv = Tensor::zeros({q.shape()[0], q.shape()[1], 3 * H},
+                             q.precision());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < H; ++c) {
+      qkv.set(r * 3 * H + c, q.get(r * H + c));
+      qkv.set(r * 3 * H + H + c, k.get(r * H + c));
+      qkv.set(r * 3 * H + 2 * H + c, v.get(r * H + c));
+    }
+  return qkv;
+}
 
 /// zb.attention's layout: q [B, S, heads * d], k and v [B, S, kvHeads * d];
 /// query head h reads kv head h / (heads / kvHeads).
@@ -161,8 +164,10 @@ template <typename T> void softmaxRow(T *row, int64_t keys) {
     row[j] /= sum;
 }
 
-/// zb.attention's probabilities of batch b, query head h (as
-/// attentionProbs below, with the group's kv head).
+/// The causal attention probabilities of batch b, query head h (with its
+/// group's kv head): P[i * S + j] for key position j <= query position i,
+/// 0 above the diagonal. Scores are q.k / sqrt(d); each row's softmax
+/// subtracts the row maximum first.
 template <typename T>
 std::vector<T> groupedAttentionProbs(const T *q, const T *k,
                                      const GroupedAttentionDims &dims,
@@ -179,36 +184,6 @@ std::vector<T> groupedAttentionProbs(const T *q, const T *k,
       row[j] = score * scale;
     }
     softmaxRow(row, i + 1);
-  }
-  return probs;
-}
-
-/// The causal attention probabilities of batch b, head h: P[i * S + j] for
-/// key position j <= query position i, 0 above the diagonal. Scores are
-/// q.k / sqrt(d); each row's softmax subtracts the row maximum first.
-template <typename T>
-std::vector<T> attentionProbs(const T *qkv, const AttentionDims &dims,
-                              int64_t b, int64_t h) {
-  int64_t S = dims.seq;
-  T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(dims.headDim));
-  std::vector<T> probs(S * S, 0);
-  for (int64_t i = 0; i < S; ++i) {
-    T *row = &probs[i * S];
-    T max = -std::numeric_limits<T>::infinity();
-    for (int64_t j = 0; j <= i; ++j) {
-      T score = 0;
-      for (int64_t t = 0; t < dims.headDim; ++t)
-        score += qkv[dims.q(b, i, h, t)] * qkv[dims.k(b, j, h, t)];
-      row[j] = score * scale;
-      max = std::max(max, row[j]);
-    }
-    T sum = 0;
-    for (int64_t j = 0; j <= i; ++j) {
-      row[j] = std::exp(row[j] - max);
-      sum += row[j];
-    }
-    for (int64_t j = 0; j <= i; ++j)
-      row[j] /= sum;
   }
   return probs;
 }

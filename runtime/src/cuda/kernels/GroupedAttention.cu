@@ -71,6 +71,20 @@ __global__ void unpackKernel(const T *dqkv, T *dq, T *dk, T *dv, int64_t rows,
   }
 }
 
+/// Packs q, k and v into `qkv` (packKernel) on `stream`.
+cudaError_t pack(Dtype dtype, const void *q, const void *k, const void *v,
+                 void *qkv, int64_t rows, int64_t heads, int64_t kvHeads,
+                 int64_t d, cudaStream_t stream) {
+  const int64_t elements = rows * 3 * heads * d;
+  ZBC_CUDA_DISPATCH(dtype, {
+    packKernel<T><<<gridFor(elements, kThreads), kThreads, 0, stream>>>(
+        static_cast<const T *>(q), static_cast<const T *>(k),
+        static_cast<const T *>(v), static_cast<T *>(qkv), rows, heads,
+        kvHeads, d);
+  });
+  return cudaGetLastError();
+}
+
 } // namespace
 
 int64_t attentionPackedElements(int64_t B, int64_t S, int64_t heads,
@@ -88,13 +102,8 @@ cudaError_t attention(Dtype dtype, const void *q, const void *k, const void *v,
                 packedBytes = packed * bytesOf(dtype);
   if (workspaceBytes < packedBytes)
     return cudaErrorInvalidValue;
-  ZBC_CUDA_DISPATCH(dtype, {
-    packKernel<T><<<gridFor(packed, kThreads), kThreads, 0, stream>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k),
-        static_cast<const T *>(v), static_cast<T *>(workspace), B * S, heads,
-        kvHeads, d);
-  });
-  if (cudaError_t err = cudaGetLastError())
+  if (cudaError_t err =
+          pack(dtype, q, k, v, workspace, B * S, heads, kvHeads, d, stream))
     return err;
   return causalAttention(dtype, workspace, out,
                          static_cast<char *>(workspace) + packedBytes,
@@ -114,13 +123,8 @@ cudaError_t attentionGrad(Dtype dtype, const void *dout, const void *q,
   if (workspaceBytes < 2 * packedBytes)
     return cudaErrorInvalidValue;
   char *qkv = static_cast<char *>(workspace), *dqkv = qkv + packedBytes;
-  ZBC_CUDA_DISPATCH(dtype, {
-    packKernel<T><<<gridFor(packed, kThreads), kThreads, 0, stream>>>(
-        static_cast<const T *>(q), static_cast<const T *>(k),
-        static_cast<const T *>(v), reinterpret_cast<T *>(qkv), B * S, heads,
-        kvHeads, d);
-  });
-  if (cudaError_t err = cudaGetLastError())
+  if (cudaError_t err =
+          pack(dtype, q, k, v, qkv, B * S, heads, kvHeads, d, stream))
     return err;
   if (cudaError_t err = causalAttentionGrad(
           dtype, dout, qkv, dqkv, dqkv + packedBytes,
