@@ -49,7 +49,8 @@ def rank1_ms(report_dir):
 
 
 def pinned_command(out, run_args):
-    """launch.sh's mpirun line with every ./rankN under taskset."""
+    """launch.sh's mpirun line with every $here/rankN under taskset ($here
+    the output directory, $ZBC_MPIRUN_ARGS left out)."""
     with open(os.path.join(out, "launch.sh")) as f:
         line = next(l for l in f if l.startswith("exec "))
     cpus = sorted(os.sched_getaffinity(0))
@@ -57,8 +58,11 @@ def pinned_command(out, run_args):
         (lambda r: cpus[-1] if r == 1 else cpus[0])
     command = []
     for token in shlex.split(line)[1:]:
-        if token.startswith("./rank"):
-            command += ["taskset", "-c", str(cpu_of(int(token[6:])))]
+        if token == "$ZBC_MPIRUN_ARGS":
+            continue
+        if token.startswith("$here/rank"):
+            token = os.path.join(out, token[len("$here/"):])
+            command += ["taskset", "-c", str(cpu_of(int(token.rsplit("rank", 1)[1])))]
         command += run_args if token == "$@" else [token]
     return command, cpu_of(1)
 

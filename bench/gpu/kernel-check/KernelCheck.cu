@@ -585,7 +585,8 @@ void checkGroupedAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
       gv(B * S * KV * 4);
   // The kernel table's workspaces (KernelTable.h).
   const int64_t e = gpu::bytesOf(dt);
-  const int64_t fwdBytes = (S * S + 3 * B * S * H) * e, gradBytes = 2 * fwdBytes;
+  const int64_t fwdBytes = (S * S + 3 * B * S * H + 64) * e,
+                gradBytes = 2 * fwdBytes;
   Buffer ws(gradBytes);
   std::vector<float> cpuWs(cpu::causalAttentionGradWorkspace(S));
   std::vector<float> ref(B * S * H), refDq(B * S * H), refDk(B * S * KV),

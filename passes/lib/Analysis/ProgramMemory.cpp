@@ -37,9 +37,12 @@ int64_t zbc::workspaceBytes(Operation *op) {
   if (auto grad = dyn_cast<CausalAttentionGradOp>(op))
     return 2 * scoreMatrix(grad.getQkv());
   // zb.attention: the score matrix (CPU) and packed q | k | v (the CUDA
-  // backend's GroupedAttention.cu); the gradient twice that (KernelTable.h).
+  // backend's GroupedAttention.cu) with 64 elements to align what follows;
+  // the gradient twice that (KernelTable.h).
   auto scoresAndPacked = [&](Value q) {
-    return scoreMatrix(q) + 3 * getNumBytes(q.getType());
+    auto type = cast<RankedTensorType>(q.getType());
+    int64_t element = getNumBytes(RankedTensorType::get({}, type.getElementType()));
+    return scoreMatrix(q) + 3 * getNumBytes(type) + 64 * element;
   };
   if (auto attention = dyn_cast<AttentionOp>(op))
     return scoresAndPacked(attention.getQ());

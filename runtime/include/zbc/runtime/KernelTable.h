@@ -71,14 +71,15 @@
           D(seq) D(hidden) D(heads)
 /* Grouped-query attention on separate q, k, v. The workspace is the
  * score matrix the CPU uses and the packed q | k | v the CUDA backend
- * builds for its causal kernels (GroupedAttention.cu). */
+ * builds for its causal kernels (GroupedAttention.cu), with 64 elements to
+ * spare for aligning what follows the packed tensor. */
 #define ZBC_RT_SIG_ATTENTION(B, D, R)                                          \
   B(In, q, batch * seq * heads * head_dim)                                     \
       B(In, k, batch * seq * kv_heads * head_dim)                              \
           B(In, v, batch * seq * kv_heads * head_dim)                          \
               B(Out, out, batch * seq * heads * head_dim)                      \
                   B(Workspace, workspace,                                      \
-                    (seq * seq + 3 * batch * seq * heads * head_dim) *         \
+                    (seq * seq + 3 * batch * seq * heads * head_dim + 64) *    \
                         call.elementBytes()) D(batch) D(seq) D(heads)          \
                       D(kv_heads) D(head_dim)
 #define ZBC_RT_SIG_CROSS_ENTROPY(B, D, R)                                      \
@@ -137,7 +138,7 @@
                           B(Out, dv, batch * seq * kv_heads * head_dim)        \
                               B(Workspace, workspace,                          \
                                 2 * (seq * seq +                               \
-                                     3 * batch * seq * heads * head_dim) *     \
+                                     3 * batch * seq * heads * head_dim + 64) * \
                                     call.elementBytes()) D(batch) D(seq)       \
                                   D(heads) D(kv_heads) D(head_dim)
 #define ZBC_RT_SIG_CROSS_ENTROPY_GRAD(B, D, R)                                 \

@@ -8,7 +8,8 @@
 // the backward then unpacks dqkv, copying dq and summing each kv head's dk
 // and dv over its group's query heads in head order (deterministic, no
 // atomics). The packing costs 3 B S heads d elements of workspace forward
-// and twice that backward (the op's row in KernelTable.h asks for it), and
+// and twice that backward (the op's row in KernelTable.h asks for it, with
+// 64 elements to spare for alignment), and
 // two passes over q, k and v: a native grouped flash kernel would save
 // both. fp32 results agree with the CPU to rounding, as the packed kernels
 // do.
@@ -85,6 +86,15 @@ cudaError_t pack(Dtype dtype, const void *q, const void *k, const void *v,
   return cudaGetLastError();
 }
 
+/// The packed tensor's bytes rounded up to 64, so that what follows it (the
+/// packed gradient, the causal kernels' statistics) is aligned for them;
+/// the workspace's 64 spare elements (KernelTable.h) pay for the rounding.
+int64_t alignedPackedBytes(Dtype dtype, int64_t B, int64_t S, int64_t heads,
+                           int64_t d) {
+  const int64_t bytes = attentionPackedElements(B, S, heads, d) * bytesOf(dtype);
+  return (bytes + 63) / 64 * 64;
+}
+
 } // namespace
 
 int64_t attentionPackedElements(int64_t B, int64_t S, int64_t heads,
@@ -98,8 +108,7 @@ cudaError_t attention(Dtype dtype, const void *q, const void *k, const void *v,
                       int64_t d, cudaStream_t stream) {
   if (B <= 0 || S <= 0 || heads <= 0 || kvHeads <= 0 || d <= 0)
     return cudaSuccess;
-  const int64_t packed = attentionPackedElements(B, S, heads, d),
-                packedBytes = packed * bytesOf(dtype);
+  const int64_t packedBytes = alignedPackedBytes(dtype, B, S, heads, d);
   if (workspaceBytes < packedBytes)
     return cudaErrorInvalidValue;
   if (cudaError_t err =
@@ -118,8 +127,7 @@ cudaError_t attentionGrad(Dtype dtype, const void *dout, const void *q,
                           int64_t d, cudaStream_t stream) {
   if (B <= 0 || S <= 0 || heads <= 0 || kvHeads <= 0 || d <= 0)
     return cudaSuccess;
-  const int64_t packed = attentionPackedElements(B, S, heads, d),
-                packedBytes = packed * bytesOf(dtype);
+  const int64_t packedBytes = alignedPackedBytes(dtype, B, S, heads, d);
   if (workspaceBytes < 2 * packedBytes)
     return cudaErrorInvalidValue;
   char *qkv = static_cast<char *>(workspace), *dqkv = qkv + packedBytes;
