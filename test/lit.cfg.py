@@ -27,3 +27,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.zbc_tools_dir, config.llvm_tools_dir]
 tools = ["zbc-opt", "zbc", "zbc-dsl-gpt", "zbc-dsl-llama", "zbc-dsl-mlp", "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The CUDA backend's tests need a build with nvcc and NCCL (no GPU).
+if getattr(config, "enable_cuda", False):
+    config.available_features.add("cuda")

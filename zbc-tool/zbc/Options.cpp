@@ -39,6 +39,14 @@ cl::SubCommand &zbc::inspectCommand() {
   return command;
 }
 
+cl::SubCommand &zbc::importHFCommand() {
+  static cl::SubCommand command(
+      "import-hf", "Read a Hugging Face model's config.json (Llama, Mistral, "
+                   "Qwen2 or GPT-2) and write the model as zb IR, its "
+                   "parameters named and laid out as the checkpoint's");
+  return command;
+}
+
 cl::SubCommand &zbc::profileCommand() {
   static cl::SubCommand command(
       "profile", "Measure each stage's F, B and W on this machine's backend "

@@ -18,12 +18,14 @@ llvm::cl::SubCommand &compileCommand();  // run: CompileCommand.cpp
 llvm::cl::SubCommand &runCommand();      // run: RunCommand.cpp
 llvm::cl::SubCommand &profileCommand();  // run: ProfileCommand.cpp
 llvm::cl::SubCommand &inspectCommand();  // run: InspectCommand.cpp
+llvm::cl::SubCommand &importHFCommand(); // run: ImportHFCommand.cpp
 int runScheduleCommand();
 int runVerifyCommand();
 int runCompileCommand();
 int runRunCommand();
 int runProfileCommand();
 int runInspectCommand();
+int runImportHFCommand();
 } // namespace zbc
 
 #endif // ZBC_TOOL_OPTIONS_H

@@ -10,6 +10,10 @@
 //   zbc run MODEL ...       compile, then train (RunCommand.cpp)
 //   zbc profile MODEL       measure stage costs into a cost file
 //                           (ProfileCommand.cpp)
+//   zbc inspect PATH        what a checkpoint or data file holds, checked
+//                           (InspectCommand.cpp)
+//   zbc import-hf DIR       a Hugging Face config.json as zb IR
+//                           (ImportHFCommand.cpp)
 //
 // Errors name the place (file:line:col for IR), and every failure exits 1.
 //
@@ -205,6 +209,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(zbcCategory, zbc::compileCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::runCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::inspectCommand());
+  cl::HideUnrelatedOptions(zbcCategory, zbc::importHFCommand());
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -246,6 +251,8 @@ int main(int argc, char **argv) {
     return zbc::runProfileCommand();
   if (zbc::inspectCommand())
     return zbc::runInspectCommand();
+  if (zbc::importHFCommand())
+    return zbc::runImportHFCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

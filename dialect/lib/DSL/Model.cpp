@@ -175,7 +175,7 @@ Model::Model(const std::string &name) : impl(std::make_unique<Impl>()) {
   Location loc = UnknownLoc::get(&impl->context);
   impl->module = ModuleOp::create(loc);
   b.setInsertionPointToEnd(impl->module->getBody());
-  impl->model = zb::ModelOp::create(b, loc, b.getStringAttr(name));
+  impl->model = zb::ModelOp::create(b, loc, b.getStringAttr(name), StringAttr());
   b.setInsertionPointToEnd(&impl->model.getBody().emplaceBlock());
 }
 
@@ -531,6 +531,10 @@ std::vector<Tensor> Model::cut(const std::vector<Tensor> &xs, SourceLoc sloc) {
 }
 
 Tensor Model::cut(Tensor x, SourceLoc loc) { return cut(std::vector<Tensor>{x}, loc)[0]; }
+
+void Model::setHuggingFaceConfig(const std::string &json) {
+  impl->model.setHfConfigAttr(impl->builder.getStringAttr(json));
+}
 
 void Model::loss(Tensor value, SourceLoc sloc) {
   Location loc = impl->toLoc(sloc);

@@ -170,6 +170,9 @@ public:
 
   /// Ends the model with the scalar to minimise.
   void loss(Tensor value, SourceLoc loc = SourceLoc::current());
+  /// Records the Hugging Face config.json (JSON text) this model is built
+  /// from, as the model's `hf_config` attribute.
+  void setHuggingFaceConfig(const std::string &json);
 
   /// Verifies the model and prints its IR to `os`. On error, prints the
   /// diagnostics (with the DSL call sites) to stderr and returns false.

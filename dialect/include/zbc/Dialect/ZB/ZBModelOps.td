@@ -23,7 +23,9 @@ def ZB_ModelOp : ZB_Op<"model", [IsolatedFromAbove, Symbol,
     `k` between cut `k-1` and cut `k`. Values may cross a stage boundary
     only through the cut that separates the stages; parameters belong to
     exactly one stage. Inputs, labels and parameters share one namespace:
-    each name appears once.
+    each name appears once. `hf_config`, when present, is the Hugging Face
+    `config.json` the model was imported from (`zbc import-hf`), as it
+    describes this model (its layer count the model's), for the export.
 
     ```mlir
     zb.model @mlp {
@@ -40,7 +42,8 @@ def ZB_ModelOp : ZB_Op<"model", [IsolatedFromAbove, Symbol,
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       OptionalAttr<StrAttr>:$hf_config);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
