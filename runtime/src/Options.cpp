@@ -56,6 +56,7 @@ std::string *pathOption(const char *arg, Options &o) {
       {"--save-init", &Options::saveInitDir}, {"--report", &Options::reportDir},
       {"--checkpoint-dir", &Options::checkpointDir},
       {"--resume", &Options::resumeDir},
+      {"--init", &Options::initPath},
       {"--status-dir", &Options::statusDir},
       {"--trace", &Options::traceDir}};
   for (const Entry &e : entries)
@@ -124,7 +125,11 @@ std::string optionsHelp(const char *program) {
       "checkpoints)\n"
       "  --resume DIR       continue from a checkpoint (DIR/step-N, or the "
       "latest under DIR\n"
-      "                     that loads)\n"
+      "                     that loads)\n"      "  --init PATH        the parameters from a Hugging Face checkpoint "
+      "instead of the seed:\n"
+      "                     a directory (model.safetensors, or "
+      "model.safetensors.index.json\n"
+      "                     and its shards) or one .safetensors file\n"
       "  --timeout S        give up on a peer (or a step of start-up) after "
       "S seconds in one\n"
       "                     wait (default 30; 1e9 or more: never)\n"
@@ -225,6 +230,9 @@ std::string parseOptions(int argc, char **argv, Options &options) {
   if (options.decaySteps && options.decaySteps <= options.warmupSteps)
     return fmt::format("--decay-steps {} must come after the {} warm-up steps",
                        options.decaySteps, options.warmupSteps);
+  if (!options.initPath.empty() && !options.resumeDir.empty())
+    return "--init and --resume both set the parameters: a resumed run "
+           "continues its checkpoint; give one of them";
   return {};
 }
 

@@ -35,6 +35,7 @@ struct Options {
   bool seedGiven = false; // --seed given (a resumed run must agree)
   std::string saveDir, saveInitDir, dataFile, reportDir;
   std::string checkpointDir = "checkpoints", resumeDir, statusDir, traceDir;
+  std::string initPath; // --init: parameters from a checkpoint
   int64_t traceSteps = 8; // with --trace: the last steps recorded
   // Optimizer hyperparameters; NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, epsilon;

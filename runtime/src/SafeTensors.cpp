@@ -271,6 +271,38 @@ std::string readSafeTensors(const std::string &path, TensorFile &tensors) {
   return error;
 }
 
+std::string readSafeTensorsHeader(
+    const std::string &path, std::map<std::string, TensorLocation> &tensors) {
+  int64_t size = 0;
+  if (std::string error = regularFileError(path, "the safetensors file", size);
+      !error.empty())
+    return error;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+  std::string error, prefix, header;
+  std::vector<HeaderEntry> entries;
+  uint64_t length = 0;
+  if (size < 8)
+    error = fmt::format("'{}' is not a safetensors file: shorter than its "
+                        "8-byte header length",
+                        path);
+  if (error.empty())
+    error = readAt(fd, path, 0, 8, prefix);
+  if (error.empty())
+    error = checkHeaderLength(path, prefix, size, length);
+  if (error.empty())
+    error = readAt(fd, path, 8, static_cast<int64_t>(length), header);
+  ::close(fd);
+  const int64_t dataStart = 8 + static_cast<int64_t>(length);
+  if (error.empty())
+    error = parseHeader(path, header, size - dataStart, entries);
+  for (HeaderEntry &e : entries)
+    tensors[e.name] = TensorLocation{e.tensor.dtype, e.tensor.shape,
+                                     dataStart + e.begin, dataStart + e.end};
+  return error;
+}
+
 std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
                               TensorFile &tensors) {
   int64_t size = static_cast<int64_t>(bytes.size());

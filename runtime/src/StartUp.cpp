@@ -17,6 +17,7 @@
 #include "StartUp.h"
 
 #include "Checkpoint.h"
+#include "InitWeights.h"
 #include "Rank.h"
 
 #include "zbc/runtime/CheckpointLayout.h"
@@ -228,6 +229,10 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   }
   if (error.empty())
     error = transport->prepare(p, rank->device->arena());
+  if (error.empty() && !o.initPath.empty()) {
+    StartUpStep step(rank, "checking --init's checkpoint");
+    error = checkInitialWeights(rank, o.initPath);
+  }
   if (gate())
     return 1;
   rank->ledger.init(p);
@@ -239,6 +244,8 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   error = initParams(rank);
   if (error.empty() && !resume.dir.empty())
     error = loadCheckpoint(rank, resume);
+  else if (error.empty() && !o.initPath.empty())
+    error = loadInitialWeights(rank, o.initPath);
   if (!error.empty()) {
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
     rank->watchdog.status("failed: " + error + "\n");

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ struct Compiled {
   sched::ScheduleTable table;
   /// The model's data keys (inputs and labels), as the ranks read them.
   std::vector<rt::DataKey> dataKeys;
+  std::set<std::string> paramNames; // every zb.param of the model
 };
 
 /// The request on the command line; without -o, a fresh temporary DIR

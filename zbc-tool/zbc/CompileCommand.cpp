@@ -368,6 +368,9 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   result.model = pipeline.getSymName().str();
   result.stages = static_cast<int>(stages);
   result.dataKeys = dataKeysOf(pipeline);
+  pipeline.walk([&](zb::ParamOp param) {
+    result.paramNames.insert(param.getName().str());
+  });
   result.modelHash = zb::modelHashOf(pipeline);
   for (zb::RankOp rank : program.getBody().front().getOps<zb::RankOp>()) {
     result.peak.push_back(rank.getPeakBytesAttr().getInt());

@@ -41,6 +41,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <limits>
 #include <thread>
 
@@ -99,6 +101,12 @@ RankOption resumeOpt("resume", RankOption::Path,
                      "Continue from a checkpoint (DIR/step-N, or the latest "
                      "under DIR)",
                      "DIR");
+RankOption initOpt("init", RankOption::Path,
+                   "Parameters from a Hugging Face checkpoint instead of the "
+                   "seed: a directory (model.safetensors, or "
+                   "model.safetensors.index.json and its shards) or one "
+                   ".safetensors file",
+                   "PATH");
 RankOption timeoutOpt("timeout", RankOption::Real,
                       "Seconds a rank waits for a peer before it gives up "
                       "(default 30)",
@@ -115,7 +123,8 @@ RankOption *const kRankOptions[] = {
     &lrOpt,        &weightDecayOpt, &momentumOpt,      &beta1Opt,
     &beta2Opt,     &epsOpt,        &clipNormOpt,       &warmupOpt,
     &decayStepsOpt, &minLrOpt,     &checkpointEveryOpt, &checkpointDirOpt,
-    &resumeOpt,    &timeoutOpt,    &saveOpt,           &saveInitOpt};
+    &resumeOpt,    &initOpt,       &timeoutOpt,        &saveOpt,
+    &saveInitOpt};
 
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
@@ -285,6 +294,61 @@ std::optional<json::Value> readJson(const std::string &path) {
   return std::move(*value);
 }
 
+/// --init's checkpoint against the whole model (Note [Initial weights]):
+/// the ranks check their own tensors; here every tensor of the checkpoint
+/// must be a parameter of the model, or one of the buffers transformers
+/// itself ignores on load (GPT-2's attention masks, a tied head's copy).
+Error checkInitCheckpoint(const Compiled &compiled) {
+  std::string path = initOpt.opt;
+  std::vector<std::string> files;
+  if (!sys::fs::is_directory(path)) {
+    files.push_back(path);
+  } else if (std::optional<json::Value> index =
+                 readJson(path + "/model.safetensors.index.json")) {
+    std::set<std::string> shards;
+    if (const json::Object *o = index->getAsObject())
+      if (const json::Object *map = o->getObject("weight_map"))
+        for (const auto &entry : *map)
+          if (std::optional<StringRef> file = entry.second.getAsString())
+            shards.insert(path + "/" + file->str());
+    files.assign(shards.begin(), shards.end());
+  } else {
+    files.push_back(path + "/model.safetensors");
+  }
+  // The layer of a layer's tensor ("model.layers.7.", "transformer.h.7."),
+  // or "": a layer the model lacks was left out by import-hf --layers.
+  auto layerOf = [](StringRef name) -> std::string {
+    for (StringRef prefix : {"model.layers.", "transformer.h."})
+      if (name.starts_with(prefix)) {
+        StringRef rest = name.drop_front(prefix.size());
+        return (prefix + rest.take_until([](char c) { return c == '.'; }))
+            .str();
+      }
+    return "";
+  };
+  std::set<std::string> layers;
+  for (const std::string &name : compiled.paramNames)
+    layers.insert(layerOf(name));
+  auto ignored = [&](StringRef name) {
+    std::string layer = layerOf(name);
+    return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
+           (name == "lm_head.weight" && !compiled.paramNames.count(name.str())) ||
+           (!layer.empty() && !layers.count(layer));
+  };
+  for (const std::string &file : files) {
+    std::map<std::string, rt::TensorLocation> tensors;
+    if (std::string e = rt::readSafeTensorsHeader(file, tensors); !e.empty())
+      return fail(e);
+    for (const auto &entry : tensors)
+      if (!compiled.paramNames.count(entry.first) && !ignored(entry.first))
+        return fail(formatv("--init: tensor '{0}' in '{1}' is not a "
+                            "parameter of model '{2}' (a checkpoint of "
+                            "another model?)",
+                            entry.first, file, compiled.model));
+  }
+  return Error::success();
+}
+
 /// The end of a run that worked: losses, bubble and memory, from the
 /// ranks' reports and traces; writes DIR/trace.json and DIR/timeline.svg.
 void printSummary(const std::string &dir, const Compiled &compiled,
@@ -377,6 +441,9 @@ int zbc::runRunCommand() {
     return error(compiled.takeError());
   if (Error e = checkData(*compiled))
     return error(std::move(e));
+  if (initOpt.opt.getNumOccurrences())
+    if (Error e = checkInitCheckpoint(*compiled))
+      return error(std::move(e));
   if (Error e = checkRankOptions(request->dir, *rankArgs))
     return error(std::move(e));
   std::string statusDir = request->dir + "/status";

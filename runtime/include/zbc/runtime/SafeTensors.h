@@ -36,6 +36,20 @@ std::string writeSafeTensors(const std::string &path, const TensorFile &tensors,
 /// wrong) or "".
 std::string readSafeTensors(const std::string &path, TensorFile &tensors);
 
+/// One tensor of a file's header: its dtype, shape and bytes [begin, end)
+/// of the file (offsets from the file's start, checked against its size).
+struct TensorLocation {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  int64_t begin = 0, end = 0;
+};
+
+/// Reads only `path`'s header (its length, then its JSON), checked as
+/// readSafeTensors checks it: every tensor's bytes lie inside the file and
+/// match its dtype and shape. Returns an error message or "".
+std::string readSafeTensorsHeader(const std::string &path,
+                                  std::map<std::string, TensorLocation> &tensors);
+
 /// The file's bytes, both ways; `path` only names it in errors.
 std::string encodeSafeTensors(const TensorFile &tensors,
                               const std::map<std::string, std::string> &metadata = {});

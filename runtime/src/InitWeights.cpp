@@ -1,0 +1,231 @@
+//===- InitWeights.cpp - --init: parameters from a Hugging Face checkpoint --===//
+//
+// loadInitialWeights (Note [Initial weights], InitWeights.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "InitWeights.h"
+
+#include "zbc/runtime/BFloat16.h"
+#include "zbc/runtime/Files.h"
+#include "zbc/runtime/JsonSubset.h"
+#include "zbc/runtime/SafeTensors.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace zbc::rt {
+namespace {
+
+/// The fp32 value of IEEE half bits (exact).
+float fromHalf(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const int exponent = (h >> 10) & 0x1f;
+  const uint32_t mantissa = h & 0x3ffu;
+  float magnitude;
+  if (exponent == 0)
+    magnitude = std::ldexp(static_cast<float>(mantissa), -24); // subnormal
+  else if (exponent == 31)
+    magnitude = mantissa ? NAN : INFINITY;
+  else
+    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), exponent - 25);
+  uint32_t bits;
+  std::memcpy(&bits, &magnitude, 4);
+  bits |= sign;
+  float value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+/// A file mapped read-only, unmapped when done.
+class MappedFile {
+public:
+  ~MappedFile() {
+    if (data_)
+      ::munmap(data_, static_cast<size_t>(size_));
+  }
+  std::string map(const std::string &path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+    struct stat st {};
+    std::string error;
+    if (::fstat(fd, &st) != 0)
+      error = fmt::format("cannot read '{}': {}", path, std::strerror(errno));
+    size_ = st.st_size;
+    if (error.empty() && size_ > 0) {
+      void *p = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ,
+                       MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED)
+        error = fmt::format("cannot map '{}': {}", path, std::strerror(errno));
+      else
+        data_ = static_cast<char *>(p);
+    }
+    ::close(fd);
+    return error;
+  }
+  const char *data() const { return data_; }
+  int64_t size() const { return size_; }
+
+private:
+  char *data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+/// One checkpoint file: its header, and its mapping once a tensor is read.
+struct CheckpointFile {
+  std::map<std::string, TensorLocation> tensors;
+  MappedFile mapped;
+  bool isMapped = false;
+};
+
+bool isDirectory(const std::string &path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// The file that holds each tensor: every name in `weightMap` of an index,
+/// or "" for "the one file" (`single`).
+struct Layout {
+  std::string single;                        // one file for every tensor
+  std::string index;                         // the index, for messages
+  std::map<std::string, std::string> shardOf; // tensor -> file
+};
+
+std::string layoutOf(const std::string &path, Layout &layout) {
+  if (!isDirectory(path)) {
+    layout.single = path;
+    return {};
+  }
+  std::string index = path + "/model.safetensors.index.json";
+  struct stat st {};
+  if (::stat(index.c_str(), &st) != 0) {
+    layout.single = path + "/model.safetensors";
+    if (::stat(layout.single.c_str(), &st) != 0)
+      return fmt::format("--init '{}': the directory holds neither "
+                         "model.safetensors nor model.safetensors.index.json",
+                         path);
+    return {};
+  }
+  layout.index = index;
+  int64_t size = 0;
+  if (std::string e = regularFileError(index, "the checkpoint's index", size);
+      !e.empty())
+    return e;
+  std::string text;
+  if (std::string e = readFileBytes(index, text); !e.empty())
+    return e;
+  JsonValue root;
+  std::string error;
+  const JsonValue *map = nullptr;
+  if (!parseJson(text, root, error) || root.kind != JsonValue::Object ||
+      !(map = root.find("weight_map")) || map->kind != JsonValue::Object)
+    return fmt::format("'{}' is not a safetensors index: it needs an object "
+                       "\"weight_map\" naming each tensor's file{}",
+                       index, error.empty() ? "" : " (" + error + ")");
+  for (const auto &[name, file] : map->members) {
+    if (file.kind != JsonValue::String || file.string.empty() ||
+        file.string.find('/') != std::string::npos)
+      return fmt::format("'{}': the file of tensor '{}' must be a file name "
+                         "in that directory",
+                         index, name);
+    layout.shardOf[name] = path + "/" + file.string;
+  }
+  return {};
+}
+
+/// Checks each parameter's tensor, and with `copy` loads it into the arena.
+std::string visitInitialWeights(zbc_rt_rank *rank, const std::string &path,
+                                bool copy) {
+  const zbc_rt_program &p = *rank->program;
+  Layout layout;
+  if (std::string e = layoutOf(path, layout); !e.empty())
+    return e;
+  std::map<std::string, CheckpointFile> files;
+  std::vector<float> values;
+  for (int32_t i = 0; i < p.param_count; ++i) {
+    const zbc_rt_param &param = p.params[i];
+    const std::string name = param.name;
+    std::string file = layout.single;
+    if (file.empty()) {
+      auto shard = layout.shardOf.find(name);
+      if (shard == layout.shardOf.end())
+        return fmt::format("--init: tensor '{}' is not in the weight_map of "
+                           "'{}'",
+                           name, layout.index);
+      file = shard->second;
+    }
+    auto [it, fresh] = files.try_emplace(file);
+    CheckpointFile &f = it->second;
+    if (fresh)
+      if (std::string e = readSafeTensorsHeader(file, f.tensors); !e.empty())
+        return e;
+    auto found = f.tensors.find(name);
+    if (found == f.tensors.end())
+      return fmt::format("--init: tensor '{}' is missing from '{}'", name,
+                         file);
+    const TensorLocation &t = found->second;
+    const std::vector<int64_t> shape(param.shape,
+                                     param.shape + param.rank_of_shape);
+    if (t.shape != shape)
+      return fmt::format("--init: tensor '{}' in '{}' is [{}], the model's "
+                         "parameter is [{}]",
+                         name, file, fmt::join(t.shape, ", "),
+                         fmt::join(shape, ", "));
+    if (t.dtype != "F32" && t.dtype != "BF16" && t.dtype != "F16")
+      return fmt::format("--init: tensor '{}' in '{}' has dtype {}; --init "
+                         "reads F32, BF16 and F16",
+                         name, file, t.dtype);
+    if (!copy)
+      continue;
+    if (!f.isMapped) {
+      if (std::string e = f.mapped.map(file); !e.empty())
+        return e;
+      f.isMapped = true;
+      if (f.mapped.size() < t.end) // the file shrank since its header
+        return fmt::format("--init: '{}' is shorter than its header says",
+                           file);
+    }
+    const char *bytes = f.mapped.data() + t.begin;
+    const size_t count = static_cast<size_t>((t.end - t.begin) /
+                                             dtypeBytes(t.dtype));
+    values.resize(count);
+    if (t.dtype == "F32") {
+      std::memcpy(values.data(), bytes, count * 4);
+    } else {
+      for (size_t e = 0; e < count; ++e) {
+        uint16_t bits;
+        std::memcpy(&bits, bytes + 2 * e, 2);
+        values[e] = t.dtype == "BF16" ? fromBFloat16(bits) : fromHalf(bits);
+      }
+    }
+    const zbc_rt_buffer &weights = p.buffers[weightsOf(param)];
+    if (std::string e = rank->device->write(weights.offset, values.data(),
+                                            weights.bytes);
+        !e.empty())
+      return e;
+  }
+  return copy ? refreshWorkingCopies(rank) : std::string();
+}
+
+} // namespace
+
+std::string checkInitialWeights(zbc_rt_rank *rank, const std::string &path) {
+  return visitInitialWeights(rank, path, /*copy=*/false);
+}
+
+std::string loadInitialWeights(zbc_rt_rank *rank, const std::string &path) {
+  return visitInitialWeights(rank, path, /*copy=*/true);
+}
+
+} // namespace zbc::rt
