@@ -130,6 +130,57 @@ void tellStop(const char *by, const char *why) {
   writeStatus(status.text, status.size);
 }
 
+// When the watchdog thread last woke (it wakes every 100 ms), and how long
+// a sleep must last to mean that the process itself did not run: read by
+// the SIGTERM handler, so atomics.
+std::atomic<int64_t> gWatchdogWokeNs{0};
+std::atomic<int64_t> gFrozenAfterNs{0};
+// The last gap the watchdog itself woke from, and when it woke: a SIGTERM
+// that comes right after (the thread ran first after SIGCONT) still finds it.
+std::atomic<int64_t> gGapNs{0}, gGapEndNs{0};
+
+/// A launcher stopping a job sends SIGCONT before SIGTERM (Open MPI does),
+/// so a rank frozen by SIGSTOP gets its SIGTERM the moment it runs again,
+/// before its watchdog thread has seen the gap. The handler sees it
+/// instead: the watchdog has not woken for longer than a frozen process
+/// sleeps. Says so (Note [Lost ranks]: "frozen: yes") and returns true.
+bool tellIfFrozen() {
+  int64_t woke = gWatchdogWokeNs.load(), after = gFrozenAfterNs.load();
+  int64_t now = nowNs(), asleep = now - woke;
+  if (!woke || !after)
+    return false;
+  if (asleep <= after) {
+    int64_t gapEnd = gGapEndNs.load();
+    if (!gapEnd || now - gapEnd >= after)
+      return false;
+    asleep = gGapNs.load();
+  }
+  Watchdog::Snapshot s = gWatchdog->snapshot();
+  Message m;
+  m.add("rank ");
+  m.add(static_cast<int64_t>(gRank->program->rank));
+  m.add(": this process did not run for ");
+  m.add(asleep / 1000000000);
+  m.add(".");
+  m.add((asleep / 100000000) % 10);
+  m.add(" s (stopped by a signal such as SIGSTOP, or starved of CPU)");
+  describePlace(m, gRank, s.op, s.what, s.waiting);
+  m.add(": its peers will have given up waiting for it");
+  Message err;
+  err.add("zbc rank ");
+  err.add(static_cast<int64_t>(gRank->program->rank));
+  err.add(": error: ");
+  err.add(m.text);
+  err.add("\n");
+  writeAll(2, err.text, err.size);
+  Message status;
+  status.add("failed: ");
+  status.add(m.text);
+  status.add("\nfrozen: yes\n");
+  writeStatus(status.text, status.size);
+  return true;
+}
+
 // The rank's parent when it started (the launcher): a SIGTERM that comes
 // when the parent is another process is PR_SET_PDEATHSIG's.
 pid_t gLauncher = 0;
@@ -147,6 +198,8 @@ void onTerminate(int) {
     tellLauncherDied();
     ::_exit(1);
   }
+  if (tellIfFrozen())
+    ::_exit(1);
   // Said at once: a launcher stopping the job follows its SIGTERM with a
   // SIGKILL soon after.
   tellStop("the launcher", ": the job is being stopped (another rank "
@@ -251,10 +304,18 @@ void Watchdog::run() {
   int64_t limitNs = seconds >= 1e9 ? std::numeric_limits<int64_t>::max()
                                    : static_cast<int64_t>(seconds * 1e9);
   int64_t lastWake = nowNs();
+  gFrozenAfterNs = std::max<int64_t>(limitNs / 2, 1000000000);
+  gWatchdogWokeNs = lastWake;
   while (!stopping_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     int64_t now = nowNs(), asleep = now - lastWake;
     lastWake = now;
+    // What the SIGTERM handler reads (tellIfFrozen).
+    if (asleep > gFrozenAfterNs.load()) {
+      gGapNs = asleep;
+      gGapEndNs = now;
+    }
+    gWatchdogWokeNs = now;
     Snapshot s = snapshot();
     if (!s.waiting || now - s.sinceNs < limitNs)
       continue;
@@ -265,7 +326,7 @@ void Watchdog::run() {
     // not run (SIGSTOP, a frozen container, a starved machine) for most of
     // the wait. The peer is not to blame: this rank is the one that stopped
     // answering, and its peers will have given up on it.
-    if (asleep > std::max<int64_t>(limitNs / 2, 1000000000)) {
+    if (asleep > gFrozenAfterNs.load()) {
       std::string message = fmt::format(
           "rank {}: this process did not run for {:.1f} s (stopped by a "
           "signal such as SIGSTOP, or starved of CPU){}: its peers will have "

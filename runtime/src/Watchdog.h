@@ -22,7 +22,9 @@
 // ..." (by the launcher, by another rank's failure). A rank that gave up
 // waiting adds a line "waits-for: W" (W the peer's rank in the job, or
 // "all" in a collective), and one that finds it was frozen itself (its
-// watchdog slept far longer than it asked) "frozen: yes", so that `zbc run`
+// watchdog slept far longer than it asked; or, when the launcher's SIGCONT
+// and SIGTERM wake it before its watchdog could say so, the SIGTERM handler
+// finds the gap) "frozen: yes", so that `zbc run`
 // can follow who waited for whom to the rank that stopped answering
 // (Launch.cpp: explainJobFailure). A rank whose status still says
 // "running" after the job ended died or hung without a word: `zbc run`
