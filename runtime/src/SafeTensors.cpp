@@ -234,38 +234,24 @@ std::string writeFileAtomically(const std::string &path,
 }
 
 std::string readSafeTensors(const std::string &path, TensorFile &tensors) {
-  int64_t size = 0;
-  if (std::string error = regularFileError(path, "the safetensors file", size);
-      !error.empty())
+  // The header first, checked against the file's size; only then each
+  // tensor's bytes.
+  std::map<std::string, TensorLocation> located;
+  if (std::string error = readSafeTensorsHeader(path, located); !error.empty())
     return error;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
-  // The header first: its length, then its text, checked against the file's
-  // size; only then each tensor's bytes.
-  std::string error, prefix, header;
-  std::vector<HeaderEntry> entries;
-  uint64_t length = 0;
-  if (size < 8)
-    error = fmt::format("'{}' is not a safetensors file: shorter than its "
-                        "8-byte header length",
-                        path);
-  if (error.empty())
-    error = readAt(fd, path, 0, 8, prefix);
-  if (error.empty())
-    error = checkHeaderLength(path, prefix, size, length);
-  if (error.empty())
-    error = readAt(fd, path, 8, static_cast<int64_t>(length), header);
-  int64_t dataSize = size - 8 - static_cast<int64_t>(length);
-  if (error.empty())
-    error = parseHeader(path, header, dataSize, entries);
-  for (size_t i = 0; error.empty() && i < entries.size(); ++i) {
-    HeaderEntry &e = entries[i];
+  std::string error;
+  for (auto &[name, at] : located) {
     std::string data;
-    error = readAt(fd, path, 8 + static_cast<int64_t>(length) + e.begin,
-                   e.end - e.begin, data);
-    e.tensor.data.assign(data.begin(), data.end());
-    tensors[e.name] = std::move(e.tensor);
+    error = readAt(fd, path, at.begin, at.end - at.begin, data);
+    if (!error.empty())
+      break;
+    StoredTensor &t = tensors[name];
+    t.dtype = at.dtype;
+    t.shape = at.shape;
+    t.data.assign(data.begin(), data.end());
   }
   ::close(fd);
   return error;
