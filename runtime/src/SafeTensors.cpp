@@ -280,13 +280,16 @@ std::string readSafeTensorsHeader(
   if (error.empty())
     error = readAt(fd, path, 8, static_cast<int64_t>(length), header);
   ::close(fd);
+  if (!error.empty())
+    return error; // `length` may be anything: nothing below may use it
   const int64_t dataStart = 8 + static_cast<int64_t>(length);
-  if (error.empty())
-    error = parseHeader(path, header, size - dataStart, entries);
+  error = parseHeader(path, header, size - dataStart, entries);
+  if (!error.empty())
+    return error;
   for (HeaderEntry &e : entries)
     tensors[e.name] = TensorLocation{e.tensor.dtype, e.tensor.shape,
                                      dataStart + e.begin, dataStart + e.end};
-  return error;
+  return {};
 }
 
 std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
