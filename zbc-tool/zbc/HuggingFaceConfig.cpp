@@ -146,20 +146,30 @@ void warnDropout(ConfigReader &r, ArrayRef<StringRef> keys) {
                   "this probability set to 0)");
 }
 
-/// The sequence and layers the user chose, against the config's bounds.
-void checkChoices(ConfigReader &r, const json::Object &config,
+/// The user's choices applied to a family's config `c`: the sequence and
+/// layers checked against the config's bounds, the layers kept (also in the
+/// config that travels with the model), the microbatch, no cuts, the dtype.
+template <typename Config>
+void applyChoices(ConfigReader &r, json::Object &config,
                   const HuggingFaceImportOptions &o, StringRef positionsKey,
-                  int64_t positions, StringRef layersKey, int64_t layers) {
-  if (o.seqLen > positions)
+                  StringRef layersKey, Config &c) {
+  if (o.seqLen > c.maxPositions)
     r.refuse(positionsKey, config.get(positionsKey),
              formatv("--seq-len {0} exceeds the model's {1} positions",
-                     o.seqLen, positions)
+                     o.seqLen, c.maxPositions)
                  .str());
-  if (o.layers > layers)
+  if (o.layers > c.layers)
     r.refuse(layersKey, config.get(layersKey),
              formatv("--layers {0} exceeds the model's {1} layers", o.layers,
-                     layers)
+                     c.layers)
                  .str());
+  if (o.layers)
+    c.layers = o.layers;
+  config[layersKey] = c.layers;
+  c.batch = o.microbatchSize;
+  c.seq = o.seqLen;
+  c.cuts = false;
+  c.dtype = o.dtype;
 }
 
 Error readLlama(const std::string &path, json::Object &o,
@@ -243,15 +253,7 @@ Error readLlama(const std::string &path, json::Object &o,
         return e;
     }
   }
-  checkChoices(r, o, opt, "max_position_embeddings", c.maxPositions,
-               "num_hidden_layers", c.layers);
-  if (opt.layers)
-    c.layers = opt.layers;
-  o["num_hidden_layers"] = c.layers;
-  c.batch = opt.microbatchSize;
-  c.seq = opt.seqLen;
-  c.cuts = false;
-  c.dtype = opt.dtype;
+  applyChoices(r, o, opt, "max_position_embeddings", "num_hidden_layers", c);
   return r.take();
 }
 
@@ -284,14 +286,7 @@ Error readGPT2(const std::string &path, json::Object &o,
              formatv("n_embd {0} must split into heads of an even size",
                      c.hidden)
                  .str());
-  checkChoices(r, o, opt, "n_positions", c.maxPositions, "n_layer", c.layers);
-  if (opt.layers)
-    c.layers = opt.layers;
-  o["n_layer"] = c.layers;
-  c.batch = opt.microbatchSize;
-  c.seq = opt.seqLen;
-  c.cuts = false;
-  c.dtype = opt.dtype;
+  applyChoices(r, o, opt, "n_positions", "n_layer", c);
   return r.take();
 }
 
