@@ -7,8 +7,7 @@
 #include "InitWeights.h"
 
 #include "zbc/runtime/BFloat16.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/JsonSubset.h"
+#include "zbc/runtime/HuggingFaceCheckpoint.h"
 #include "zbc/runtime/SafeTensors.h"
 
 #include <fmt/format.h>
@@ -89,67 +88,12 @@ struct CheckpointFile {
   bool isMapped = false;
 };
 
-bool isDirectory(const std::string &path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/// The file that holds each tensor: every name in `weightMap` of an index,
-/// or "" for "the one file" (`single`).
-struct Layout {
-  std::string single;                        // one file for every tensor
-  std::string index;                         // the index, for messages
-  std::map<std::string, std::string> shardOf; // tensor -> file
-};
-
-std::string layoutOf(const std::string &path, Layout &layout) {
-  if (!isDirectory(path)) {
-    layout.single = path;
-    return {};
-  }
-  std::string index = path + "/model.safetensors.index.json";
-  struct stat st {};
-  if (::stat(index.c_str(), &st) != 0) {
-    layout.single = path + "/model.safetensors";
-    if (::stat(layout.single.c_str(), &st) != 0)
-      return fmt::format("--init '{}': the directory holds neither "
-                         "model.safetensors nor model.safetensors.index.json",
-                         path);
-    return {};
-  }
-  layout.index = index;
-  int64_t size = 0;
-  if (std::string e = regularFileError(index, "the checkpoint's index", size);
-      !e.empty())
-    return e;
-  std::string text;
-  if (std::string e = readFileBytes(index, text); !e.empty())
-    return e;
-  JsonValue root;
-  std::string error;
-  const JsonValue *map = nullptr;
-  if (!parseJson(text, root, error) || root.kind != JsonValue::Object ||
-      !(map = root.find("weight_map")) || map->kind != JsonValue::Object)
-    return fmt::format("'{}' is not a safetensors index: it needs an object "
-                       "\"weight_map\" naming each tensor's file{}",
-                       index, error.empty() ? "" : " (" + error + ")");
-  for (const auto &[name, file] : map->members) {
-    if (file.kind != JsonValue::String || file.string.empty() ||
-        file.string.find('/') != std::string::npos)
-      return fmt::format("'{}': the file of tensor '{}' must be a file name "
-                         "in that directory",
-                         index, name);
-    layout.shardOf[name] = path + "/" + file.string;
-  }
-  return {};
-}
-
 /// Checks each parameter's tensor, and with `copy` loads it into the arena.
 std::string visitInitialWeights(zbc_rt_rank *rank, const std::string &path,
                                 bool copy) {
   const zbc_rt_program &p = *rank->program;
-  Layout layout;
-  if (std::string e = layoutOf(path, layout); !e.empty())
+  CheckpointLayout layout;
+  if (std::string e = readCheckpointLayout(path, layout); !e.empty())
     return e;
   std::map<std::string, CheckpointFile> files;
   std::vector<float> values;

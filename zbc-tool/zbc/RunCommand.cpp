@@ -29,6 +29,7 @@
 #include "zbc/runtime/CheckpointManifest.h"
 #include "zbc/runtime/DataFile.h"
 #include "zbc/runtime/Files.h"
+#include "zbc/runtime/HuggingFaceCheckpoint.h"
 #include "zbc/runtime/TextData.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -299,22 +300,9 @@ std::optional<json::Value> readJson(const std::string &path) {
 /// must be a parameter of the model, or one of the buffers transformers
 /// itself ignores on load (GPT-2's attention masks, a tied head's copy).
 Error checkInitCheckpoint(const Compiled &compiled) {
-  std::string path = initOpt.opt;
-  std::vector<std::string> files;
-  if (!sys::fs::is_directory(path)) {
-    files.push_back(path);
-  } else if (std::optional<json::Value> index =
-                 readJson(path + "/model.safetensors.index.json")) {
-    std::set<std::string> shards;
-    if (const json::Object *o = index->getAsObject())
-      if (const json::Object *map = o->getObject("weight_map"))
-        for (const auto &entry : *map)
-          if (std::optional<StringRef> file = entry.second.getAsString())
-            shards.insert(path + "/" + file->str());
-    files.assign(shards.begin(), shards.end());
-  } else {
-    files.push_back(path + "/model.safetensors");
-  }
+  rt::CheckpointLayout layout;
+  if (std::string e = rt::readCheckpointLayout(initOpt.opt, layout); !e.empty())
+    return fail(e);
   // The layer of a layer's tensor ("model.layers.7.", "transformer.h.7."),
   // or "": a layer the model lacks was left out by import-hf --layers.
   auto layerOf = [](StringRef name) -> std::string {
@@ -335,7 +323,7 @@ Error checkInitCheckpoint(const Compiled &compiled) {
            (name == "lm_head.weight" && !compiled.paramNames.count(name.str())) ||
            (!layer.empty() && !layers.count(layer));
   };
-  for (const std::string &file : files) {
+  for (const std::string &file : layout.files()) {
     std::map<std::string, rt::TensorLocation> tensors;
     if (std::string e = rt::readSafeTensorsHeader(file, tensors); !e.empty())
       return fail(e);
