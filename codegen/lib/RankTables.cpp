@@ -674,6 +674,7 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
     if (failed(t))
       return failure();
     t->modelHash = modelHash;
+    t->hfConfig = pipeline.getHfConfig().value_or("").str();
     t->tied = tied;
     for (Param &param : t->params)
       for (auto [g, entry] : llvm::enumerate(tied))

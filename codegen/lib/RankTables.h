@@ -142,6 +142,7 @@ struct RankTables {
   int rank = 0, ranks = 0, stages = 0, microbatches = 0;
   std::string model, schedule, optimizer;
   std::string modelHash; // of the pipeline's IR, hex (checkpoints check it)
+  std::string hfConfig;  // the pipeline's hf_config, or ""
   int64_t arenaBytes = 0, peakBytes = 0;
   std::vector<Buffer> buffers;
   std::vector<OrderOp> ops;

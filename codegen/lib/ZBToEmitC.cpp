@@ -506,7 +506,7 @@ void FileWriter::writeTables() {
   text = llvm::formatv(
              "{{\n  {0}, {1}, {2}, {3},\n  {4}, {21}, {5}, {6},\n  {7}, {8},\n"
              "  kBuffers, {9}, kOps, {10}, {11},\n  {12}, {13}, {14}, {15}, "
-             "{16}, {17},\n  {18}, {19}, {20},\n  {22}, {23}, {24}}",
+             "{16}, {17},\n  {18}, {19}, {20},\n  {22}, {23}, {24},\n  {25}}",
              t.rank, t.ranks, t.stages, t.microbatches, cString(t.model),
              cString(t.schedule), cString(t.optimizer), t.arenaBytes,
              t.peakBytes, t.buffers.size(), t.ops.size(), t.positions,
@@ -515,12 +515,12 @@ void FileWriter::writeTables() {
              orNull(!t.data.empty(), "kData"), t.data.size(), t.loss,
              t.tokensPerMicrobatch, t.maxKernelCalls, cString(t.modelHash),
              orNull(!t.tied.empty(), "kTied"), t.tied.size(),
-             orNull(!t.tied.empty(), "kTiedRanks"))
+             orNull(!t.tied.empty(), "kTiedRanks"), cString(t.hfConfig))
              .str();
   verbatim("// The program zbc_rt_main runs: rank, ranks, stages, "
            "microbatches, model, its hash,\n// schedule, optimizer, arena and peak "
            "bytes, tables, loss buffer, tokens per microbatch, kernel calls,\n"
-           "// tied parameters.");
+           "// tied parameters, the Hugging Face config.");
   global("kProgram", emitc::OpaqueType::get(ctx, "zbc_rt_program"),
          opaque(text));
 }

@@ -30,9 +30,8 @@ namespace {
 /// The tensor names of parameter `param`'s optimizer state (PyTorch's).
 std::string stateName(const zbc_rt_program &p, const zbc_rt_param &param,
                       int which) {
-  if (!std::strcmp(p.optimizer, "adamw"))
-    return fmt::format("{}.{}", param.name, which == 0 ? "exp_avg" : "exp_avg_sq");
-  return fmt::format("{}.momentum_buffer", param.name);
+  return fmt::format("{}.{}", param.name,
+                     optimizerStateSuffixes(p.optimizer).at(which));
 }
 
 /// Each tensor of this rank's checkpoint file and its buffer.
@@ -216,6 +215,17 @@ std::string loadCheckpoint(zbc_rt_rank *rank, ResumePoint &point) {
   return error;
 }
 
+SafeTensorsMetadata savedMetadata(const zbc_rt_program &p, int64_t stepsDone) {
+  SafeTensorsMetadata metadata = {{"model", p.model ? p.model : ""},
+                                  {"schedule", p.schedule ? p.schedule : ""},
+                                  {"rank", std::to_string(p.rank)},
+                                  {"ranks", std::to_string(p.ranks)},
+                                  {"step", std::to_string(stepsDone)}};
+  if (p.hf_config && *p.hf_config)
+    metadata["hf_config"] = p.hf_config;
+  return metadata;
+}
+
 std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
   const zbc_rt_program &p = *rank->program;
   Transport &transport = *rank->transport;
@@ -259,10 +269,7 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
         error = e;
       file[name] = std::move(t);
     });
-    bytes = encodeSafeTensors(file, {{"model", p.model},
-                                     {"schedule", p.schedule},
-                                     {"rank", std::to_string(p.rank)},
-                                     {"step", std::to_string(stepsDone)}});
+    bytes = encodeSafeTensors(file, savedMetadata(p, stepsDone));
     if (error.empty())
       error = writeFileAtomically(
           fmt::format("{}/rank{}.safetensors", staging, p.rank), bytes);

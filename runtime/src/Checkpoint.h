@@ -67,6 +67,12 @@ std::string chooseCheckpoint(zbc_rt_rank *rank, ResumePoint &point);
 /// parameters' initialisation); releases them.
 std::string loadCheckpoint(zbc_rt_rank *rank, ResumePoint &point);
 
+/// The metadata of every safetensors file a rank writes (--save,
+/// --save-init, a checkpoint): "model", "schedule", "rank", "ranks",
+/// "step", and "hf_config" (the Hugging Face config.json the model was
+/// imported from, for `zbc export-hf`) when the model has one.
+SafeTensorsMetadata savedMetadata(const zbc_rt_program &p, int64_t stepsDone);
+
 /// Writes the checkpoint after `stepsDone` steps (collective). Returns what
 /// failed, on any rank, or "".
 std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone);

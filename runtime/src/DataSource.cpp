@@ -1,4 +1,4 @@
-//===- DataSource.cpp - synthetic, safetensors and text microbatches ------===//
+//===- DataSource.cpp - synthetic, safetensors and token-stream microbatches ===//
 
 #include "DataSource.h"
 
@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <limits>
 
 namespace zbc::rt {
 namespace {
@@ -43,7 +44,7 @@ DataKey dataKeyOf(const zbc_rt_program &p, int32_t index) {
 } // namespace
 
 std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
-                             uint64_t seed) {
+                             TokenType binTokens, uint64_t seed) {
   program_ = &p;
   seed_ = seed;
   if (path.empty() || p.data_count == 0) {
@@ -53,16 +54,19 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
   std::vector<DataKey> keys;
   for (int32_t d = 0; d < p.data_count; ++d)
     keys.push_back(dataKeyOf(p, d));
-  if (!isSafeTensorsPath(path)) {
-    kind_ = Kind::Text;
+  DataFormat format = dataFormatOf(path);
+  if (format != DataFormat::SafeTensors) {
+    kind_ = Kind::Tokens;
     int64_t sequence = 0;
+    int64_t vocabulary = std::numeric_limits<int64_t>::max();
     for (const DataKey &key : keys) {
-      if (std::string error = checkTextKey(key, sequence); !error.empty())
-        return fmt::format("'{}' as text: {}", path, error);
-      roles_.push_back(*textRoleOf(key.key));
+      if (std::string error = checkTokenKey(key, format, sequence, vocabulary);
+          !error.empty())
+        return fmt::format("'{}': {}", path, error);
+      roles_.push_back(*tokenRoleOf(key.key));
       rows_ = key.shape[0];
     }
-    return loadTextCorpus(path, sequence, text_);
+    return loadTokenCorpus(path, binTokens, sequence, vocabulary, tokens_);
   }
   kind_ = Kind::SafeTensors;
   TensorFile file;
@@ -95,14 +99,14 @@ void DataSource::fill(int32_t index, const BatchPosition &at, char *dst,
                 static_cast<size_t>(bytes));
     return;
   }
-  case Kind::Text: {
+  case Kind::Tokens: {
     int64_t first = firstSampleOf(at.batch, at.microbatches, at.microbatch, rows_);
     if (data.element == ZBC_RT_I32)
-      fillText(text_, roles_[index], seed_, at.heldOut, first, rows_,
-               reinterpret_cast<int32_t *>(dst));
+      fillTokens(tokens_, roles_[index], seed_, at.heldOut, first, rows_,
+                 reinterpret_cast<int32_t *>(dst));
     else
-      fillText(text_, roles_[index], seed_, at.heldOut, first, rows_,
-               reinterpret_cast<int64_t *>(dst));
+      fillTokens(tokens_, roles_[index], seed_, at.heldOut, first, rows_,
+                 reinterpret_cast<int64_t *>(dst));
     return;
   }
   case Kind::Synthetic: {

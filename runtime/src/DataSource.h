@@ -5,15 +5,16 @@
 // --data: seeded synthetic data (none given; SyntheticData.h), a
 // safetensors file of samples (one tensor per data key, [N, *shape], the
 // same N for every key, checked as DataFile.h says; microbatch j of step s
-// reads sample (s m + j) mod N of each), or a text file
-// (Note [Text data] in zbc/runtime/TextData.h), which also has a held-out
-// split to evaluate on. Ranks that load no data never open the file.
+// reads sample (s m + j) mod N of each), or a token stream: text, .npy or
+// .bin (Note [Token data] in zbc/runtime/TokenData.h), which also has a
+// held-out split to evaluate on. Ranks that load no data never open the
+// file.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_RUNTIME_DATASOURCE_H
 #define ZBC_RUNTIME_DATASOURCE_H
 
-#include "zbc/runtime/TextData.h"
+#include "zbc/runtime/TokenData.h"
 #include "zbc/runtime/zbc_runtime.h"
 
 #include <cstdint>
@@ -32,17 +33,18 @@ struct BatchPosition {
 
 class DataSource {
 public:
-  enum class Kind { Synthetic, SafeTensors, Text };
+  enum class Kind { Synthetic, SafeTensors, Tokens };
 
-  /// Opens `path` ("" for synthetic data) for `program`'s data keys;
-  /// returns what is wrong (naming the file and the key) or "".
+  /// Opens `path` ("" for synthetic data) for `program`'s data keys, a
+  /// .bin file's ids being `binTokens`; returns what is wrong (naming the
+  /// file and the key) or "".
   std::string open(const zbc_rt_program &program, const std::string &path,
-                   uint64_t seed);
+                   TokenType binTokens, uint64_t seed);
 
   Kind kind() const { return kind_; }
-  /// Text only: the corpus (its entropy, its held-out windows).
-  const TextCorpus &text() const { return text_; }
-  /// The number of rows (windows) of one microbatch, for text.
+  /// A token stream only: the corpus (its entropy, its held-out windows).
+  const TokenCorpus &tokens() const { return tokens_; }
+  /// The number of rows (windows) of one microbatch, for a token stream.
   int64_t rows() const { return rows_; }
 
   /// Safetensors: the number of samples of each key this rank reads (0 for
@@ -62,9 +64,9 @@ private:
   // same for every key: DataFile.h).
   std::vector<std::vector<char>> tensors_;
   int64_t samples_ = 0;
-  // Text: the corpus, and per data key its role.
-  TextCorpus text_;
-  std::vector<TextRole> roles_;
+  // A token stream: the corpus, and per data key its role.
+  TokenCorpus tokens_;
+  std::vector<TokenRole> roles_;
   int64_t rows_ = 0;
 };
 

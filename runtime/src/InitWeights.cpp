@@ -8,20 +8,15 @@
 
 #include "zbc/runtime/BFloat16.h"
 #include "zbc/runtime/HuggingFaceCheckpoint.h"
+#include "zbc/runtime/MappedFile.h"
 #include "zbc/runtime/SafeTensors.h"
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace zbc::rt {
 namespace {
@@ -45,41 +40,6 @@ float fromHalf(uint16_t h) {
   std::memcpy(&value, &bits, 4);
   return value;
 }
-
-/// A file mapped read-only, unmapped when done.
-class MappedFile {
-public:
-  ~MappedFile() {
-    if (data_)
-      ::munmap(data_, static_cast<size_t>(size_));
-  }
-  std::string map(const std::string &path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return fmt::format("cannot read '{}': {}", path, std::strerror(errno));
-    struct stat st {};
-    std::string error;
-    if (::fstat(fd, &st) != 0)
-      error = fmt::format("cannot read '{}': {}", path, std::strerror(errno));
-    size_ = st.st_size;
-    if (error.empty() && size_ > 0) {
-      void *p = ::mmap(nullptr, static_cast<size_t>(size_), PROT_READ,
-                       MAP_PRIVATE, fd, 0);
-      if (p == MAP_FAILED)
-        error = fmt::format("cannot map '{}': {}", path, std::strerror(errno));
-      else
-        data_ = static_cast<char *>(p);
-    }
-    ::close(fd);
-    return error;
-  }
-  const char *data() const { return data_; }
-  int64_t size() const { return size_; }
-
-private:
-  char *data_ = nullptr;
-  int64_t size_ = 0;
-};
 
 /// One checkpoint file: its header, and its mapping once a tensor is read.
 struct CheckpointFile {

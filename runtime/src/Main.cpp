@@ -53,11 +53,7 @@ std::string saveParams(zbc_rt_rank *rank, const std::string &dir,
     file[param.name] = std::move(t);
   }
   return writeSafeTensors(fmt::format("{}/rank{}.safetensors", dir, p.rank),
-                          file,
-                          {{"model", p.model ? p.model : ""},
-                           {"schedule", p.schedule ? p.schedule : ""},
-                           {"rank", std::to_string(p.rank)},
-                           {"step", std::to_string(stepsDone)}});
+                          file, savedMetadata(p, stepsDone));
 }
 
 /// What the run measured, for the progress lines and --report; start-up's
@@ -144,7 +140,7 @@ double globalMean(zbc_rt_rank *rank, double sum, int64_t batches) {
                         rank->transport->replicas());
 }
 
-/// The mean loss over the held-out split (Note [Text data]); on ranks that
+/// The mean loss over the held-out split (Note [Token data]); on ranks that
 /// hold no loss, NaN.
 double evaluate(zbc_rt_rank *rank, zbc_rt_step_fn step, int64_t batches) {
   const zbc_rt_program &p = *rank->program;

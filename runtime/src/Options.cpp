@@ -95,8 +95,13 @@ std::string optionsHelp(const char *program) {
       "file (a tensor per\n"
       "                     data key, e.g. \"input.x\", samples stacked on "
       "a first dimension),\n"
-      "                     or any other file as text (bytes are tokens; "
-      "the last tenth held out)\n"
+      "                     a token stream (.npy: 1-D uint16, uint32, "
+      "int32 or int64; .bin: raw\n"
+      "                     uint16), or any other file as text (bytes are "
+      "tokens); a stream's\n"
+      "                     last tenth is held out\n"
+      "  --data-dtype T     the ids of a .bin file: uint16 (default, "
+      "nanoGPT's) or uint32\n"
       "  --save DIR         write this rank's parameters after the run "
       "(DIR/rankN.safetensors)\n"
       "  --save-init DIR    write them before the first step\n"
@@ -118,7 +123,7 @@ std::string optionsHelp(const char *program) {
       "(default: lr / 10)\n"
       "  --eval-every K     every K steps and at the end, print the loss on "
       "the held-out split\n"
-      "                     (text data only)\n"
+      "                     (token streams only)\n"
       "  --checkpoint-every N  write a checkpoint every N steps and at the "
       "end\n"
       "  --checkpoint-dir DIR  where checkpoints go (DIR/step-N; default "
@@ -201,6 +206,12 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       if (!value(text) || !parseInt(text, 0, int64_t(1) << 40, *count))
         return fmt::format("{} needs a whole number >= 0, got '{}'", arg,
                            text ? text : "");
+    } else if (!std::strcmp(arg, "--data-dtype")) {
+      if (!value(text) || !parseBinTokenType(text, options.binTokens))
+        return fmt::format("--data-dtype needs uint16 or uint32 (the ids of "
+                           "a .bin file), got '{}'",
+                           text ? text : "");
+      options.binTokensGiven = true;
     } else if (!std::strcmp(arg, "--lr")) {
       error = real(options.lr);
     } else if (!std::strcmp(arg, "--momentum")) {
@@ -230,6 +241,16 @@ std::string parseOptions(int argc, char **argv, Options &options) {
   if (options.decaySteps && options.decaySteps <= options.warmupSteps)
     return fmt::format("--decay-steps {} must come after the {} warm-up steps",
                        options.decaySteps, options.warmupSteps);
+  if (options.binTokensGiven &&
+      dataFormatOf(options.dataFile) != DataFormat::Bin)
+    return fmt::format("--data-dtype names the ids of a .bin file; --data "
+                       "'{}' is {}",
+                       options.dataFile,
+                       options.dataFile.empty()      ? "not given"
+                       : isSafeTensorsPath(options.dataFile) ? "safetensors"
+                       : dataFormatOf(options.dataFile) == DataFormat::Npy
+                           ? "a .npy array, whose header names its dtype"
+                           : "text (bytes are tokens)");
   if (!options.initPath.empty() && !options.resumeDir.empty())
     return "--init and --resume both set the parameters: a resumed run "
            "continues its checkpoint; give one of them";

@@ -36,6 +36,8 @@ struct Options {
   std::string saveDir, saveInitDir, dataFile, reportDir;
   std::string checkpointDir = "checkpoints", resumeDir, statusDir, traceDir;
   std::string initPath; // --init: parameters from a checkpoint
+  TokenType binTokens = TokenType::U16; // --data-dtype: a .bin file's ids
+  bool binTokensGiven = false;
   int64_t traceSteps = 8; // with --trace: the last steps recorded
   // Optimizer hyperparameters; NaN: the optimizer's default.
   double lr, momentum, weightDecay, beta1, beta2, epsilon;

@@ -86,15 +86,21 @@ struct HeaderEntry {
 
 /// Parses and checks a header against `dataSize` bytes of data.
 std::string parseHeader(const std::string &path, const std::string &header,
-                        int64_t dataSize, std::vector<HeaderEntry> &entries) {
+                        int64_t dataSize, std::vector<HeaderEntry> &entries,
+                        SafeTensorsMetadata *metadata) {
   JsonValue root;
   std::string error;
   if (!parseJson(header, root, error) || root.kind != JsonValue::Object)
     return fmt::format("'{}': its header is not a JSON object ({})", path,
                        error.empty() ? "not an object" : error);
   for (const auto &[name, entry] : root.members) {
-    if (name == "__metadata__")
+    if (name == "__metadata__") {
+      if (metadata && entry.kind == JsonValue::Object)
+        for (const auto &[key, value] : entry.members)
+          if (value.kind == JsonValue::String)
+            (*metadata)[key] = value.string;
       continue;
+    }
     const JsonValue *dtype = entry.find("dtype"), *shape = entry.find("shape"),
                     *offsets = entry.find("data_offsets");
     if (entry.kind != JsonValue::Object || !dtype ||
@@ -233,11 +239,13 @@ std::string writeFileAtomically(const std::string &path,
   return {};
 }
 
-std::string readSafeTensors(const std::string &path, TensorFile &tensors) {
+std::string readSafeTensors(const std::string &path, TensorFile &tensors,
+                            SafeTensorsMetadata *metadata) {
   // The header first, checked against the file's size; only then each
   // tensor's bytes.
   std::map<std::string, TensorLocation> located;
-  if (std::string error = readSafeTensorsHeader(path, located); !error.empty())
+  if (std::string error = readSafeTensorsHeader(path, located, metadata);
+      !error.empty())
     return error;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -258,7 +266,8 @@ std::string readSafeTensors(const std::string &path, TensorFile &tensors) {
 }
 
 std::string readSafeTensorsHeader(
-    const std::string &path, std::map<std::string, TensorLocation> &tensors) {
+    const std::string &path, std::map<std::string, TensorLocation> &tensors,
+    SafeTensorsMetadata *metadata) {
   int64_t size = 0;
   if (std::string error = regularFileError(path, "the safetensors file", size);
       !error.empty())
@@ -283,7 +292,7 @@ std::string readSafeTensorsHeader(
   if (!error.empty())
     return error; // `length` may be anything: nothing below may use it
   const int64_t dataStart = 8 + static_cast<int64_t>(length);
-  error = parseHeader(path, header, size - dataStart, entries);
+  error = parseHeader(path, header, size - dataStart, entries, metadata);
   if (!error.empty())
     return error;
   for (HeaderEntry &e : entries)
@@ -293,7 +302,8 @@ std::string readSafeTensorsHeader(
 }
 
 std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
-                              TensorFile &tensors) {
+                              TensorFile &tensors,
+                              SafeTensorsMetadata *metadata) {
   int64_t size = static_cast<int64_t>(bytes.size());
   if (size < 8)
     return fmt::format("'{}' is not a safetensors file: shorter than its "
@@ -306,7 +316,8 @@ std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
   std::vector<HeaderEntry> entries;
   if (std::string error =
           parseHeader(path, bytes.substr(8, length),
-                      size - 8 - static_cast<int64_t>(length), entries);
+                      size - 8 - static_cast<int64_t>(length), entries,
+                      metadata);
       !error.empty())
     return error;
   for (HeaderEntry &e : entries) {

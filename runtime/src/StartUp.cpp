@@ -198,7 +198,7 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
                                    resume.stepsDone, resume.refused);
   if (error.empty()) {
     StartUpStep step(rank, "opening the data file");
-    error = rank->data.open(p, o.dataFile, o.seed);
+    error = rank->data.open(p, o.dataFile, o.binTokens, o.seed);
   }
   {
     // Each rank checked its own keys; the ranks that read samples from one
@@ -218,9 +218,10 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
                           o.dataFile, rank->data.keyNames(), samples,
                           samples == most ? fewest : most);
   }
-  bool text = rank->data.kind() == DataSource::Kind::Text;
-  if (error.empty() && o.evalEvery && p.data_count && !text)
-    error = "--eval-every needs text data (--data FILE with a held-out split)";
+  bool tokens = rank->data.kind() == DataSource::Kind::Tokens;
+  if (error.empty() && o.evalEvery && p.data_count && !tokens)
+    error = "--eval-every needs a token stream (--data FILE: text, .npy or "
+            ".bin, whose last tenth is held out)";
   {
     StartUpStep step(rank, "setting up the communicators");
     // Collective: every rank takes part, whatever failed before.
@@ -257,19 +258,24 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   if (o.evalEvery) {
     StartUpStep step(rank, "agreeing on the evaluation batches");
     log.evalBatches = transport->maximum(
-        text ? evalBatches(rank->data.text(),
-                           int64_t(p.microbatches) * transport->replicas(),
-                           rank->data.rows())
-             : 0);
+        tokens ? evalBatches(rank->data.tokens(),
+                             int64_t(p.microbatches) * transport->replicas(),
+                             rank->data.rows())
+               : 0);
   }
-  if (text) {
-    log.entropy = unigramEntropy(rank->data.text());
+  if (tokens) {
+    const TokenCorpus &corpus = rank->data.tokens();
+    log.entropy = corpus.entropy;
     if (p.loss >= 0 && !o.quiet && transport->replica() == 0)
-      fmt::print("data: '{}' as text, {} bytes: {} training windows of {} "
-                 "tokens, {} held out; unigram entropy {:.4f} nats/token\n",
-                 o.dataFile, rank->data.text().bytes.size(),
-                 rank->data.text().trainWindows(), rank->data.text().sequence,
-                 rank->data.text().heldOutWindows(), log.entropy);
+      fmt::print("data: '{}' {}: {} training windows of {} tokens, {} held "
+                 "out; unigram entropy {:.4f} nats/token\n",
+                 o.dataFile,
+                 corpus.type == TokenType::Byte
+                     ? fmt::format("as text, {} bytes", corpus.tokens)
+                     : fmt::format("of {} {} token ids", corpus.tokens,
+                                   tokenTypeName(corpus.type)),
+                 corpus.trainWindows(), corpus.sequence,
+                 corpus.heldOutWindows(), log.entropy);
   }
   rank->startingUp = false;
   return 0;

@@ -40,13 +40,17 @@
                         f32 masters; the measured peak is the predicted one;
                         the loss falls over 30 steps.
   training-bad-input    an empty, unreadable or too short text file, keys
-                        that text cannot fill, --eval-every without text, a
-                        cost file for another model and replicas that do not
-                        divide the batch: clear errors before any rank
-                        starts.
+                        that text cannot fill, --eval-every without a token
+                        stream, a cost file for another model and replicas
+                        that do not divide the batch; token streams with an
+                        id outside the vocabulary, of a float dtype, of two
+                        dimensions, empty, shorter than two windows, and
+                        --data-dtype on a .npy: clear errors (the position
+                        or size named) before any rank starts.
 """
 import json
 import os
+import struct
 import shutil
 import signal
 import subprocess
@@ -283,6 +287,17 @@ def lost_rank(args):
               flush=True)
 
 
+def write_npy(path, descr, ids, shape=None):
+    """`ids` as a .npy array (format 1.0) of dtype `descr` ('<u2', ...)."""
+    code = {"<u2": "H", "<u4": "I", "<i4": "i", "<i8": "q", "<f4": "f"}[descr]
+    shape = shape or f"({len(ids)},)"
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)))
+        f.write(header.encode() + struct.pack(f"<{len(ids)}{code}", *ids))
+
+
 def bad_input(args):
     zbc = os.path.join(args.bin, "zbc")
     work = os.path.join(args.work, "bad-input")
@@ -294,6 +309,20 @@ def bad_input(args):
     short = os.path.join(work, "short.txt")
     with open(short, "w") as f:
         f.write("a few words, far fewer than two windows of 32 tokens\n")
+    stream = [(i * 7) % 256 for i in range(2000)]
+    out_of_range = os.path.join(work, "out-of-range.npy")
+    write_npy(out_of_range, "<i8", stream[:1234] + [256] + stream[1235:])
+    floats = os.path.join(work, "floats.npy")
+    write_npy(floats, "<f4", stream)
+    matrix = os.path.join(work, "matrix.npy")
+    write_npy(matrix, "<u2", stream, "(20, 100)")
+    empty_bin = os.path.join(work, "empty.bin")
+    open(empty_bin, "w").close()
+    short_bin = os.path.join(work, "short.bin")
+    with open(short_bin, "wb") as f:
+        f.write(struct.pack("<40H", *stream[:40]))
+    tokens = os.path.join(work, "tokens.npy")
+    write_npy(tokens, "<u2", stream)
     costs = os.path.join(work, "costs.json")
     with open(costs, "w") as f:
         json.dump({"model": "other", "model_hash": "0123456789abcdef",
@@ -305,10 +334,22 @@ def bad_input(args):
          "cannot read the data file"),
         (gpt_source, ["--data", short], "too short for windows of 32 tokens"),
         (mlp_source, ["--data", TEXT], "the model also reads 'input.x'"),
-        (gpt_source, ["--eval-every", "5"], "--eval-every needs text data"),
+        (gpt_source, ["--eval-every", "5"], "--eval-every needs a token stream"),
         (gpt_source, ["--cost-file", costs], "was measured on model 'other'"),
         (gpt_source, ["--data-parallel", "3"],
          "--data-parallel 3 does not divide the batch of 4 microbatches"),
+        (gpt_source, ["--data", out_of_range],
+         "token id 256 at position 1234 (counting from 0) is outside the "
+         "model's vocabulary [0, 256)"),
+        (gpt_source, ["--data", floats], "its dtype is '<f4'"),
+        (gpt_source, ["--data", matrix], "its shape is (20, 100)"),
+        (gpt_source, ["--data", empty_bin], "empty.bin' is empty"),
+        (gpt_source, ["--data", short_bin],
+         "has 40 tokens: too short for windows of 32 tokens"),
+        (gpt_source, ["--data", tokens, "--data-dtype", "uint32"],
+         "--data-dtype names the ids of a .bin file"),
+        (gpt_source, ["--data", short_bin, "--data-dtype", "int8"],
+         "--data-dtype needs uint16 or uint32"),
     ]
     for source, options, message in cases:
         out = os.path.join(work, "out")
@@ -331,6 +372,20 @@ def profile(args):
     work = os.path.join(args.work, "profile")
     shutil.rmtree(work, ignore_errors=True)
     source = _model(args, work, "gpt", 2)
+    stream = [(i * 7) % 256 for i in range(2000)]
+    out_of_range = os.path.join(work, "out-of-range.npy")
+    write_npy(out_of_range, "<i8", stream[:1234] + [256] + stream[1235:])
+    floats = os.path.join(work, "floats.npy")
+    write_npy(floats, "<f4", stream)
+    matrix = os.path.join(work, "matrix.npy")
+    write_npy(matrix, "<u2", stream, "(20, 100)")
+    empty_bin = os.path.join(work, "empty.bin")
+    open(empty_bin, "w").close()
+    short_bin = os.path.join(work, "short.bin")
+    with open(short_bin, "wb") as f:
+        f.write(struct.pack("<40H", *stream[:40]))
+    tokens = os.path.join(work, "tokens.npy")
+    write_npy(tokens, "<u2", stream)
     costs = os.path.join(work, "costs.json")
     run([zbc, "profile", source, "--stages", "2", "--steps", "3", "--data",
          TEXT, "-o", costs])

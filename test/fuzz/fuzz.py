@@ -13,10 +13,12 @@ Each test case is one execution of a built tool on a mutated input:
   data           zbc inspect FILE.safetensors [--model examples/mlp.mlir]
                  (a data file's header, tensors and samples, read as the ranks read them)
   manifest       zbc inspect FILE.json      (a checkpoint manifest: its checksum and fields)
+  tokens         zbc inspect FILE.npy [--model examples/gpt.mlir]
+                 (a token stream: its .npy header, length and ids)
 
 Seeds: examples/*.mlir and every .mlir under test/ (split at `// -----`, comment
 lines dropped), test/zbc/Inputs/*.json, and
-test/fuzz/corpus/{mlir,cost,csv,args,data,manifest}/.
+test/fuzz/corpus/{mlir,cost,csv,args,data,manifest,tokens}/.
 A CSV seed's name carries its problem: `NAME__p4_m8[_v2][_placement-v].csv`.
 
 An execution FAILS when it
@@ -193,7 +195,7 @@ def csv_problem(name):
 class Seeds:
     def __init__(self, root, corpus):
         self.mlir, self.cost, self.csv, self.args = [], [], [], []
-        self.data, self.manifest = [], []
+        self.data, self.manifest, self.tokens = [], [], []
         files = sorted((root / "examples").glob("*.mlir"))
         files += sorted(p for p in (root / "test").rglob("*.mlir")
                         if "fuzz" not in p.relative_to(root / "test").parts[:1])
@@ -208,6 +210,8 @@ class Seeds:
                              csv_problem(path.name)))
         for path in sorted((corpus / "data").glob("*.safetensors")):
             self.data.append((str(path.relative_to(root)), read_text(path)))
+        for path in sorted((corpus / "tokens").glob("*.npy")):
+            self.tokens.append((str(path.relative_to(root)), read_text(path)))
         for path in sorted((corpus / "manifest").glob("*.json")):
             self.manifest.append((str(path.relative_to(root)), read_text(path)))
         for path in sorted((corpus / "args").glob("*.args")):
@@ -511,6 +515,7 @@ MUTATORS = {
     "csv": GENERIC + [(m_csv_struct, 14)],
     "data": GENERIC + [(m_safetensors_header, 14)],
     "manifest": GENERIC,
+    "tokens": GENERIC,
 }
 
 
@@ -636,7 +641,7 @@ MLIR_TARGETS = {
     "mlir-verify": ["zbc", "verify", INPUT],
 }
 TARGET_WEIGHTS = [("mlir", 46), ("cost", 16), ("csv", 15), ("args", 13),
-                  ("data", 6), ("manifest", 4)]
+                  ("data", 6), ("manifest", 4), ("tokens", 4)]
 
 
 def data_argv(rng=None):
@@ -644,6 +649,14 @@ def data_argv(rng=None):
     argv = ["zbc", "inspect", INPUT]
     if rng is None or rng.random() < 0.7:
         argv += ["--model", EXAMPLES + "/mlp.mlir"]
+    return argv
+
+
+def tokens_argv(rng=None):
+    """`zbc inspect` of a token stream, against the GPT example or alone."""
+    argv = ["zbc", "inspect", INPUT]
+    if rng is None or rng.random() < 0.7:
+        argv += ["--model", EXAMPLES + "/gpt.mlir"]
     return argv
 
 
@@ -706,6 +719,13 @@ def make_case(seed, index, seeds, targets):
         ctx = {"others": [t for _, t in seeds.data], "words": ["F32", "BF16", "I64", "I32",
                                                                "dtype", "shape", "data_offsets"]}
         return Case("data", data_argv(rng), mutate(rng, "data", text, ctx), ".safetensors", origin)
+    if kind == "tokens":
+        origin, text = rng.choice(seeds.tokens)
+        ctx = {"others": [t for _, t in seeds.tokens],
+               "words": ["'<u2'", "'<u4'", "'<i4'", "'<i8'", "'<f4'", "True", "(10, 12)",
+                         "(0,)", "(99999999999,)", "shape", "descr", "fortran_order"]}
+        return Case("tokens", tokens_argv(rng), mutate(rng, "tokens", text, ctx), ".npy",
+                    origin)
     if kind == "manifest":
         origin, text = rng.choice(seeds.manifest)
         ctx = {"others": [t for _, t in seeds.manifest], "words": ["step", "seed", "files", "rank",
@@ -737,6 +757,8 @@ def replay_cases(seeds, crash_dir):
         cases.append(Case("data", data_argv(), text, ".safetensors", origin))
     for origin, text in seeds.manifest:
         cases.append(Case("manifest", ["zbc", "inspect", INPUT], text, ".json", origin))
+    for origin, text in seeds.tokens:
+        cases.append(Case("tokens", tokens_argv(), text, ".npy", origin))
     for cmd in sorted(Path(crash_dir).glob("*.cmd")):
         lines = [l for l in read_text(cmd).splitlines() if l.strip() and not l.startswith("#")]
         if len(lines) != 1:
@@ -1082,7 +1104,7 @@ def main():
     parser.add_argument("--fresh", action="store_true",
                         help="first delete the reproducers of earlier runs from --crash-dir")
     parser.add_argument("--known", help="file of regexes of known failures (do not fail the run)")
-    parser.add_argument("--targets", default=",".join(list(MLIR_TARGETS) + ["cost", "csv", "args", "data", "manifest"]),
+    parser.add_argument("--targets", default=",".join(list(MLIR_TARGETS) + ["cost", "csv", "args", "data", "manifest", "tokens"]),
                         help="comma-separated subset of the targets")
     parser.add_argument("--replay", action="store_true",
                         help="run every seed and committed reproducer once, then stop")

@@ -1,13 +1,14 @@
 //===- zbc-reference.cpp - the single-process training oracle -------------===//
 //
-//   zbc-reference DIR/program.mlir --steps N [--seed S] [--data TEXT]
+//   zbc-reference DIR/program.mlir --steps N [--seed S] [--data FILE]
+//       [--data-dtype uint16|uint32]
 //       [--lr X --eps X --clip-norm X --warmup N --decay-steps N --min-lr X]
 //       --compare DIR/saved
 //
 // Trains the program's pipeline in one process with the reference
 // interpreter: the same parameters and data as the compiled ranks draw
-// (zbc/runtime/SyntheticData.h, or windows of a text file as
-// zbc/runtime/TextData.h orders them), each step the mean gradient over the
+// (zbc/runtime/SyntheticData.h, or windows of a token stream as
+// zbc/runtime/TokenData.h orders them), each step the mean gradient over the
 // program's microbatches, clipped to a global norm and stepped with the
 // step's learning rate as zbc/runtime/OptimizerSchedule.h defines them,
 // then the reference optimizer (SGD with momentum or AdamW, the program's;
@@ -28,7 +29,7 @@
 #include "zbc/runtime/SafeTensors.h"
 #include "zbc/runtime/OptimizerSchedule.h"
 #include "zbc/runtime/SyntheticData.h"
-#include "zbc/runtime/TextData.h"
+#include "zbc/runtime/TokenData.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -41,6 +42,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -58,8 +60,11 @@ static cl::opt<std::string> compareDir("compare",
 static cl::opt<double> tolerance("tolerance", cl::init(1e-5),
                                  cl::desc("Largest relative error accepted"));
 static cl::opt<std::string> dataFile("data",
-                                     cl::desc("Train on windows of this text "
-                                              "file (as the ranks' --data)"));
+                                     cl::desc("Train on windows of this token "
+                                              "stream (as the ranks' --data)"));
+static cl::opt<std::string> dataDtype("data-dtype", cl::init("uint16"),
+                                      cl::desc("The ids of a .bin --data "
+                                               "file: uint16 or uint32"));
 static cl::opt<double> lr("lr", cl::desc("Learning rate (default: the "
                                          "optimizer's)"),
                           cl::init(-1));
@@ -81,18 +86,18 @@ static cl::opt<double> minLr("min-lr", cl::desc("Learning rate after the "
                                                 "decay (default lr/10)"),
                              cl::init(-1));
 
-/// Microbatch j of step s from the text file: each data key by its role.
-static interp::TensorMap textFeeds(interp::TensorMap feeds,
-                                   const rt::TextCorpus &corpus, int64_t step,
-                                   int64_t m, int64_t j) {
+/// Microbatch j of step s from the token stream: each data key by its role.
+static interp::TensorMap tokenFeeds(interp::TensorMap feeds,
+                                    const rt::TokenCorpus &corpus,
+                                    int64_t step, int64_t m, int64_t j) {
   for (auto &[key, tensor] : feeds) {
-    std::optional<rt::TextRole> role = rt::textRoleOf(key);
+    std::optional<rt::TokenRole> role = rt::tokenRoleOf(key);
     if (!role || tensor.shape().size() != 2)
       continue; // zbc run refuses these
     int64_t rows = tensor.shape()[0];
     std::vector<int64_t> values(static_cast<size_t>(rows * corpus.sequence));
-    rt::fillText(corpus, *role, seed, /*heldOut=*/false,
-                 rt::firstSampleOf(step, m, j, rows), rows, values.data());
+    rt::fillTokens(corpus, *role, seed, /*heldOut=*/false,
+                   rt::firstSampleOf(step, m, j, rows), rows, values.data());
     tensor = interp::Tensor::fromInts(tensor.shape(), std::move(values));
   }
   return feeds;
@@ -126,11 +131,20 @@ int main(int argc, char **argv) {
   for (auto &[key, tensor] : params)
     state[key] = {interp::Tensor::zeros(tensor.shape(), precision),
                   interp::Tensor::zeros(tensor.shape(), precision)};
-  rt::TextCorpus corpus;
+  rt::TokenCorpus corpus;
   if (!dataFile.empty()) {
     interp::TensorMap feeds = interp::randomFeeds(pipeline, seed, precision);
     int64_t sequence = feeds.begin()->second.shape().back();
-    if (std::string e = rt::loadTextCorpus(dataFile, sequence, corpus);
+    rt::TokenType binTokens = rt::TokenType::U16;
+    if (!rt::parseBinTokenType(dataDtype, binTokens)) {
+      llvm::errs() << "zbc-reference: error: --data-dtype needs uint16 or "
+                      "uint32\n";
+      return 1;
+    }
+    // The ranks check the ids against the model's vocabulary.
+    if (std::string e = rt::loadTokenCorpus(
+            dataFile, binTokens, sequence,
+            std::numeric_limits<int64_t>::max(), corpus);
         !e.empty()) {
       llvm::errs() << "zbc-reference: error: " << e << "\n";
       return 1;
@@ -154,7 +168,7 @@ int main(int argc, char **argv) {
           pipeline, rt::dataSeed(seed, s, m, j), precision);
       microbatches.push_back(dataFile.empty()
                                  ? std::move(feeds)
-                                 : textFeeds(std::move(feeds), corpus, s, m, j));
+                                 : tokenFeeds(std::move(feeds), corpus, s, m, j));
     }
     FailureOr<interp::StepResult> result =
         interp::runPipelineStep(pipeline, microbatches, params, precision);

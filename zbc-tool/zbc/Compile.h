@@ -9,7 +9,7 @@
 #define ZBC_TOOL_COMPILE_H
 
 #include "zbc/Schedule/Simulator.h"
-#include "zbc/runtime/TextData.h"
+#include "zbc/runtime/DataFile.h"
 
 #include "llvm/Support/Error.h"
 

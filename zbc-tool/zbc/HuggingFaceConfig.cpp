@@ -8,6 +8,7 @@
 
 #include "HuggingFaceConfig.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -317,23 +318,34 @@ zbc::readHuggingFaceConfig(const std::string &path,
                         "model class is required",
                         path, show(object->get("architectures"))));
   model.architecture = first->str();
-  Error error = Error::success();
-  if (model.architecture == "LlamaForCausalLM" ||
-      model.architecture == "MistralForCausalLM" ||
-      model.architecture == "Qwen2ForCausalLM") {
-    model.family = HuggingFaceModel::Family::Llama;
-    error = readLlama(path, *object, options, model);
-  } else if (model.architecture == "GPT2LMHeadModel") {
-    model.family = HuggingFaceModel::Family::GPT2;
-    error = readGPT2(path, *object, options, model);
-  } else {
+  // The architectures zbc imports: their family and transformers'
+  // model_type (which AutoModel needs in config.json; a config written by
+  // hand may lack it).
+  struct Architecture {
+    StringRef name;
+    HuggingFaceModel::Family family;
+    StringRef modelType;
+  };
+  static const Architecture known[] = {
+      {"LlamaForCausalLM", HuggingFaceModel::Family::Llama, "llama"},
+      {"MistralForCausalLM", HuggingFaceModel::Family::Llama, "mistral"},
+      {"Qwen2ForCausalLM", HuggingFaceModel::Family::Llama, "qwen2"},
+      {"GPT2LMHeadModel", HuggingFaceModel::Family::GPT2, "gpt2"}};
+  const Architecture *architecture = llvm::find_if(
+      known, [&](const Architecture &a) { return a.name == model.architecture; });
+  if (architecture == std::end(known))
     return fail(formatv("{0}: 'architectures' = {1}: zbc imports "
                         "LlamaForCausalLM, MistralForCausalLM, "
                         "Qwen2ForCausalLM and GPT2LMHeadModel",
                         path, show(object->get("architectures"))));
-  }
+  model.family = architecture->family;
+  Error error = model.family == HuggingFaceModel::Family::Llama
+                    ? readLlama(path, *object, options, model)
+                    : readGPT2(path, *object, options, model);
   if (error)
     return std::move(error);
+  if (!object->get("model_type"))
+    (*object)["model_type"] = architecture->modelType;
   model.config = std::move(*object);
   return model;
 }

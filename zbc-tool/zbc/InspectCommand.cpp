@@ -1,17 +1,18 @@
 //===- InspectCommand.cpp - `zbc inspect`: what a file holds, checked -----===//
 //
-//   zbc inspect PATH [--model MODEL.mlir]
+//   zbc inspect PATH [--model MODEL.mlir] [--data-dtype uint16|uint32]
 //
 // PATH is a checkpoint (a step-N directory, its manifest.json or any
 // .json read as one, or a checkpoint directory: every complete step-N in
-// it, the latest checked whole), a safetensors file (a data file, a --save output, one rank's
-// checkpoint file) or any other file (text data). Everything is read with
-// the ranks' own readers (zbc/runtime: CheckpointManifest.h, SafeTensors.h,
-// DataFile.h, Files.h), so what inspect refuses, a run refuses, with the
+// it, the latest checked whole), a safetensors file (a data file, a --save
+// output, one rank's checkpoint file) or a token stream (.npy, .bin or any
+// other file as text). Everything is read with the ranks' own readers
+// (zbc/runtime: CheckpointManifest.h, SafeTensors.h, DataFile.h,
+// TokenData.h, Files.h), so what inspect refuses, a run refuses, with the
 // same words, before anything starts. With --model, a safetensors file is
 // checked as data for that model's keys (present, dtype, shape, paired
-// sample counts, finite floats, indices in range) and a text file against
-// its sequence. Exit 1 on the first thing wrong.
+// sample counts, finite floats, indices in range) and a token stream
+// against its sequence and vocabulary. Exit 1 on the first thing wrong.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +24,7 @@
 #include "zbc/runtime/DataFile.h"
 #include "zbc/runtime/Files.h"
 #include "zbc/runtime/SafeTensors.h"
-#include "zbc/runtime/TextData.h"
+#include "zbc/runtime/TokenData.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -31,6 +32,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <sys/stat.h>
 
 using namespace llvm;
@@ -39,8 +41,8 @@ using namespace zbc;
 namespace {
 
 cl::opt<std::string> inspectPath(cl::Positional, cl::Required,
-                                 cl::desc("<checkpoint, .safetensors or text "
-                                          "file>"),
+                                 cl::desc("<checkpoint, .safetensors, .npy, "
+                                          ".bin or text file>"),
                                  cl::sub(zbc::inspectCommand()),
                                  cl::cat(zbcCategory));
 cl::opt<std::string> modelOpt("model",
@@ -49,6 +51,12 @@ cl::opt<std::string> modelOpt("model",
                               cl::value_desc("MODEL.mlir"),
                               cl::sub(zbc::inspectCommand()),
                               cl::cat(zbcCategory));
+cl::opt<std::string> dataDtypeOpt("data-dtype",
+                                  cl::desc("The ids of a .bin file: uint16 "
+                                           "(default) or uint32"),
+                                  cl::value_desc("T"), cl::init("uint16"),
+                                  cl::sub(zbc::inspectCommand()),
+                                  cl::cat(zbcCategory));
 
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
@@ -137,25 +145,40 @@ Error inspectSafeTensors(const std::string &path) {
   return Error::success();
 }
 
-Error inspectText(const std::string &path) {
-  int64_t size = 0;
-  if (std::string e = rt::regularFileError(path, "the data file", size);
+Error inspectTokens(const std::string &path) {
+  rt::TokenType binTokens;
+  if (!rt::parseBinTokenType(dataDtypeOpt, binTokens))
+    return fail("--data-dtype needs uint16 or uint32, got '" + dataDtypeOpt +
+                "'");
+  rt::DataFormat format = rt::dataFormatOf(path);
+  // Without a model: the stream read as windows of one token, every id
+  // allowed.
+  int64_t sequence = 1;
+  int64_t vocabulary = std::numeric_limits<int64_t>::max();
+  Expected<std::vector<rt::DataKey>> keys = std::vector<rt::DataKey>();
+  if (!modelOpt.empty()) {
+    keys = modelDataKeys(modelOpt);
+    if (!keys)
+      return keys.takeError();
+    sequence = 0;
+    for (const rt::DataKey &key : *keys)
+      if (std::string e = rt::checkTokenKey(key, format, sequence, vocabulary);
+          !e.empty())
+        return fail("'" + path + "': " + e);
+  }
+  rt::TokenCorpus corpus;
+  if (std::string e =
+          rt::loadTokenCorpus(path, binTokens, sequence, vocabulary, corpus);
       !e.empty())
     return fail(e);
-  outs() << formatv("'{0}': text data, {1} bytes (bytes are tokens)\n", path,
-                    size);
+  if (corpus.type == rt::TokenType::Byte)
+    outs() << formatv("'{0}': text data, {1} bytes (bytes are tokens)\n",
+                      path, corpus.tokens);
+  else
+    outs() << formatv("'{0}': a token stream of {1} {2} ids\n", path,
+                      corpus.tokens, rt::tokenTypeName(corpus.type));
   if (modelOpt.empty())
     return Error::success();
-  Expected<std::vector<rt::DataKey>> keys = modelDataKeys(modelOpt);
-  if (!keys)
-    return keys.takeError();
-  int64_t sequence = 0;
-  for (const rt::DataKey &key : *keys)
-    if (std::string e = rt::checkTextKey(key, sequence); !e.empty())
-      return fail("'" + path + "' as text: " + e);
-  rt::TextCorpus corpus;
-  if (std::string e = rt::loadTextCorpus(path, sequence, corpus); !e.empty())
-    return fail(e);
   outs() << formatv("  data for '{0}': {1} training windows of {2} tokens, "
                     "{3} held out\n",
                     modelOpt, corpus.trainWindows(), sequence,
@@ -191,7 +214,7 @@ Error inspect(std::string path) {
   }
   if (rt::isSafeTensorsPath(path))
     return inspectSafeTensors(path);
-  return inspectText(path);
+  return inspectTokens(path);
 }
 
 } // namespace

@@ -47,6 +47,14 @@ cl::SubCommand &zbc::importHFCommand() {
   return command;
 }
 
+cl::SubCommand &zbc::exportHFCommand() {
+  static cl::SubCommand command(
+      "export-hf", "Write what a run of an imported model saved (--save "
+                   "output or checkpoint) as a Hugging Face checkpoint: "
+                   "config.json and model.safetensors");
+  return command;
+}
+
 cl::SubCommand &zbc::profileCommand() {
   static cl::SubCommand command(
       "profile", "Measure each stage's F, B and W on this machine's backend "

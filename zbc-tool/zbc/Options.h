@@ -19,6 +19,7 @@ llvm::cl::SubCommand &runCommand();      // run: RunCommand.cpp
 llvm::cl::SubCommand &profileCommand();  // run: ProfileCommand.cpp
 llvm::cl::SubCommand &inspectCommand();  // run: InspectCommand.cpp
 llvm::cl::SubCommand &importHFCommand(); // run: ImportHFCommand.cpp
+llvm::cl::SubCommand &exportHFCommand(); // run: ExportHFCommand.cpp
 int runScheduleCommand();
 int runVerifyCommand();
 int runCompileCommand();
@@ -26,6 +27,7 @@ int runRunCommand();
 int runProfileCommand();
 int runInspectCommand();
 int runImportHFCommand();
+int runExportHFCommand();
 } // namespace zbc
 
 #endif // ZBC_TOOL_OPTIONS_H

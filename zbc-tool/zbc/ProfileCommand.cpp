@@ -57,6 +57,10 @@ cl::opt<std::string> stepsOpt("steps",
                               cl::value_desc("R"), cl::init("10"), PROFILE);
 cl::opt<std::string> dataOpt("data", cl::desc("Data for the ranks (--data)"),
                              cl::value_desc("FILE"), PROFILE);
+cl::opt<std::string> dataDtypeOpt("data-dtype",
+                                  cl::desc("The ids of a .bin --data file "
+                                           "(the ranks' --data-dtype)"),
+                                  cl::value_desc("T"), PROFILE);
 cl::opt<std::string> outputFile("o", cl::desc("The cost file (default "
                                               "costs.json)"),
                                 cl::value_desc("FILE"), cl::init("costs.json"),
@@ -121,6 +125,8 @@ Error profile() {
                                    recorded,  "--quiet"};
   if (!dataOpt.empty())
     argv.insert(argv.end(), {"--data", dataOpt});
+  if (!dataDtypeOpt.empty())
+    argv.insert(argv.end(), {"--data-dtype", dataDtypeOpt});
   std::string statusDir = request.dir + "/status";
   sys::fs::create_directories(statusDir);
   argv.insert(argv.end(), {"--status-dir", statusDir});

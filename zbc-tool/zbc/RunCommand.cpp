@@ -30,7 +30,7 @@
 #include "zbc/runtime/DataFile.h"
 #include "zbc/runtime/Files.h"
 #include "zbc/runtime/HuggingFaceCheckpoint.h"
-#include "zbc/runtime/TextData.h"
+#include "zbc/runtime/TokenData.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -55,7 +55,7 @@ namespace {
 /// An option every rank receives as given (the rank executables parse it;
 /// see DIR/rank0 --help).
 struct RankOption {
-  enum Kind { Count, Real, Path, Seed } kind;
+  enum Kind { Count, Real, Path, Seed, BinTokens } kind;
   cl::opt<std::string> opt;
   RankOption(const char *flag, Kind kind, const char *desc, const char *value)
       : kind(kind), opt(StringRef(flag), cl::desc(desc), cl::value_desc(value),
@@ -67,12 +67,17 @@ RankOption stepsOpt("steps", RankOption::Count, "Training steps (default 1)",
 RankOption seedOpt("seed", RankOption::Seed,
                    "Seed of the parameters and the data order", "S");
 RankOption dataOpt("data", RankOption::Path,
-                   "Train on FILE: a .safetensors file of samples, or any "
-                   "other file as text (bytes are tokens)",
+                   "Train on FILE: a .safetensors file of samples, a token "
+                   "stream (.npy; .bin of uint16), or any other file as text "
+                   "(bytes are tokens)",
                    "FILE");
+RankOption dataDtypeOpt("data-dtype", RankOption::BinTokens,
+                        "The ids of a .bin --data file: uint16 (default) or "
+                        "uint32",
+                        "T");
 RankOption evalEveryOpt("eval-every", RankOption::Count,
                         "Print the held-out loss every K steps and at the "
-                        "end (text data)",
+                        "end (token streams)",
                         "K");
 RankOption lrOpt("lr", RankOption::Real, "Learning rate", "X");
 RankOption weightDecayOpt("weight-decay", RankOption::Real, "Weight decay",
@@ -120,7 +125,7 @@ RankOption saveInitOpt("save-init", RankOption::Path,
                        "Write the parameters before the first step", "DIR");
 
 RankOption *const kRankOptions[] = {
-    &stepsOpt,     &seedOpt,       &dataOpt,           &evalEveryOpt,
+    &stepsOpt,     &seedOpt,       &dataOpt,  &dataDtypeOpt, &evalEveryOpt,
     &lrOpt,        &weightDecayOpt, &momentumOpt,      &beta1Opt,
     &beta2Opt,     &epsOpt,        &clipNormOpt,       &warmupOpt,
     &decayStepsOpt, &minLrOpt,     &checkpointEveryOpt, &checkpointDirOpt,
@@ -172,6 +177,11 @@ Expected<std::vector<std::string>> rankArguments(const Request &request) {
     case RankOption::Path:
       if (value.empty())
         return fail(flag + " needs a path");
+      break;
+    case RankOption::BinTokens:
+      if (rt::TokenType type; !rt::parseBinTokenType(value, type))
+        return fail(flag + " needs uint16 or uint32 (the ids of a .bin "
+                    "file), got '" + value + "'");
       break;
     }
     args.push_back(flag);
@@ -257,10 +267,11 @@ Error checkRankOptions(const std::string &dir,
 Error checkData(const Compiled &compiled) {
   std::string path = dataOpt.opt;
   bool evaluates = evalEveryOpt.opt.getNumOccurrences() > 0;
-  if (path.empty() || rt::isSafeTensorsPath(path)) {
+  rt::DataFormat format = rt::dataFormatOf(path);
+  if (path.empty() || format == rt::DataFormat::SafeTensors) {
     if (evaluates)
-      return fail("--eval-every needs text data: --data FILE, whose last "
-                  "tenth is held out");
+      return fail("--eval-every needs a token stream: --data FILE (text, "
+                  ".npy or .bin), whose last tenth is held out");
     if (path.empty() || compiled.dataKeys.empty())
       return Error::success();
     rt::TensorFile file;
@@ -274,11 +285,18 @@ Error checkData(const Compiled &compiled) {
     return Error::success();
   }
   int64_t sequence = 0;
+  int64_t vocabulary = std::numeric_limits<int64_t>::max();
   for (const rt::DataKey &key : compiled.dataKeys)
-    if (std::string e = rt::checkTextKey(key, sequence); !e.empty())
-      return fail("'" + path + "' as text: " + e);
-  rt::TextCorpus corpus;
-  if (std::string e = rt::loadTextCorpus(path, sequence, corpus); !e.empty())
+    if (std::string e = rt::checkTokenKey(key, format, sequence, vocabulary);
+        !e.empty())
+      return fail("'" + path + "': " + e);
+  rt::TokenType binTokens = rt::TokenType::U16;
+  if (dataDtypeOpt.opt.getNumOccurrences())
+    rt::parseBinTokenType(dataDtypeOpt.opt, binTokens); // checked before
+  rt::TokenCorpus corpus;
+  if (std::string e = rt::loadTokenCorpus(path, binTokens, sequence,
+                                          vocabulary, corpus);
+      !e.empty())
     return fail(e);
   return Error::success();
 }

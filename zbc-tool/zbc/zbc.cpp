@@ -14,6 +14,8 @@
 //                           (InspectCommand.cpp)
 //   zbc import-hf DIR       a Hugging Face config.json as zb IR
 //                           (ImportHFCommand.cpp)
+//   zbc export-hf DIR       saved weights as a Hugging Face checkpoint
+//                           (ExportHFCommand.cpp)
 //
 // Errors name the place (file:line:col for IR), and every failure exits 1.
 //
@@ -210,6 +212,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(zbcCategory, zbc::runCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::inspectCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::importHFCommand());
+  cl::HideUnrelatedOptions(zbcCategory, zbc::exportHFCommand());
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -253,6 +256,8 @@ int main(int argc, char **argv) {
     return zbc::runInspectCommand();
   if (zbc::importHFCommand())
     return zbc::runImportHFCommand();
+  if (zbc::exportHFCommand())
+    return zbc::runExportHFCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

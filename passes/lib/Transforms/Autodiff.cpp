@@ -355,7 +355,8 @@ void ZBAutodiffPass::runOnOperation() {
   SmallVector<ModelOp> models(getOperation().getOps<ModelOp>());
   for (ModelOp model : models) {
     OpBuilder b(model);
-    auto pipeline = PipelineOp::create(b, model.getLoc(), model.getSymName());
+    auto pipeline = PipelineOp::create(b, model.getLoc(), model.getSymNameAttr(),
+                                      model.getHfConfigAttr());
     b.setInsertionPointToStart(&pipeline.getBody().emplaceBlock());
     SmallVector<StageSlice> slices = sliceStages(model);
     for (StageSlice &slice : slices) {

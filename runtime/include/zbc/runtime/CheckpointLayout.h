@@ -23,6 +23,16 @@
 
 namespace zbc::rt {
 
+/// The names of a parameter's optimizer state in a checkpoint file,
+/// PyTorch's: NAME.SUFFIX for each suffix of the optimizer ("sgd":
+/// momentum_buffer; "adamw": exp_avg, exp_avg_sq), beside NAME itself.
+inline std::vector<std::string>
+optimizerStateSuffixes(const std::string &optimizer) {
+  if (optimizer == "adamw")
+    return {"exp_avg", "exp_avg_sq"};
+  return {"momentum_buffer"};
+}
+
 inline std::string checkpointDirectory(const std::string &root,
                                        int64_t stepsDone) {
   return root + "/step-" + std::to_string(stepsDone);

@@ -32,9 +32,13 @@ using TensorFile = std::map<std::string, StoredTensor>;
 std::string writeSafeTensors(const std::string &path, const TensorFile &tensors,
                              const std::map<std::string, std::string> &metadata = {});
 
-/// Reads `path`; returns an error message (naming the file and what is
-/// wrong) or "".
-std::string readSafeTensors(const std::string &path, TensorFile &tensors);
+/// The string entries of a file's "__metadata__" (others are skipped).
+using SafeTensorsMetadata = std::map<std::string, std::string>;
+
+/// Reads `path` (and, if asked, its metadata); returns an error message
+/// (naming the file and what is wrong) or "".
+std::string readSafeTensors(const std::string &path, TensorFile &tensors,
+                            SafeTensorsMetadata *metadata = nullptr);
 
 /// One tensor of a file's header: its dtype, shape and bytes [begin, end)
 /// of the file (offsets from the file's start, checked against its size).
@@ -48,13 +52,15 @@ struct TensorLocation {
 /// readSafeTensors checks it: every tensor's bytes lie inside the file and
 /// match its dtype and shape. Returns an error message or "".
 std::string readSafeTensorsHeader(const std::string &path,
-                                  std::map<std::string, TensorLocation> &tensors);
+                                  std::map<std::string, TensorLocation> &tensors,
+                                  SafeTensorsMetadata *metadata = nullptr);
 
 /// The file's bytes, both ways; `path` only names it in errors.
 std::string encodeSafeTensors(const TensorFile &tensors,
                               const std::map<std::string, std::string> &metadata = {});
 std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
-                              TensorFile &tensors);
+                              TensorFile &tensors,
+                              SafeTensorsMetadata *metadata = nullptr);
 
 /// All of `path`'s bytes; an error message or "".
 std::string readFileBytes(const std::string &path, std::string &bytes);

@@ -213,6 +213,10 @@ typedef struct zbc_rt_program {
   const zbc_rt_tied *tied; /* every tied parameter of the pipeline */
   int32_t tied_count;
   const int32_t *tied_ranks;
+  /* The Hugging Face config.json the model was imported from, or "":
+   * --save and checkpoints write it as the metadata "hf_config", for
+   * `zbc export-hf`. */
+  const char *hf_config;
 } zbc_rt_program;
 
 typedef zbc_rt_status (*zbc_rt_phase_fn)(zbc_rt_rank *rank);

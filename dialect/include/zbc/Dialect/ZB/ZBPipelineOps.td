@@ -19,6 +19,9 @@ def ZB_PipelineOp : ZB_Op<"pipeline", [IsolatedFromAbove, Symbol, SingleBlock,
     `0..S-1` in order. Stage `k` sends `out.i` to stage `k+1`, which receives
     it as `in.i`; gradients flow back as `d_in.i` of stage `k+1`, received by
     stage `k` as `d_out.i`. The verifier checks that the types agree.
+    `hf_config` is the model's (zb.model), carried to the rank programs,
+    which write it into what they save, so that `zbc export-hf` can write a
+    Hugging Face checkpoint from the saved weights alone.
 
     ```mlir
     zb.pipeline @mlp {
@@ -27,7 +30,8 @@ def ZB_PipelineOp : ZB_Op<"pipeline", [IsolatedFromAbove, Symbol, SingleBlock,
     }
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name);
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       OptionalAttr<StrAttr>:$hf_config);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
