@@ -20,7 +20,9 @@ q/k/v biases stored in bf16; a GPT-2, whose head is always tied):
      them loads it with load_state_dict(strict=True)), F32, with metadata
      format "pt", a config naming the architecture, model_type and
      torch_dtype;
-  4. every exported tensor must equal PyTorch's own training of the same
+  4. the first step's loss (before any update: the checkpoint's weights)
+     must equal PyTorch's to 1e-5 relative, and every exported tensor must
+     equal PyTorch's own training of the same
      model (test/torch/llama_semantics.py's independent Llama, a GPT-2
      written here from transformers' modeling_gpt2) from the same weights
      on the same windows (Note [Token data]'s order, ported below) with
@@ -278,13 +280,15 @@ def write_checkpoint(hf, state, layout, dtype):
 
 
 def torch_training(name, config, state, stream):
-    """PyTorch's own 3 AdamW steps from `state` on the ranks' windows."""
+    """PyTorch's own 3 AdamW steps from `state` on the ranks' windows: the
+    weights after them, and each step's loss (before its update)."""
     params = {k: v.clone().requires_grad_(True) for k, v in state.items()}
     optimizer = torch.optim.AdamW(params.values(), lr=LR, betas=(0.9, 0.999),
                                   eps=EPS, weight_decay=WEIGHT_DECAY)
     c = None if name == "gpt2" else hf_init.semantics_config(config)
     ids = torch.tensor(stream, dtype=torch.int64)
     positions = torch.arange(SEQ).expand(BATCH, SEQ)
+    losses = []
     for step in range(STEPS):
         optimizer.zero_grad()
         total = 0
@@ -297,8 +301,9 @@ def torch_training(name, config, state, stream):
                                          targets, None))
             total = total + loss
         (total / MICROBATCHES).backward()
+        losses.append(total.item() / MICROBATCHES)
         optimizer.step()
-    return {k: v.detach() for k, v in params.items()}
+    return {k: v.detach() for k, v in params.items()}, losses
 
 
 def strict_load(state, exported):
@@ -354,12 +359,18 @@ def main():
         if ids_dtype == numpy.uint32 and ext == ".bin":
             data += ["--data-dtype", "uint32"]
         saved = os.path.join(work, "saved")
+        report = os.path.join(work, "report")
         checkpoints = os.path.join(work, "checkpoints")
         said = run([os.path.join(out, "launch.sh"), "--init", hf, *data,
                     "--steps", str(STEPS), "--lr", str(LR), "--eps", str(EPS),
                     "--weight-decay", str(WEIGHT_DECAY), "--save", saved,
                     "--checkpoint-every", str(STEPS), "--checkpoint-dir",
-                    checkpoints])
+                    checkpoints, "--report", report])
+        zbc_losses = next(
+            r["losses"] for r in (json.load(open(os.path.join(report, f)))
+                                  for f in sorted(os.listdir(report))
+                                  if f.endswith(".json"))
+            if r.get("losses"))
         data_line = next(l for l in said.splitlines() if l.startswith("data:"))
 
         exported = os.path.join(work, "exported")
@@ -381,7 +392,16 @@ def main():
                      f"{set(dtypes.values())}: want format 'pt' and F32")
         strict_load(state, got)
 
-        want = torch_training(name, config, state, stream_ids)
+        want, torch_losses = torch_training(name, config, state, stream_ids)
+        # The first step's loss is computed before any update: the
+        # checkpoint's weights on the stream's first windows.
+        first_error = abs(zbc_losses[0] - torch_losses[0]) / torch_losses[0]
+        print(f"{name}: losses {', '.join(f'{l:.6f}' for l in zbc_losses)} "
+              f"(PyTorch: {', '.join(f'{l:.6f}' for l in torch_losses)}); "
+              f"the first differs by {first_error:.1e}", flush=True)
+        if not first_error <= 1e-5:
+            sys.exit(f"FAILED: {name}: the first step's loss differs from "
+                     f"PyTorch's by {first_error:.1e} (tolerance 1e-5)")
         worst, where = 0.0, ""
         for key, tensor in want.items():
             error = ((got[key] - tensor).abs().max() /
