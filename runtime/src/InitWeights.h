@@ -38,8 +38,20 @@ namespace zbc::rt {
 /// the file) or "".
 std::string checkInitialWeights(zbc_rt_rank *rank, const std::string &path);
 
+/// What one rank's load read, for --report: the tensors and their bytes
+/// in the checkpoint, the files it mapped, and the bytes of file pages the
+/// rank touched while loading (the growth of its file-backed resident set,
+/// /proc/self/status RssFile: an outside measure of what the mapping read;
+/// -1 where the kernel does not say).
+struct InitialWeightsRead {
+  int64_t tensors = 0, bytes = 0, files = 0;
+  int64_t filePagesTouched = -1;
+  double seconds = 0; // the load, start to end (start-up measures it)
+};
+
 /// Loads this rank's parameters from `path`; returns what failed or "".
-std::string loadInitialWeights(zbc_rt_rank *rank, const std::string &path);
+std::string loadInitialWeights(zbc_rt_rank *rank, const std::string &path,
+                               InitialWeightsRead &read);
 
 } // namespace zbc::rt
 

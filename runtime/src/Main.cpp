@@ -275,6 +275,12 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
   for (auto [steps, loss] : log.evals)
     evals += fmt::format("{}[{}, {}]", evals.empty() ? "" : ", ", steps,
                          jsonNumber(loss));
+  std::string init = "null";
+  if (log.init)
+    init = fmt::format("{{\"tensors\": {}, \"bytes\": {}, \"files\": {}, "
+                       "\"file_pages_touched_bytes\": {}, \"seconds\": {}}}",
+                       log.init->tensors, log.init->bytes, log.init->files,
+                       log.init->filePagesTouched, jsonNumber(log.init->seconds));
   std::string losses;
   for (double loss : log.losses)
     losses += fmt::format("{}{}", losses.empty() ? "" : ", ",
@@ -283,14 +289,14 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
       "{{\"rank\": {}, \"steps\": {}, \"first_step\": {}, "
       "\"measured_peak_bytes\": {}, \"predicted_peak_bytes\": {}, "
       "\"arena_bytes\": {}, \"seconds\": {}, \"losses\": [{}], "
-      "\"evals\": [{}], \"unigram_entropy\": {}, "
+      "\"evals\": [{}], \"unigram_entropy\": {}, \"init\": {}, "
       "\"allocations_in_steps\": {}, \"device_allocations_in_steps\": {}, "
       "\"device\": \"{}\", \"profile\": {{\"step_seconds\": "
       "{}, \"kernel_seconds\": {}, \"comm_seconds\": {}, "
       "\"optimizer_seconds\": {}, \"computes\": [{}]}}}}\n",
       p.rank, rank->options.steps, log.firstStep, rank->ledger.peak(),
       p.peak_bytes, p.arena_bytes, jsonNumber(log.seconds), losses, evals,
-      jsonNumber(log.entropy),
+      jsonNumber(log.entropy), init,
       log.allocations, log.deviceAllocations, rank->device->name(),
       jsonNumber(profile.stepSeconds), jsonNumber(profile.kernelSeconds),
       jsonNumber(profile.commSeconds), jsonNumber(profile.optimizerSeconds),

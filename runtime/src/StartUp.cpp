@@ -245,8 +245,13 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   error = initParams(rank);
   if (error.empty() && !resume.dir.empty())
     error = loadCheckpoint(rank, resume);
-  else if (error.empty() && !o.initPath.empty())
-    error = loadInitialWeights(rank, o.initPath);
+  else if (error.empty() && !o.initPath.empty()) {
+    double start = Profile::now();
+    InitialWeightsRead read;
+    error = loadInitialWeights(rank, o.initPath, read);
+    read.seconds = Profile::now() - start;
+    log.init = read;
+  }
   if (!error.empty()) {
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, error);
     rank->watchdog.status("failed: " + error + "\n");

@@ -8,10 +8,13 @@
 #ifndef ZBC_RUNTIME_STARTUP_H
 #define ZBC_RUNTIME_STARTUP_H
 
+#include "InitWeights.h"
+
 #include "zbc/runtime/zbc_runtime.h"
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace zbc::rt {
@@ -21,6 +24,7 @@ struct StartedRun {
   int64_t firstStep = 0;   // a resumed run's: its checkpoint's step
   int64_t evalBatches = 0; // held-out batches, the same on every rank
   double entropy = std::numeric_limits<double>::quiet_NaN(); // of text data
+  std::optional<InitialWeightsRead> init; // with --init: what the load read
 };
 
 /// MPI, the checks, the arena, the checkpoint, the data, the parameters

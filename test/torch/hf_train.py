@@ -366,11 +366,23 @@ def main():
                     "--weight-decay", str(WEIGHT_DECAY), "--save", saved,
                     "--checkpoint-every", str(STEPS), "--checkpoint-dir",
                     checkpoints, "--report", report])
-        zbc_losses = next(
-            r["losses"] for r in (json.load(open(os.path.join(report, f)))
-                                  for f in sorted(os.listdir(report))
-                                  if f.endswith(".json"))
-            if r.get("losses"))
+        reports = [json.load(open(os.path.join(report, f)))
+                   for f in sorted(os.listdir(report)) if f.endswith(".json")]
+        zbc_losses = next(r["losses"] for r in reports if r.get("losses"))
+        # Each rank read its own tensors: together the checkpoint once, and
+        # the tied embedding once more (on the first and the last rank).
+        stored = sum(t.numel() * (2 if dtype == "BF16" else 4)
+                     for t in state.values())
+        tied = (config.get("tie_word_embeddings", False) or name == "gpt2")
+        embedding = "transformer.wte.weight" if name == "gpt2" else \
+            "model.embed_tokens.weight"
+        want_read = stored + (state[embedding].numel() *
+                              (2 if dtype == "BF16" else 4) if tied else 0)
+        read = [r["init"]["bytes"] for r in reports]
+        if sum(read) != want_read or max(read) >= stored:
+            sys.exit(f"FAILED: {name}: the ranks read {read} bytes of the "
+                     f"checkpoint's {stored} (want {want_read} in all, each "
+                     f"rank its share)")
         data_line = next(l for l in said.splitlines() if l.startswith("data:"))
 
         exported = os.path.join(work, "exported")
