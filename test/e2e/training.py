@@ -372,20 +372,6 @@ def profile(args):
     work = os.path.join(args.work, "profile")
     shutil.rmtree(work, ignore_errors=True)
     source = _model(args, work, "gpt", 2)
-    stream = [(i * 7) % 256 for i in range(2000)]
-    out_of_range = os.path.join(work, "out-of-range.npy")
-    write_npy(out_of_range, "<i8", stream[:1234] + [256] + stream[1235:])
-    floats = os.path.join(work, "floats.npy")
-    write_npy(floats, "<f4", stream)
-    matrix = os.path.join(work, "matrix.npy")
-    write_npy(matrix, "<u2", stream, "(20, 100)")
-    empty_bin = os.path.join(work, "empty.bin")
-    open(empty_bin, "w").close()
-    short_bin = os.path.join(work, "short.bin")
-    with open(short_bin, "wb") as f:
-        f.write(struct.pack("<40H", *stream[:40]))
-    tokens = os.path.join(work, "tokens.npy")
-    write_npy(tokens, "<u2", stream)
     costs = os.path.join(work, "costs.json")
     run([zbc, "profile", source, "--stages", "2", "--steps", "3", "--data",
          TEXT, "-o", costs])

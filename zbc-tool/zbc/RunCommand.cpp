@@ -125,12 +125,12 @@ RankOption saveInitOpt("save-init", RankOption::Path,
                        "Write the parameters before the first step", "DIR");
 
 RankOption *const kRankOptions[] = {
-    &stepsOpt,     &seedOpt,       &dataOpt,  &dataDtypeOpt, &evalEveryOpt,
-    &lrOpt,        &weightDecayOpt, &momentumOpt,      &beta1Opt,
-    &beta2Opt,     &epsOpt,        &clipNormOpt,       &warmupOpt,
-    &decayStepsOpt, &minLrOpt,     &checkpointEveryOpt, &checkpointDirOpt,
-    &resumeOpt,    &initOpt,       &timeoutOpt,        &saveOpt,
-    &saveInitOpt};
+    &stepsOpt,        &seedOpt,         &dataOpt,       &dataDtypeOpt,
+    &evalEveryOpt,    &lrOpt,           &weightDecayOpt, &momentumOpt,
+    &beta1Opt,        &beta2Opt,        &epsOpt,        &clipNormOpt,
+    &warmupOpt,       &decayStepsOpt,   &minLrOpt,      &checkpointEveryOpt,
+    &checkpointDirOpt, &resumeOpt,      &initOpt,       &timeoutOpt,
+    &saveOpt,         &saveInitOpt};
 
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
