@@ -1,9 +1,10 @@
-//===- ProgramTable.cpp - a zb.program's compute order as a table ---------===//
+//===- ProgramTable.cpp - zb.program and the schedule library, both ways ---===//
 
 #include "zbc/Analysis/ProgramTable.h"
 
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
@@ -189,4 +190,140 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
     }
   }
   return model;
+}
+
+ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
+                                   const sched::ScheduleTable &table,
+                                   StringRef name, StringRef schedule,
+                                   StringRef optimizer) {
+  OpBuilder b(pipeline.getContext());
+  b.setInsertionPointAfter(pipeline);
+  Location loc = pipeline.getLoc();
+  SmallVector<int64_t> placement(table.rankOfStage.begin(),
+                                 table.rankOfStage.end());
+  auto program = ProgramOp::create(
+      b, loc, b.getStringAttr(name), b.getI64IntegerAttr(table.microbatches),
+      b.getDenseI64ArrayAttr(placement),
+      /*memory_limit=*/IntegerAttr(), b.getStringAttr(optimizer));
+  program->setAttr("pipeline",
+                   FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
+  program->setAttr("schedule", b.getStringAttr(schedule));
+  b.setInsertionPointToStart(&program.getBody().emplaceBlock());
+  int numStages = table.numStages();
+  auto index = [&](const sched::ProductRef &d) {
+    return sched::productIndex(d, numStages, table.microbatches);
+  };
+  for (auto [rank, actions] : llvm::enumerate(table.ranks)) {
+    auto rankOp = RankOp::create(b, loc, rank);
+    OpBuilder rb = OpBuilder::atBlockEnd(&rankOp.getBody().emplaceBlock());
+    // The token of each product made on this rank (Dependences.h).
+    llvm::DenseMap<int64_t, Value> made;
+    for (const sched::Action &a : actions) {
+      SmallVector<Value> deps;
+      sched::forEachDependence(a, numStages, [&](const sched::ProductRef &d) {
+        if (Value token = made.lookup(index(d)))
+          deps.push_back(token);
+      });
+      auto compute = ComputeOp::create(rb, loc, toComputeKind(a.kind), a.stage,
+                                       a.microbatch, deps);
+      if (std::optional<sched::ProductRef> d = sched::productOf(a))
+        made[index(*d)] = compute.getDone();
+    }
+  }
+  return program;
+}
+
+namespace {
+Payload toPayload(sched::Payload payload) {
+  return payload == sched::Payload::Act ? Payload::Act : Payload::Grad;
+}
+} // namespace
+
+void zbc::writeRankBodies(ProgramOp program, const ProgramModel &model) {
+  MLIRContext *context = program.getContext();
+  Type token = TokenType::get(context);
+  for (auto [r, rankOp] :
+       llvm::enumerate(program.getBody().front().getOps<RankOp>())) {
+    // The computes' locations, in order, before the body goes.
+    SmallVector<Location> computeLocs;
+    for (ComputeOp compute : rankOp.getBody().front().getOps<ComputeOp>())
+      computeLocs.push_back(compute.getLoc());
+    Block &body = rankOp.getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      op.erase();
+
+    const std::vector<sched::ProgramOp> &ops = model.program.ranks[r].ops;
+    std::vector<Value> tokenOf(ops.size());
+    // A transfer is placed for the compute after it (a recv) or before it
+    // (a send); its location is that compute's.
+    std::vector<Location> locOf(ops.size(), program.getLoc());
+    {
+      size_t c = 0;
+      Location last = program.getLoc();
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].what == sched::OpClass::Compute)
+          locOf[i] = last = c < computeLocs.size() ? computeLocs[c++] : last;
+        else
+          locOf[i] = ops[i].what == sched::OpClass::Send ||
+                             c >= computeLocs.size()
+                         ? last
+                         : computeLocs[c];
+    }
+    OpBuilder b = OpBuilder::atBlockEnd(&body);
+    auto deps = [&](const sched::ProgramOp &op) {
+      SmallVector<Value> values;
+      for (int d : op.deps)
+        values.push_back(tokenOf[d]);
+      return values;
+    };
+    auto transfer = [&](OpBuilder &builder, size_t i) -> Value {
+      const sched::ProgramOp &op = ops[i];
+      auto payload = PayloadAttr::get(context, toPayload(op.payload));
+      Type type = model.types.lookup(op.type);
+      IntegerAttr stream =
+          op.stream >= 0 ? builder.getI64IntegerAttr(op.stream) : IntegerAttr();
+      SmallVector<Value> after = deps(op);
+      if (op.what == sched::OpClass::Send)
+        return SendOp::create(builder, locOf[i], token, payload,
+                              builder.getI64IntegerAttr(op.stage),
+                              builder.getI64IntegerAttr(op.microbatch),
+                              builder.getI64IntegerAttr(op.peer),
+                              builder.getStringAttr(op.key),
+                              TypeAttr::get(type), stream, after)
+            .getDone();
+      return RecvOp::create(builder, locOf[i], token, payload,
+                            builder.getI64IntegerAttr(op.stage),
+                            builder.getI64IntegerAttr(op.microbatch),
+                            builder.getI64IntegerAttr(op.peer),
+                            builder.getStringAttr(op.key), TypeAttr::get(type),
+                            stream, after)
+          .getDone();
+    };
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const sched::ProgramOp &op = ops[i];
+      if (op.group >= 0)
+        continue; // built with its group
+      switch (op.what) {
+      case sched::OpClass::Compute:
+        tokenOf[i] = ComputeOp::create(b, locOf[i], toComputeKind(op.kind),
+                                       op.stage, op.microbatch, deps(op))
+                         .getDone();
+        break;
+      case sched::OpClass::Send:
+      case sched::OpClass::Recv:
+        tokenOf[i] = transfer(b, i);
+        break;
+      case sched::OpClass::Group: {
+        Location loc = locOf[op.members.front()];
+        auto group = GroupOp::create(b, loc, token, deps(op));
+        OpBuilder inner =
+            OpBuilder::atBlockEnd(&group.getBody().emplaceBlock());
+        for (int m : op.members)
+          tokenOf[m] = transfer(inner, m);
+        tokenOf[i] = group.getDone();
+        break;
+      }
+      }
+    }
+  }
 }

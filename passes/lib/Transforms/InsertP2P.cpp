@@ -3,8 +3,8 @@
 // The IR side of insertTransfers (passes/lib/Schedule/InsertTransfers.cpp,
 // which decides every place): reads a compute-only zb.program with its
 // pipeline's messages into a sched::Program, inserts the transfers, and
-// rewrites each rank's body in the new order. Computes keep their
-// locations; a transfer takes the location of the compute it serves.
+// rewrites each rank's body in the new order (writeRankBodies,
+// ProgramTable.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,10 +35,6 @@ struct ZBInsertP2PPass final : zbc::impl::ZBInsertP2PPassBase<ZBInsertP2PPass> {
   LogicalResult insert(ProgramOp program);
 };
 
-Payload toPayload(sched::Payload payload) {
-  return payload == sched::Payload::Act ? Payload::Act : Payload::Grad;
-}
-
 } // namespace
 
 LogicalResult ZBInsertP2PPass::insert(ProgramOp program) {
@@ -57,92 +53,11 @@ LogicalResult ZBInsertP2PPass::insert(ProgramOp program) {
   if (llvm::Error error = insertTransfers(model.program))
     return program.emitOpError(llvm::toString(std::move(error)));
 
-  MLIRContext *context = program.getContext();
-  Type token = TokenType::get(context);
-  for (auto [r, rankOp] : llvm::enumerate(program.getBody().front().getOps<RankOp>())) {
-    // The computes' locations, in order, before the body goes.
-    SmallVector<Location> computeLocs;
-    for (ComputeOp compute : rankOp.getBody().front().getOps<ComputeOp>())
-      computeLocs.push_back(compute.getLoc());
-    Block &body = rankOp.getBody().front();
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-      op.erase();
-
-    const std::vector<sched::ProgramOp> &ops = model.program.ranks[r].ops;
-    std::vector<Value> tokenOf(ops.size());
-    // A transfer is placed for the compute after it (a recv) or before it
-    // (a send); its location is that compute's.
-    std::vector<Location> locOf(ops.size(), program.getLoc());
-    {
-      int c = 0;
-      Location last = program.getLoc();
-      for (size_t i = 0; i < ops.size(); ++i)
-        if (ops[i].what == sched::OpClass::Compute)
-          locOf[i] = last = computeLocs[c++];
-        else
-          locOf[i] = ops[i].what == sched::OpClass::Send || c >= static_cast<int>(computeLocs.size())
-                         ? last
-                         : computeLocs[c];
-    }
-    OpBuilder b = OpBuilder::atBlockEnd(&body);
-    auto deps = [&](const sched::ProgramOp &op) {
-      SmallVector<Value> values;
-      for (int d : op.deps)
-        values.push_back(tokenOf[d]);
-      return values;
-    };
-    auto transfer = [&](OpBuilder &builder, size_t i) -> Value {
-      const sched::ProgramOp &op = ops[i];
-      auto payload = PayloadAttr::get(context, toPayload(op.payload));
-      Type type = model.types.lookup(op.type);
-      IntegerAttr stream =
-          op.stream >= 0 ? builder.getI64IntegerAttr(op.stream) : IntegerAttr();
-      SmallVector<Value> after = deps(op);
-      if (op.what == sched::OpClass::Send) {
-        ++numSends;
-        return SendOp::create(builder, locOf[i], token, payload,
-                              builder.getI64IntegerAttr(op.stage),
-                              builder.getI64IntegerAttr(op.microbatch),
-                              builder.getI64IntegerAttr(op.peer),
-                              builder.getStringAttr(op.key), TypeAttr::get(type),
-                              stream, after)
-            .getDone();
-      }
-      return RecvOp::create(builder, locOf[i], token, payload,
-                            builder.getI64IntegerAttr(op.stage),
-                            builder.getI64IntegerAttr(op.microbatch),
-                            builder.getI64IntegerAttr(op.peer),
-                            builder.getStringAttr(op.key), TypeAttr::get(type),
-                            stream, after)
-          .getDone();
-    };
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const sched::ProgramOp &op = ops[i];
-      if (op.group >= 0)
-        continue; // built with its group
-      switch (op.what) {
-      case sched::OpClass::Compute:
-        tokenOf[i] = ComputeOp::create(b, locOf[i], toComputeKind(op.kind),
-                                       op.stage, op.microbatch, deps(op))
-                         .getDone();
-        break;
-      case sched::OpClass::Send:
-      case sched::OpClass::Recv:
-        tokenOf[i] = transfer(b, i);
-        break;
-      case sched::OpClass::Group: {
-        ++numGroups;
-        Location loc = locOf[op.members.front()];
-        auto group = GroupOp::create(b, loc, token, deps(op));
-        OpBuilder inner = OpBuilder::atBlockEnd(&group.getBody().emplaceBlock());
-        for (int m : op.members)
-          tokenOf[m] = transfer(inner, m);
-        tokenOf[i] = group.getDone();
-        break;
-      }
-      }
-    }
-  }
+  writeRankBodies(program, model);
+  program.walk([&](Operation *op) {
+    numSends += isa<SendOp>(op);
+    numGroups += isa<GroupOp>(op);
+  });
   return success();
 }
 

@@ -237,45 +237,11 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
     emitRemark(pipeline.getLoc()) << text;
   }
 
-  // The program: one rank per table row, computes in order, same-rank deps.
-  OpBuilder b(pipeline.getContext());
-  b.setInsertionPointAfter(pipeline);
-  Location loc = pipeline.getLoc();
-  SmallVector<int64_t> placement(built->table.rankOfStage.begin(),
-                                 built->table.rankOfStage.end());
   // @<pipeline>_<schedule>, with the schedule's dashes made underscores so
   // the symbol needs no quotes.
   std::string name = (pipeline.getSymName() + "_" + kind).str();
   std::replace(name.begin(), name.end(), '-', '_');
-  auto program = ProgramOp::create(
-      b, loc, b.getStringAttr(name),
-      b.getI64IntegerAttr(microbatches), b.getDenseI64ArrayAttr(placement),
-      /*memory_limit=*/IntegerAttr(), b.getStringAttr(optimizer));
-  program->setAttr("pipeline", FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
-  program->setAttr("schedule", b.getStringAttr(kind));
-  b.setInsertionPointToStart(&program.getBody().emplaceBlock());
-  for (auto [rank, actions] : llvm::enumerate(built->table.ranks)) {
-    auto rankOp = RankOp::create(b, loc, rank);
-    OpBuilder rb = OpBuilder::atBlockEnd(&rankOp.getBody().emplaceBlock());
-    // The token of each product made on this rank (Dependences.h); a
-    // product of another rank is zb-insert-p2p's to bring.
-    llvm::DenseMap<int64_t, Value> made;
-    int numStages = built->table.numStages();
-    auto index = [&](const sched::ProductRef &d) {
-      return sched::productIndex(d, numStages, built->table.microbatches);
-    };
-    for (const sched::Action &a : actions) {
-      SmallVector<Value> deps;
-      sched::forEachDependence(a, numStages, [&](const sched::ProductRef &d) {
-        if (Value token = made.lookup(index(d)))
-          deps.push_back(token);
-      });
-      int s = a.stage, j = a.microbatch;
-      auto compute = ComputeOp::create(rb, loc, toComputeKind(a.kind), s, j, deps);
-      if (std::optional<sched::ProductRef> d = sched::productOf(a))
-        made[index(*d)] = compute.getDone();
-    }
-  }
+  buildComputeProgram(pipeline, built->table, name, kind, optimizer);
   return success();
 }
 

@@ -1,11 +1,13 @@
 //===- ProgramTable.h - a zb.program's compute order as a table --*- C++ -*-===//
 //
 // The bridge between the schedule level of the IR and the schedule library,
-// in both directions of the F/B/W kind: `zb-schedule` turns a ScheduleTable
-// into a zb.program, and this reads a program's zb.compute ops back into a
-// ScheduleTable, so the library's checks (ScheduleTable::verify, simulate)
-// run on hand-written programs too (`zbc check`); and the whole program,
-// transfers and groups included, into a sched::Program for the proof
+// both ways. Into the IR: a ScheduleTable as a compute-only zb.program
+// (`zb-schedule`, and `zbc compile --schedule-file` for a compute-only CSV),
+// and a sched::Program, transfers and groups included, as each rank's body
+// (`zb-insert-p2p`, and a compute+comms CSV). Out of it: a program's
+// zb.compute ops as a ScheduleTable, so the library's checks
+// (ScheduleTable::verify, simulate) run on hand-written programs too (`zbc
+// check`); and the whole program as a sched::Program for the proof
 // (Program.h, zb-verify-schedule).
 //
 //===----------------------------------------------------------------------===//
@@ -48,6 +50,24 @@ ProgramModel modelOfProgram(zb::ProgramOp program, zb::PipelineOp pipeline);
 
 /// The zb.pipeline a program names in its `pipeline` attribute, or null.
 zb::PipelineOp pipelineOfProgram(zb::ProgramOp program);
+
+/// A compute-only zb.program of `table` for `pipeline`, built after it: one
+/// zb.rank per row, the computes in order, each waiting for the products
+/// its rank made that it needs (Dependences.h; a product of another rank is
+/// zb-insert-p2p's to bring). `schedule` names where the order came from (a
+/// registered schedule, a file), `optimizer` the update the ranks run.
+zb::ProgramOp buildComputeProgram(zb::PipelineOp pipeline,
+                                  const sched::ScheduleTable &table,
+                                  llvm::StringRef name,
+                                  llvm::StringRef schedule,
+                                  llvm::StringRef optimizer);
+
+/// Rewrites each rank's body of `program` as `model.program` orders it:
+/// its computes (the same, in the same order: they keep their locations),
+/// sends, recvs and groups, with their dependences as tokens; a transfer
+/// takes the location of the compute it serves. `model.types` gives the
+/// IR type of each message type.
+void writeRankBodies(zb::ProgramOp program, const ProgramModel &model);
 
 } // namespace zbc
 
