@@ -35,6 +35,10 @@ Modes (one ctest test each, see test/CMakeLists.txt):
                   orphans or hangs; every cut the partitioner can make
                   (test/e2e/failures.py).
   cuda-*          the CUDA backend where no GPU is (test/e2e/backends.py).
+  schedule-files  schedules of one's own: a compute-only CSV, a
+                  compute+comms CSV in the user's transfer order and a
+                  hand-written zb.program, p in {2, 4}, against the
+                  reference (test/e2e/schedule_files.py).
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse
@@ -54,6 +58,7 @@ from zbc_models import gpt, llama, mlp, schedules  # noqa: E402
 from zbc_e2e import EXAMPLES, expect_failure, fresh_dir, run  # noqa: E402
 import backends  # noqa: E402
 import failures  # noqa: E402
+import schedule_files  # noqa: E402
 import training  # noqa: E402
 
 
@@ -284,7 +289,7 @@ def main():
                  lambda a: every_schedule(a, ("llama", "llama-tied")),
              "loss-falls": loss_falls,
              "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES,
-             **failures.MODES, **backends.MODES}
+             **failures.MODES, **backends.MODES, **schedule_files.MODES}
     parser.add_argument("mode", choices=sorted(modes))
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)

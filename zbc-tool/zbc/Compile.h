@@ -8,6 +8,8 @@
 #ifndef ZBC_TOOL_COMPILE_H
 #define ZBC_TOOL_COMPILE_H
 
+#include "ScheduleFile.h"
+
 #include "zbc/Schedule/Simulator.h"
 #include "zbc/runtime/DataFile.h"
 
@@ -32,7 +34,11 @@ struct Request {
   /// (the job's batch is replicas x microbatches).
   int64_t replicas = 1;
   std::optional<int64_t> memLimit;
+  /// `schedule`: a registered schedule's name, or a schedule file's name.
   std::string schedule, optimizer, dir;
+  /// --schedule-file (or a model file that holds its zb.program): where
+  /// the order comes from instead of the registry (ScheduleFile.h).
+  std::optional<ScheduleFile> scheduleFile;
   /// Which runtime the rank programs link: "cpu" (OpenBLAS, MPI) or
   /// "cuda" (a GPU per rank, NCCL; built where nvcc and NCCL were found).
   std::string backend = "cpu";
@@ -51,6 +57,9 @@ struct Compiled {
   /// (Note [Rank budget], RankBudget.h).
   std::optional<double> activationBudget;
   double makespan = 0, bubbleRate = 0;
+  /// Where the order came from: "" for a registered schedule, else the
+  /// file and its format ("PyTorch CSV, compute+comms 'x.csv'").
+  std::string scheduleSource;
   Timings seconds;
   /// The schedule and the costs it was built with (the picture's).
   std::optional<sched::Problem> problem;

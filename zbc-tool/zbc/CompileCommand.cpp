@@ -3,6 +3,8 @@
 //   zbc compile MODEL.mlir --ranks P --microbatches M --schedule NAME
 //       [--virtual V] [--mem-limit BYTES] [--cost-file F]
 //       [--optimizer sgd|adamw] -o DIR
+//   zbc compile MODEL.mlir --schedule-file FILE [the same but --schedule]
+//       (a PyTorch schedule CSV or a zb.program: ScheduleFile.h)
 //   zbc run MODEL.mlir [the same] --steps N [--seed S] [--save D]
 //       [--save-init D] [--data FILE] [-o DIR]
 //
@@ -42,6 +44,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -76,6 +79,14 @@ cl::opt<std::string> scheduleOpt("schedule",
                                           "--list); default zb-h1"),
                                  cl::value_desc("name"), cl::init("zb-h1"),
                                  BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> scheduleFileOpt(
+    "schedule-file",
+    cl::desc("The schedule in FILE instead of a registered one: a PyTorch "
+             "schedule CSV (compute only: the transfers are inserted; "
+             "compute+comms: its transfer order is kept and proven) or a "
+             ".mlir holding a zb.program. The file gives the ranks and "
+             "microbatches"),
+    cl::value_desc("FILE"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> virtualOpt(
     "virtual", cl::desc("Stages per rank for interleaved schedules"),
     cl::value_desc("V"), BOTH, cl::cat(zbcCategory));
@@ -123,32 +134,96 @@ double secondsSince(std::chrono::steady_clock::time_point begin) {
 
 } // namespace
 
+/// The schedule file the run takes its order from: --schedule-file, or the
+/// model file itself when it holds a zb.program; none otherwise.
+Expected<std::optional<ScheduleFile>> scheduleFileOfRequest() {
+  std::string path = scheduleFileOpt;
+  if (!path.empty()) {
+    if (scheduleOpt.getNumOccurrences())
+      return fail("--schedule and --schedule-file both name the schedule: "
+                  "give one");
+    if (virtualOpt.getNumOccurrences())
+      return fail("--virtual: the schedule file '" + path + "' places the "
+                  "stages itself");
+  } else {
+    // A model file with its program (an earlier compile's program.mlir, a
+    // hand-written one): the order is the file's, not --schedule's.
+    ErrorOr<std::unique_ptr<MemoryBuffer>> text =
+        MemoryBuffer::getFile(inputFile);
+    if (!text || !StringRef(inputFile).ends_with(".mlir") ||
+        !(*text)->getBuffer().contains("zb.program"))
+      return std::optional<ScheduleFile>();
+    if (scheduleOpt.getNumOccurrences())
+      return fail("'" + inputFile + "' holds its zb.program, which is the "
+                  "schedule: --schedule names another");
+    path = inputFile;
+  }
+  Expected<ScheduleFile> file = readScheduleFile(path);
+  if (!file)
+    return file.takeError();
+  return std::optional<ScheduleFile>(std::move(*file));
+}
+
+/// --ranks or --microbatches as given, or the schedule file's `fromFile`
+/// when not given; given, they must agree with the file.
+Expected<int64_t> countOption(cl::opt<std::string> &option, StringRef flag,
+                              int64_t max,
+                              const std::optional<ScheduleFile> &file,
+                              int64_t fromFile, StringRef what) {
+  if (!option.getNumOccurrences()) {
+    if (!file)
+      return fail("--ranks and --microbatches are required (or "
+                  "--schedule-file, whose file gives them)");
+    return fromFile;
+  }
+  Expected<int64_t> n = parseInteger(flag, option, 1, max);
+  if (n && file && *n != fromFile)
+    return fail(formatv("{0} {1} contradicts the schedule file '{2}', which "
+                        "has {3} {4}",
+                        flag, *n, file->path, fromFile, what));
+  return n;
+}
+
 Expected<Request> zbc::readRequest(bool outputRequired) {
   Request request;
-  if (!ranksOpt.getNumOccurrences() || !microbatchesOpt.getNumOccurrences())
-    return fail("--ranks and --microbatches are required");
-  Expected<int64_t> ranks =
-      parseInteger("--ranks", ranksOpt, 1, limits::kMaxRanks);
-  if (!ranks)
-    return ranks.takeError();
-  Expected<int64_t> microbatches = parseInteger(
-      "--microbatches", microbatchesOpt, 1, limits::kMaxMicrobatches);
-  if (!microbatches)
-    return microbatches.takeError();
-  request.ranks = *ranks;
-  request.microbatches = *microbatches;
+  Expected<std::optional<ScheduleFile>> file = scheduleFileOfRequest();
+  if (!file)
+    return file.takeError();
+  request.scheduleFile = std::move(*file);
+  const std::optional<ScheduleFile> &schedule = request.scheduleFile;
+  int64_t replicas = 1;
   if (dataParallelOpt.getNumOccurrences()) {
     Expected<int64_t> d = parseInteger("--data-parallel", dataParallelOpt, 1,
                                        limits::kMaxRanks);
     if (!d)
       return d.takeError();
-    if (*microbatches % *d)
+    replicas = *d;
+  }
+  Expected<int64_t> ranks =
+      countOption(ranksOpt, "--ranks", limits::kMaxRanks, schedule,
+                  schedule ? schedule->ranks : 0,
+                  schedule && schedule->format == ScheduleFile::Format::CSV
+                      ? "ranks (rows)"
+                      : "ranks");
+  if (!ranks)
+    return ranks.takeError();
+  // --microbatches is the whole batch; the file's are one replica's.
+  Expected<int64_t> microbatches = countOption(
+      microbatchesOpt, "--microbatches", limits::kMaxMicrobatches, schedule,
+      schedule ? schedule->microbatches * replicas : 0,
+      replicas > 1 ? "microbatches over all replicas" : "microbatches");
+  if (!microbatches)
+    return microbatches.takeError();
+  request.ranks = *ranks;
+  request.microbatches = *microbatches;
+  if (replicas > 1) {
+    if (*microbatches % replicas)
       return fail(formatv("--data-parallel {0} does not divide the batch of "
                           "{1} microbatches (each replica takes the same "
                           "share)",
-                          *d, *microbatches));
-    request.replicas = *d;
-    request.microbatches = *microbatches / *d;
+                          replicas, *microbatches));
+    request.replicas = replicas;
+    request.microbatches = *microbatches / replicas;
   }
   if (virtualOpt.getNumOccurrences()) {
     Expected<int64_t> v = parseInteger("--virtual", virtualOpt, 1, limits::kMaxStages);
@@ -165,23 +240,38 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
   }
   request.input = inputFile;
   request.costFile = costFileOpt;
-  request.schedule = scheduleOpt;
-  const sched::ScheduleInfo *info = sched::lookupSchedule(request.schedule);
-  if (!info) {
-    std::string names;
-    for (const sched::ScheduleInfo &s : sched::registeredSchedules())
-      names += std::string(names.empty() ? "" : ", ") + s.name;
-    return fail("unknown schedule '" + request.schedule + "'; registered: " + names);
-  }
-  Expected<std::optional<int64_t>> perRank =
-      sched::stagesPerRank(*info, request.virtualStages);
-  if (!perRank)
-    return perRank.takeError();
-  request.virtualStages = *perRank;
   request.optimizer = optimizerOpt;
   if (request.optimizer != "sgd" && request.optimizer != "adamw")
     return fail("--optimizer must be 'sgd' or 'adamw', got '" +
                 request.optimizer + "'");
+  if (schedule) {
+    request.schedule = sys::path::filename(schedule->path).str();
+    // A program names its optimizer (the state the proof counts).
+    if (schedule->optimizer) {
+      if (optimizerOpt.getNumOccurrences() &&
+          *schedule->optimizer != request.optimizer)
+        return fail(formatv("--optimizer {0} contradicts the schedule file "
+                            "'{1}', whose zb.program is for {2}",
+                            request.optimizer, schedule->path,
+                            *schedule->optimizer));
+      request.optimizer = *schedule->optimizer;
+    }
+  } else {
+    request.schedule = scheduleOpt;
+    const sched::ScheduleInfo *info = sched::lookupSchedule(request.schedule);
+    if (!info) {
+      std::string names;
+      for (const sched::ScheduleInfo &s : sched::registeredSchedules())
+        names += std::string(names.empty() ? "" : ", ") + s.name;
+      return fail("unknown schedule '" + request.schedule +
+                  "'; registered: " + names);
+    }
+    Expected<std::optional<int64_t>> perRank =
+        sched::stagesPerRank(*info, request.virtualStages);
+    if (!perRank)
+      return perRank.takeError();
+    request.virtualStages = *perRank;
+  }
   request.backend = backendOpt;
   if (request.backend != "cpu" && request.backend != "cuda")
     return fail("--backend must be 'cpu' or 'cuda', got '" + request.backend +
@@ -268,13 +358,17 @@ Error writeFile(const std::string &path,
 Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   MLIRContext *context = module.getContext();
   Compiled result;
+  std::optional<ScheduleFile> file = request.scheduleFile;
   if (!module.getOps<zb::ModelOp>().empty()) {
-    // A model without cuts is cut into as many stages as the ranks hold.
+    // A model without cuts is cut into as many stages as the ranks hold (a
+    // schedule file: as it places).
     int64_t cuts = 0;
     module.walk([&](zb::CutOp) { ++cuts; });
     PassManager pm(context);
     BackwardPipelineOptions options;
-    options.stages = cuts ? 0 : request.ranks * request.virtualStages.value_or(1);
+    options.stages = cuts   ? 0
+                     : file ? file->stages
+                            : request.ranks * request.virtualStages.value_or(1);
     buildBackwardPipeline(pm, options);
     if (failed(runTimed(pm, module, result.seconds.passes)))
       return fail("the model did not split (the error is above)");
@@ -287,7 +381,26 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   zb::PipelineOp pipeline = pipelines.front();
   int64_t stages = std::distance(pipeline.getBody().front().getOps<zb::StageOp>().begin(),
                                  pipeline.getBody().front().getOps<zb::StageOp>().end());
-  if (module.getOps<zb::ProgramOp>().empty()) {
+  if (file) {
+    if (stages != file->stages)
+      return fail(formatv("'{0}' has {1} stages; the schedule file '{2}' "
+                          "places {3}: cut the model into {3} stages, or give "
+                          "it no zb.cut and zbc cuts it",
+                          request.input, stages, file->path, file->stages));
+    if (module.getOps<zb::ProgramOp>().empty()) {
+      if (Error e = addScheduleProgram(module, pipeline, *file,
+                                       request.optimizer))
+        return std::move(e);
+    } else {
+      // The model file's own program: named by its file, with the run's
+      // optimizer (readRequest checked that they agree).
+      zb::ProgramOp program = *module.getOps<zb::ProgramOp>().begin();
+      OpBuilder b(context);
+      program->setAttr("schedule", b.getStringAttr(request.schedule));
+      program.setOptimizerAttr(b.getStringAttr(request.optimizer));
+    }
+    result.scheduleSource = file->formatName() + " '" + file->path + "'";
+  } else if (module.getOps<zb::ProgramOp>().empty()) {
     // An interleaved schedule without --virtual gives each rank an equal
     // share of the model's stages.
     int64_t perRank = request.virtualStages.value_or(
@@ -408,6 +521,10 @@ Error writeReport(const Request &request, const Compiled &c) {
     j.object([&] {
       j.attribute("model", c.model);
       j.attribute("schedule", request.schedule);
+      if (request.scheduleFile) {
+        j.attribute("schedule_file", request.scheduleFile->path);
+        j.attribute("schedule_format", request.scheduleFile->formatName());
+      }
       j.attribute("ranks", c.ranks);
       j.attribute("stages", c.stages);
       j.attribute("microbatches", request.microbatches);
@@ -522,7 +639,10 @@ Expected<Compiled> zbc::compile(const Request &request) {
 
   outs() << formatv("zbc: compiled {0} for {1} ranks under {2} ({3} "
                     "microbatches, {4})\n",
-                    compiled->model, compiled->ranks, request.schedule,
+                    compiled->model, compiled->ranks,
+                    compiled->scheduleSource.empty()
+                        ? request.schedule
+                        : "the schedule of " + compiled->scheduleSource,
                     request.microbatches, request.optimizer);
   if (request.replicas > 1)
     outs() << formatv("  {0} data-parallel replicas: {1} processes, each "

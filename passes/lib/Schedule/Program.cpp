@@ -4,6 +4,8 @@
 
 #include "zbc/Schedule/TorchCSV.h"
 
+#include <cassert>
+
 using namespace zbc::sched;
 
 const char *zbc::sched::payloadName(Payload payload) {
@@ -54,6 +56,65 @@ void zbc::sched::setOneMessagePerBoundary(Program &program) {
     if (s > 0)
       program.gradMessages[s] = {{"d_in.0", ""}};
   }
+}
+
+std::vector<std::vector<int>>
+zbc::sched::expandBoundaryTransfers(Program &program) {
+  std::vector<std::vector<int>> origins;
+  for (RankProgram &rank : program.ranks) {
+    std::vector<ProgramOp> ops;
+    std::vector<int> &origin = origins.emplace_back();
+    std::vector<int> moved(rank.ops.size(), -1); // old index -> new, or -1
+    auto remap = [&](const std::vector<int> &deps) {
+      std::vector<int> out;
+      for (int d : deps)
+        if (moved[d] >= 0)
+          out.push_back(moved[d]);
+      return out;
+    };
+    for (size_t i = 0; i < rank.ops.size(); ++i) {
+      ProgramOp op = rank.ops[i];
+      assert(op.what != OpClass::Group && op.group < 0 &&
+             "expandBoundaryTransfers takes a program without groups");
+      op.deps = remap(op.deps);
+      if (op.what == OpClass::Compute) {
+        moved[i] = static_cast<int>(ops.size());
+        ops.push_back(std::move(op));
+        origin.push_back(static_cast<int>(i));
+        continue;
+      }
+      const std::vector<Message> &messages =
+          program.messages(op.payload, op.stage);
+      if (messages.empty())
+        continue;
+      moved[i] = static_cast<int>(ops.size());
+      if (messages.size() == 1) {
+        op.key = messages[0].key;
+        op.type = messages[0].type;
+        ops.push_back(std::move(op));
+        origin.push_back(static_cast<int>(i));
+        continue;
+      }
+      ProgramOp group;
+      group.what = OpClass::Group;
+      group.deps = op.deps;
+      int head = static_cast<int>(ops.size());
+      ops.push_back(std::move(group));
+      origin.push_back(static_cast<int>(i));
+      for (const Message &message : messages) {
+        ProgramOp member = op;
+        member.deps.clear();
+        member.key = message.key;
+        member.type = message.type;
+        member.group = head;
+        ops[head].members.push_back(static_cast<int>(ops.size()));
+        ops.push_back(std::move(member));
+        origin.push_back(static_cast<int>(i));
+      }
+    }
+    rank.ops = std::move(ops);
+  }
+  return origins;
 }
 
 Program zbc::sched::programOfTable(const ScheduleTable &table) {

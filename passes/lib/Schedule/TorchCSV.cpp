@@ -422,6 +422,7 @@ zbc::sched::parseCSVProgram(llvm::StringRef text, int ranks, int numStages,
   setOneMessagePerBoundary(program);
   program.ranks.resize(ranks);
   out.cells.resize(ranks);
+  out.positions.resize(ranks);
   for (const auto &[cell, where] : *cells)
     out.hasComms |= cell.what == Cell::Send || cell.what == Cell::Recv;
 
@@ -471,6 +472,7 @@ zbc::sched::parseCSVProgram(llvm::StringRef text, int ranks, int numStages,
     }
     ops.push_back(std::move(op));
     out.cells[r].push_back(where.str());
+    out.positions[r].push_back({where.line, where.cell});
   }
   return std::move(out);
 }

@@ -116,6 +116,18 @@ struct Program {
 /// untyped: the messages of a program without a model (a CSV, a table).
 void setOneMessagePerBoundary(Program &program);
 
+/// Makes a program whose transfers each name a boundary (read from a
+/// compute+comms CSV, with setOneMessagePerBoundary's messages) carry the
+/// boundaries' real messages, once `actMessages` and `gradMessages` hold
+/// them (from a model): a transfer of a boundary with one message takes its
+/// key and type; of several, becomes a group of one transfer per message,
+/// issued and completed as one, as PyTorch sends a stage's outputs
+/// together; of none (a stage that sends no input gradient: Note [No
+/// gradient upstream]) it goes, and the dependences on it with it. The
+/// program must have no groups yet; dependences are renumbered. Returns,
+/// per rank and new op, the index of the op it came from.
+std::vector<std::vector<int>> expandBoundaryTransfers(Program &program);
+
 /// The compute-only program of `table` (its notation kept), with one
 /// message per boundary.
 Program programOfTable(const ScheduleTable &table);

@@ -58,10 +58,12 @@ llvm::Expected<ScheduleTable> parseCSV(llvm::StringRef text, int ranks,
 /// waits PyTorch's runtime has (a compute waits for the recvs its rank posted
 /// of what it needs, a send for the compute that made its data). `cells`
 /// names, per rank and op, the cell it came from ("line 2 (rank 1), cell 4
-/// '1RECV_F0'"), for messages.
+/// '1RECV_F0'"), for messages, and `positions` its line and cell (1-based),
+/// for locations in the file.
 struct CSVProgram {
   Program program;
   std::vector<std::vector<std::string>> cells;
+  std::vector<std::vector<std::pair<int, int>>> positions;
   bool hasComms = false;
 };
 llvm::Expected<CSVProgram> parseCSVProgram(llvm::StringRef text, int ranks,
