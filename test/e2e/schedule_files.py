@@ -19,8 +19,14 @@
                   then one step on the ranks: every parameter equals
                   zbc-reference's single-process step to 1e-5 relative,
                   and the banner and report.json name the file and its
-                  format.
+                  format. Then every CSV that PyTorch itself wrote
+                  (test/zbc/Inputs/torch: 1F1B, interleaved 1F1B, ZB1P,
+                  ZBV, DualPipeV and the V-shaped test schedule, both
+                  formats; the placement read from the cells) compiles
+                  onto a model of its stage count and trains as the
+                  reference does.
 """
+import glob
 import json
 import os
 import re
@@ -28,7 +34,7 @@ import shutil
 import sys
 
 from zbc_e2e import fresh_dir, run
-from zbc_models import gpt
+from zbc_models import gpt, mlp
 
 STAGES = 4
 # AdamW's eps: its first update is lr * g / (|g| + eps), which carries a
@@ -143,9 +149,58 @@ def handwritten_program(p, m):
     return "\n".join(text) + "\n"
 
 
-def schedule_files(args):
+TORCH_CSVS = os.path.join(os.path.dirname(__file__), "..", "zbc", "Inputs",
+                          "torch")
+
+
+def stages_of(csv_text):
+    """One past the largest stage a CSV's cells name."""
+    return 1 + max(int(m.group(1)) for m in re.finditer(
+        r"(?:^|[,;(])(\d+)(?:F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)\d+",
+        csv_text, re.M))
+
+
+def train_against_reference(args, case, model_text, schedule, options=()):
+    """Compiles `schedule` (a file) onto the model, one step on the ranks,
+    the reference's step; returns the banner and the reference's summary."""
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
+    work = os.path.dirname(schedule)
+    model = os.path.join(work, "model.mlir")
+    with open(model, "w") as f:
+        f.write(model_text)
+    out = os.path.join(work, "out")
+    said = run([zbc, "compile", model, "--schedule-file", schedule, "-o",
+                out]).stdout
+    saved = os.path.join(work, "saved")
+    run([os.path.join(out, "launch.sh"), "--steps", "1", "--quiet", "--save",
+         saved, *options])
+    result = run([reference, os.path.join(out, "program.mlir"), "--steps",
+                  "1", "--compare", saved, *options])
+    summary = result.stdout.strip().splitlines()[-1]
+    if not re.search(r" 0 over tolerance", summary):
+        sys.exit(f"FAILED: {case}: {summary}")
+    return said.splitlines()[0], summary, out
+
+
+def torch_csvs(args):
+    for path in sorted(glob.glob(os.path.join(TORCH_CSVS, "*.csv"))):
+        name = os.path.basename(path)
+        work = fresh_dir(args.work, "torch-" + os.path.splitext(name)[0])
+        schedule = os.path.join(work, name)
+        shutil.copy(path, schedule)
+        with open(path) as f:
+            stages = stages_of(f.read())
+        model_text = (gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages)
+                      if stages > 2 else mlp(stages))
+        banner, summary, _ = train_against_reference(
+            args, name, model_text, schedule)
+        print(f"ok {name} (PyTorch's): {banner.split(' under ')[1]}; "
+              f"{summary}", flush=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def schedule_files(args):
     for p in (2, 4):
         m = 2 * p
         rows = compute_order(p, m)
@@ -158,16 +213,12 @@ def schedule_files(args):
         for name, text, format_name, options in cases:
             case = f"{os.path.splitext(name)[0]}-p{p}"
             work = fresh_dir(args.work, case)
-            model = os.path.join(work, "gpt.mlir")
-            with open(model, "w") as f:
-                f.write(gpt(os.path.join(args.bin, "zbc-dsl-gpt"), STAGES))
             schedule = os.path.join(work, name)
             with open(schedule, "w") as f:
                 f.write(text)
-            out = os.path.join(work, "out")
-            said = run([zbc, "compile", model, "--schedule-file", schedule,
-                        "-o", out]).stdout
-            banner = said.splitlines()[0]
+            banner, summary, out = train_against_reference(
+                args, case, gpt(os.path.join(args.bin, "zbc-dsl-gpt"), STAGES),
+                schedule, options)
             want = (f"under the schedule of {format_name} '{schedule}' "
                     f"({m} microbatches, "
                     f"{'adamw' if name.endswith('.mlir') else 'sgd'})")
@@ -180,17 +231,10 @@ def schedule_files(args):
                     report["schedule_format"] != format_name or
                     report["ranks"] != p or report["microbatches"] != m):
                 sys.exit(f"FAILED: {case}: report.json says {report}")
-            saved = os.path.join(work, "saved")
-            run([os.path.join(out, "launch.sh"), "--steps", "1", "--quiet",
-                 "--save", saved, *options])
-            result = run([reference, os.path.join(out, "program.mlir"),
-                          "--steps", "1", "--compare", saved, *options])
-            summary = result.stdout.strip().splitlines()[-1]
-            if not re.search(r" 0 over tolerance", summary):
-                sys.exit(f"FAILED: {case}: {summary}")
             print(f"ok {case}: {banner.split(' under ')[1]}; {summary}",
                   flush=True)
             shutil.rmtree(work, ignore_errors=True)
+    torch_csvs(args)
 
 
 MODES = {"schedule-files": schedule_files}
