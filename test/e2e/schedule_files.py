@@ -18,8 +18,8 @@
                       AdamW its attributes name;
                   then one step on the ranks: every parameter equals
                   zbc-reference's single-process step to 1e-5 relative,
-                  and the banner and report.json name the file and its
-                  format. Then every CSV that PyTorch itself wrote
+                  and the banner, report.json and schedule.svg name the
+                  file and its format. Then every CSV that PyTorch itself wrote
                   (test/zbc/Inputs/torch: 1F1B, interleaved 1F1B, ZB1P,
                   ZBV, DualPipeV and the V-shaped test schedule, both
                   formats; the placement read from the cells) compiles
@@ -231,6 +231,11 @@ def schedule_files(args):
                     report["schedule_format"] != format_name or
                     report["ranks"] != p or report["microbatches"] != m):
                 sys.exit(f"FAILED: {case}: report.json says {report}")
+            with open(os.path.join(out, "schedule.svg")) as f:
+                picture = f.read()
+            if f"{format_name} '{schedule}': {p} ranks" not in picture:
+                sys.exit(f"FAILED: {case}: schedule.svg's caption does not "
+                         f"name {format_name} '{schedule}'")
             print(f"ok {case}: {banner.split(' under ')[1]}; {summary}",
                   flush=True)
             shutil.rmtree(work, ignore_errors=True)

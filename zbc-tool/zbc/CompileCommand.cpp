@@ -508,7 +508,10 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
     result.problem = *problem;
     result.table = table;
     if (Error e = writeFile(request.dir + "/schedule.svg", [&](raw_ostream &os) {
-          sched::writeSVG(*problem, table, *sim, os);
+          sched::writeSVG(*problem, table, *sim, os,
+                          result.scheduleSource.empty()
+                              ? request.schedule
+                              : result.scheduleSource);
         }))
       return std::move(e);
   }

@@ -403,7 +403,10 @@ void printSummary(const std::string &dir, const Compiled &compiled,
       writeMeasuredTrace(*run, trace);
     raw_fd_ostream svg(dir + "/timeline.svg", ec);
     if (!ec && compiled.problem)
-      sched::writeSVG(*compiled.problem, compiled.table, run->lastStep, svg);
+      sched::writeSVG(*compiled.problem, compiled.table, run->lastStep, svg,
+                      compiled.scheduleSource.empty()
+                          ? "measured"
+                          : "measured, " + compiled.scheduleSource);
     outs() << formatv("  bubble rate {0:F4} measured (mean of {1} steps), "
                       "{2:F4} predicted\n",
                       run->bubbleRate, run->stepsUsed, compiled.bubbleRate);

@@ -228,7 +228,8 @@ static std::string px(double x) {
 }
 
 void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
-                          const SimResult &sim, llvm::raw_ostream &os) {
+                          const SimResult &sim, llvm::raw_ostream &os,
+                          llvm::StringRef title) {
   (void)problem;
   // Layout in pixels: rank labels left of the plot, then one row per rank,
   // the time axis and the legend below.
@@ -256,7 +257,11 @@ void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
      << "\" height=\"" << px(height) << "\" viewBox=\"0 0 " << px(width) << " "
      << px(height) << "\" font-family=\"Helvetica, Arial, sans-serif\" "
      << "style=\"background:#ffffff\">\n";
-  os << "<text x=\"" << px(left) << "\" y=\"22\" font-size=\"14\">" << numRanks
+  os << "<text x=\"" << px(left) << "\" y=\"22\" font-size=\"14\">";
+  for (char c : title) // a file's path may hold XML's special characters
+    os << (c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;"
+                                                        : std::string(1, c));
+  os << (title.empty() ? "" : ": ") << numRanks
      << " ranks, " << table.numStages() << " stages, " << table.microbatches
      << " microbatches: makespan " << formatAmount(sim.makespan) << ", bubble rate "
      << llvm::format("%.2f", 100 * sim.bubbleRate) << "%</text>\n";

@@ -32,8 +32,11 @@ void writeTable(const Problem &problem, const ScheduleTable &table,
 void writeJSON(const Problem &problem, const ScheduleTable &table,
                const SimResult &sim, llvm::raw_ostream &os,
                llvm::StringRef memLimitOrigin = {});
+/// `title`, when given, heads the picture's caption (the schedule's name
+/// or the file it came from).
 void writeSVG(const Problem &problem, const ScheduleTable &table,
-              const SimResult &sim, llvm::raw_ostream &os);
+              const SimResult &sim, llvm::raw_ostream &os,
+              llvm::StringRef title = {});
 void writeChromeTrace(const Problem &problem, const ScheduleTable &table,
                       const SimResult &sim, llvm::raw_ostream &os);
 } // namespace zbc::sched
