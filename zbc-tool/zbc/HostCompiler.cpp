@@ -3,7 +3,8 @@
 // The compiler, include and library paths are the ones this build of zbc
 // was configured with (ZBC_HOST_CXX, ZBC_RUNTIME_INCLUDE_DIR,
 // ZBC_RUNTIME_LIBRARY_DIR, ZBC_RUNTIME_LINK_FLAGS from zbc-tool/zbc's
-// CMakeLists.txt); $ZBC_CXX overrides the compiler.
+// CMakeLists.txt), or for an installed zbc its prefix's include and lib;
+// $ZBC_CXX overrides the compiler.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,12 +39,35 @@ std::string hostCompiler() {
   return ZBC_HOST_CXX;
 }
 
+/// Where the runtime's headers and libraries are: in the prefix zbc is
+/// installed in (PREFIX/bin/zbc: PREFIX/include, PREFIX/lib, as `cmake
+/// --install` lays them out), else in the trees it was built from.
+struct RuntimeDirs {
+  std::string include, lib;
+};
+RuntimeDirs runtimeDirs() {
+  static int anchor;
+  std::string self = sys::fs::getMainExecutable(nullptr, &anchor);
+  SmallString<256> prefix(sys::path::parent_path(sys::path::parent_path(self)));
+  SmallString<256> include(prefix), lib(prefix), header, archive;
+  sys::path::append(include, "include");
+  sys::path::append(lib, "lib");
+  header = include;
+  sys::path::append(header, "zbc", "runtime", "zbc_runtime.h");
+  archive = lib;
+  sys::path::append(archive, "libzbc_runtime.a");
+  if (!self.empty() && sys::fs::exists(header) && sys::fs::exists(archive))
+    return {include.str().str(), lib.str().str()};
+  return {ZBC_RUNTIME_INCLUDE_DIR, ZBC_RUNTIME_LIBRARY_DIR};
+}
+
 /// The command that builds rank `rank` of `dir` against `backend`.
 std::vector<std::string> compileCommand(StringRef dir, int rank,
                                         StringRef backend) {
-  std::string lib = ZBC_RUNTIME_LIBRARY_DIR;
+  RuntimeDirs runtime = runtimeDirs();
+  const std::string &lib = runtime.lib;
   std::vector<std::string> args = {
-      hostCompiler(), "-std=c++17", "-O2", "-I" ZBC_RUNTIME_INCLUDE_DIR,
+      hostCompiler(), "-std=c++17", "-O2", "-I" + runtime.include,
       formatv("{0}/src/rank{1}.cpp", dir, rank).str(), "-o",
       formatv("{0}/rank{1}", dir, rank).str()};
   bool cuda = backend == "cuda";
