@@ -24,6 +24,7 @@
 #include "Input.h"
 #include "Numbers.h"
 #include "Options.h"
+#include "SchedulePlugins.h"
 #include "SplitReport.h"
 #include "Summary.h"
 
@@ -238,6 +239,10 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (llvm::Error e = zbc::loadSchedulePlugins()) {
+    llvm::errs() << "zbc: error: " << llvm::toString(std::move(e)) << "\n";
+    return 1;
+  }
   if (checkCommand)
     return runCheck();
   if (splitCommand)

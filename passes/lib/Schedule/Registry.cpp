@@ -16,8 +16,9 @@
 
 using namespace zbc::sched;
 
-const std::vector<ScheduleInfo> &zbc::sched::registeredSchedules() {
-  static const std::vector<ScheduleInfo> schedules = {
+namespace {
+std::vector<ScheduleInfo> &mutableRegistry() {
+  static std::vector<ScheduleInfo> schedules = {
       {"1f1b", "one forward, one fused backward (PipeDream-Flush)",
        "Narayanan et al., PipeDream-2BW / Megatron-LM, 2021",
        "(p-1)(F+B+W)", "p M_B", Placement::Linear, false, buildOneFOneB},
@@ -73,6 +74,26 @@ const std::vector<ScheduleInfo> &zbc::sched::registeredSchedules() {
        Placement::V, false, buildZBV, zbvDefaultMemLimit, "2p chunk M_B"},
   };
   return schedules;
+}
+} // namespace
+
+const std::vector<ScheduleInfo> &zbc::sched::registeredSchedules() {
+  return mutableRegistry();
+}
+
+llvm::Error zbc::sched::registerSchedule(ScheduleInfo info) {
+  if (!info.name || !*info.name)
+    return fail("a schedule needs a name");
+  if (lookupSchedule(info.name))
+    return fail("schedule '" + llvm::Twine(info.name) +
+                "' is registered already");
+  std::vector<ScheduleInfo> &schedules = mutableRegistry();
+  auto at = std::lower_bound(schedules.begin(), schedules.end(), info,
+                             [](const ScheduleInfo &a, const ScheduleInfo &b) {
+                               return llvm::StringRef(a.name) < b.name;
+                             });
+  schedules.insert(at, std::move(info));
+  return llvm::Error::success();
 }
 
 const ScheduleInfo *zbc::sched::lookupSchedule(llvm::StringRef name) {

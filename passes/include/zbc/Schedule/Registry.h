@@ -59,10 +59,18 @@ struct ScheduleInfo {
 llvm::Expected<std::optional<int64_t>>
 stagesPerRank(const ScheduleInfo &info, std::optional<int64_t> requested);
 
-/// All registered schedules, sorted by name.
+/// All registered schedules, sorted by name: zbc's own and those added by
+/// registerSchedule.
 const std::vector<ScheduleInfo> &registeredSchedules();
 /// The schedule called `name`, or null.
 const ScheduleInfo *lookupSchedule(llvm::StringRef name);
+
+/// Adds a schedule of one's own (zbc/DSL/Schedule.h writes them; a plugin
+/// registers them when zbc loads it). Its strings must outlive the process
+/// (string literals, or registerSchedule's copies in ScheduleDSL.cpp).
+/// Registration happens before schedules are looked up: it invalidates
+/// pointers lookupSchedule returned. A name already registered is an error.
+llvm::Error registerSchedule(ScheduleInfo info);
 
 struct BuiltSchedule {
   /// The problem as built: its memory limit resolved (never unset), so the
