@@ -19,8 +19,12 @@
                   then one step on the ranks: every parameter equals
                   zbc-reference's single-process step to 1e-5 relative,
                   and the banner, report.json and schedule.svg name the
-                  file and its format. Then every CSV that PyTorch itself wrote
-                  (test/zbc/Inputs/torch: 1F1B, interleaved 1F1B, ZB1P,
+                  file and its format. PyTorch's newer actions:
+                  DualPipeV as zbc writes it (OVERLAP_F_B cells), with a
+                  REDUCE_GRAD cell per rank, in both formats (the
+                  compute+comms one with each overlap's recvs before it
+                  and sends after it). Then every CSV that PyTorch itself
+                  wrote (test/zbc/Inputs/torch: 1F1B, interleaved 1F1B, ZB1P,
                   ZBV, DualPipeV and the V-shaped test schedule, both
                   formats; the placement read from the cells) compiles
                   onto a model of its stage count and trains as the
@@ -200,7 +204,69 @@ def torch_csvs(args):
         shutil.rmtree(work, ignore_errors=True)
 
 
+KIND_OF = {"F": "F", "I": "I", "W": "W", "B": "BW"}
+
+
+def comms_from_compute_csv(text, rank_of):
+    """A compute-only CSV's rows with the transfers added around each cell:
+    the recvs of every compute in it before it, the sends after it (an
+    OVERLAP_F_B cell is one cell); other cells (REDUCE_GRAD) as they are."""
+    stages = len(rank_of)
+    rows = []
+    for r, line in enumerate(text.strip().splitlines()):
+        out = []
+        for cell in line.split(","):
+            overlap = re.fullmatch(r"\((.*)\)OVERLAP_F_B", cell)
+            parts = overlap.group(1).split(";") if overlap else [cell]
+            actions = [re.fullmatch(r"(\d+)([FIWB])(\d+)", a) for a in parts]
+            if not all(actions):
+                out.append(cell)  # REDUCE_GRAD and the like
+                continue
+            before, after = [], []
+            for m in actions:
+                s, k, j = int(m.group(1)), KIND_OF[m.group(2)], m.group(3)
+                if k == "F" and s > 0 and rank_of[s - 1] != r:
+                    before.append(f"{s}RECV_F{j}")
+                if k == "F" and s + 1 < stages and rank_of[s + 1] != r:
+                    after.append(f"{s}SEND_F{j}")
+                if k in ("I", "BW") and s + 1 < stages and rank_of[s + 1] != r:
+                    before.append(f"{s}RECV_B{j}")
+                if k in ("I", "BW") and s > 0 and rank_of[s - 1] != r:
+                    after.append(f"{s}SEND_B{j}")
+            out += before + [cell] + after
+        rows.append(",".join(out))
+    return "\n".join(rows) + "\n"
+
+
+def overlapped_csvs(args):
+    """DualPipeV's OVERLAP_F_B cells and a REDUCE_GRAD per rank, both
+    formats, p = 2 (the V: stage s on rank min(s, 3 - s))."""
+    zbc = os.path.join(args.bin, "zbc")
+    text = run([zbc, "schedule", "--schedule", "dualpipe-v", "--ranks", "2",
+                "--virtual", "2", "--microbatches", "4", "--format",
+                "csv"]).stdout
+    if "OVERLAP_F_B" not in text:
+        sys.exit(f"FAILED: zbc's dualpipe-v CSV has no OVERLAP_F_B:\n{text}")
+    text = "".join(f"{row},{r}REDUCE_GRAD\n"
+                   for r, row in enumerate(text.strip().splitlines()))
+    rank_of = [0, 1, 1, 0]
+    for name, csv in (("dualpipev-overlap.csv", text),
+                      ("dualpipev-overlap-comms.csv",
+                       comms_from_compute_csv(text, rank_of))):
+        work = fresh_dir(args.work, os.path.splitext(name)[0])
+        schedule = os.path.join(work, name)
+        with open(schedule, "w") as f:
+            f.write(csv)
+        banner, summary, _ = train_against_reference(
+            args, name, gpt(os.path.join(args.bin, "zbc-dsl-gpt"), STAGES),
+            schedule)
+        print(f"ok {name}: {banner.split(' under ')[1]}; {summary}",
+              flush=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def schedule_files(args):
+    overlapped_csvs(args)
     for p in (2, 4):
         m = 2 * p
         rows = compute_order(p, m)

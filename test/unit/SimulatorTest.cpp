@@ -12,6 +12,7 @@
 
 #include "zbc/Schedule/Simulator.h"
 #include "zbc/Schedule/Export.h"
+#include "zbc/Schedule/TorchCSV.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/JSON.h"
@@ -19,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -631,6 +633,57 @@ std::string csvError(llvm::StringRef text, int ranks = 2, int stages = 2,
     std::string error = csvError(TEXT);                                        \
     EXPECT_NE(error.find(MESSAGE), std::string::npos) << error;                \
   } while (0)
+
+// Tests that PyTorch's newer actions come back out as they went in: an
+// OVERLAP_F_B cell stays one cell, REDUCE_GRAD and FSDP cells stay where
+// they were; and that zbc's own DualPipeV writes its F&B pairs as overlaps.
+TEST(Export, CSVWritesOverlapsAndKeptCellsBack) {
+  std::string text = "0F0,0F1,3F0,(3F1;3B0)OVERLAP_F_B,3B1,0B0,0B1,0REDUCE_GRAD\n"
+                     "1UNSHARD,1F0,1F1,2F0,2F1,2B0,2B1,1B0,1B1,1REDUCE_GRAD\n";
+  llvm::Expected<ScheduleTable> table = parseCSV(text, 2, 4, 2, Placement::V);
+  ASSERT_TRUE(bool(table)) << llvm::toString(table.takeError());
+  EXPECT_EQ(table->overlaps.count({0, 3}), 1u);
+  std::string written;
+  llvm::raw_string_ostream os(written);
+  writeCSV(*table, os);
+  EXPECT_EQ(written, text);
+
+  Problem problem = uniform(2, 4, 2); // p = 2, m = 4, the V's 2 stages per rank
+  llvm::Expected<BuiltSchedule> built = buildSchedule("dualpipe-v", problem);
+  ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
+  EXPECT_FALSE(built->table.overlaps.empty());
+  std::string dualpipe;
+  llvm::raw_string_ostream out(dualpipe);
+  writeCSV(built->table, out);
+  EXPECT_NE(dualpipe.find(")OVERLAP_F_B"), std::string::npos) << dualpipe;
+  llvm::Expected<ScheduleTable> again = parseCSV(dualpipe, 2, 4, 4, Placement::V);
+  ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(again->overlaps, built->table.overlaps);
+}
+
+// Tests that an overlap pairs a forward with a backward that do not need
+// each other, and that the compute+comms program gates the pair's first
+// compute on what the second needs (so either may run first).
+TEST(Export, CSVOverlapsPairIndependentForwardAndBackward) {
+  EXPECT_NE(csvError("(0F0;0B0)OVERLAP_F_B\n1F0,1B0\n")
+                .find("depend on each other"),
+            std::string::npos);
+  EXPECT_NE(csvError("(0F0;0F1)OVERLAP_F_B,0B0,0B1\n1F0,1F1,1B0,1B1\n", 2, 2, 2)
+                .find("pairs a forward with a backward"),
+            std::string::npos);
+  llvm::Expected<CSVProgram> program = parseCSVProgram(
+      "0F0,0SEND_F0,0RECV_B0,(0F1;0B0)OVERLAP_F_B,0SEND_F1,0RECV_B1,0B1\n"
+      "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1\n",
+      2, 2, 2, Placement::Linear);
+  ASSERT_TRUE(bool(program)) << llvm::toString(program.takeError());
+  const std::vector<ProgramOp> &ops = program->program.ranks[0].ops;
+  // 0F1 (op 3) needs nothing received, but waits for 0B0's gradient (the
+  // recv, op 2): the pair starts when both can.
+  ASSERT_EQ(ops[3].kind, Kind::F);
+  EXPECT_NE(std::find(ops[3].deps.begin(), ops[3].deps.end(), 2),
+            ops[3].deps.end());
+  EXPECT_FALSE(verifyProgram(program->program).has_value());
+}
 
 TEST(Export, CSVErrorsNameRowAndColumn) {
   EXPECT_CSV_ERROR("0F0,F0\n1F0,1B0\n",

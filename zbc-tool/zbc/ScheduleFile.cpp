@@ -148,7 +148,7 @@ Error addCSVProgram(zb::PipelineOp pipeline, ScheduleFile &file,
       candidatePlacements(file.stages, file.ranks);
   std::optional<sched::CSVProgram> csv;
   std::optional<sched::Placement> placement;
-  std::string firstError;
+  std::string errors; // one per placement tried, when none fits
   for (sched::Placement p : candidates) {
     Expected<sched::CSVProgram> read = sched::parseCSVProgram(
         file.text, static_cast<int>(file.ranks), static_cast<int>(file.stages),
@@ -159,11 +159,18 @@ Error addCSVProgram(zb::PipelineOp pipeline, ScheduleFile &file,
       break;
     }
     std::string error = toString(read.takeError());
-    if (firstError.empty())
-      firstError = error;
+    errors += candidates.size() == 1
+                  ? error
+                  : formatv("\n  read with the {0} placement: {1}",
+                            sched::placementName(p), error)
+                        .str();
   }
   if (!csv)
-    return fail(file.path + ": " + firstError);
+    return fail(file.path + ": " +
+                (candidates.size() == 1
+                     ? errors
+                     : "no placement puts every cell's stage on its row's "
+                       "rank:" + errors));
   file.hasComms = csv->hasComms;
   // The compute order, checked as a table (every action once, each after
   // what it needs on its rank).

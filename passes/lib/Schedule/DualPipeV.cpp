@@ -65,13 +65,18 @@ public:
     deferred.pop_front();
     add(Kind::W, c, j);
   }
-  /// An overlapped pair: forward of chunk `fc`, full backward of the other.
+  /// An overlapped pair: forward of chunk `fc`, full backward of the other
+  /// (both kept: recorded as an OVERLAP_F_B).
   void pair(int fc) {
+    size_t at = actions.size();
     forward(fc);
     backward(1 - fc, /*split=*/false);
+    if (actions.size() == at + 2)
+      overlaps.push_back(static_cast<int>(at));
   }
 
   std::vector<Action> actions;
+  std::vector<int> overlaps; // the first action of each overlapped pair
   std::deque<std::pair<int, int>> deferred;
 
 private:
@@ -140,6 +145,8 @@ llvm::Expected<ScheduleTable> zbc::sched::buildDualPipeV(const Problem &problem,
     if (!o.deferred.empty())
       return fail("dualpipe-v: rank " + llvm::Twine(r) + " ends with " +
                   llvm::Twine(o.deferred.size()) + " W's not run");
+    for (int at : o.overlaps)
+      table.overlaps.insert({r, at});
     table.ranks.push_back(std::move(o.actions));
   }
   report.notes.push_back(

@@ -56,10 +56,27 @@ std::string zbc::sched::csvCell(const Action &a) {
 void zbc::sched::writeCSV(const ScheduleTable &table, llvm::raw_ostream &os) {
   // Python's csv module ends rows with "\r\n"; PyTorch's reader (and ours)
   // take either, and "\n" keeps the file friendly to diff and grep.
-  for (const std::vector<Action> &actions : table.ranks) {
+  for (auto [r, actions] : llvm::enumerate(table.ranks)) {
     llvm::ListSeparator comma(",");
-    for (const Action &a : actions)
-      os << comma << csvCell(a);
+    const std::vector<std::pair<int, std::string>> none;
+    const auto &kept = r < table.passthrough.size() ? table.passthrough[r] : none;
+    auto keptBefore = [&](size_t i) {
+      for (const auto &[at, cell] : kept)
+        if (at == static_cast<int>(i))
+          os << comma << cell;
+    };
+    for (size_t i = 0; i < actions.size(); ++i) {
+      keptBefore(i);
+      if (i + 1 < actions.size() &&
+          table.overlaps.count({static_cast<int>(r), static_cast<int>(i)})) {
+        os << comma << "(" << csvCell(actions[i]) << ";"
+           << csvCell(actions[i + 1]) << ")OVERLAP_F_B";
+        ++i;
+        continue;
+      }
+      os << comma << csvCell(actions[i]);
+    }
+    keptBefore(actions.size());
     os << "\n";
   }
 }
@@ -323,6 +340,34 @@ readCells(llvm::StringRef text, const CSVParser &parser) {
   return std::move(parsed);
 }
 
+/// An OVERLAP_F_B's two computes: PyTorch issues them together, so one
+/// forward and one backward (B or BW), neither needing what the other makes.
+llvm::Error checkOverlap(const Action &first, const Action &second,
+                         int numStages, const CellRef &where) {
+  auto backward = [](const Action &a) {
+    return a.kind == Kind::B || a.kind == Kind::BW;
+  };
+  if (!((first.kind == Kind::F && backward(second)) ||
+        (backward(first) && second.kind == Kind::F)))
+    return fail("CSV " + where.str() + ": OVERLAP_F_B pairs a forward with "
+                "a backward (F with I or B), not " + csvCell(first) +
+                " with " + csvCell(second));
+  bool dependent = false;
+  for (auto [a, b] : {std::pair(first, second), std::pair(second, first)}) {
+    std::optional<ProductRef> made = productOf(a);
+    forEachDependence(b, numStages, [&](const ProductRef &d) {
+      dependent |= made && d.product == made->product &&
+                   d.stage == made->stage && d.microbatch == made->microbatch;
+    });
+    dependent |= a.stage == b.stage && a.microbatch == b.microbatch;
+  }
+  if (dependent)
+    return fail("CSV " + where.str() + ": OVERLAP_F_B issues its two "
+                "computes together, but " + csvCell(second) + " and " +
+                csvCell(first) + " depend on each other");
+  return llvm::Error::success();
+}
+
 /// The parser for a problem, after the checks every entry point shares.
 llvm::Expected<CSVParser> parserFor(int ranks, int numStages, int microbatches,
                                     Placement placement) {
@@ -392,10 +437,29 @@ llvm::Expected<ScheduleTable> zbc::sched::parseCSV(llvm::StringRef text,
   table.rankOfStage = parser->rankOfStage;
   table.ranks.resize(ranks);
   // The compute order; a compute+comms file's transfers are the program's,
-  // not the table's (parseCSVProgram reads them).
-  for (auto &[cell, where] : *cells)
-    if (cell.what == Cell::Compute)
-      table.ranks[where.line - 1].push_back(cell.action);
+  // not the table's (parseCSVProgram reads them). Two computes from one
+  // cell are an OVERLAP_F_B; cells zbc does not schedule are kept to be
+  // written back.
+  table.passthrough.resize(ranks);
+  for (size_t i = 0; i < cells->size(); ++i) {
+    const auto &[cell, where] = (*cells)[i];
+    int r = where.line - 1;
+    int at = static_cast<int>(table.ranks[r].size());
+    if (cell.what == Cell::Ignored)
+      table.passthrough[r].push_back({at, where.text});
+    if (cell.what != Cell::Compute)
+      continue;
+    if (i + 1 < cells->size() && (*cells)[i + 1].first.what == Cell::Compute &&
+        (*cells)[i + 1].second.line == where.line &&
+        (*cells)[i + 1].second.cell == where.cell) {
+      if (llvm::Error error =
+              checkOverlap(cell.action, (*cells)[i + 1].first.action,
+                           numStages, where))
+        return std::move(error);
+      table.overlaps.insert({r, at});
+    }
+    table.ranks[r].push_back(cell.action);
+  }
   if (llvm::Error error = table.verify())
     return fail("CSV: " + llvm::toString(std::move(error)));
   return std::move(table);
@@ -451,6 +515,18 @@ zbc::sched::parseCSVProgram(llvm::StringRef text, int ranks, int numStages,
       });
       if (std::optional<ProductRef> made = productOf(a))
         madeAt[r][{made->stage, made->microbatch, made->product}] = index;
+      // The second compute of an OVERLAP_F_B (one cell): the two are issued
+      // together, so the first also waits for what the second needs, and
+      // either may run first without waiting on anything more.
+      if (!ops.empty() && ops.back().what == OpClass::Compute &&
+          out.positions[r].back() == std::pair(where.line, where.cell)) {
+        Action first{ops.back().kind, ops.back().stage, ops.back().microbatch};
+        if (llvm::Error error = checkOverlap(first, a, numStages, where))
+          return std::move(error);
+        for (int d : op.deps)
+          if (!llvm::is_contained(ops.back().deps, d))
+            ops.back().deps.push_back(d);
+      }
     } else {
       bool send = cell.what == Cell::Send;
       bool act = cell.payload == Payload::Act;

@@ -15,6 +15,7 @@
 #include "zbc/Schedule/Problem.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,18 @@ struct ScheduleTable {
   int microbatches = 0;
   std::vector<int> rankOfStage;            // size = number of stages
   std::vector<std::vector<Action>> ranks;  // per rank, in execution order
+  /// PyTorch's OVERLAP_F_B: (rank, i) when actions i and i + 1 of the rank
+  /// are an F and a backward issued together, "(0F7;7B3)OVERLAP_F_B", which
+  /// may run in either order. zbc runs them in the table's order, the first
+  /// waiting for what either needs (so the other order could start no
+  /// earlier); the simulator times them one after the other. DualPipeV's
+  /// builder and a CSV's cells set them; the CSV writer writes them back.
+  std::set<std::pair<int, int>> overlaps;
+  /// Cells of a CSV that zbc reads but does not schedule (REDUCE_GRAD,
+  /// UNSHARD, RESHARD: gradient reduction and FSDP, which zbc's runtime
+  /// does at the step's end or not at all), per rank with the index of
+  /// the action they preceded: written back where they were.
+  std::vector<std::vector<std::pair<int, std::string>>> passthrough;
 
   /// A table for `problem` with its stages placed and every rank's order
   /// still empty: where builders start.
