@@ -25,6 +25,7 @@
 #include "Numbers.h"
 #include "Options.h"
 #include "RankBudget.h"
+#include "SchedulePlugins.h"
 
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/DataBounds.h"
@@ -462,6 +463,10 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
       return fail("no schedule (the error is above)");
     }
   }
+  if (std::string plugin = schedulePluginOf(request.schedule);
+      !file && !plugin.empty())
+    result.scheduleSource =
+        "'" + request.schedule + "' from the plugin '" + plugin + "'";
   zb::ProgramOp program = *module.getOps<zb::ProgramOp>().begin();
   if (request.memLimit && *request.memLimit > 0)
     program.setMemoryLimitAttr(
@@ -528,6 +533,9 @@ Error writeReport(const Request &request, const Compiled &c) {
         j.attribute("schedule_file", request.scheduleFile->path);
         j.attribute("schedule_format", request.scheduleFile->formatName());
       }
+      if (std::string plugin = schedulePluginOf(request.schedule);
+          !plugin.empty())
+        j.attribute("schedule_plugin", plugin);
       j.attribute("ranks", c.ranks);
       j.attribute("stages", c.stages);
       j.attribute("microbatches", request.microbatches);

@@ -11,7 +11,10 @@
 #ifndef ZBC_TOOL_SCHEDULEPLUGINS_H
 #define ZBC_TOOL_SCHEDULEPLUGINS_H
 
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+
+#include <string>
 
 namespace zbc {
 
@@ -19,6 +22,10 @@ namespace zbc {
 /// the library and what failed (not loadable, no entry point, or the
 /// entry point's own error).
 llvm::Error loadSchedulePlugins();
+
+/// The plugin that registered schedule `name`, or "" for zbc's own: the
+/// banner, report.json and the picture name it as the schedule's source.
+std::string schedulePluginOf(llvm::StringRef name);
 
 } // namespace zbc
 

@@ -106,10 +106,25 @@ llvm::Error registerSchedule(ScheduleDefinition definition);
 
 } // namespace zbc::dsl
 
+namespace zbc::dsl {
+/// What a plugin and the zbc that loads it must agree on: the layout of the
+/// types they pass each other. A plugin built against another zbc's
+/// headers is refused by name instead of crashing.
+constexpr unsigned long schedulePluginABI() {
+  return 1 /* bumped when a passed type changes meaning */ * 1000003ul +
+         sizeof(sched::ScheduleTable) * 1009ul + sizeof(sched::Problem) * 31ul +
+         sizeof(ScheduleDefinition);
+}
+} // namespace zbc::dsl
+
 /// A schedule plugin's entry point, called once when `zbc --schedule-plugin
-/// LIB.so` loads the library: its body registers the plugin's schedules
-/// (registerSchedule); what it returns (an error, or success) zbc reports.
+/// LIB.so` loads the library (after checking zbc_schedule_plugin_abi): its
+/// body registers the plugin's schedules (registerSchedule); what it returns
+/// (an error, or success) zbc reports.
 #define ZBC_SCHEDULE_PLUGIN                                                    \
+  extern "C" unsigned long zbc_schedule_plugin_abi() {                         \
+    return zbc::dsl::schedulePluginABI();                                      \
+  }                                                                            \
   extern "C" llvm::Error *zbc_register_schedules();                            \
   static llvm::Error zbcRegisterSchedules();                                   \
   extern "C" llvm::Error *zbc_register_schedules() {                           \
