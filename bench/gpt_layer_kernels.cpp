@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchArgs.h"
 #include "Kernels.h"
 
 #include <cblas.h>
@@ -63,11 +64,30 @@ double medianMs(const std::function<void()> &call, int runs) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int runs = argc > 1 ? std::atoi(argv[1]) : 21;
-  int64_t h = argc > 5 ? std::atoll(argv[2]) : 512;
-  int64_t S = argc > 5 ? std::atoll(argv[3]) : 256;
-  int64_t mb = argc > 5 ? std::atoll(argv[4]) : 4;
-  int64_t heads = argc > 5 ? std::atoll(argv[5]) : 8;
+  const char *usage =
+      "usage: zbc-bench-gpt-layer-kernels [RUNS] [HIDDEN SEQ MICROBATCH "
+      "HEADS]\n"
+      "  times one GPT block's kernels (default 21 runs at h = 512, S = 256, "
+      "microbatch 4, 8 heads)\n";
+  std::vector<int64_t> args =
+      zbc::bench::positionalCounts(argc, argv, usage, 5);
+  if (args.size() > 1 && args.size() < 5) {
+    std::fprintf(stderr, "%s: error: give all of HIDDEN SEQ MICROBATCH "
+                 "HEADS, or none\n%s", argv[0], usage);
+    return 2;
+  }
+  bool sized = args.size() == 5;
+  int runs = args.empty() ? 21 : static_cast<int>(args[0]);
+  int64_t h = sized ? args[1] : 512;
+  int64_t S = sized ? args[2] : 256;
+  int64_t mb = sized ? args[3] : 4;
+  int64_t heads = sized ? args[4] : 8;
+  if (h % heads) {
+    std::fprintf(stderr, "%s: error: HIDDEN %lld is not a multiple of HEADS "
+                 "%lld\n", argv[0], static_cast<long long>(h),
+                 static_cast<long long>(heads));
+    return 2;
+  }
   int64_t R = mb * S; // rows
   const float eps = 1e-5f;
   openblas_set_num_threads(1);

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchArgs.h"
 #include "zbc/Schedule/Registry.h"
 
 #include <algorithm>
@@ -39,7 +40,12 @@ static Problem paperProblem(int p, int m, int v) {
 }
 
 int main(int argc, char **argv) {
-  int runs = argc > 1 ? std::atoi(argv[1]) : 5;
+  std::vector<int64_t> args = zbc::bench::positionalCounts(
+      argc, argv,
+      "usage: zbc-bench-schedules [RUNS]\n"
+      "  times buildSchedule on large problems (median of RUNS, default 5)\n",
+      1);
+  int runs = args.empty() ? 5 : static_cast<int>(args[0]);
   struct Case {
     const char *schedule;
     int p, m, v;

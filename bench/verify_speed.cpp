@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchArgs.h"
 #include "zbc/Schedule/Program.h"
 #include "zbc/Schedule/Registry.h"
 
@@ -42,7 +43,13 @@ static double median(std::vector<double> xs) {
 }
 
 int main(int argc, char **argv) {
-  int runs = argc > 1 ? std::atoi(argv[1]) : 5;
+  std::vector<int64_t> args = zbc::bench::positionalCounts(
+      argc, argv,
+      "usage: zbc-bench-verify [RUNS]\n"
+      "  times transfer insertion and the proof on large programs (median "
+      "of RUNS, default 5)\n",
+      1);
+  int runs = args.empty() ? 5 : static_cast<int>(args[0]);
   struct Case {
     const char *schedule;
     int p, m, v;

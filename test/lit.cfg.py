@@ -25,7 +25,9 @@ llvm_config.use_default_substitutions()
 # Tools are looked up in zbc's bin/ first, then LLVM's.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.zbc_tools_dir, config.llvm_tools_dir]
-tools = ["zbc-opt", "zbc", "zbc-dsl-gpt", "zbc-dsl-llama", "zbc-dsl-mlp", "mlir-translate"]
+tools = ["zbc-opt", "zbc", "zbc-dsl-gpt", "zbc-dsl-llama", "zbc-dsl-mlp",
+         "zbc-reference", "zbc-gradients", "zbc-bench-schedules",
+         "zbc-bench-verify", "zbc-bench-gpt-layer-kernels", "mlir-translate"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The CUDA backend's tests need a build with nvcc and NCCL (no GPU).

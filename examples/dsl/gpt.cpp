@@ -40,6 +40,20 @@ struct GPTConfig {
   DType dtype = DType::F32; // of the parameters, so of every activation
 };
 
+const char *const kUsage =
+    "usage: %s [flags] [-o FILE]\n"
+    "Prints the zb IR of a GPT-2-style decoder, one stage per block.\n"
+    "  --batch N    microbatch size (2)\n"
+    "  --seq N      sequence length (32)\n"
+    "  --hidden N   hidden size (64)\n"
+    "  --heads N    attention heads (4)\n"
+    "  --layers N   transformer blocks (4)\n"
+    "  --vocab N    vocabulary (256)\n"
+    "  --tied       the head is the token embedding (zb.tie)\n"
+    "  --no-cuts    no stage cuts: let the partitioner choose\n"
+    "  --bf16       bf16 parameters and activations\n"
+    "  -o FILE      write the IR to FILE (default: stdout)\n";
+
 /// Parses `--NAME VALUE` flags into `c`; returns false on a bad argument.
 bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
   struct Flag {
@@ -49,6 +63,10 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
                {"--hidden", &c.hidden}, {"--heads", &c.heads},
                {"--layers", &c.layers}, {"--vocab", &c.vocab}};
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::printf(kUsage, argv[0]);
+      std::exit(0);
+    }
     if (!std::strcmp(argv[i], "--tied")) {
       c.tied = true;
       continue;
@@ -78,11 +96,8 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
         known = true;
       }
     if (!known) {
-      std::fprintf(stderr,
-                   "%s: error: unknown argument '%s' (usage: %s [--batch N] "
-                   "[--seq N] [--hidden N] [--heads N] [--layers N] "
-                   "[--vocab N] [--tied] [--no-cuts] [--bf16] [-o FILE])\n",
-                   argv[0], argv[i], argv[0]);
+      std::fprintf(stderr, "%s: error: unknown argument '%s' (see --help)\n",
+                   argv[0], argv[i]);
       return false;
     }
   }

@@ -137,6 +137,13 @@ def _tensor_bytes(path):
             for name, t in header.items() if name != "__metadata__"}
 
 
+def _metadata(path):
+    """The __metadata__ of a safetensors file."""
+    with open(path, "rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        return json.loads(f.read(length)).get("__metadata__", {})
+
+
 def _expect_refusal(cmd, message, what):
     result = run(cmd, check=False, timeout=120)
     text = result.stdout + result.stderr
@@ -180,8 +187,14 @@ def resume(args):
             sys.exit(f"FAILED: rank {r}: parameters after resuming differ "
                      f"from the uninterrupted run's: {differ[:5]}")
         tensors += len(a)
+        # The resumed run's file says what it holds as the whole run's does.
+        steps = [_metadata(os.path.join(d, f"rank{r}.safetensors")).get("step")
+                 for d in (whole, half)]
+        if steps != ["20", "20"]:
+            sys.exit(f"FAILED: rank {r}: the saved step (uninterrupted, "
+                     f"resumed) is {steps}, not 20")
     print(f"ok: 20 steps = 10 + resume + 10, bitwise: 10 losses, {tensors} "
-          "parameter tensors", flush=True)
+          "parameter tensors, both saved at step 20", flush=True)
 
     step10 = os.path.join(checkpoints, "step-10")
     resume_from = [launch, "--steps", "20", "--quiet", "--data", TEXT,

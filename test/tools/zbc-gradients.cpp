@@ -35,16 +35,21 @@ using namespace mlir;
 using namespace zbc;
 namespace cl = llvm::cl;
 
+/// The options --help lists (LLVM's own, linked in through MLIR, hidden).
+static cl::OptionCategory toolCategory("zbc-gradients options");
+
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
-                                      cl::desc("<model.mlir>"));
-static cl::opt<uint64_t> seed("seed", cl::desc("Seed of the parameters and "
-                                               "the data"),
-                              cl::init(0));
+                                      cl::desc("<model.mlir>"),
+                                      cl::cat(toolCategory));
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("Seed of the parameters and "
+                                       "the data"),
+                              cl::init(0), cl::cat(toolCategory));
 static cl::opt<int64_t> microbatchCount("microbatches",
                                         cl::desc("Microbatches of the step"),
-                                        cl::init(1));
+                                        cl::init(1), cl::cat(toolCategory));
 static cl::opt<std::string> outputFile("o", cl::desc("Output safetensors"),
-                                       cl::Required);
+                                       cl::Required, cl::cat(toolCategory));
 
 namespace {
 
@@ -70,6 +75,7 @@ rt::StoredTensor stored(const interp::Tensor &t) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(toolCategory);
   cl::ParseCommandLineOptions(argc, argv,
                               "a zb.model's float64 loss and gradients\n");
   MLIRContext context;

@@ -49,42 +49,53 @@ using namespace mlir;
 using namespace zbc;
 namespace cl = llvm::cl;
 
+/// The options --help lists (LLVM's own, linked in through MLIR, hidden).
+static cl::OptionCategory toolCategory("zbc-reference options");
+
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
-                                      cl::desc("<program.mlir>"));
-static cl::opt<int> steps("steps", cl::desc("Training steps"), cl::init(1));
-static cl::opt<uint64_t> seed("seed", cl::desc("Seed"), cl::init(0));
+                                      cl::desc("<program.mlir>"),
+                                      cl::cat(toolCategory));
+static cl::opt<int> steps("steps", cl::desc("Training steps"), cl::init(1),
+                          cl::cat(toolCategory));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed"), cl::init(0),
+                              cl::cat(toolCategory));
 static cl::opt<std::string> compareDir("compare",
                                        cl::desc("Directory of the ranks' "
                                                 "rankN.safetensors"),
-                                       cl::Required);
+                                       cl::Required, cl::cat(toolCategory));
 static cl::opt<double> tolerance("tolerance", cl::init(1e-5),
-                                 cl::desc("Largest relative error accepted"));
+                                 cl::desc("Largest relative error accepted"),
+                                 cl::cat(toolCategory));
 static cl::opt<std::string> dataFile("data",
                                      cl::desc("Train on windows of this token "
-                                              "stream (as the ranks' --data)"));
+                                              "stream (as the ranks' --data)"),
+                                     cl::cat(toolCategory));
 static cl::opt<std::string> dataDtype("data-dtype", cl::init("uint16"),
                                       cl::desc("The ids of a .bin --data "
-                                               "file: uint16 or uint32"));
-static cl::opt<double> lr("lr", cl::desc("Learning rate (default: the "
-                                         "optimizer's)"),
-                          cl::init(-1));
-static cl::opt<double> epsilon("eps", cl::desc("AdamW's epsilon"),
-                               cl::init(-1));
+                                               "file: uint16 or uint32"),
+                                      cl::cat(toolCategory));
+static cl::opt<double> lr("lr",
+                          cl::desc("Learning rate (default: the "
+                                   "optimizer's)"),
+                          cl::init(-1), cl::cat(toolCategory));
+static cl::opt<double> epsilon("eps", cl::desc("AdamW's epsilon"), cl::init(-1),
+                               cl::cat(toolCategory));
 static cl::opt<double> clipNorm("clip-norm", cl::desc("Global norm clipping"),
-                                cl::init(0));
-static cl::opt<int64_t> warmup("warmup", cl::desc("Warm-up steps"),
-                               cl::init(0));
+                                cl::init(0), cl::cat(toolCategory));
+static cl::opt<int64_t> warmup("warmup", cl::desc("Warm-up steps"), cl::init(0),
+                               cl::cat(toolCategory));
 static cl::opt<int64_t> decaySteps("decay-steps",
                                    cl::desc("Cosine decay until this step"),
-                                   cl::init(0));
+                                   cl::init(0), cl::cat(toolCategory));
 static cl::opt<int64_t> dataParallel(
     "data-parallel",
     cl::desc("The ranks ran this many replicas: one process trains on all "
              "their microbatches (D x the program's) as one batch"),
-    cl::init(1));
+    cl::init(1), cl::cat(toolCategory));
 static cl::opt<double> minLr("min-lr", cl::desc("Learning rate after the "
                                                 "decay (default lr/10)"),
-                             cl::init(-1));
+                             cl::init(-1),
+    cl::cat(toolCategory));
 
 /// Microbatch j of step s from the token stream: each data key by its role.
 static interp::TensorMap tokenFeeds(interp::TensorMap feeds,
@@ -105,6 +116,7 @@ static interp::TensorMap tokenFeeds(interp::TensorMap feeds,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(toolCategory);
   cl::ParseCommandLineOptions(argc, argv, "zbc's single-process oracle\n");
   MLIRContext context;
   context.loadDialect<zb::ZBDialect>();

@@ -42,6 +42,8 @@ struct Request {
   /// Which runtime the rank programs link: "cpu" (OpenBLAS, MPI) or
   /// "cuda" (a GPU per rank, NCCL; built where nvcc and NCCL were found).
   std::string backend = "cpu";
+  /// Print nothing but errors (zbc run --quiet): no banner.
+  bool quiet = false;
 };
 
 /// How long each part took, for report.json and the benchmark.

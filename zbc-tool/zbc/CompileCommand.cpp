@@ -565,6 +565,43 @@ Error writeReport(const Request &request, const Compiled &c) {
   });
 }
 
+/// What zbc compile says it made: the schedule, the memory, the files.
+void printBanner(const Request &request, const Compiled &compiled) {
+  outs() << formatv("zbc: compiled {0} for {1} ranks under {2} ({3} "
+                    "microbatches, {4})\n",
+                    compiled.model, compiled.ranks,
+                    compiled.scheduleSource.empty()
+                        ? request.schedule
+                        : "the schedule of " + compiled.scheduleSource,
+                    request.microbatches, request.optimizer);
+  if (request.replicas > 1)
+    outs() << formatv("  {0} data-parallel replicas: {1} processes, each "
+                      "replica {2} of the step's {3} microbatches\n",
+                      request.replicas, request.replicas * compiled.ranks,
+                      request.microbatches,
+                      request.replicas * request.microbatches);
+  outs() << formatv("  predicted bubble rate {0:F4}\n", compiled.bubbleRate);
+  if (compiled.activationBudget)
+    outs() << formatv("  memory limit {0} bytes per rank: the schedule keeps "
+                      "at most {1} bytes of activations\n",
+                      *request.memLimit,
+                      static_cast<int64_t>(*compiled.activationBudget));
+  for (int r = 0; r < compiled.ranks; ++r)
+    outs() << formatv("  rank {0}: peak {1} bytes, arena {2} ({3:F3}x)\n", r,
+                      compiled.peak[r], compiled.arena[r],
+                      compiled.peak[r] ? double(compiled.arena[r]) /
+                                              double(compiled.peak[r])
+                                        : 1.0);
+  outs() << formatv("  passes {0:F2} s, code generation {1:F2} s, host "
+                    "compiler {2:F2} s\n",
+                    compiled.seconds.passes, compiled.seconds.codegen,
+                    compiled.seconds.hostCompile);
+  outs() << formatv("  code {0}/src/rank*.cpp, picture {0}/schedule.svg, "
+                    "report {0}/report.json\n  run: {0}/launch.sh --steps N\n",
+                    request.dir);
+  outs().flush();
+}
+
 } // namespace
 
 Expected<std::vector<rt::DataKey>>
@@ -647,40 +684,8 @@ Expected<Compiled> zbc::compile(const Request &request) {
     return std::move(e);
   if (Error e = writeReport(request, *compiled))
     return std::move(e);
-
-  outs() << formatv("zbc: compiled {0} for {1} ranks under {2} ({3} "
-                    "microbatches, {4})\n",
-                    compiled->model, compiled->ranks,
-                    compiled->scheduleSource.empty()
-                        ? request.schedule
-                        : "the schedule of " + compiled->scheduleSource,
-                    request.microbatches, request.optimizer);
-  if (request.replicas > 1)
-    outs() << formatv("  {0} data-parallel replicas: {1} processes, each "
-                      "replica {2} of the step's {3} microbatches\n",
-                      request.replicas, request.replicas * compiled->ranks,
-                      request.microbatches,
-                      request.replicas * request.microbatches);
-  outs() << formatv("  predicted bubble rate {0:F4}\n", compiled->bubbleRate);
-  if (compiled->activationBudget)
-    outs() << formatv("  memory limit {0} bytes per rank: the schedule keeps "
-                      "at most {1} bytes of activations\n",
-                      *request.memLimit,
-                      static_cast<int64_t>(*compiled->activationBudget));
-  for (int r = 0; r < compiled->ranks; ++r)
-    outs() << formatv("  rank {0}: peak {1} bytes, arena {2} ({3:F3}x)\n", r,
-                      compiled->peak[r], compiled->arena[r],
-                      compiled->peak[r] ? double(compiled->arena[r]) /
-                                              double(compiled->peak[r])
-                                        : 1.0);
-  outs() << formatv("  passes {0:F2} s, code generation {1:F2} s, host "
-                    "compiler {2:F2} s\n",
-                    compiled->seconds.passes, compiled->seconds.codegen,
-                    compiled->seconds.hostCompile);
-  outs() << formatv("  code {0}/src/rank*.cpp, picture {0}/schedule.svg, "
-                    "report {0}/report.json\n  run: {0}/launch.sh --steps N\n",
-                    request.dir);
-  outs().flush();
+  if (!request.quiet)
+    printBanner(request, *compiled);
   return compiled;
 }
 

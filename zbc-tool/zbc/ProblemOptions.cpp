@@ -195,9 +195,25 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
         {"M_B", &mb, &StageCost::memB}, {"M_W", &mw, &StageCost::memW}}) {
     if (list->empty())
       continue;
-    if (list->size() != 1 && static_cast<int64_t>(list->size()) != stages)
+    if (list->size() != 1 && static_cast<int64_t>(list->size()) != stages) {
+      // A cost file of S stages (zbc profile writes one value per stage
+      // and no sizes) under the defaults of one rank: say which option.
+      std::string hint;
+      if (!ranks)
+        hint = (" (--ranks is not given, so 1; give --ranks " +
+                Twine(static_cast<int64_t>(list->size()) /
+                      problem.virtualStages) +
+                " for " + Twine(list->size()) + " stages)")
+                   .str();
+      else
+        hint = (" (" + Twine(problem.ranks) + " ranks x " +
+                Twine(problem.virtualStages) +
+                (problem.virtualStages == 1 ? " stage" : " stages") +
+                " each; give one value, or one per stage)")
+                   .str();
       return fail(key + " has " + Twine(list->size()) + " values for " +
-                  Twine(stages) + " stages (give one, or one per stage)");
+                  Twine(stages) + " stage" + (stages == 1 ? "" : "s") + hint);
+    }
     for (int s = 0; s < stages; ++s)
       problem.stages[s].*field = (*list)[list->size() == 1 ? 0 : s];
   }

@@ -124,13 +124,23 @@ RankOption saveOpt("save", RankOption::Path,
 RankOption saveInitOpt("save-init", RankOption::Path,
                        "Write the parameters before the first step", "DIR");
 
+RankOption reportOpt("report", RankOption::Path,
+                     "Where the ranks' reports go (DIR/rankN.json: losses, "
+                     "peaks, where the step time went; default "
+                     "OUT/run)",
+                     "DIR");
+cl::opt<bool> quietOpt("quiet",
+                       cl::desc("Print only errors: no banner, progress "
+                                "lines or summary"),
+                       cl::sub(zbc::runCommand()), cl::cat(zbcCategory));
+
 RankOption *const kRankOptions[] = {
     &stepsOpt,        &seedOpt,         &dataOpt,       &dataDtypeOpt,
     &evalEveryOpt,    &lrOpt,           &weightDecayOpt, &momentumOpt,
     &beta1Opt,        &beta2Opt,        &epsOpt,        &clipNormOpt,
     &warmupOpt,       &decayStepsOpt,   &minLrOpt,      &checkpointEveryOpt,
     &checkpointDirOpt, &resumeOpt,      &initOpt,       &timeoutOpt,
-    &saveOpt,         &saveInitOpt};
+    &saveOpt,         &saveInitOpt,     &reportOpt};
 
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
@@ -187,6 +197,8 @@ Expected<std::vector<std::string>> rankArguments(const Request &request) {
     args.push_back(flag);
     args.push_back(value.str());
   }
+  if (quietOpt)
+    args.push_back("--quiet");
   if (!checkpointDirOpt.opt.getNumOccurrences() &&
       !checkpointDirOf(request).empty()) {
     args.push_back("--checkpoint-dir");
@@ -199,7 +211,7 @@ Expected<std::vector<std::string>> rankArguments(const Request &request) {
 /// (Note [Files checked first]), and the checkpoint directory's history
 /// (Note [One history per checkpoint directory]).
 Error checkOutputs(const Request &request) {
-  for (RankOption *o : {&saveOpt, &saveInitOpt})
+  for (RankOption *o : {&saveOpt, &saveInitOpt, &reportOpt})
     if (o->opt.getNumOccurrences())
       if (std::string e =
               rt::checkWritableDirectory(o->opt, ("--" + o->opt.ArgStr).str());
@@ -356,23 +368,25 @@ Error checkInitCheckpoint(const Compiled &compiled) {
 }
 
 /// The end of a run that worked: losses, bubble and memory, from the
-/// ranks' reports and traces; writes DIR/trace.json and DIR/timeline.svg.
-void printSummary(const std::string &dir, const Compiled &compiled,
-                  int processes) {
+/// ranks' reports and traces, to `os`; writes DIR/trace.json and
+/// DIR/timeline.svg.
+void printSummary(const std::string &dir, const std::string &reportDir,
+                  const Compiled &compiled, int processes, raw_ostream &os) {
   std::vector<std::optional<json::Value>> reports;
   for (int r = 0; r < compiled.ranks; ++r)
-    reports.push_back(readJson(formatv("{0}/run/rank{1}.json", dir, r).str()));
-  outs() << "summary:\n";
+    reports.push_back(
+        readJson(formatv("{0}/rank{1}.json", reportDir, r).str()));
+  os << "summary:\n";
   for (const std::optional<json::Value> &report : reports) {
     const json::Object *o = report ? report->getAsObject() : nullptr;
     const json::Array *losses = o ? o->getArray("losses") : nullptr;
     if (!losses || losses->empty())
       continue; // not the rank that holds the loss
-    outs() << formatv("  final training loss {0:F4}",
+    os << formatv("  final training loss {0:F4}",
                       losses->back().getAsNumber().value_or(NAN));
     if (std::optional<double> h = o->getNumber("unigram_entropy"))
-      outs() << formatv(" (unigram entropy of the text {0:F4})", *h);
-    outs() << "\n";
+      os << formatv(" (unigram entropy of the text {0:F4})", *h);
+    os << "\n";
     const json::Array *evals = o->getArray("evals");
     if (!evals || evals->empty())
       continue;
@@ -388,7 +402,7 @@ void printSummary(const std::string &dir, const Compiled &compiled,
         bestStep = (*pair)[0].getAsInteger().value_or(0);
       }
     }
-    outs() << formatv("  held-out loss {0:F4} at the end, best {1:F4} after "
+    os << formatv("  held-out loss {0:F4} at the end, best {1:F4} after "
                       "step {2}\n",
                       last, best, bestStep);
   }
@@ -407,22 +421,22 @@ void printSummary(const std::string &dir, const Compiled &compiled,
                       compiled.scheduleSource.empty()
                           ? "measured"
                           : "measured, " + compiled.scheduleSource);
-    outs() << formatv("  bubble rate {0:F4} measured (mean of {1} steps), "
+    os << formatv("  bubble rate {0:F4} measured (mean of {1} steps), "
                       "{2:F4} predicted\n",
                       run->bubbleRate, run->stepsUsed, compiled.bubbleRate);
     unsigned cores = std::thread::hardware_concurrency();
     if (cores && processes > static_cast<int>(cores))
-      outs() << formatv("    ({0} processes on {1} cores share them: the "
+      os << formatv("    ({0} processes on {1} cores share them: the "
                         "measured rate is not the schedule's)\n",
                         processes, cores);
-    outs() << formatv("  timelines: {0}/trace.json (Perfetto), "
+    os << formatv("  timelines: {0}/trace.json (Perfetto), "
                       "{0}/timeline.svg beside {0}/schedule.svg\n",
                       dir);
   }
   for (auto [r, report] : llvm::enumerate(reports)) {
     const json::Object *o = report ? report->getAsObject() : nullptr;
     if (o)
-      outs() << formatv("  rank {0}: peak {1} bytes measured, {2} predicted\n",
+      os << formatv("  rank {0}: peak {1} bytes measured, {2} predicted\n",
                         r, o->getInteger("measured_peak_bytes").value_or(-1),
                         o->getInteger("predicted_peak_bytes").value_or(-1));
   }
@@ -438,6 +452,7 @@ int zbc::runRunCommand() {
   Expected<Request> request = readRequest(/*outputRequired=*/false);
   if (!request)
     return error(request.takeError());
+  request->quiet = quietOpt;
   Expected<std::vector<std::string>> rankArgs = rankArguments(*request);
   if (!rankArgs)
     return error(rankArgs.takeError());
@@ -456,7 +471,11 @@ int zbc::runRunCommand() {
   if (Error e = checkRankOptions(request->dir, *rankArgs))
     return error(std::move(e));
   std::string statusDir = request->dir + "/status";
-  std::string reportDir = request->dir + "/run";
+  // The ranks' reports feed the summary: to --report DIR where given
+  // (rankArguments passed it on), else OUT/run.
+  std::string reportDir = reportOpt.opt.getNumOccurrences()
+                              ? std::string(reportOpt.opt)
+                              : request->dir + "/run";
   sys::fs::create_directories(statusDir);
   int processes = compiled->ranks * static_cast<int>(request->replicas);
   for (int r = 0; r < processes; ++r)
@@ -464,9 +483,10 @@ int zbc::runRunCommand() {
   std::vector<std::string> argv = {request->dir + "/launch.sh"};
   argv.insert(argv.end(), rankArgs->begin(), rankArgs->end());
   std::string traceDir = request->dir + "/trace";
-  argv.insert(argv.end(), {"--status-dir", statusDir, "--report", reportDir,
-                           "--trace", traceDir});
-  if (sys::Process::StandardOutIsDisplayed())
+  argv.insert(argv.end(), {"--status-dir", statusDir, "--trace", traceDir});
+  if (!reportOpt.opt.getNumOccurrences())
+    argv.insert(argv.end(), {"--report", reportDir});
+  if (!quietOpt && sys::Process::StandardOutIsDisplayed())
     argv.push_back("--progress-bar");
   JobEnd end = runLauncher(argv);
   if (!end.succeeded()) {
@@ -480,6 +500,7 @@ int zbc::runRunCommand() {
                       ResumeHint{checkpointDirOf(*request), resumeOpt.opt});
     return end.forwardedSignal ? 128 + end.forwardedSignal : 1;
   }
-  printSummary(request->dir, *compiled, processes);
+  printSummary(request->dir, reportDir, *compiled, processes,
+               quietOpt ? nulls() : outs());
   return 0;
 }

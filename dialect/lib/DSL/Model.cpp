@@ -583,6 +583,11 @@ int Model::emit(int argc, char **argv) {
   std::string outPath;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      llvm::outs() << "usage: " << argv[0] << " [-o FILE]\n"
+                   << "Prints the model's zb IR to FILE (default: stdout).\n";
+      return 0;
+    }
     if (arg == "-o" && i + 1 < argc) {
       outPath = argv[++i];
     } else {
