@@ -127,17 +127,16 @@ void runOrder(zbc_rt_rank *rank, zbc_rt_step_fn step) {
   rank->ledger.endStep();
 }
 
-/// A loss summed over `batches` batches of this replica's microbatches, as
-/// the mean over every replica's (collective among the replicas of the
-/// rank that holds the loss).
-double globalMean(zbc_rt_rank *rank, double sum, int64_t batches) {
+/// A loss summed over this replica's microbatches, as the mean over the
+/// job's `microbatches` (collective among the replicas of the rank that
+/// holds the loss).
+double globalMean(zbc_rt_rank *rank, double sum, int64_t microbatches) {
   double total;
   {
     InsideMPI mpi(rank, "the all-reduce of the loss over the replicas");
     total = rank->transport->sumOverReplicas(sum);
   }
-  return total / double(batches * rank->program->microbatches *
-                        rank->transport->replicas());
+  return total / double(microbatches);
 }
 
 /// The mean loss over the held-out split (Note [Token data]); on ranks that
@@ -153,7 +152,7 @@ double evaluate(zbc_rt_rank *rank, zbc_rt_step_fn step, int64_t batches) {
     sum += rank->lossSum;
   }
   rank->evaluating = false;
-  return p.loss >= 0 ? globalMean(rank, sum, batches)
+  return p.loss >= 0 ? globalMean(rank, sum, rank->evalMicrobatches)
                      : std::numeric_limits<double>::quiet_NaN();
 }
 
@@ -370,7 +369,8 @@ extern "C" int zbc_rt_main(int argc, char **argv,
     rank->profile.stepSeconds += stepSeconds;
     double loss = std::numeric_limits<double>::quiet_NaN();
     if (p.loss >= 0) {
-      loss = globalMean(rank, rank->lossSum, 1);
+      loss = globalMean(rank, rank->lossSum,
+                        int64_t(p.microbatches) * rank->transport->replicas());
       log.losses.push_back(loss);
       if (reports)
         printProgress(rank, s, loss, stepSeconds,

@@ -84,6 +84,9 @@ struct zbc_rt_rank {
   // (computes other than F, gradient transfers and updates are skipped).
   bool evaluating = false;
   int64_t evalBatch = 0;
+  // The held-out microbatches the evaluation counts (the job's, the same on
+  // every rank); those of the last batch past them run but add no loss.
+  int64_t evalMicrobatches = 0;
   int32_t op = -1;           // the op running (compute, transfer), or -1
   const int32_t *frame = nullptr; // the running compute's frame
   int32_t frameSize = 0;

@@ -222,6 +222,8 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   if (error.empty() && o.evalEvery && p.data_count && !tokens)
     error = "--eval-every needs a token stream (--data FILE: text, .npy or "
             ".bin, whose last tenth is held out)";
+  if (error.empty() && o.evalEvery && tokens)
+    error = checkEvaluation(rank->data.tokens(), rank->data.rows(), o.dataFile);
   {
     StartUpStep step(rank, "setting up the communicators");
     // Collective: every rank takes part, whatever failed before.
@@ -267,20 +269,31 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
                              int64_t(p.microbatches) * transport->replicas(),
                              rank->data.rows())
                : 0);
+    rank->evalMicrobatches = transport->maximum(
+        tokens ? evalMicrobatches(rank->data.tokens(), rank->data.rows()) : 0);
   }
   if (tokens) {
     const TokenCorpus &corpus = rank->data.tokens();
     log.entropy = corpus.entropy;
     if (p.loss >= 0 && !o.quiet && transport->replica() == 0)
+    {
+      // The evaluation's share of the held-out windows, where it is not all.
+      int64_t evaluated = rank->evalMicrobatches * rank->data.rows();
       fmt::print("data: '{}' {}: {} training windows of {} tokens, {} held "
-                 "out; unigram entropy {:.4f} nats/token\n",
+                 "out{}; unigram entropy {:.4f} nats/token\n",
                  o.dataFile,
                  corpus.type == TokenType::Byte
                      ? fmt::format("as text, {} bytes", corpus.tokens)
                      : fmt::format("of {} {} token ids", corpus.tokens,
                                    tokenTypeName(corpus.type)),
                  corpus.trainWindows(), corpus.sequence,
-                 corpus.heldOutWindows(), log.entropy);
+                 corpus.heldOutWindows(),
+                 o.evalEvery && evaluated < corpus.heldOutWindows()
+                     ? fmt::format(" ({} evaluated: whole microbatches of {})",
+                                   evaluated, rank->data.rows())
+                     : std::string(),
+                 log.entropy);
+    }
   }
   rank->startingUp = false;
   return 0;

@@ -341,6 +341,18 @@ uint64_t keyedPermutation(uint64_t x, uint64_t n, uint64_t key) {
   return x;
 }
 
+std::string checkEvaluation(const TokenCorpus &corpus, int64_t rows,
+                            const std::string &path) {
+  if (evalMicrobatches(corpus, rows) > 0)
+    return "";
+  int64_t windows = corpus.heldOutWindows();
+  return fmt::format("--eval-every: the held-out tenth of '{}' holds {} "
+                     "window{} of {} tokens, fewer than one microbatch of {}; "
+                     "give a longer stream, or no --eval-every",
+                     path, windows, windows == 1 ? "" : "s", corpus.sequence,
+                     rows);
+}
+
 int64_t windowStart(const TokenCorpus &corpus, uint64_t seed, bool heldOut,
                     int64_t g) {
   if (heldOut)

@@ -90,7 +90,15 @@ TEST(TokenData, HeldOutWindowsTileTheLastTenth) {
     EXPECT_LE(start + corpus.sequence + 1,
               corpus.tokens);
   }
-  EXPECT_EQ(evalBatches(corpus, 2, 2), (corpus.heldOutWindows() + 3) / 4);
+  // 12 windows: 6 whole microbatches of 2 rows, in 2 batches of 4; 5 of 3
+  // rows (one window left out), in 2 batches.
+  EXPECT_EQ(corpus.heldOutWindows(), 12);
+  EXPECT_EQ(evalMicrobatches(corpus, 2), 6);
+  EXPECT_EQ(evalBatches(corpus, 4, 2), 2);
+  EXPECT_EQ(evalMicrobatches(corpus, 5), 2);
+  EXPECT_EQ(evalBatches(corpus, 2, 5), 1);
+  EXPECT_EQ(evalMicrobatches(corpus, 13), 0);
+  EXPECT_EQ(evalBatches(corpus, 4, 13), 0);
 }
 
 TEST(TokenData, RolesFillTokensPositionsAndNextTokens) {

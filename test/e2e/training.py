@@ -336,6 +336,8 @@ def bad_input(args):
         f.write(struct.pack("<40H", *stream[:40]))
     tokens = os.path.join(work, "tokens.npy")
     write_npy(tokens, "<u2", stream)
+    tokens500 = os.path.join(work, "tokens500.npy")
+    write_npy(tokens500, "<u2", stream[:500])
     costs = os.path.join(work, "costs.json")
     with open(costs, "w") as f:
         json.dump({"model": "other", "model_hash": "0123456789abcdef",
@@ -348,6 +350,9 @@ def bad_input(args):
         (gpt_source, ["--data", short], "too short for windows of 32 tokens"),
         (mlp_source, ["--data", TEXT], "the model also reads 'input.x'"),
         (gpt_source, ["--eval-every", "5"], "--eval-every needs a token stream"),
+        # 500 tokens: 50 held out, 1 window of 32, under a microbatch of 2.
+        (gpt_source, ["--data", tokens500, "--eval-every", "5"],
+         "holds 1 window of 32 tokens, fewer than one microbatch of 2"),
         (gpt_source, ["--cost-file", costs], "was measured on model 'other'"),
         (gpt_source, ["--data-parallel", "3"],
          "--data-parallel 3 does not divide the batch of 4 microbatches"),

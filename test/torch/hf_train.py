@@ -43,7 +43,10 @@ q/k/v biases stored in bf16; a GPT-2, whose head is always tied):
      from it writes the same bytes), and --dtype bf16 writes each f32
      weight rounded to nearest even, as torch's .to(torch.bfloat16);
   6. the same run's last checkpoint exports the same bytes as its --save
-     (the optimizer's state left out).
+     (the optimizer's state left out);
+  7. the held-out loss after the last step equals PyTorch's mean over the
+     held-out windows that fill whole microbatches, each counted once (the
+     evaluation batch is larger: its wrapped microbatches count nothing).
 
 Then export-hf refuses, naming the file: a directory without saved
 weights, a --save output missing a rank's file, rank files without a
@@ -279,27 +282,45 @@ def write_checkpoint(hf, state, layout, dtype):
         json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f)
 
 
+def microbatch_loss(name, config, params, ids, rows):
+    """The model's loss on the windows starting at `rows` of `ids`."""
+    positions = torch.arange(SEQ).expand(len(rows), SEQ)
+    tokens = torch.stack([ids[s:s + SEQ] for s in rows])
+    targets = torch.stack([ids[s + 1:s + SEQ + 1] for s in rows])
+    if name == "gpt2":
+        return gpt2_loss(config, params, tokens, positions, targets)
+    return semantics.llama_loss(hf_init.semantics_config(config), params,
+                                tokens, positions, targets, None)
+
+
+def held_out_loss(name, config, params, stream):
+    """The mean loss over the held-out tenth's whole microbatches of
+    windows, each window once (Note [Token data])."""
+    held = max(len(stream) // 10, SEQ + 1)
+    first = len(stream) - held
+    windows = (held - 1) // SEQ
+    ids = torch.tensor(stream, dtype=torch.int64)
+    with torch.no_grad():
+        losses = [microbatch_loss(name, config, params, ids,
+                                  [first + (j * BATCH + r) * SEQ
+                                   for r in range(BATCH)]).item()
+                  for j in range(windows // BATCH)]
+    return sum(losses) / len(losses)
+
+
 def torch_training(name, config, state, stream):
     """PyTorch's own 3 AdamW steps from `state` on the ranks' windows: the
     weights after them, and each step's loss (before its update)."""
     params = {k: v.clone().requires_grad_(True) for k, v in state.items()}
     optimizer = torch.optim.AdamW(params.values(), lr=LR, betas=(0.9, 0.999),
                                   eps=EPS, weight_decay=WEIGHT_DECAY)
-    c = None if name == "gpt2" else hf_init.semantics_config(config)
     ids = torch.tensor(stream, dtype=torch.int64)
-    positions = torch.arange(SEQ).expand(BATCH, SEQ)
     losses = []
     for step in range(STEPS):
         optimizer.zero_grad()
         total = 0
         for rows in window_starts(len(stream), 0, step):
-            tokens = torch.stack([ids[s:s + SEQ] for s in rows])
-            targets = torch.stack([ids[s + 1:s + SEQ + 1] for s in rows])
-            loss = (gpt2_loss(config, params, tokens, positions, targets)
-                    if c is None else
-                    semantics.llama_loss(c, params, tokens, positions,
-                                         targets, None))
-            total = total + loss
+            total = total + microbatch_loss(name, config, params, ids, rows)
         (total / MICROBATCHES).backward()
         losses.append(total.item() / MICROBATCHES)
         optimizer.step()
@@ -364,6 +385,7 @@ def main():
         said = run([os.path.join(out, "launch.sh"), "--init", hf, *data,
                     "--steps", str(STEPS), "--lr", str(LR), "--eps", str(EPS),
                     "--weight-decay", str(WEIGHT_DECAY), "--save", saved,
+                    "--eval-every", str(STEPS),
                     "--checkpoint-every", str(STEPS), "--checkpoint-dir",
                     checkpoints, "--report", report])
         reports = [json.load(open(os.path.join(report, f)))
@@ -414,6 +436,18 @@ def main():
         if not first_error <= 1e-5:
             sys.exit(f"FAILED: {name}: the first step's loss differs from "
                      f"PyTorch's by {first_error:.1e} (tolerance 1e-5)")
+        # The held-out loss after the last step, from PyTorch's weights:
+        # the held-out windows that fill whole microbatches, each once (the
+        # evaluation batch of 4 microbatches wraps around past them).
+        zbc_eval = next(r["evals"] for r in reports if r.get("evals"))[-1][1]
+        torch_eval = held_out_loss(name, config, want, stream_ids)
+        eval_error = abs(zbc_eval - torch_eval) / torch_eval
+        print(f"{name}: held-out loss {zbc_eval:.6f} (PyTorch "
+              f"{torch_eval:.6f}, differs by {eval_error:.1e})", flush=True)
+        if not eval_error <= 1e-5:
+            sys.exit(f"FAILED: {name}: the held-out loss {zbc_eval} differs "
+                     f"from the mean over the held-out windows, "
+                     f"{torch_eval}, by {eval_error:.1e}")
         worst, where = 0.0, ""
         for key, tensor in want.items():
             error = ((got[key] - tensor).abs().max() /

@@ -310,6 +310,12 @@ Error checkData(const Compiled &compiled) {
                                           vocabulary, corpus);
       !e.empty())
     return fail(e);
+  // Token keys are [rows, sequence] (checkTokenKey).
+  if (evaluates)
+    if (std::string e = rt::checkEvaluation(
+            corpus, compiled.dataKeys.front().shape.front(), path);
+        !e.empty())
+      return fail(e);
   return Error::success();
 }
 

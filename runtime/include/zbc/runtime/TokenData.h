@@ -31,8 +31,12 @@
 // once, in the order of a keyed permutation of [0, W) (a Feistel network
 // keyed by the seed and e, cycle-walked onto [0, W): O(1) memory and time,
 // the same order on every rank and in the reference trainer). Held-out
-// windows tile the held-out split, sequence tokens apart; evaluation covers
-// each of them once, the last batch wrapping around.
+// windows tile the held-out split, sequence tokens apart. Evaluation counts
+// each of the whole microbatches of them once: the held-out loss is the mean
+// over the first evalMicrobatches x rows windows (the rest, fewer than a
+// microbatch's rows, is not evaluated: a microbatch's loss is one mean), and
+// the last batch's microbatches past them run but are not counted (no
+// window counts twice).
 //
 // The stream is mapped, not read (MappedFile.h): only the ranks that read
 // data open it, and a rank touches the pages of the windows it reads (and
@@ -184,11 +188,21 @@ inline int64_t firstSampleOf(int64_t batch, int64_t microbatches,
   return (batch * microbatches + microbatch) * rows;
 }
 
-/// How many evaluation batches cover the held-out windows once.
+/// How many whole microbatches of `rows` windows the held-out split holds:
+/// the microbatches the held-out loss averages (0: too few windows).
+inline int64_t evalMicrobatches(const TokenCorpus &corpus, int64_t rows) {
+  return corpus.heldOutWindows() / rows;
+}
+
+/// --eval-every's check: "" if the held-out split of `path` fills at least
+/// one microbatch of `rows` windows, else why not.
+std::string checkEvaluation(const TokenCorpus &corpus, int64_t rows,
+                            const std::string &path);
+
+/// How many evaluation batches of `microbatches` cover those once.
 inline int64_t evalBatches(const TokenCorpus &corpus, int64_t microbatches,
                            int64_t rows) {
-  int64_t perBatch = microbatches * rows;
-  return (corpus.heldOutWindows() + perBatch - 1) / perBatch;
+  return (evalMicrobatches(corpus, rows) + microbatches - 1) / microbatches;
 }
 
 } // namespace zbc::rt
