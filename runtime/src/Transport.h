@@ -1,11 +1,12 @@
 //===- Transport.h - point-to-point transfers of the rank's order -*- C++ -*-===//
 //
 // The interface the rank issues its transfers through, one implementation
-// per backend: MPI for the CPU backend (MPITransport.cpp), NCCL later. Every
-// transfer of the program is known at start-up, so a transport prepares one
-// request per transfer op then (MPI's persistent requests) and a step only
-// starts and completes them: no allocation, and messages between two ranks
-// match in the order they are started (Note [p2p semantics] in
+// per backend: MPI for the CPU backend (cpu/MPITransport.cpp), NCCL for the
+// CUDA backend (cuda/NcclTransport.cpp). Every transfer of the program is
+// known at start-up, so a transport prepares one request per transfer op
+// then (MPI's persistent requests) and a step only starts and completes
+// them: no allocation, and messages between two ranks match in the order
+// they are started (Note [p2p semantics] in
 // passes/include/zbc/Schedule/Program.h: FIFO per peer, no tags).
 //
 //===----------------------------------------------------------------------===//

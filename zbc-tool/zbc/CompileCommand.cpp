@@ -516,7 +516,8 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
           sched::writeSVG(*problem, table, *sim, os,
                           result.scheduleSource.empty()
                               ? request.schedule
-                              : result.scheduleSource);
+                              : result.scheduleSource,
+                          request.costFile.empty() ? "FLOPs" : "ms");
         }))
       return std::move(e);
   }

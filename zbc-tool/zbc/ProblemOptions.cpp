@@ -222,6 +222,10 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
   return problem;
 }
 
+StringRef zbc::problemTimeUnit() {
+  return !costFile.empty() && costOpt.empty() ? "ms" : "";
+}
+
 Expected<Placement> zbc::importPlacement(const Problem &problem) {
   if (placementOpt.empty())
     return problem.virtualStages > 1 ? Placement::Interleaved

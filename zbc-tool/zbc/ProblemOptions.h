@@ -28,6 +28,11 @@ ImportShape inferImportShape(llvm::StringRef csv);
 /// validated (Problem::validate).
 llvm::Expected<sched::Problem> readProblem(const ImportShape &inferred = {});
 
+/// The unit of readProblem's times, for a picture's axis: "ms" when they
+/// come from a cost file (zbc profile writes milliseconds), else "" (--cost
+/// and the defaults are in the user's own unit).
+llvm::StringRef problemTimeUnit();
+
 /// The placement of an imported CSV: --placement, or linear (interleaved
 /// with several stages per rank).
 llvm::Expected<sched::Placement> importPlacement(const sched::Problem &problem);

@@ -426,7 +426,8 @@ void printSummary(const std::string &dir, const std::string &reportDir,
       sched::writeSVG(*compiled.problem, compiled.table, run->lastStep, svg,
                       compiled.scheduleSource.empty()
                           ? "measured"
-                          : "measured, " + compiled.scheduleSource);
+                          : "measured, " + compiled.scheduleSource,
+                      "ms");
     os << formatv("  bubble rate {0:F4} measured (mean of {1} steps), "
                       "{2:F4} predicted\n",
                       run->bubbleRate, run->stepsUsed, compiled.bubbleRate);

@@ -154,7 +154,7 @@ Error run() {
     writeJSON(solved, table, sim, out->os(), built.memLimitOrigin);
     break;
   case Format::SVG:
-    writeSVG(solved, table, sim, out->os());
+    writeSVG(solved, table, sim, out->os(), {}, zbc::problemTimeUnit());
     break;
   case Format::Chrome:
     writeChromeTrace(solved, table, sim, out->os());

@@ -229,7 +229,7 @@ static std::string px(double x) {
 
 void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
                           const SimResult &sim, llvm::raw_ostream &os,
-                          llvm::StringRef title) {
+                          llvm::StringRef title, llvm::StringRef timeUnit) {
   (void)problem;
   // Layout in pixels: rank labels left of the plot, then one row per rank,
   // the time axis and the legend below.
@@ -311,6 +311,10 @@ void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
   }
   os << "<text x=\"" << px(left - 8) << "\" y=\"" << px(axisY + 18)
      << "\" font-size=\"11\" text-anchor=\"end\">time</text>\n";
+  if (!timeUnit.empty()) // under "time": the margin is narrow
+    os << "<text x=\"" << px(left - 8) << "\" y=\"" << px(axisY + 31)
+       << "\" font-size=\"11\" text-anchor=\"end\">(" << timeUnit
+       << ")</text>\n"; // a word of ours, no markup
 
   // Legend.
   struct Entry {

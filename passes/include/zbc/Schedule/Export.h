@@ -33,10 +33,12 @@ void writeJSON(const Problem &problem, const ScheduleTable &table,
                const SimResult &sim, llvm::raw_ostream &os,
                llvm::StringRef memLimitOrigin = {});
 /// `title`, when given, heads the picture's caption (the schedule's name
-/// or the file it came from).
+/// or the file it came from); `timeUnit` labels the time axis ("ms" for a
+/// cost file's or a measured run's times, "FLOPs" for the cost model's;
+/// none: the costs' own unit, as given).
 void writeSVG(const Problem &problem, const ScheduleTable &table,
               const SimResult &sim, llvm::raw_ostream &os,
-              llvm::StringRef title = {});
+              llvm::StringRef title = {}, llvm::StringRef timeUnit = {});
 void writeChromeTrace(const Problem &problem, const ScheduleTable &table,
                       const SimResult &sim, llvm::raw_ostream &os);
 } // namespace zbc::sched

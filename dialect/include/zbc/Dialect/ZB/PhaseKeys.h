@@ -3,7 +3,8 @@
 // A `zb.phase` reads block arguments and yields values by key. The key says
 // where a tensor comes from and who may read it; the rules here are the one
 // place that says so, for the verifiers, zb-autodiff, zb-split-backward, the
-// memory analysis, the interpreter and (later) code generation:
+// memory analysis, the interpreter and code generation (RankTables.cpp,
+// ZBToEmitC.cpp):
 //
 //   in.I       activation I received from the previous stage   (F, by F on)
 //   out.I      activation I sent to the next stage             (yielded by F)
