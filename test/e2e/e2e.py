@@ -39,6 +39,9 @@ Modes (one ctest test each, see test/CMakeLists.txt):
                   compute+comms CSV in the user's transfer order and a
                   hand-written zb.program, p in {2, 4}, against the
                   reference (test/e2e/schedule_files.py).
+  hosts           deployment: launch.sh over --hosts' hostfile and
+                  launch-slurm.sh's --multi-prog file train as one host does
+                  (test/e2e/hosts.py).
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse
@@ -58,6 +61,7 @@ from zbc_models import gpt, llama, mlp, schedules  # noqa: E402
 from zbc_e2e import EXAMPLES, expect_failure, fresh_dir, run  # noqa: E402
 import backends  # noqa: E402
 import failures  # noqa: E402
+import hosts  # noqa: E402
 import schedule_files  # noqa: E402
 import training  # noqa: E402
 
@@ -289,7 +293,8 @@ def main():
                  lambda a: every_schedule(a, ("llama", "llama-tied")),
              "loss-falls": loss_falls,
              "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES,
-             **failures.MODES, **backends.MODES, **schedule_files.MODES}
+             **failures.MODES, **backends.MODES, **schedule_files.MODES,
+             **hosts.MODES}
     parser.add_argument("mode", choices=sorted(modes))
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)

@@ -8,6 +8,7 @@
 #ifndef ZBC_TOOL_COMPILE_H
 #define ZBC_TOOL_COMPILE_H
 
+#include "LaunchFiles.h"
 #include "ScheduleFile.h"
 
 #include "zbc/Schedule/Simulator.h"
@@ -44,6 +45,9 @@ struct Request {
   std::string backend = "cpu";
   /// Print nothing but errors (zbc run --quiet): no banner.
   bool quiet = false;
+  /// --hosts: where the processes run, in blocks (LaunchFiles.h); empty:
+  /// wherever mpirun starts them.
+  std::vector<std::string> hosts;
 };
 
 /// How long each part took, for report.json and the benchmark.
@@ -69,6 +73,8 @@ struct Compiled {
   /// The model's data keys (inputs and labels), as the ranks read them.
   std::vector<rt::DataKey> dataKeys;
   std::set<std::string> paramNames; // every zb.param of the model
+  /// The job's processes (rank, replica, host), as launch.sh starts them.
+  std::vector<Process> processes;
 };
 
 /// The request on the command line; without -o, a fresh temporary DIR

@@ -46,6 +46,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -118,6 +119,12 @@ cl::opt<std::string> backendOpt(
     cl::desc("The runtime the rank programs link: cpu (OpenBLAS, MPI; "
              "default) or cuda (one GPU per rank, NCCL)"),
     cl::value_desc("cpu|cuda"), cl::init("cpu"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> hostsOpt(
+    "hosts",
+    cl::desc("Run on these hosts: consecutive blocks of the processes on "
+             "each, written to DIR/hostfile for launch.sh (the executables "
+             "at the same path on every host)"),
+    cl::value_desc("H1,H2,..."), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                cl::value_desc("DIR"), BOTH,
                                cl::cat(zbcCategory));
@@ -272,6 +279,13 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
     if (!perRank)
       return perRank.takeError();
     request.virtualStages = *perRank;
+  }
+  if (hostsOpt.getNumOccurrences()) {
+    Expected<std::vector<std::string>> hosts = parseHosts(
+        hostsOpt, static_cast<int>(request.ranks * request.replicas));
+    if (!hosts)
+      return hosts.takeError();
+    request.hosts = std::move(*hosts);
   }
   request.backend = backendOpt;
   if (request.backend != "cpu" && request.backend != "cuda")
@@ -497,6 +511,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   result.ranks = static_cast<int>(result.peak.size());
   // The schedule as the simulator times it, and its picture.
   sched::ScheduleTable table = tableOfProgram(program);
+  result.table = table;
   FailureOr<sched::Problem> problem = schedulingProblemOf(
       pipeline, stages / std::max(result.ranks, 1), program.getMicrobatches(),
       0, std::nullopt);
@@ -511,7 +526,6 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
     result.makespan = sim->makespan;
     result.bubbleRate = sim->bubbleRate;
     result.problem = *problem;
-    result.table = table;
     if (Error e = writeFile(request.dir + "/schedule.svg", [&](raw_ostream &os) {
           sched::writeSVG(*problem, table, *sim, os,
                           result.scheduleSource.empty()
@@ -552,8 +566,24 @@ Error writeReport(const Request &request, const Compiled &c) {
         for (int r = 0; r < c.ranks; ++r)
           j.object([&] {
             j.attribute("rank", r);
+            j.attributeArray("stages", [&] {
+              for (auto [s, rank] : llvm::enumerate(c.table.rankOfStage))
+                if (rank == r)
+                  j.value(static_cast<int64_t>(s));
+            });
             j.attribute("peak_bytes", c.peak[r]);
             j.attribute("arena_bytes", c.arena[r]);
+          });
+      });
+      // MPI's process k (launch.sh's order, launch-slurm.sh's task k).
+      j.attributeArray("processes", [&] {
+        for (auto [k, p] : llvm::enumerate(c.processes))
+          j.object([&] {
+            j.attribute("process", static_cast<int64_t>(k));
+            j.attribute("rank", p.rank);
+            j.attribute("replica", p.replica);
+            if (!p.host.empty())
+              j.attribute("host", p.host);
           });
       });
       j.attributeObject("seconds", [&] {
@@ -564,6 +594,15 @@ Error writeReport(const Request &request, const Compiled &c) {
     });
     os << "\n";
   });
+}
+
+/// The stages rank `r` holds, as "stage 0" or "stages 0, 7".
+std::string stagesText(const sched::ScheduleTable &table, int r) {
+  std::vector<std::string> held;
+  for (auto [s, rank] : llvm::enumerate(table.rankOfStage))
+    if (rank == r)
+      held.push_back(std::to_string(s));
+  return (held.size() == 1 ? "stage " : "stages ") + llvm::join(held, ", ");
 }
 
 /// What zbc compile says it made: the schedule, the memory, the files.
@@ -588,11 +627,19 @@ void printBanner(const Request &request, const Compiled &compiled) {
                       *request.memLimit,
                       static_cast<int64_t>(*compiled.activationBudget));
   for (int r = 0; r < compiled.ranks; ++r)
-    outs() << formatv("  rank {0}: peak {1} bytes, arena {2} ({3:F3}x)\n", r,
-                      compiled.peak[r], compiled.arena[r],
+    outs() << formatv("  rank {0} ({1}): peak {2} bytes, arena {3} "
+                      "({4:F3}x)\n",
+                      r, stagesText(compiled.table, r), compiled.peak[r],
+                      compiled.arena[r],
                       compiled.peak[r] ? double(compiled.arena[r]) /
                                               double(compiled.peak[r])
                                         : 1.0);
+  // Where each process runs, when that is more than "rank r is process r".
+  if (request.replicas > 1 || !request.hosts.empty())
+    for (auto [k, p] : llvm::enumerate(compiled.processes))
+      outs() << formatv("  process {0}: rank {1} of replica {2}{3}\n", k,
+                        p.rank, p.replica,
+                        p.host.empty() ? std::string() : " on " + p.host);
   outs() << formatv("  passes {0:F2} s, code generation {1:F2} s, host "
                     "compiler {2:F2} s\n",
                     compiled.seconds.passes, compiled.seconds.codegen,
@@ -680,8 +727,11 @@ Expected<Compiled> zbc::compile(const Request &request) {
                                      request.backend))
     return std::move(e);
   compiled->seconds.hostCompile = secondsSince(begin);
-  if (Error e = writeLaunchScript(request.dir, compiled->ranks,
-                                  static_cast<int>(request.replicas)))
+  compiled->processes =
+      placeProcesses(compiled->ranks, static_cast<int>(request.replicas),
+                     request.hosts);
+  if (Error e = writeLaunchFiles(request.dir, compiled->ranks,
+                                 compiled->processes))
     return std::move(e);
   if (Error e = writeReport(request, *compiled))
     return std::move(e);

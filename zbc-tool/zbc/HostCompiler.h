@@ -3,8 +3,7 @@
 // `zbc compile`'s last step: each DIR/src/rankN.cpp built with the host
 // compiler (MPI's C++ wrapper) against the runtime zbc was built with, two
 // at a time (these machines have two cores), every command and its output
-// in DIR/build.log; and DIR/launch.sh, which starts the executables as one
-// MPI job.
+// in DIR/build.log (the launch scripts: LaunchFiles.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_TOOL_HOSTCOMPILER_H
@@ -23,11 +22,6 @@ llvm::Error buildRankExecutables(llvm::StringRef dir, int ranks,
 
 /// Whether this zbc was built with the CUDA backend's runtime.
 bool cudaBackendBuilt();
-
-/// Writes DIR/launch.sh: `mpirun` MPMD, one process per rank executable
-/// and replica (replica after replica), as root and oversubscribed, its
-/// arguments passed to every rank.
-llvm::Error writeLaunchScript(llvm::StringRef dir, int ranks, int replicas);
 
 /// The mpirun the launch script uses.
 llvm::StringRef mpirunPath();
