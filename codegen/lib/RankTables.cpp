@@ -529,12 +529,12 @@ LogicalResult RankBuilder::readOrder() {
       bool send = sop.what == sched::OpClass::Send;
       op.what = send ? OpKind::Send : OpKind::Recv;
       op.peer = sop.peer;
-      op.gradient = sop.payload != sched::Payload::Act;
+      op.gradient = sop.payload != sched::Product::Activation;
       int stage = sop.stage;
       std::string key = sop.key;
       if (!send) {
         // Received into the consumer's in.I / d_out.I.
-        stage = sop.payload == sched::Payload::Act ? stage + 1 : stage - 1;
+        stage = sched::consumerOf(sop.payload, stage);
         std::optional<PhaseKey> parsed = PhaseKey::parse(key);
         if (!parsed || !parsed->counterpart())
           return irOp->emitOpError("carries '") << key << "', not a message key";

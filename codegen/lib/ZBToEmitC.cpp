@@ -17,11 +17,14 @@
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Passes/Passes.h"
+#include "zbc/Passes/Pipelines.h"
 #include "zbc/runtime/KernelTable.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -42,6 +45,18 @@ using namespace zbc::zb;
 using namespace zbc::codegen;
 
 std::string zbc::rankFileId(int rank) { return "rank" + std::to_string(rank); }
+
+void zbc::registerZBCodegenPipelines() {
+  PassPipelineRegistration<LowerToProgramCLOptions>(
+      "zb-lower-to-cpp",
+      "zb.model or zb.pipeline -> one emitc.file per rank: "
+      "zb-lower-to-program, then convert-zb-to-emitc (zbc compile's whole "
+      "lowering; mlir-translate --mlir-to-cpp --file-id=rankN prints one)",
+      [](OpPassManager &pm, const LowerToProgramCLOptions &cl) {
+        buildLowerToProgramPipeline(pm, cl.options());
+        pm.addPass(createConvertZBToEmitCPass());
+      });
+}
 
 LogicalResult zbc::printRankFile(ModuleOp module, int rank,
                                  llvm::raw_ostream &os) {

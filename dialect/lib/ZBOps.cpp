@@ -15,6 +15,7 @@
 #include "VerifyUtils.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Support/Limits.h"
+#include "zbc/Support/StageBoundary.h"
 
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
@@ -504,7 +505,7 @@ static LogicalResult verifyTransfer(Operation *op, bool isSend, Payload payload,
            << self;
 
   bool isAct = payload == Payload::Act;
-  int64_t neighbour = isAct ? stage + 1 : stage - 1;
+  int64_t neighbour = zbc::consumerStage(isAct, stage);
   if (neighbour < 0 || neighbour >= program.getNumStages())
     return op->emitOpError("carries the ")
            << (isAct ? "activation" : "input gradient") << " of stage "

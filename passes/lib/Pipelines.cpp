@@ -25,6 +25,45 @@ void zbc::buildBackwardPipeline(OpPassManager &pm,
   pm.addPass(createZBSplitBackwardPass());
 }
 
+void zbc::buildScheduleToProgramPipeline(OpPassManager &pm,
+                                         const LowerToProgramOptions &options) {
+  // The order per rank, fitted to a memory limit where there is one.
+  ZBSchedulePassOptions schedule;
+  schedule.kind = options.schedule;
+  schedule.microbatches = options.microbatches;
+  schedule.virtualStages = options.virtualStages;
+  schedule.optimizer = options.optimizer;
+  schedule.costFile = options.costFile;
+  schedule.memoryLimit = options.memoryLimit;
+  schedule.activationBudget = options.activationBudget;
+  pm.addPass(createZBSchedulePass(schedule));
+  // The transfers the order implies.
+  pm.addPass(createZBInsertP2PPass());
+  // Proves the program first: nothing unverified reaches code generation.
+  pm.addPass(createZBPlanMemoryPass());
+}
+
+void zbc::buildLowerToProgramPipeline(OpPassManager &pm,
+                                      const LowerToProgramOptions &options) {
+  BackwardPipelineOptions backward;
+  backward.stages = options.stages;
+  buildBackwardPipeline(pm, backward);
+  buildScheduleToProgramPipeline(pm, options);
+}
+
+zbc::LowerToProgramOptions zbc::LowerToProgramCLOptions::options() const {
+  LowerToProgramOptions o;
+  o.stages = stages;
+  o.schedule = schedule;
+  o.microbatches = microbatches;
+  o.virtualStages = virtualStages;
+  o.optimizer = optimizer;
+  o.costFile = costFile;
+  o.memoryLimit = memoryLimit;
+  o.activationBudget = activationBudget;
+  return o;
+}
+
 namespace {
 struct BackwardPipelineCLOptions
     : public PassPipelineOptions<BackwardPipelineCLOptions> {
@@ -43,5 +82,12 @@ void zbc::registerZBPipelines() {
         BackwardPipelineOptions options;
         options.stages = cl.stages;
         buildBackwardPipeline(pm, options);
+      });
+  PassPipelineRegistration<LowerToProgramCLOptions>(
+      "zb-lower-to-program",
+      "zb.model or zb.pipeline -> a proven, planned zb.program, as zbc "
+      "compile lowers it before code generation",
+      [](OpPassManager &pm, const LowerToProgramCLOptions &cl) {
+        buildLowerToProgramPipeline(pm, cl.options());
       });
 }

@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
   zbc::registerZBPasses();
   zbc::registerZBCodegenPasses();
   zbc::registerZBPipelines();
+  zbc::registerZBCodegenPipelines();
 
   auto [inputPath, outputPath] =
       mlir::registerAndParseCLIOptions(argc, argv, "zbc pass driver\n", registry);

@@ -24,7 +24,6 @@
 #include "Input.h"
 #include "Numbers.h"
 #include "Options.h"
-#include "RankBudget.h"
 #include "SchedulePlugins.h"
 
 #include "zbc/Analysis/ProgramTable.h"
@@ -396,6 +395,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   zb::PipelineOp pipeline = pipelines.front();
   int64_t stages = std::distance(pipeline.getBody().front().getOps<zb::StageOp>().begin(),
                                  pipeline.getBody().front().getOps<zb::StageOp>().end());
+  int64_t perRankStages = 1; // of a registered schedule, as placed here
   if (file) {
     if (stages != file->stages)
       return fail(formatv("'{0}' has {1} stages; the schedule file '{2}' "
@@ -434,68 +434,37 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
           "cuts it",
           request.input, stages, request.ranks, request.schedule, perRank,
           request.ranks * perRank));
-    // The schedule at an activation budget (unset: the schedule's own).
-    auto scheduleAt = [&](ModuleOp target, std::optional<double> budget,
-                          double &seconds) {
-      PassManager pm(context);
-      ZBSchedulePassOptions options;
-      options.kind = request.schedule;
-      options.microbatches = request.microbatches;
-      options.virtualStages = perRank;
-      options.optimizer = request.optimizer;
-      options.costFile = request.costFile;
-      if (budget)
-        options.memoryLimit = *budget;
-      pm.addPass(createZBSchedulePass(options));
-      return runTimed(pm, target, seconds);
-    };
-    // --mem-limit is each rank's whole memory; the schedule plans the
-    // activations it keeps within what the rest leaves (Note [Rank budget]).
-    std::optional<double> budget;
-    if (request.memLimit)
-      budget = static_cast<double>(*request.memLimit);
-    if (request.memLimit && *request.memLimit > 0) {
-      auto begin = std::chrono::steady_clock::now();
-      double within = 0; // part of the fit's whole time, counted below
-      FailureOr<RankBudget> fit = fitActivationBudget(
-          module, *request.memLimit, [&](ModuleOp target, double bytes) {
-            return scheduleAt(target, bytes, within);
-          });
-      result.seconds.passes += secondsSince(begin);
-      if (succeeded(fit)) {
-        budget = fit->activations;
-        result.activationBudget = fit->activations;
-      }
-    }
-    if (failed(scheduleAt(module, budget, result.seconds.passes))) {
-      if (request.memLimit && *request.memLimit > 0)
-        return fail(formatv(
-            "no schedule within --mem-limit {0} bytes per rank, which must "
-            "also hold each rank's parameters, gradients, optimizer state and "
-            "temporaries (the error is above)",
-            *request.memLimit));
-      return fail("no schedule (the error is above)");
-    }
+    perRankStages = perRank;
   }
   if (std::string plugin = schedulePluginOf(request.schedule);
       !file && !plugin.empty())
     result.scheduleSource =
         "'" + request.schedule + "' from the plugin '" + plugin + "'";
-  zb::ProgramOp program = *module.getOps<zb::ProgramOp>().begin();
-  if (request.memLimit && *request.memLimit > 0)
-    program.setMemoryLimitAttr(
-        IntegerAttr::get(IntegerType::get(context, 64), *request.memLimit));
-  bool hasTransfers = false;
-  program.walk([&](Operation *op) {
-    hasTransfers |= isa<zb::SendOp, zb::RecvOp, zb::GroupOp>(op);
-  });
+  // The rest is one pipeline (zbc-opt --zb-lower-to-program runs the same):
+  // the schedule (a program already there is kept), fitted to --mem-limit
+  // (Note [Rank budget]), the transfers, the proof and the memory plan.
+  LowerToProgramOptions options;
+  options.schedule = request.schedule;
+  options.microbatches = request.microbatches;
+  options.virtualStages = perRankStages;
+  options.optimizer = request.optimizer;
+  options.costFile = request.costFile;
+  // --mem-limit 0: no limit at all, the schedule's default budget too.
+  options.memoryLimit = request.memLimit.value_or(0);
+  if (request.memLimit == 0)
+    options.activationBudget = "none";
   PassManager pm(context);
-  if (!hasTransfers)
-    pm.addPass(createZBInsertP2PPass());
-  // Proves the program first: nothing unverified reaches code generation.
-  pm.addPass(createZBPlanMemoryPass());
-  if (failed(runTimed(pm, module, result.seconds.passes)))
+  buildScheduleToProgramPipeline(pm, options);
+  if (failed(runTimed(pm, module, result.seconds.passes))) {
+    if (options.memoryLimit > 0)
+      return fail(formatv("no schedule within --mem-limit {0} bytes per "
+                          "rank (the error is above)",
+                          options.memoryLimit));
     return fail("the program was not lowered (the error is above)");
+  }
+  zb::ProgramOp program = *module.getOps<zb::ProgramOp>().begin();
+  if (std::optional<int64_t> budget = program.getActivationBudget())
+    result.activationBudget = static_cast<double>(*budget);
 
   result.model = pipeline.getSymName().str();
   result.stages = static_cast<int>(stages);

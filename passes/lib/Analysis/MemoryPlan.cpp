@@ -10,6 +10,7 @@
 
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Support/StageBoundary.h"
 
 #include <algorithm>
 #include <map>
@@ -79,7 +80,7 @@ std::pair<int, std::string>
 zbc::bufferOfYield(int stage, StringRef key, const std::vector<int> &rankOfStage) {
   std::optional<PhaseKey> parsed = PhaseKey::parse(key);
   if (parsed && (parsed->kind == KeyKind::Out || parsed->kind == KeyKind::DIn)) {
-    int consumer = parsed->kind == KeyKind::Out ? stage + 1 : stage - 1;
+    int consumer = consumerStage(parsed->kind == KeyKind::Out, stage);
     if (consumer >= 0 && consumer < static_cast<int>(rankOfStage.size()) &&
         rankOfStage[consumer] == rankOfStage[stage])
       return {consumer, parsed->counterpart()->str()};

@@ -12,6 +12,7 @@
 
 
 #include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Support/StageBoundary.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -305,7 +306,7 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     // Where each phase of each (stage, microbatch) runs, each recv is, and
     // where each send's buffer is released (the first op waiting for it).
     std::map<std::tuple<int, int, int>, int> computeAt; // stage, mb, slot
-    std::map<std::tuple<sched::Payload, int, int, std::string>, int> recvAt,
+    std::map<std::tuple<sched::Product, int, int, std::string>, int> recvAt,
         sendRelease;
     std::vector<int> release(ops.size(), n);
     for (size_t i = 0; i < ops.size(); ++i)
@@ -385,13 +386,13 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
           // on another rank (a consumer here counts it as its own input).
           if (key.kind == KeyKind::Out || key.kind == KeyKind::DIn) {
             bool act = key.kind == KeyKind::Out;
-            int consumer = act ? s + 1 : s - 1;
+            int consumer = consumerStage(act, s);
             if (consumer < 0 || consumer >= p.numStages() ||
                 p.rankOfStage[consumer] == static_cast<int>(r))
               continue;
             std::optional<int> made = at(key.producer);
-            auto it = sendRelease.find({act ? sched::Payload::Act
-                                            : sched::Payload::Grad,
+            auto it = sendRelease.find({act ? sched::Product::Activation
+                                            : sched::Product::InputGrad,
                                         s, j, key.key});
             if (made)
               add("send " + key.key + of, key, s, j, BufferRole::Sent,
@@ -417,8 +418,8 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
                 from = it->second + 1;
             } else {
               role = BufferRole::Received;
-              auto it = recvAt.find({act ? sched::Payload::Act
-                                         : sched::Payload::Grad,
+              auto it = recvAt.find({act ? sched::Product::Activation
+                                         : sched::Product::InputGrad,
                                      producer, j, sent});
               if (it != recvAt.end())
                 from = it->second;

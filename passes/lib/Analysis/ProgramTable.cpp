@@ -124,8 +124,8 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
   auto transferOf = [&](Operation *op, sched::ProgramOp &out) {
     auto fill = [&](auto transfer, sched::OpClass what) {
       out.what = what;
-      out.payload = transfer.getPayload() == Payload::Act ? sched::Payload::Act
-                                                          : sched::Payload::Grad;
+      out.payload = transfer.getPayload() == Payload::Act ? sched::Product::Activation
+                                                          : sched::Product::InputGrad;
       out.stage = static_cast<int>(transfer.getStage());
       out.microbatch = static_cast<int>(transfer.getMicrobatch());
       out.peer = static_cast<int>(transfer.getPeer());
@@ -136,7 +136,7 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
       // Without a pipeline, the boundary carries what its transfers name.
       if (!pipeline && out.stage < numStages) {
         std::vector<sched::Message> &messages =
-            out.payload == sched::Payload::Act ? p.actMessages[out.stage]
+            out.payload == sched::Product::Activation ? p.actMessages[out.stage]
                                                : p.gradMessages[out.stage];
         if (!llvm::any_of(messages, [&](const sched::Message &m) {
               return m.key == out.key;
@@ -204,7 +204,8 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
   auto program = ProgramOp::create(
       b, loc, b.getStringAttr(name), b.getI64IntegerAttr(table.microbatches),
       b.getDenseI64ArrayAttr(placement),
-      /*memory_limit=*/IntegerAttr(), b.getStringAttr(optimizer));
+      /*memory_limit=*/IntegerAttr(), b.getStringAttr(optimizer),
+      /*activation_budget=*/IntegerAttr());
   program->setAttr("pipeline",
                    FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
   program->setAttr("schedule", b.getStringAttr(schedule));
@@ -234,8 +235,8 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
 }
 
 namespace {
-Payload toPayload(sched::Payload payload) {
-  return payload == sched::Payload::Act ? Payload::Act : Payload::Grad;
+Payload toPayload(sched::Product payload) {
+  return payload == sched::Product::Activation ? Payload::Act : Payload::Grad;
 }
 } // namespace
 

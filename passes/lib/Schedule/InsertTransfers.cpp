@@ -74,7 +74,7 @@ llvm::Error zbc::sched::insertTransfers(Program &program) {
   // Sends first: their order on each channel fixes the recvs' order.
   std::vector<std::vector<Placed>> placed(numRanks);
   // Per channel (from, to): each message's position in the send order.
-  std::map<std::tuple<int, int, Payload, int, int, std::string>, int64_t>
+  std::map<std::tuple<int, int, Product, int, int, std::string>, int64_t>
       sendOrder;
   std::map<std::pair<int, int>, int64_t> channelCount;
   for (int r = 0; r < numRanks; ++r) {
@@ -83,8 +83,8 @@ llvm::Error zbc::sched::insertTransfers(Program &program) {
       std::optional<ProductRef> made = productOf({c.kind, c.stage, c.microbatch});
       if (!made)
         continue;
-      Payload payload = payloadOf(made->product);
-      int consumer = payload == Payload::Act ? c.stage + 1 : c.stage - 1;
+      Product payload = made->product;
+      int consumer = consumerOf(made->product, c.stage);
       if (consumer < 0 || consumer >= numStages)
         continue;
       int to = program.rankOfStage[consumer];
@@ -120,7 +120,7 @@ llvm::Error zbc::sched::insertTransfers(Program &program) {
         int from = program.rankOfStage[d.stage];
         if (from == r)
           return;
-        Payload payload = payloadOf(d.product);
+        Product payload = d.product;
         for (const Message &message : program.messages(payload, d.stage)) {
           Placed recv;
           recv.op.what = OpClass::Recv;

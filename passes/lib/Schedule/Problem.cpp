@@ -93,6 +93,33 @@ llvm::Error zbc::sched::checkProblemSize(int64_t ranks, int64_t virtualStages,
   return llvm::Error::success();
 }
 
+llvm::Expected<std::optional<double>>
+zbc::sched::parseActivationBudget(llvm::StringRef text) {
+  if (text == "default")
+    return std::nullopt;
+  if (text == "none")
+    return 0.0;
+  double amount = 0;
+  if (text.trim().getAsDouble(amount) || !std::isfinite(amount) ||
+      amount < 0 || amount > limits::kMaxAmount)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "activation budget must be 'default', 'none' or a number in [0, "
+        "1e30], got '" +
+            text + "'");
+  return amount;
+}
+
+std::string zbc::sched::activationBudgetText(std::optional<double> budget) {
+  if (!budget)
+    return "default";
+  if (*budget == 0)
+    return "none";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", *budget);
+  return buffer;
+}
+
 llvm::Error Problem::validate() const {
   if (llvm::Error error = checkProblemSize(ranks, virtualStages, microbatches))
     return error;

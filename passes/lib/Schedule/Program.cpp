@@ -8,8 +8,8 @@
 
 using namespace zbc::sched;
 
-const char *zbc::sched::payloadName(Payload payload) {
-  return payload == Payload::Act ? "act" : "grad";
+const char *zbc::sched::productName(Product product) {
+  return product == Product::Activation ? "act" : "grad";
 }
 
 std::string Program::name(const ProgramOp &op) const {
@@ -25,14 +25,14 @@ std::string Program::name(const ProgramOp &op) const {
     if (csv) {
       // PyTorch names a transfer by the stage that runs it: the producer
       // sends, the consumer receives.
-      int stage = send ? op.stage
-                       : op.payload == Payload::Act ? op.stage + 1 : op.stage - 1;
+      int stage =
+          send ? op.stage : consumerOf(op.payload, op.stage);
       return std::to_string(stage) + (send ? "SEND_" : "RECV_") +
-             (op.payload == Payload::Act ? "F" : "B") +
+             (op.payload == Product::Activation ? "F" : "B") +
              std::to_string(op.microbatch);
     }
     std::string text = std::string(send ? "send " : "recv ") +
-                       payloadName(op.payload) + " stage " +
+                       productName(op.payload) + " stage " +
                        std::to_string(op.stage) + " mb " +
                        std::to_string(op.microbatch) +
                        (send ? " to " : " from ") + std::to_string(op.peer);
@@ -46,15 +46,19 @@ std::string Program::name(const ProgramOp &op) const {
   return "?";
 }
 
+const char *zbc::sched::boundaryKey(Product product) {
+  return product == Product::Activation ? "out.0" : "d_in.0";
+}
+
 void zbc::sched::setOneMessagePerBoundary(Program &program) {
   int stages = program.numStages();
   program.actMessages.assign(stages, {});
   program.gradMessages.assign(stages, {});
   for (int s = 0; s < stages; ++s) {
     if (s + 1 < stages)
-      program.actMessages[s] = {{"out.0", ""}};
+      program.actMessages[s] = {{boundaryKey(Product::Activation), ""}};
     if (s > 0)
-      program.gradMessages[s] = {{"d_in.0", ""}};
+      program.gradMessages[s] = {{boundaryKey(Product::InputGrad), ""}};
   }
 }
 

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/TorchCSV.h"
+#include "zbc/Support/StageBoundary.h"
 #include "Support.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -141,7 +142,7 @@ bool splitCells(llvm::StringRef line, llvm::SmallVectorImpl<std::string> &out) {
 struct Cell {
   enum What { Compute, Send, Recv, Ignored } what = Compute;
   Action action{Kind::F, 0, 0}; // Compute
-  Payload payload = Payload::Act;   // Send, Recv
+  Product payload = Product::Activation;   // Send, Recv
   int stage = 0, microbatch = 0;    // Send, Recv: the producing stage
 };
 
@@ -178,7 +179,7 @@ struct CSVParser {
     } else if (type == "SEND_F" || type == "RECV_F" || type == "SEND_B" ||
                type == "RECV_B") {
       cell.what = type.starts_with("SEND") ? Cell::Send : Cell::Recv;
-      cell.payload = type.ends_with("F") ? Payload::Act : Payload::Grad;
+      cell.payload = type.ends_with("F") ? Product::Activation : Product::InputGrad;
     } else if (type == "UNSHARD" || type == "RESHARD" || type == "REDUCE_GRAD") {
       cell.what = Cell::Ignored; // FSDP and gradient reduction: not modelled
     } else if (type == "OVERLAP_F_B") {
@@ -219,9 +220,9 @@ struct CSVParser {
     // PyTorch names a transfer by the stage that runs it; zbc by the stage
     // that produced what moves. A RECV_F of stage s brings stage s-1's
     // activation, a RECV_B stage s+1's input gradient.
-    bool act = cell.payload == Payload::Act;
-    int producer = cell.what == Cell::Send ? s : act ? s - 1 : s + 1;
-    int consumer = act ? producer + 1 : producer - 1;
+    bool act = cell.payload == Product::Activation;
+    int producer = cell.what == Cell::Send ? s : zbc::producerStage(act, s);
+    int consumer = zbc::consumerStage(act, producer);
     if (producer < 0 || producer >= numStages || consumer < 0 ||
         consumer >= numStages)
       return error(type + " of stage " + stageText + ": no stage " +
@@ -304,7 +305,7 @@ readCells(llvm::StringRef text, const CSVParser &parser) {
            static_cast<uint64_t>(a.kind);
   };
   llvm::DenseMap<uint64_t, size_t> seen;
-  std::map<std::tuple<int, int, Payload, int, int>, size_t> transfers;
+  std::map<std::tuple<int, int, Product, int, int>, size_t> transfers;
   for (auto [i, entry] : llvm::enumerate(parsed)) {
     const Cell &cell = entry.first;
     if (cell.what == Cell::Compute) {
@@ -494,7 +495,7 @@ zbc::sched::parseCSVProgram(llvm::StringRef text, int ranks, int numStages,
   // the recvs of what it needs that its rank has posted before it; a send
   // waits for the compute that made what it sends; sends are waited for at
   // the end of the step; each transfer is its own batch (no streams shared).
-  std::vector<std::map<std::tuple<Payload, int, int>, int>> recvAt(ranks);
+  std::vector<std::map<std::tuple<Product, int, int>, int>> recvAt(ranks);
   std::vector<std::map<std::tuple<int, int, Product>, int>> madeAt(ranks);
   for (const auto &[cell, where] : *cells) {
     if (cell.what == Cell::Ignored)
@@ -509,7 +510,7 @@ zbc::sched::parseCSVProgram(llvm::StringRef text, int ranks, int numStages,
       op.stage = a.stage;
       op.microbatch = a.microbatch;
       forEachDependence(a, numStages, [&](const ProductRef &d) {
-        auto it = recvAt[r].find({payloadOf(d.product), d.stage, d.microbatch});
+        auto it = recvAt[r].find({d.product, d.stage, d.microbatch});
         if (it != recvAt[r].end())
           op.deps.push_back(it->second);
       });
@@ -529,13 +530,13 @@ zbc::sched::parseCSVProgram(llvm::StringRef text, int ranks, int numStages,
       }
     } else {
       bool send = cell.what == Cell::Send;
-      bool act = cell.payload == Payload::Act;
+      bool act = cell.payload == Product::Activation;
       op.what = send ? OpClass::Send : OpClass::Recv;
       op.payload = cell.payload;
       op.stage = cell.stage;
       op.microbatch = cell.microbatch;
-      op.key = act ? "out.0" : "d_in.0";
-      int consumer = act ? cell.stage + 1 : cell.stage - 1;
+      op.key = boundaryKey(cell.payload);
+      int consumer = consumerOf(cell.payload, cell.stage);
       op.peer = parser->rankOfStage[send ? consumer : cell.stage];
       if (send) {
         auto it = madeAt[r].find({cell.stage, cell.microbatch,

@@ -72,7 +72,7 @@ ProgramError error(int rank, int op, std::string message,
 /// Where each rank's computes and receives are, by what they are.
 struct Index {
   using ComputeKey = std::tuple<int, int, Kind>; // stage, mb, kind
-  using RecvKey = std::tuple<Payload, int, int, std::string>;
+  using RecvKey = std::tuple<Product, int, int, std::string>;
   std::vector<std::map<ComputeKey, int>> compute;
   std::vector<std::map<RecvKey, int>> recv;
 };
@@ -175,7 +175,7 @@ std::optional<ProgramError> checkDependences(const Program &program,
             }
             return;
           }
-          Payload payload = payloadOf(d.product);
+          Product payload = d.product;
           const std::vector<Message> &messages =
               program.messages(payload, d.stage);
           for (const Message &message : messages) {
@@ -213,16 +213,16 @@ std::optional<ProgramError> checkDependences(const Program &program,
       // consumer's; a recv arrives there. The last stage sends no
       // activation, stage 0 no input gradient.
       bool send = op.what == OpClass::Send;
-      int consumer = op.payload == Payload::Act ? op.stage + 1 : op.stage - 1;
+      int consumer = consumerOf(op.payload, op.stage);
       if (consumer < 0 || consumer >= numStages)
         return error(r, i, program.name(op) + ": stage " + std::to_string(op.stage) +
                                " has no " +
-                               (op.payload == Payload::Act ? "next" : "previous") +
+                               (op.payload == Product::Activation ? "next" : "previous") +
                                " stage to send to");
       int from = program.rankOfStage[op.stage];
       int to = program.rankOfStage[consumer];
       if ((send ? from : to) != r || (send ? to : from) != op.peer)
-        return error(r, i, program.name(op) + ": " + payloadName(op.payload) +
+        return error(r, i, program.name(op) + ": " + productName(op.payload) +
                                " of stage " + std::to_string(op.stage) +
                                " goes from rank " + std::to_string(from) +
                                " to rank " + std::to_string(to));
@@ -232,13 +232,13 @@ std::optional<ProgramError> checkDependences(const Program &program,
                         [&](const Message &m) { return m.key == op.key; }))
         return error(r, i, program.name(op) + ": stage " + std::to_string(op.stage) +
                                " sends no message '" + op.key + "' as " +
-                               payloadName(op.payload));
+                               productName(op.payload));
       if (!send)
         continue;
       // The send reads what its producer made: it waits for that compute.
       std::optional<int> producer;
       for (Kind k : {Kind::F, Kind::B, Kind::BW}) {
-        if (payloadOf(*productMadeBy(k)) != op.payload)
+        if (*productMadeBy(k) != op.payload)
           continue;
         auto it = index.compute[r].find({op.stage, op.microbatch, k});
         if (it != index.compute[r].end())

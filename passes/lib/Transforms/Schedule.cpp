@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Passes/Passes.h"
+#include "zbc/Passes/RankBudget.h"
 
 #include "zbc/Analysis/ProgramMemory.h"
 
@@ -22,6 +23,7 @@
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Support/Limits.h"
 
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -47,8 +49,22 @@ namespace {
 struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
   using Base::Base;
   void runOnOperation() override;
-  LogicalResult schedulePipeline(PipelineOp pipeline);
+  LogicalResult schedulePipeline(PipelineOp pipeline,
+                                 std::optional<double> budget);
+  /// This pass's options at an activation budget, without a memory limit:
+  /// one try of the fit (Note [Rank budget]).
+  LogicalResult scheduleAtBudget(ModuleOp target, double budget);
 };
+
+/// The program scheduled for `pipeline` (a user's, or an earlier run's), or
+/// null.
+ProgramOp programOf(PipelineOp pipeline) {
+  auto module = pipeline->getParentOfType<ModuleOp>();
+  for (ProgramOp program : module.getOps<ProgramOp>())
+    if (pipelineOfProgram(program) == pipeline)
+      return program;
+  return {};
+}
 
 /// FLOPs as a schedule time. An F with no FLOPs (a stage of data movement
 /// only) still gets one, as the schedule library requires F > 0; B and W
@@ -144,7 +160,8 @@ LogicalResult zbc::applyCostFile(PipelineOp pipeline, StringRef costFile,
   return success();
 }
 
-LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
+LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
+                                               std::optional<double> budget) {
   const sched::ScheduleInfo *info = sched::lookupSchedule(kind);
   if (!info) {
     std::string names;
@@ -167,11 +184,6 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
     std::snprintf(buffer, sizeof buffer, "%g", x);
     return std::string(buffer);
   };
-  if (!(memoryLimit == -1 || amount(memoryLimit)))
-    return pipeline.emitOpError("memory-limit must be -1 (the schedule's "
-                                "default), 0 (none) or a number of bytes up "
-                                "to 1e30, got ")
-           << typed(memoryLimit);
   if (!amount(comm))
     return pipeline.emitOpError("comm must be in [0, 1e30], got ")
            << typed(comm);
@@ -199,9 +211,8 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
           sched::checkProblemSize(numStages / v, v, microbatches))
     return pipeline.emitOpError(llvm::toString(std::move(error)));
 
-  FailureOr<sched::Problem> problem = schedulingProblemOf(
-      pipeline, v, microbatches, comm,
-      memoryLimit == -1 ? std::nullopt : std::optional<double>(memoryLimit));
+  FailureOr<sched::Problem> problem =
+      schedulingProblemOf(pipeline, v, microbatches, comm, budget);
   if (failed(problem))
     return failure();
 
@@ -245,14 +256,79 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline) {
   return success();
 }
 
+LogicalResult ZBSchedulePass::scheduleAtBudget(ModuleOp target,
+                                               double budget) {
+  ZBSchedulePassOptions options;
+  options.kind = kind;
+  options.microbatches = microbatches;
+  options.virtualStages = virtualStages;
+  options.activationBudget = sched::activationBudgetText(budget);
+  options.comm = comm;
+  options.exactSeconds = exactSeconds;
+  options.optimizer = optimizer;
+  options.costFile = costFile;
+  PassManager pm(target.getContext());
+  pm.addPass(createZBSchedulePass(options));
+  return pm.run(target);
+}
+
 void ZBSchedulePass::runOnOperation() {
-  SmallVector<PipelineOp> pipelines(getOperation().getOps<PipelineOp>());
+  ModuleOp module = getOperation();
+  SmallVector<PipelineOp> pipelines(module.getOps<PipelineOp>());
   if (pipelines.empty()) {
-    getOperation().emitError("zb-schedule found no 'zb.pipeline'; run "
-                             "zb-autodiff and zb-split-backward first");
+    module.emitError("zb-schedule found no 'zb.pipeline'; run "
+                     "zb-autodiff and zb-split-backward first");
     return signalPassFailure();
   }
-  for (PipelineOp pipeline : pipelines)
-    if (failed(schedulePipeline(pipeline)))
+  llvm::Expected<std::optional<double>> budget =
+      sched::parseActivationBudget(activationBudget);
+  if (!budget) {
+    module.emitError("zb-schedule: ") << llvm::toString(budget.takeError());
+    return signalPassFailure();
+  }
+  if (memoryLimit < 0 || memoryLimit > limits::kMaxTensorBytes) {
+    module.emitError("zb-schedule: memory-limit must be 0 (none) or a "
+                     "number of bytes up to ")
+        << limits::kMaxTensorBytes << ", got "
+        << static_cast<int64_t>(memoryLimit);
+    return signalPassFailure();
+  }
+  if (memoryLimit > 0 && *budget) {
+    module.emitError("zb-schedule: give memory-limit (a rank's whole "
+                     "memory, from which the activation budget is fitted) "
+                     "or activation-budget, not both");
+    return signalPassFailure();
+  }
+  bool toSchedule = llvm::any_of(
+      pipelines, [](PipelineOp pipeline) { return !programOf(pipeline); });
+  // A rank's whole memory as the schedule's activation budget: the largest
+  // that fits, else the closest miss, which the proof then reports.
+  std::optional<double> fitted;
+  if (memoryLimit > 0 && toSchedule) {
+    *budget = static_cast<double>(memoryLimit);
+    FailureOr<RankBudget> fit = fitActivationBudget(
+        module, memoryLimit, [&](ModuleOp target, double bytes) {
+          return scheduleAtBudget(target, bytes);
+        });
+    if (succeeded(fit))
+      *budget = fitted = fit->activations;
+  }
+  Builder b(module.getContext());
+  for (PipelineOp pipeline : pipelines) {
+    if (!programOf(pipeline) && failed(schedulePipeline(pipeline, *budget))) {
+      if (memoryLimit > 0)
+        module.emitError("no schedule within memory-limit ")
+            << static_cast<int64_t>(memoryLimit)
+            << " bytes per rank, which must also hold each rank's "
+               "parameters, gradients, optimizer state and temporaries (the "
+               "error is above)";
       return signalPassFailure();
+    }
+    ProgramOp program = programOf(pipeline);
+    if (memoryLimit > 0)
+      program.setMemoryLimitAttr(b.getI64IntegerAttr(memoryLimit));
+    if (fitted)
+      program.setActivationBudgetAttr(
+          b.getI64IntegerAttr(static_cast<int64_t>(std::llround(*fitted))));
+  }
 }

@@ -112,7 +112,14 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     `zb.compute` ops in execution order. Dependencies between ops of the
     same rank become `after(...)` tokens; those across ranks are
     zb-insert-p2p's to make explicit. An unknown schedule name is an error
-    that lists the registered ones.
+    that lists the registered ones. A pipeline that already has its program
+    (a user's, from a schedule file) keeps it.
+
+    Two limits, two names: `activation-budget` is what the schedule keeps
+    in flight (its M_B and M_W), `memory-limit` a rank's whole memory,
+    which the pass turns into the largest activation budget that fits
+    (recorded on the program as `activation_budget`, the limit as
+    `memory_limit`).
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] attributes {...} {
@@ -131,9 +138,17 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
            "Microbatches per training step (required; 1 to 2^20)">,
     Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
            "Stages per rank for interleaved-1f1b (V schedules use 2)">,
-    Option<"memoryLimit", "memory-limit", "double", /*default=*/"-1",
-           "Per-rank activation memory limit in bytes (0: none; -1, the "
-           "default: the schedule's own, e.g. zb-auto's 2p max(M_B, M_W))">,
+    Option<"activationBudget", "activation-budget", "std::string",
+           /*default=*/"\"default\"",
+           "The activations (M_B, M_W) each rank may keep, in bytes: "
+           "'default' (the schedule's own, e.g. zb-auto's 2p max(M_B, M_W)), "
+           "'none', or a number">,
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "Bytes each rank may hold in all (parameters, gradients, "
+           "optimizer state, temporaries and activations; 0: none): the "
+           "schedule is built at the largest activation budget whose proven "
+           "program fits (Note [Rank budget]), and the program carries the "
+           "limit for the proof">,
     Option<"comm", "comm", "double", /*default=*/"0",
            "Cost of a cross-rank transfer, in FLOP-equivalents">,
     Option<"exactSeconds", "exact", "double", /*default=*/"0",
@@ -195,7 +210,9 @@ def ZBInsertP2PPass : Pass<"zb-insert-p2p", "::mlir::ModuleOp"> {
     in the order the peer sends; the transfers of one compute are one
     `zb.group`; each peer and direction has its own stream; the next compute
     making the same product waits for the send, where its buffer is free
-    (InsertTransfers.cpp). Same-rank dependences stay `after` tokens.
+    (InsertTransfers.cpp). Same-rank dependences stay `after` tokens. A
+    program that has transfers already (a user's compute+comms order) is
+    kept as it is, for the proof to hold or refuse.
 
     ```mlir
     zb.rank 0 {

@@ -7,7 +7,10 @@
 #ifndef ZBC_PASSES_PIPELINES_H
 #define ZBC_PASSES_PIPELINES_H
 
+#include "mlir/Pass/PassOptions.h"
+
 #include <cstdint>
+#include <string>
 
 namespace mlir {
 class OpPassManager;
@@ -25,7 +28,72 @@ struct BackwardPipelineOptions {
 void buildBackwardPipeline(mlir::OpPassManager &pm,
                            const BackwardPipelineOptions &options);
 
-/// Registers `--zb-backward` (with a `stages` option) for zbc-opt.
+/// The lowering of a model to a proven, planned program: what `zbc
+/// compile` runs before code generation (and, with convert-zb-to-emitc
+/// after it, codegen's zb-lower-to-cpp). The options are zb-schedule's.
+struct LowerToProgramOptions {
+  int64_t stages = 0; // as BackwardPipelineOptions::stages
+  std::string schedule = "1f1b";
+  int64_t microbatches = 0;
+  int64_t virtualStages = 1;
+  std::string optimizer = "sgd";
+  std::string costFile;
+  /// Note [Two memory limits]: a rank's whole memory (0: none), or the
+  /// schedule's activation budget ("default", "none" or bytes).
+  int64_t memoryLimit = 0;
+  std::string activationBudget = "default";
+};
+
+/// zb.pipeline (with or without its zb.program) -> a proven, planned
+/// program: zb-schedule (a pipeline that has its program keeps it),
+/// zb-insert-p2p (a program with transfers keeps them), zb-plan-memory.
+void buildScheduleToProgramPipeline(mlir::OpPassManager &pm,
+                                    const LowerToProgramOptions &options);
+
+/// zb.model or zb.pipeline -> a proven, planned program: the backward
+/// pipeline (models only; a pipeline passes through it), then the above.
+void buildLowerToProgramPipeline(mlir::OpPassManager &pm,
+                                 const LowerToProgramOptions &options);
+
+/// The command-line options of the lowering pipelines (zbc-opt's
+/// `--zb-lower-to-program=...`, codegen's `--zb-lower-to-cpp=...`).
+struct LowerToProgramCLOptions
+    : public mlir::PassPipelineOptions<LowerToProgramCLOptions> {
+  Option<int64_t> stages{*this, "stages",
+                         llvm::cl::desc("Stages for models without zb.cut "
+                                        "(0: keep the model's cuts)"),
+                         llvm::cl::init(0)};
+  Option<std::string> schedule{*this, "schedule",
+                               llvm::cl::desc("Registered schedule name"),
+                               llvm::cl::init("1f1b")};
+  Option<int64_t> microbatches{*this, "microbatches",
+                               llvm::cl::desc("Microbatches per step"),
+                               llvm::cl::init(0)};
+  Option<int64_t> virtualStages{*this, "virtual",
+                                llvm::cl::desc("Stages per rank "
+                                               "(interleaved)"),
+                                llvm::cl::init(1)};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("sgd or adamw"),
+                                llvm::cl::init("sgd")};
+  Option<std::string> costFile{*this, "cost-file",
+                               llvm::cl::desc("A JSON cost file"),
+                               llvm::cl::init("")};
+  Option<int64_t> memoryLimit{*this, "memory-limit",
+                              llvm::cl::desc("Bytes each rank may hold in "
+                                             "all (0: none)"),
+                              llvm::cl::init(0)};
+  Option<std::string> activationBudget{
+      *this, "activation-budget",
+      llvm::cl::desc("The schedule's activations per rank: default, none "
+                     "or bytes"),
+      llvm::cl::init("default")};
+
+  LowerToProgramOptions options() const;
+};
+
+/// Registers `--zb-backward` (with a `stages` option) and
+/// `--zb-lower-to-program` for zbc-opt.
 void registerZBPipelines();
 
 } // namespace zbc

@@ -23,6 +23,7 @@
 #define ZBC_SCHEDULE_DEPENDENCES_H
 
 #include "zbc/Schedule/ScheduleTable.h"
+#include "zbc/Support/StageBoundary.h"
 
 #include <cstdint>
 #include <optional>
@@ -63,20 +64,28 @@ inline std::optional<ProductRef> productOf(const Action &a) {
   return std::nullopt;
 }
 
+/// The stage that reads `product` made by `stage` (Note [Stage boundaries]).
+inline int consumerOf(Product product, int stage) {
+  return consumerStage(product == Product::Activation, stage);
+}
+
 /// Calls `fn(ProductRef)` for each product `a` needs, in a fixed order (at
-/// most two), on a pipeline of `numStages` stages.
+/// most two), on a pipeline of `numStages` stages: its own stage's, and
+/// across a boundary (Note [Stage boundaries]) its neighbour's.
 template <typename Fn>
 inline void forEachDependence(const Action &a, int numStages, Fn &&fn) {
   switch (a.kind) {
   case Kind::F:
     if (a.stage > 0)
-      fn(ProductRef{Product::Activation, a.stage - 1, a.microbatch});
+      fn(ProductRef{Product::Activation, producerStage(true, a.stage),
+                    a.microbatch});
     return;
   case Kind::B:
   case Kind::BW:
     fn(ProductRef{Product::Activation, a.stage, a.microbatch});
     if (a.stage + 1 < numStages)
-      fn(ProductRef{Product::InputGrad, a.stage + 1, a.microbatch});
+      fn(ProductRef{Product::InputGrad, producerStage(false, a.stage),
+                    a.microbatch});
     return;
   case Kind::W:
     fn(ProductRef{Product::InputGrad, a.stage, a.microbatch});

@@ -62,9 +62,10 @@ struct Problem {
   int virtualStages = 1;         // v: stages per rank (interleaved, V)
   std::vector<StageCost> stages; // one per stage, ranks * virtualStages
   double comm = 0;               // delay on every cross-rank edge
-  /// Per-rank memory limit. 0: none. Unset: the schedule's default (zb-auto
-  /// and zb-v have one, ScheduleInfo::defaultMemLimit; the others none);
-  /// buildSchedule resolves it before the builder runs.
+  /// Per-rank activation budget (Note [Two memory limits]). 0: none.
+  /// Unset: the schedule's default (zb-auto and zb-v have one,
+  /// ScheduleInfo::defaultMemLimit; the others none); buildSchedule
+  /// resolves it before the builder runs.
   std::optional<double> memLimit;
 
   int numStages() const { return static_cast<int>(stages.size()); }
@@ -74,6 +75,20 @@ struct Problem {
   /// error names the field and the range accepted.
   llvm::Error validate() const;
 };
+
+/// Note [Two memory limits]
+/// A schedule's activation budget is what it keeps in flight per rank (the
+/// M_B and M_W of the microbatches between F and W: Problem::memLimit,
+/// zb-schedule's activation-budget, zbc schedule's --activation-budget); a
+/// memory limit is a rank's whole memory (parameters, gradients, optimizer
+/// state, temporaries and activations: zb-schedule's and
+/// zb-verify-schedule's memory-limit, zbc compile's --mem-limit), which
+/// zb-schedule turns into an activation budget (Note [Rank budget]). An
+/// activation budget as written: "default" (the schedule's own: unset),
+/// "none" (0) or an amount; these read and write it.
+llvm::Expected<std::optional<double>>
+parseActivationBudget(llvm::StringRef text);
+std::string activationBudgetText(std::optional<double> budget);
 
 /// Checks a problem's sizes before anything is allocated for them: ranks,
 /// virtual stages per rank and microbatches at least 1 and at most the

@@ -50,14 +50,9 @@
 
 namespace zbc::sched {
 
-/// What crosses a stage boundary: the activation forward, or the input
-/// gradient backward (Dependences.h's products).
-enum class Payload : uint8_t { Act, Grad };
-const char *payloadName(Payload payload);
-/// The payload that carries `product` to another rank.
-inline Payload payloadOf(Product product) {
-  return product == Product::Activation ? Payload::Act : Payload::Grad;
-}
+/// What a transfer carries across a stage boundary is a product of
+/// Dependences.h (Note [Stage boundaries]): "act" or "grad" in its name.
+const char *productName(Product product);
 
 enum class OpClass : uint8_t { Compute, Send, Recv, Group };
 
@@ -68,7 +63,7 @@ struct ProgramOp {
   // (key, e.g. "out.0") with its type, and the stream (-1: its own).
   Kind kind = Kind::F;
   int stage = 0, microbatch = 0;
-  Payload payload = Payload::Act;
+  Product payload = Product::Activation;
   int peer = 0;
   std::string key, type;
   int stream = -1;
@@ -107,13 +102,18 @@ struct Program {
   int numStages() const { return static_cast<int>(rankOfStage.size()); }
   /// `op` in this program's notation, for messages.
   std::string name(const ProgramOp &op) const;
-  const std::vector<Message> &messages(Payload payload, int stage) const {
-    return payload == Payload::Act ? actMessages[stage] : gradMessages[stage];
+  const std::vector<Message> &messages(Product payload, int stage) const {
+    return payload == Product::Activation ? actMessages[stage] : gradMessages[stage];
   }
 };
 
-/// One message per stage boundary, "out.0" forward and "d_in.0" backward,
-/// untyped: the messages of a program without a model (a CSV, a table).
+/// The key of a boundary's one message in a program without a model (a
+/// CSV, a table): the producing stage's first output, "out.0" forward and
+/// "d_in.0" backward (the phase keys of zbc/Dialect/ZB/PhaseKeys.h).
+const char *boundaryKey(Product product);
+
+/// One message per stage boundary, boundaryKey's, untyped: the messages of
+/// a program without a model (a CSV, a table).
 void setOneMessagePerBoundary(Program &program);
 
 /// Makes a program whose transfers each name a boundary (read from a

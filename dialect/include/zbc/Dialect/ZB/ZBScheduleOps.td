@@ -22,7 +22,10 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
     `microbatches` is the number of microbatches per training step. The
     optional `memory_limit` (bytes per rank) is what `zb-verify-schedule`
     holds each rank to, and `optimizer` ("sgd", momentum: one copy of the
-    parameters; "adamw": two) sizes the optimizer state it counts.
+    parameters; "adamw": two) sizes the optimizer state it counts. The
+    optional `activation_budget` (bytes) records the activations the
+    schedule was built to keep when zb-schedule fitted it to a
+    `memory_limit` (Note [Rank budget]).
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] {
@@ -43,7 +46,8 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
                        ConfinedAttr<I64Attr, [IntPositive]>:$microbatches,
                        DenseI64ArrayAttr:$placement,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$memory_limit,
-                       OptionalAttr<StrAttr>:$optimizer);
+                       OptionalAttr<StrAttr>:$optimizer,
+                       OptionalAttr<I64Attr>:$activation_budget);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `microbatches` `(` $microbatches `)` `placement` $placement

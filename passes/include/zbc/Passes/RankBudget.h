@@ -1,14 +1,15 @@
 //===- RankBudget.h - a rank's whole memory limit as a schedule's budget -*- C++ -*-===//
 //
-// `zbc compile --mem-limit BYTES` is what each rank may hold in all: its
-// parameters, gradients and optimizer state, the temporaries of the op it
-// runs and the buffers it keeps (Note [Program memory]). A schedule plans
-// only the activations it keeps (M_B, M_W); fitActivationBudget turns the
-// one into the other (Note [Rank budget]).
+// A memory limit (zb-schedule's memory-limit, `zbc compile --mem-limit`) is
+// what each rank may hold in all: its parameters, gradients and optimizer
+// state, the temporaries of the op it runs and the buffers it keeps (Note
+// [Program memory]). A schedule plans only the activations it keeps (M_B,
+// M_W: its activation budget); fitActivationBudget turns the one into the
+// other (Note [Rank budget]); zb-schedule calls it.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ZBC_TOOL_RANKBUDGET_H
-#define ZBC_TOOL_RANKBUDGET_H
+#ifndef ZBC_PASSES_RANKBUDGET_H
+#define ZBC_PASSES_RANKBUDGET_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -30,7 +31,7 @@ struct RankBudget {
 /// A schedule's memory limit counts the activations it keeps; a rank holds
 /// more besides (its parameters, their gradients and optimizer state, the
 /// running op's temporaries, buffers in flight), and how much more depends
-/// on the rank and a little on the order. So zbc compile schedules a copy of
+/// on the rank and a little on the order. So zb-schedule schedules a copy of
 /// the module at a budget, proves it without a limit to learn every rank's
 /// peak, and lowers the budget by the worst rank's excess, from the whole
 /// limit down, until every rank fits or the schedule refuses the budget
@@ -54,4 +55,4 @@ llvm::FailureOr<RankBudget> fitActivationBudget(
 
 } // namespace zbc
 
-#endif // ZBC_TOOL_RANKBUDGET_H
+#endif // ZBC_PASSES_RANKBUDGET_H

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RankBudget.h"
+#include "zbc/Passes/RankBudget.h"
 
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Passes/Passes.h"
