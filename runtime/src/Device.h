@@ -23,7 +23,7 @@
 #ifndef ZBC_RUNTIME_DEVICE_H
 #define ZBC_RUNTIME_DEVICE_H
 
-#include "cpu/kernels/Kernels.h"
+#include "OptimizerConfig.h"
 
 #include "zbc/runtime/zbc_runtime.h"
 
@@ -114,11 +114,11 @@ public:
   /// rounded to `copyElement` into it (a bf16 parameter's working copy).
   virtual std::string sgdMomentum(float *weights, const float *grad,
                                   float *momentum, int64_t n,
-                                  const cpu::SgdConfig &config,
+                                  const SgdConfig &config,
                                   float gradScale, void *copy,
                                   int32_t copyElement) = 0;
   virtual std::string adamw(float *weights, const float *grad, float *m,
-                            float *v, int64_t n, const cpu::AdamWConfig &config,
+                            float *v, int64_t n, const AdamWConfig &config,
                             int64_t step, float gradScale, void *copy,
                             int32_t copyElement) = 0;
   /// y (of `element`) = x rounded (a working copy from its master).

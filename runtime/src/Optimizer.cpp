@@ -51,7 +51,7 @@ std::string applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
   int32_t copyElement = p.buffers[param.param].element;
   std::string error;
   if (!std::strcmp(p.optimizer, "adamw")) {
-    cpu::AdamWConfig config;
+    AdamWConfig config;
     config.lr = rank->learningRate;
     config.beta1 = pick(o.beta1, config.beta1);
     config.beta2 = pick(o.beta2, config.beta2);
@@ -62,7 +62,7 @@ std::string applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
                                 config, rank->step + 1, gradScale, copy,
                                 copyElement);
   } else {
-    cpu::SgdConfig config;
+    SgdConfig config;
     config.lr = rank->learningRate;
     config.momentum = pick(o.momentum, config.momentum);
     config.weightDecay = pick(o.weightDecay, config.weightDecay);
@@ -101,7 +101,7 @@ int64_t microbatchesOfJob(const zbc_rt_rank *rank) {
 double baseLearningRate(const zbc_rt_rank *rank) {
   bool adamw = !std::strcmp(rank->program->optimizer, "adamw");
   return pick(rank->options.lr,
-              adamw ? cpu::AdamWConfig().lr : cpu::SgdConfig().lr);
+              adamw ? AdamWConfig().lr : SgdConfig().lr);
 }
 
 LearningRateSchedule learningRateSchedule(const zbc_rt_rank *rank) {

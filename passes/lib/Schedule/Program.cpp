@@ -2,7 +2,6 @@
 
 #include "zbc/Schedule/Program.h"
 
-#include "zbc/Schedule/TorchCSV.h"
 
 #include <cassert>
 
@@ -17,7 +16,7 @@ std::string Program::name(const ProgramOp &op) const {
   switch (op.what) {
   case OpClass::Compute: {
     Action a{op.kind, op.stage, op.microbatch};
-    return csv ? csvCell(a) : a.str();
+    return csv ? a.csvStr() : a.str();
   }
   case OpClass::Send:
   case OpClass::Recv: {

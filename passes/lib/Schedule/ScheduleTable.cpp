@@ -3,7 +3,6 @@
 #include "zbc/Schedule/ScheduleTable.h"
 #include "Support.h"
 
-#include "zbc/Schedule/TorchCSV.h"
 
 #include <map>
 #include <tuple>
@@ -26,8 +25,17 @@ std::string Action::str() const {
          std::to_string(microbatch) + ")";
 }
 
+std::string Action::csvStr() const {
+  // PyTorch's computation-type letter for each of our kinds.
+  const char *type = kind == Kind::F   ? "F"
+                     : kind == Kind::B ? "I"
+                     : kind == Kind::W ? "W"
+                                       : "B";
+  return std::to_string(stage) + type + std::to_string(microbatch);
+}
+
 std::string ScheduleTable::name(const Action &action) const {
-  return notation == Notation::CSV ? csvCell(action) : action.str();
+  return notation == Notation::CSV ? action.csvStr() : action.str();
 }
 
 namespace {

@@ -34,26 +34,6 @@ using namespace zbc::sched;
 // CSV (PyTorch's format; file comment)
 //===----------------------------------------------------------------------===//
 
-/// PyTorch's computation-type letter for each of our kinds.
-static const char *torchType(Kind kind) {
-  switch (kind) {
-  case Kind::F:
-    return "F";
-  case Kind::B:
-    return "I";
-  case Kind::W:
-    return "W";
-  case Kind::BW:
-    return "B";
-  }
-  return "?";
-}
-
-std::string zbc::sched::csvCell(const Action &a) {
-  return std::to_string(a.stage) + torchType(a.kind) +
-         std::to_string(a.microbatch);
-}
-
 void zbc::sched::writeCSV(const ScheduleTable &table, llvm::raw_ostream &os) {
   // Python's csv module ends rows with "\r\n"; PyTorch's reader (and ours)
   // take either, and "\n" keeps the file friendly to diff and grep.
@@ -70,12 +50,12 @@ void zbc::sched::writeCSV(const ScheduleTable &table, llvm::raw_ostream &os) {
       keptBefore(i);
       if (i + 1 < actions.size() &&
           table.overlaps.count({static_cast<int>(r), static_cast<int>(i)})) {
-        os << comma << "(" << csvCell(actions[i]) << ";"
-           << csvCell(actions[i + 1]) << ")OVERLAP_F_B";
+        os << comma << "(" << actions[i].csvStr() << ";"
+           << actions[i + 1].csvStr() << ")OVERLAP_F_B";
         ++i;
         continue;
       }
-      os << comma << csvCell(actions[i]);
+      os << comma << actions[i].csvStr();
     }
     keptBefore(actions.size());
     os << "\n";
@@ -311,7 +291,7 @@ readCells(llvm::StringRef text, const CSVParser &parser) {
     if (cell.what == Cell::Compute) {
       auto [it, inserted] = seen.try_emplace(computeKey(cell.action), i);
       if (!inserted)
-        return fail("CSV " + entry.second.str() + ": " + csvCell(cell.action) +
+        return fail("CSV " + entry.second.str() + ": " + cell.action.csvStr() +
                     " appears twice (also at " +
                     parsed[it->second].second.str() + ")");
     } else if (cell.what != Cell::Ignored) {
@@ -351,8 +331,8 @@ llvm::Error checkOverlap(const Action &first, const Action &second,
   if (!((first.kind == Kind::F && backward(second)) ||
         (backward(first) && second.kind == Kind::F)))
     return fail("CSV " + where.str() + ": OVERLAP_F_B pairs a forward with "
-                "a backward (F with I or B), not " + csvCell(first) +
-                " with " + csvCell(second));
+                "a backward (F with I or B), not " + first.csvStr() +
+                " with " + second.csvStr());
   bool dependent = false;
   for (auto [a, b] : {std::pair(first, second), std::pair(second, first)}) {
     std::optional<ProductRef> made = productOf(a);
@@ -364,8 +344,8 @@ llvm::Error checkOverlap(const Action &first, const Action &second,
   }
   if (dependent)
     return fail("CSV " + where.str() + ": OVERLAP_F_B issues its two "
-                "computes together, but " + csvCell(second) + " and " +
-                csvCell(first) + " depend on each other");
+                "computes together, but " + second.csvStr() + " and " +
+                first.csvStr() + " depend on each other");
   return llvm::Error::success();
 }
 

@@ -495,14 +495,14 @@ public:
   }
 
   std::string sgdMomentum(float *weights, const float *grad, float *momentum,
-                          int64_t n, const cpu::SgdConfig &config,
+                          int64_t n, const SgdConfig &config,
                           float gradScale, void *copy,
                           int32_t copyElement) override {
     cpu::sgdMomentum(weights, grad, momentum, n, config, gradScale);
     return copy ? convertFromF32(weights, copy, copyElement, n) : "";
   }
   std::string adamw(float *weights, const float *grad, float *m, float *v,
-                    int64_t n, const cpu::AdamWConfig &config, int64_t step,
+                    int64_t n, const AdamWConfig &config, int64_t step,
                     float gradScale, void *copy, int32_t copyElement) override {
     cpu::adamw(weights, grad, m, v, n, config, step, gradScale);
     return copy ? convertFromF32(weights, copy, copyElement, n) : "";

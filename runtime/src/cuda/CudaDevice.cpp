@@ -466,7 +466,7 @@ public:
   }
 
   std::string sgdMomentum(float *weights, const float *grad, float *momentum,
-                          int64_t n, const cpu::SgdConfig &config,
+                          int64_t n, const SgdConfig &config,
                           float gradScale, void *copy,
                           int32_t copyElement) override {
     // The scalars as Optimizers.cpp rounds them.
@@ -479,7 +479,7 @@ public:
                     "sgd_momentum");
   }
   std::string adamw(float *weights, const float *grad, float *m, float *v,
-                    int64_t n, const cpu::AdamWConfig &config, int64_t step,
+                    int64_t n, const AdamWConfig &config, int64_t step,
                     float gradScale, void *copy, int32_t copyElement) override {
     // The per-step scalars exactly as Optimizers.cpp computes them.
     const double steps = static_cast<double>(step);

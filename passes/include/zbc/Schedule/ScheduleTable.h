@@ -30,6 +30,11 @@ struct Action {
   }
   /// "F(2,5)": kind(stage, microbatch), the papers' notation.
   std::string str() const;
+  /// "2F5", "1I2", "1W2", "1B2": the cell of PyTorch's schedule CSV (I its
+  /// input gradient, our B; B its full backward, our BW). The notation is
+  /// the core's, so that the core names actions without the CSV format
+  /// (TorchCSV.h reads and writes it).
+  std::string csvStr() const;
 };
 
 struct ScheduleTable {

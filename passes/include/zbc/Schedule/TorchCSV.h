@@ -18,9 +18,6 @@
 
 namespace zbc::sched {
 
-/// The CSV cell of one action: "0F3", "1I2", "1W2", "1B2".
-std::string csvCell(const Action &action);
-
 /// One row per rank, one cell per action, no empty cells; rows end with
 /// "\n" (Python's csv module writes "\r\n"; both read the same).
 void writeCSV(const ScheduleTable &table, llvm::raw_ostream &os);

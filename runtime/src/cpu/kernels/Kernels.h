@@ -34,6 +34,7 @@
 #define ZBC_RUNTIME_CPU_KERNELS_H
 
 #include "../../KernelMath.h"
+#include "../../OptimizerConfig.h"
 
 #include <cstdint>
 
@@ -216,14 +217,9 @@ bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
 /// acc[i] += x[i] (microbatch gradient accumulation).
 void accumulate(float *acc, const float *x, int64_t n) noexcept;
 
-/// torch.optim.SGD with momentum (no dampening, no Nesterov). The
-/// hyperparameters are double, as PyTorch's are (Python floats); a step
-/// rounds each to float where PyTorch's kernels do.
-struct SgdConfig {
-  double lr = 0.01;
-  double momentum = 0.9;
-  double weightDecay = 0.0;
-};
+/// torch.optim.SGD with momentum (no dampening, no Nesterov):
+/// OptimizerConfig.h's SgdConfig, shared by every backend.
+using zbc::rt::SgdConfig;
 
 /// One SGD step over n elements: g = grad * gradScale (+ weightDecay * param
 /// when weightDecay != 0, PyTorch's coupled L2), momentum = mu * momentum + g,
@@ -232,14 +228,8 @@ struct SgdConfig {
 void sgdMomentum(float *param, const float *grad, float *momentum, int64_t n,
                  const SgdConfig &config, float gradScale) noexcept;
 
-/// torch.optim.AdamW (amsgrad off); double hyperparameters, as SgdConfig's.
-struct AdamWConfig {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double epsilon = 1e-8;
-  double weightDecay = 0.01;
-};
+/// torch.optim.AdamW (amsgrad off): OptimizerConfig.h's AdamWConfig.
+using zbc::rt::AdamWConfig;
 
 /// One AdamW step over n elements, `step` 1-based, as torch.optim.AdamW:
 /// g = grad * gradScale; param *= 1 - lr * wd; m = b1 m + (1 - b1) g;

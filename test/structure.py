@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""The layering rules the code keeps, checked on its #includes.
+
+  1. The schedule core (the problem, the table, the dependences, programs
+     with transfers and their proof, the simulator) includes no format:
+     not the PyTorch CSV (TorchCSV.h), the exports (Export.h) or the cost
+     file (CostFile.h). Formats read and write the core, never the reverse.
+  2. The runtime's seams between backends (Device.h, Transport.h) include
+     no backend: nothing under runtime/src/cpu or runtime/src/cuda, no
+     CUDA, NCCL, MPI or OpenBLAS header.
+  3. The dialect includes nothing of the passes, the code generator or the
+     runtime's sources (zbc/Support is the shared bottom).
+
+Exits 1 naming each file, line and include that breaks a rule.
+"""
+import os
+import re
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+
+SCHEDULE_CORE = [
+    "passes/include/zbc/Schedule/Problem.h",
+    "passes/include/zbc/Schedule/ScheduleTable.h",
+    "passes/include/zbc/Schedule/Dependences.h",
+    "passes/include/zbc/Schedule/Program.h",
+    "passes/include/zbc/Schedule/Simulator.h",
+    "passes/lib/Schedule/Problem.cpp",
+    "passes/lib/Schedule/ScheduleTable.cpp",
+    "passes/lib/Schedule/Program.cpp",
+    "passes/lib/Schedule/Simulator.cpp",
+    "passes/lib/Schedule/InsertTransfers.cpp",
+    "passes/lib/Schedule/VerifyProgram.cpp",
+]
+FORMATS = ("zbc/Schedule/TorchCSV.h", "zbc/Schedule/Export.h",
+           "zbc/Schedule/CostFile.h")
+
+SEAMS = ["runtime/src/Device.h", "runtime/src/Transport.h"]
+BACKEND = re.compile(r"^(cpu/|cuda/|\.\./cpu/|\.\./cuda/|cuda|cublas|nccl"
+                     r"|mpi\.h|cblas\.h|openblas)")
+
+
+def includes(path):
+    with open(os.path.join(ROOT, path)) as f:
+        for number, line in enumerate(f, 1):
+            match = INCLUDE.match(line)
+            if match:
+                yield number, match.group(1)
+
+
+def main():
+    broken = []
+    for path in SCHEDULE_CORE:
+        for number, name in includes(path):
+            if name in FORMATS:
+                broken.append(f"{path}:{number}: the schedule core includes "
+                              f"the format '{name}'")
+    for path in SEAMS:
+        for number, name in includes(path):
+            if BACKEND.match(name):
+                broken.append(f"{path}:{number}: a backend seam includes "
+                              f"the backend header '{name}'")
+    for folder, _, files in os.walk(os.path.join(ROOT, "dialect")):
+        for file in files:
+            if not file.endswith((".h", ".cpp")):
+                continue
+            path = os.path.relpath(os.path.join(folder, file), ROOT)
+            for number, name in includes(path):
+                if name.startswith(("zbc/Passes/", "zbc/Schedule/",
+                                    "zbc/Analysis/", "zbc/Codegen/")):
+                    broken.append(f"{path}:{number}: the dialect includes "
+                                  f"'{name}' from a layer above it")
+    for line in broken:
+        print(f"error: {line}")
+    checked = len(SCHEDULE_CORE) + len(SEAMS)
+    if broken:
+        return 1
+    print(f"ok: {checked} core and seam files and the dialect keep the "
+          "layering")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
