@@ -66,7 +66,9 @@
 #include "ZBAuto.h"
 #include "../Support.h"
 
+#if ZBC_HAVE_CBC
 #include <coin/Cbc_C_Interface.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -78,6 +80,8 @@
 
 using namespace zbc::sched;
 using namespace zbc::sched::zbauto;
+
+#if ZBC_HAVE_CBC
 
 /// Largest model (open pairs) solved without fixing the F/B order.
 static constexpr long kFullBinaries = 3000;
@@ -707,3 +711,17 @@ llvm::Expected<Order> zbc::sched::zbauto::solveExact(
   report.notes.push_back(note);
   return result;
 }
+
+#else // !ZBC_HAVE_CBC
+
+llvm::Expected<Order> zbc::sched::zbauto::solveExact(
+    const Instance &, const Order &, double,
+    std::chrono::steady_clock::time_point, BuildReport &) {
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "zb-auto: --exact needs the CBC solver, which this zbc was built "
+      "without (install libcoinor-cbc-dev and configure again; "
+      "ZBC_ENABLE_CBC)");
+}
+
+#endif // ZBC_HAVE_CBC
