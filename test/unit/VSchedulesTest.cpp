@@ -31,7 +31,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Builders.h"
+#include "VCompaction.h"
+#include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Registry.h"
+#include "zbc/Schedule/Simulator.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -43,6 +47,7 @@
 #include <cstdio>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -716,3 +721,141 @@ TEST(VScheduleTiming, LargeBuildsAreFast) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// The V compaction's timing against the simulator
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A random valid grid of the V problem `problem`: slot by slot, each rank
+/// runs one of the passes whose inputs (Dependences.h's rule) finished in
+/// an earlier slot, picked at random, or idles when none is ready (or, now
+/// and then, by choice). The k-th pass of a kind in a row is microbatch k,
+/// as vpass's grids hold it.
+vpass::Grid randomGrid(const Problem &problem, std::mt19937 &rng) {
+  int p = problem.ranks, m = problem.microbatches;
+  auto actionOf = [&](int r, int pass, int mb) {
+    bool chunk0 = pass == vpass::F || pass == vpass::b || pass == vpass::w;
+    Kind kind = pass == vpass::F || pass == vpass::f   ? Kind::F
+                : pass == vpass::B || pass == vpass::b ? Kind::B
+                                                       : Kind::W;
+    return Action{kind, chunk0 ? r : 2 * p - 1 - r, mb};
+  };
+  std::vector<std::array<int, vpass::kPasses>> next(p);
+  for (auto &n : next)
+    n.fill(0);
+  std::set<std::tuple<int, int, int>> done; // (kind, stage, mb) finished
+  auto key = [](const Action &a) {
+    return std::make_tuple(static_cast<int>(a.kind), a.stage, a.microbatch);
+  };
+  vpass::Grid grid;
+  grid.rows.assign(p, {});
+  size_t left = size_t(p) * m * vpass::kPasses;
+  std::bernoulli_distribution idle(0.1);
+  while (left > 0) {
+    std::vector<Action> finished;
+    for (int r = 0; r < p; ++r) {
+      std::vector<int> ready;
+      for (int pass = 0; pass < vpass::kPasses; ++pass) {
+        if (next[r][pass] >= m)
+          continue;
+        Action a = actionOf(r, pass, next[r][pass]);
+        bool met = true;
+        forEachDependence(a, 2 * p, [&](const ProductRef &d) {
+          Kind maker = d.product == Product::Activation ? Kind::F : Kind::B;
+          met = met && done.count({static_cast<int>(maker), d.stage,
+                                   d.microbatch}) > 0;
+        });
+        if (met)
+          ready.push_back(pass);
+      }
+      if (ready.empty() || idle(rng)) {
+        grid.rows[r].push_back(vpass::kIdle);
+        continue;
+      }
+      int pass = ready[std::uniform_int_distribution<size_t>(
+          0, ready.size() - 1)(rng)];
+      grid.rows[r].push_back(static_cast<uint8_t>(pass));
+      finished.push_back(actionOf(r, pass, next[r][pass]++));
+      --left;
+    }
+    for (const Action &a : finished) // visible from the next slot on
+      done.insert(key(a));
+  }
+  return grid;
+}
+
+} // namespace
+
+// Tests that vpass::timingOf, the V compaction's own clock, gives the span
+// simulate() gives for the same order, on random valid grids of random V
+// problems (uneven costs, comm or none): one rule of time, two engines.
+TEST(VCompactionTiming, AgreesWithTheSimulator) {
+  std::mt19937 rng(26);
+  std::uniform_real_distribution<double> cost(0.5, 2.0);
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    Problem problem;
+    problem.ranks = 2 + trial % 3;
+    problem.virtualStages = 2;
+    problem.microbatches = 2 + trial % 5;
+    problem.comm = trial % 2 ? 0.3 : 0;
+    problem.memLimit = 0;
+    for (int s = 0; s < 2 * problem.ranks; ++s) {
+      StageCost c;
+      c.F = cost(rng);
+      c.B = cost(rng);
+      c.W = cost(rng);
+      problem.stages.push_back(c);
+    }
+    vpass::Grid grid = randomGrid(problem, rng);
+    ScheduleTable table = ScheduleTable::empty(problem, Placement::V);
+    table.ranks = vpass::actionsOf(grid);
+    llvm::Expected<SimResult> sim = simulate(problem, table);
+    ASSERT_TRUE(static_cast<bool>(sim)) << llvm::toString(sim.takeError());
+    double span = vpass::timingOf(vpass::vRanksOf(problem), grid).span;
+    EXPECT_NEAR(span, sim->makespan, 1e-9 * sim->makespan)
+        << "trial " << trial << ": p " << problem.ranks << ", m "
+        << problem.microbatches << ", comm " << problem.comm;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 60);
+}
+
+// Tests that ZB-V's clock (spanOf, which scores its candidate orders) gives
+// the span simulate() gives, on the same random valid V orders; and +inf
+// at a limit the order breaks.
+TEST(ZBVTiming, AgreesWithTheSimulator) {
+  std::mt19937 rng(27);
+  std::uniform_real_distribution<double> cost(0.5, 2.0);
+  for (int trial = 0; trial < 60; ++trial) {
+    Problem problem;
+    problem.ranks = 2 + trial % 3;
+    problem.virtualStages = 2;
+    problem.microbatches = 2 + trial % 5;
+    problem.comm = trial % 2 ? 0.3 : 0;
+    problem.memLimit = 0;
+    for (int s = 0; s < 2 * problem.ranks; ++s) {
+      StageCost c;
+      c.F = cost(rng);
+      c.B = cost(rng);
+      c.W = cost(rng);
+      c.memB = 2;
+      c.memW = 1;
+      problem.stages.push_back(c);
+    }
+    ScheduleTable table = ScheduleTable::empty(problem, Placement::V);
+    table.ranks = vpass::actionsOf(randomGrid(problem, rng));
+    llvm::Expected<SimResult> sim = simulate(problem, table);
+    ASSERT_TRUE(static_cast<bool>(sim)) << llvm::toString(sim.takeError());
+    double span = zbvSpanOf(problem, 1e30, table.ranks);
+    EXPECT_NEAR(span, sim->makespan, 1e-9 * sim->makespan)
+        << "trial " << trial << ": p " << problem.ranks << ", m "
+        << problem.microbatches << ", comm " << problem.comm;
+    double peak = *std::max_element(sim->peakMemory.begin(),
+                                    sim->peakMemory.end());
+    EXPECT_TRUE(std::isinf(zbvSpanOf(problem, peak - 1, table.ranks)))
+        << "trial " << trial << ": a limit under the peak " << peak;
+  }
+}

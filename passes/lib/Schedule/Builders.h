@@ -35,6 +35,12 @@ ZBC_DECLARE_BUILDER(buildDualPipeV)        // DualPipeV.cpp
 /// (ScheduleInfo::defaultMemLimit).
 double zbAutoDefaultMemLimit(const Problem &problem); // 2p max(M_B, M_W)
 double zbvDefaultMemLimit(const Problem &problem);    // 2p chunk M_B
+/// ZB-V's own clock (ZBV.cpp's spanOf, which scores its candidates), for
+/// a V `order` of `problem` within `limit` per rank: the makespan
+/// simulate() reports, or +inf if the order deadlocks or goes over the
+/// limit. Held to simulate() by a randomized test.
+double zbvSpanOf(const Problem &problem, double limit,
+                 const std::vector<std::vector<Action>> &order);
 
 /// What zb-v needs of v-half (`half`) or v-min (VShapes.cpp): the span of
 /// the order it builds for `problem`, every rank within the pattern's own

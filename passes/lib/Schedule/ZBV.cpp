@@ -692,6 +692,19 @@ double zbc::sched::zbvDefaultMemLimit(const Problem &problem) {
   return 2.0 * problem.ranks * maxChunkMemB;
 }
 
+double zbc::sched::zbvSpanOf(const Problem &problem, double limit,
+                             const std::vector<std::vector<Action>> &order) {
+  VShape v;
+  v.p = problem.ranks;
+  v.m = problem.microbatches;
+  v.comm = problem.comm;
+  v.limit = limit;
+  v.cost.resize(v.p);
+  for (int r = 0; r < v.p; ++r)
+    v.cost[r] = {problem.stages[v.stage(r, 0)], problem.stages[v.stage(r, 1)]};
+  return spanOf(v, order);
+}
+
 llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
                                                    const BuildOptions &,
                                                    BuildReport &report) {
