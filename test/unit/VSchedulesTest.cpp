@@ -786,6 +786,28 @@ vpass::Grid randomGrid(const Problem &problem, std::mt19937 &rng) {
   return grid;
 }
 
+/// Trial `trial`'s random V problem: p in {2, 3, 4}, m in [2, 6], comm 0.3
+/// on odd trials, each stage's F, B and W in [0.5, 2]; M_B 2 and M_W 1.
+Problem randomVProblem(int trial, std::mt19937 &rng) {
+  std::uniform_real_distribution<double> cost(0.5, 2.0);
+  Problem problem;
+  problem.ranks = 2 + trial % 3;
+  problem.virtualStages = 2;
+  problem.microbatches = 2 + trial % 5;
+  problem.comm = trial % 2 ? 0.3 : 0;
+  problem.memLimit = 0;
+  for (int s = 0; s < 2 * problem.ranks; ++s) {
+    StageCost c;
+    c.F = cost(rng);
+    c.B = cost(rng);
+    c.W = cost(rng);
+    c.memB = 2;
+    c.memW = 1;
+    problem.stages.push_back(c);
+  }
+  return problem;
+}
+
 } // namespace
 
 // Tests that vpass::timingOf, the V compaction's own clock, gives the span
@@ -793,22 +815,9 @@ vpass::Grid randomGrid(const Problem &problem, std::mt19937 &rng) {
 // problems (uneven costs, comm or none): one rule of time, two engines.
 TEST(VCompactionTiming, AgreesWithTheSimulator) {
   std::mt19937 rng(26);
-  std::uniform_real_distribution<double> cost(0.5, 2.0);
   int compared = 0;
   for (int trial = 0; trial < 60; ++trial) {
-    Problem problem;
-    problem.ranks = 2 + trial % 3;
-    problem.virtualStages = 2;
-    problem.microbatches = 2 + trial % 5;
-    problem.comm = trial % 2 ? 0.3 : 0;
-    problem.memLimit = 0;
-    for (int s = 0; s < 2 * problem.ranks; ++s) {
-      StageCost c;
-      c.F = cost(rng);
-      c.B = cost(rng);
-      c.W = cost(rng);
-      problem.stages.push_back(c);
-    }
+    Problem problem = randomVProblem(trial, rng);
     vpass::Grid grid = randomGrid(problem, rng);
     ScheduleTable table = ScheduleTable::empty(problem, Placement::V);
     table.ranks = vpass::actionsOf(grid);
@@ -828,23 +837,8 @@ TEST(VCompactionTiming, AgreesWithTheSimulator) {
 // at a limit the order breaks.
 TEST(ZBVTiming, AgreesWithTheSimulator) {
   std::mt19937 rng(27);
-  std::uniform_real_distribution<double> cost(0.5, 2.0);
   for (int trial = 0; trial < 60; ++trial) {
-    Problem problem;
-    problem.ranks = 2 + trial % 3;
-    problem.virtualStages = 2;
-    problem.microbatches = 2 + trial % 5;
-    problem.comm = trial % 2 ? 0.3 : 0;
-    problem.memLimit = 0;
-    for (int s = 0; s < 2 * problem.ranks; ++s) {
-      StageCost c;
-      c.F = cost(rng);
-      c.B = cost(rng);
-      c.W = cost(rng);
-      c.memB = 2;
-      c.memW = 1;
-      problem.stages.push_back(c);
-    }
+    Problem problem = randomVProblem(trial, rng);
     ScheduleTable table = ScheduleTable::empty(problem, Placement::V);
     table.ranks = vpass::actionsOf(randomGrid(problem, rng));
     llvm::Expected<SimResult> sim = simulate(problem, table);
