@@ -536,9 +536,8 @@ Error writeReport(const Request &request, const Compiled &c) {
           j.object([&] {
             j.attribute("rank", r);
             j.attributeArray("stages", [&] {
-              for (auto [s, rank] : llvm::enumerate(c.table.rankOfStage))
-                if (rank == r)
-                  j.value(static_cast<int64_t>(s));
+              for (int s : c.table.stagesOf(r))
+                j.value(static_cast<int64_t>(s));
             });
             j.attribute("peak_bytes", c.peak[r]);
             j.attribute("arena_bytes", c.arena[r]);
@@ -568,9 +567,8 @@ Error writeReport(const Request &request, const Compiled &c) {
 /// The stages rank `r` holds, as "stage 0" or "stages 0, 7".
 std::string stagesText(const sched::ScheduleTable &table, int r) {
   std::vector<std::string> held;
-  for (auto [s, rank] : llvm::enumerate(table.rankOfStage))
-    if (rank == r)
-      held.push_back(std::to_string(s));
+  for (int s : table.stagesOf(r))
+    held.push_back(std::to_string(s));
   return (held.size() == 1 ? "stage " : "stages ") + llvm::join(held, ", ");
 }
 

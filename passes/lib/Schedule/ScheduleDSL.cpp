@@ -23,11 +23,7 @@ ScheduleBuilder::ScheduleBuilder(const sched::Problem &problem,
       pendingW_(problem.ranks) {}
 
 std::vector<int> ScheduleBuilder::stagesOf(int rank) const {
-  std::vector<int> held;
-  for (int s = 0; s < stages(); ++s)
-    if (table_.rankOfStage[s] == rank)
-      held.push_back(s);
-  return held; // ascending: the first chunk first (also in a V: r, 2p-1-r)
+  return table_.stagesOf(rank);
 }
 
 ScheduleBuilder &ScheduleBuilder::append(int rank, sched::Kind kind, int stage,
@@ -70,13 +66,7 @@ ScheduleBuilder &ScheduleBuilder::steady(int rank, bool fused) {
   int stage = stagesOf(rank).front();
   while (nextF_[rank] < microbatches()) {
     F(rank, stage, nextF_[rank]++);
-    int j = nextBackward_[rank]++;
-    if (fused) {
-      BW(rank, stage, j);
-    } else {
-      B(rank, stage, j);
-      pendingW_[rank].push_back(j);
-    }
+    issueNextBackward(rank, stage, fused);
   }
   return *this;
 }
@@ -85,16 +75,19 @@ ScheduleBuilder &ScheduleBuilder::coolDown(int rank, bool fused) {
   if (rank < 0 || rank >= ranks())
     return append(rank, sched::Kind::F, -1, 0); // named by the check
   int stage = stagesOf(rank).front();
-  while (nextBackward_[rank] < microbatches()) {
-    int j = nextBackward_[rank]++;
-    if (fused) {
-      BW(rank, stage, j);
-    } else {
-      B(rank, stage, j);
-      pendingW_[rank].push_back(j);
-    }
-  }
+  while (nextBackward_[rank] < microbatches())
+    issueNextBackward(rank, stage, fused);
   return *this;
+}
+
+void ScheduleBuilder::issueNextBackward(int rank, int stage, bool fused) {
+  int j = nextBackward_[rank]++;
+  if (fused) {
+    BW(rank, stage, j);
+    return;
+  }
+  B(rank, stage, j);
+  pendingW_[rank].push_back(j);
 }
 
 ScheduleBuilder &ScheduleBuilder::fillW(int rank) {

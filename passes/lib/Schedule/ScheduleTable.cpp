@@ -34,6 +34,14 @@ std::string Action::csvStr() const {
   return std::to_string(stage) + type + std::to_string(microbatch);
 }
 
+std::vector<int> ScheduleTable::stagesOf(int rank) const {
+  std::vector<int> held;
+  for (int s = 0; s < numStages(); ++s)
+    if (rankOfStage[s] == rank)
+      held.push_back(s);
+  return held;
+}
+
 std::string ScheduleTable::name(const Action &action) const {
   return notation == Notation::CSV ? action.csvStr() : action.str();
 }

@@ -83,6 +83,9 @@ public:
 private:
   ScheduleBuilder &append(int rank, sched::Kind kind, int stage,
                           int microbatch);
+  /// The rank's next backward on `stage`: BW when `fused`, else B with its W
+  /// left for fillW.
+  void issueNextBackward(int rank, int stage, bool fused);
   sched::Problem problem_;
   sched::ScheduleTable table_;
   /// Per rank, on its first stage: the next F and backward to issue, and

@@ -67,6 +67,9 @@ struct ScheduleTable {
   /// `action` in this table's notation, for messages.
   std::string name(const Action &action) const;
   int numStages() const { return static_cast<int>(rankOfStage.size()); }
+  /// The stages `rank` holds, ascending: the first chunk first (in a V,
+  /// r then 2p-1-r).
+  std::vector<int> stagesOf(int rank) const;
 
   /// Checks the per-rank invariants above; the error names the rank, the
   /// action and the microbatch.
