@@ -68,7 +68,7 @@ def run(schedule, p, m, v, tf, tb, tw, comm, mb, mw, limit):
             "--cost", f"F={tf / v},B={tb / v},W={tw / v},comm={comm}",
             "--mem", f"B={mb / v},W={mw / v}", "--format", "json"]
     if limit is not None:
-        args += ["--mem-limit", str(limit * mb)]
+        args += ["--activation-budget", str(limit * mb)]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         return out.stderr.strip().splitlines()[-1]

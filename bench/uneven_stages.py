@@ -52,7 +52,7 @@ def run(zbc, cost, limit, exact):
         json.dump(cost, f)
         path = f.name
     cmd = [zbc, "schedule", "--schedule", "zb-auto", "--cost-file", path,
-           "--mem-limit", repr(limit), "--format", "json"]
+           "--activation-budget", repr(limit), "--format", "json"]
     if exact:
         cmd += ["--exact", str(exact)]
     begin = time.monotonic()

@@ -98,7 +98,7 @@ def zbc_run(zbc, p, m, w, mem_w, schedule=None, orders=None, limit=None):
     args = [zbc, "schedule", "--ranks", str(p), "--microbatches", str(m), "--virtual", "2",
             "--cost", f"F=1,B=1,W={w},comm=0", "--mem", f"B=1,W={mem_w}", "--format", "json"]
     if limit is not None:
-        args += ["--mem-limit", str(limit)]
+        args += ["--activation-budget", str(limit)]
     if orders is not None:
         text = "\n".join(",".join(csv_cell(p, r, l, mb) for l, mb in order)
                          for r, order in enumerate(orders)) + "\n"

@@ -7,6 +7,6 @@
 // RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=2 cost-file=%S/Inputs/three-stage-costs.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LENGTH
 // RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=2 cost-file=%t.missing.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
 
-// CHECK: remark: schedule 'zb-h1': makespan 7, bubble rate 0.1429, memory limit none
+// CHECK: remark: schedule 'zb-h1': makespan 7, bubble rate 0.1429, activation budget none
 // LENGTH: error: 'zb.pipeline' op cost file '{{.*}}three-stage-costs.json' gives 3 F values; the pipeline has 2 stages (give one for all, or one per stage)
 // MISSING: error: 'zb.pipeline' op cannot read the cost file: cannot open input file '{{.*}}missing.json'

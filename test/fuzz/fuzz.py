@@ -145,7 +145,7 @@ CSV_KINDS = [
     "F", "I", "W", "B", "BW", "X", "f", "i", "SEND_F", "RECV_F", "SEND_B",
     "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD", "OVERLAP_F_B", "_", "",
 ]
-COST_KEYS = ["ranks", "microbatches", "virtual", "comm", "mem_limit",
+COST_KEYS = ["ranks", "microbatches", "virtual", "comm", "activation_budget",
              "F", "B", "W", "M_B", "M_W"]
 INTERESTING_BYTES = "\x00\xff\x7f\x80\n\r\t \"'\\{}[]()<>%@#!,;:=-.0123456789xe"
 
@@ -538,7 +538,7 @@ def mutate(rng, kind, text, ctx):
 #===----------------------------------------------------------------------===#
 
 INT_OPTIONS = ["--ranks", "--microbatches", "--virtual"]
-FLOAT_OPTIONS = ["--mem-limit", "--exact"]
+FLOAT_OPTIONS = ["--activation-budget", "--exact"]
 # Values that llvm::cl accepts for an int (most of the draws), then values it
 # rejects (out of range, not an integer): those only test its messages.
 INT_VALUES = ["0", "-1", "1", "2", "3", "4", "5", "8", "16", "0x10", "010"]
@@ -711,7 +711,7 @@ def make_case(seed, index, seeds, targets):
         head = 3 if verify else 4  # the command and its input
         if rng.random() < 0.2:
             opts = mutate_options(rng, parse_options(argv[head:]),
-                                  INT_OPTIONS + ["--placement", "--mem-limit", "--cost", "--mem"])
+                                  INT_OPTIONS + ["--placement", "--activation-budget", "--cost", "--mem"])
             argv = argv[:head] + format_options(rng, opts)
         return Case("csv", argv, data, ".csv", origin)
     if kind == "data":

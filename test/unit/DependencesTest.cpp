@@ -73,7 +73,7 @@ TEST(Dependences, EvaluatorAgreesWithSimulator) {
       c.memW = cost(rng);
       problem.stages.push_back(c);
     }
-    problem.memLimit = 0;
+    problem.activationBudget = 0;
 
     // Each rank's F, B and W of every microbatch in a random order; half the
     // trials keep F before B before W per microbatch, so most of those run

@@ -63,23 +63,23 @@ TEST(Limits, AmountsAndZeroWork) {
   EXPECT_NE(errorOf(problem.validate()).find("stage 0: F must be in (0, 1e+30]"),
             std::string::npos);
   problem.stages[0].F = 1;
-  problem.memLimit = -1;
-  EXPECT_NE(errorOf(problem.validate()).find("memory limit must be in [0"),
+  problem.activationBudget = -1;
+  EXPECT_NE(errorOf(problem.validate()).find("activation budget must be in [0"),
             std::string::npos);
 }
 
 TEST(CostFile, ReadsEveryKey) {
   llvm::Expected<CostFile> file = parseCostFile(
       R"({"ranks": 2, "microbatches": 4, "virtual": 1, "comm": 0.5,
-          "mem_limit": 0, "F": [1, 2], "B": 1, "W": 0, "M_B": 3, "M_W": [1, 1]})",
+          "activation_budget": 0, "F": [1, 2], "B": 1, "W": 0, "M_B": 3, "M_W": [1, 1]})",
       "c.json");
   ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
   EXPECT_EQ(file->ranks, 2);
   EXPECT_EQ(file->microbatches, 4);
-  EXPECT_EQ(file->memLimit, 0.0); // given: no limit, not "the default"
+  EXPECT_EQ(file->activationBudget, 0.0); // given: no limit, not "the default"
   EXPECT_EQ(file->F, (std::vector<double>{1, 2}));
   EXPECT_EQ(file->W, (std::vector<double>{0}));
-  EXPECT_FALSE(parseCostFile("{}", "c.json")->memLimit); // left out
+  EXPECT_FALSE(parseCostFile("{}", "c.json")->activationBudget); // left out
 }
 
 TEST(CostFile, WrongTypesNameKeyFoundAndExpected) {

@@ -237,12 +237,12 @@ TEST(Simulator, MemoryLimitError) {
   table.microbatches = 2;
   table.rankOfStage = {0};
   table.ranks = {{F(0, 0), F(0, 1), B(0, 0), W(0, 0), B(0, 1), W(0, 1)}};
-  problem.memLimit = 5;
+  problem.activationBudget = 5;
   std::string error = simulateError(problem, table);
   EXPECT_NE(error.find("rank 0: F(0,1)"), std::string::npos) << error;
   EXPECT_NE(error.find("microbatch 1"), std::string::npos) << error;
-  EXPECT_NE(error.find("to 6, over the limit 5"), std::string::npos) << error;
-  problem.memLimit = 6; // exactly at the limit is fine
+  EXPECT_NE(error.find("to 6, over the activation budget 5"), std::string::npos) << error;
+  problem.activationBudget = 6; // exactly at the limit is fine
   EXPECT_EQ(simulateOK(problem, table).peakMemory, (std::vector<double>{6}));
 }
 
@@ -250,19 +250,19 @@ TEST(Simulator, MemoryLimitError) {
 TEST(Simulator, MemoryLimitToleratesRoundOff) {
   Problem problem = uniform(1, 3);
   problem.stages[0].memB = 0.1;
-  problem.memLimit = 0.3;
+  problem.activationBudget = 0.3;
   ScheduleTable table;
   table.microbatches = 3;
   table.rankOfStage = {0};
   table.ranks = {{F(0, 0), F(0, 1), F(0, 2), BW(0, 0), BW(0, 1), BW(0, 2)}};
   simulateOK(problem, table);
-  problem.memLimit = 0.29;
-  EXPECT_NE(simulateError(problem, table).find("over the limit 0.29"),
+  problem.activationBudget = 0.29;
+  EXPECT_NE(simulateError(problem, table).find("over the activation budget 0.29"),
             std::string::npos);
 }
 
 // A limit in bytes is quoted as the number the check compared, not rounded
-// to six digits ("6.11174e+06, over the limit 6e+06"), and a sum's
+// to six digits ("6.11174e+06, over the activation budget 6e+06"), and a sum's
 // round-off does not show.
 TEST(Simulator, MemoryLimitErrorQuotesBytesInFull) {
   Problem problem = uniform(1, 2);
@@ -272,20 +272,20 @@ TEST(Simulator, MemoryLimitErrorQuotesBytesInFull) {
   table.microbatches = 2;
   table.rankOfStage = {0};
   table.ranks = {{F(0, 0), F(0, 1), BW(0, 0), BW(0, 1)}};
-  problem.memLimit = 6000000;
+  problem.activationBudget = 6000000;
   std::string error = simulateError(problem, table);
-  EXPECT_NE(error.find("to 6111744, over the limit 6000000 (it adds 3055872 "
+  EXPECT_NE(error.find("to 6111744, over the activation budget 6000000 (it adds 3055872 "
                        "to 3055872)"),
             std::string::npos)
       << error;
   // 0.1 + 0.1 + 0.1 is 0.30000000000000004: quoted as 0.3.
   Problem small = uniform(1, 3);
   small.stages[0].memB = 0.1;
-  small.memLimit = 0.25;
+  small.activationBudget = 0.25;
   table.microbatches = 3;
   table.ranks = {{F(0, 0), F(0, 1), F(0, 2), BW(0, 0), BW(0, 1), BW(0, 2)}};
   error = simulateError(small, table);
-  EXPECT_NE(error.find("to 0.3, over the limit 0.25 (it adds 0.1 to 0.2)"),
+  EXPECT_NE(error.find("to 0.3, over the activation budget 0.25 (it adds 0.1 to 0.2)"),
             std::string::npos)
       << error;
 }

@@ -48,7 +48,7 @@ inline Problem pinnedProblem(int m, const std::vector<double> &F,
   problem.comm = 0.05;
   for (size_t s = 0; s < F.size(); ++s)
     problem.stages.push_back({F[s], B[s], W[s], MB[s], MB[s] / 2});
-  problem.memLimit = limit;
+  problem.activationBudget = limit;
   return problem;
 }
 

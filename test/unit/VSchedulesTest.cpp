@@ -62,14 +62,14 @@ namespace {
 /// p ranks in a V (2p stages), m microbatches, every chunk costing `chunk`;
 /// no limit given: the schedule's default.
 Problem vProblem(int p, int m, StageCost chunk = {}, double comm = 0,
-                 std::optional<double> memLimit = std::nullopt) {
+                 std::optional<double> activationBudget = std::nullopt) {
   Problem problem;
   problem.ranks = p;
   problem.microbatches = m;
   problem.virtualStages = 2;
   problem.stages.assign(2 * p, chunk);
   problem.comm = comm;
-  problem.memLimit = memLimit;
+  problem.activationBudget = activationBudget;
   return problem;
 }
 
@@ -249,7 +249,7 @@ TEST(VScheduleZBV, UnevenCostsAndLimits) {
     double limits[] = {0, 2 * p * maxMemB, least,
                        (least + 2 * p * maxMemB) / 2};
     for (double limit : limits) {
-      problem.memLimit = limit;
+      problem.activationBudget = limit;
       auto built = build("zb-v", problem);
       if (!built)
         continue;
@@ -262,7 +262,7 @@ TEST(VScheduleZBV, UnevenCostsAndLimits) {
 TEST(VScheduleZBV, LimitBelowTheLeastIsAnError) {
   // Unit chunks: a rank must hold a chunk-0 and a chunk-1 activation.
   std::string error = buildError("zb-v", vProblem(4, 8, {}, 0, 1.5));
-  EXPECT_NE(error.find("zb-v needs a memory limit of at least 2 per rank"),
+  EXPECT_NE(error.find("zb-v needs an activation budget of at least 2 per rank"),
             std::string::npos)
       << error;
   EXPECT_EQ(buildError("zb-v", vProblem(4, 8, {}, 0, 2)), "");
@@ -651,7 +651,7 @@ Problem linearRow(const PaperRow &row) {
   problem.microbatches = row.m;
   problem.stages.assign(row.p, StageCost{row.F, row.B, row.W, memB, memW});
   problem.comm = row.comm;
-  problem.memLimit = row.p * memB;
+  problem.activationBudget = row.p * memB;
   return problem;
 }
 
@@ -665,7 +665,7 @@ TEST(VSchedulePaperRows, ZBVBeatsZBH1) {
     auto zbh1 = build("zb-h1", linearRow(row));
     auto zbv = build("zb-v", v);
     Problem unlimited = v;
-    unlimited.memLimit = 0;
+    unlimited.activationBudget = 0;
     auto half = build("v-half", unlimited);
     auto vmin = build("v-min", unlimited);
     auto dual = build("dualpipe-v", unlimited);
@@ -679,7 +679,7 @@ TEST(VSchedulePaperRows, ZBVBeatsZBH1) {
                                b.sim.peakMemory.end()) /
              fullStage;
     };
-    expectPeaksAtMost(*zbv, v.limit(), "zb-v " + what);
+    expectPeaksAtMost(*zbv, v.budget(), "zb-v " + what);
     expectPeaksAtMost(*half, (row.p + 2) / 2 * fullStage, "v-half " + what);
     expectPeaksAtMost(*vmin, (row.p + 4) / 3 * fullStage, "v-min " + what);
     expectPeaksAtMost(*dual, (row.p + 1) * fullStage, "dualpipe-v " + what);
@@ -702,7 +702,7 @@ TEST(VSchedulePaperRows, ZBVBeatsZBH1) {
 TEST(VScheduleTiming, LargeBuildsAreFast) {
   // The default limit: zb-v at 2p chunk M_B, the others unconstrained.
   Problem row = vRow(kPaperRows[11]);
-  row.memLimit = 0;
+  row.activationBudget = 0;
   Problem problems[] = {vProblem(32, 256), row};
   for (const Problem &problem : problems) {
     for (const char *name : {"zb-v", "v-half", "v-min", "dualpipe-v"}) {
@@ -795,7 +795,7 @@ Problem randomVProblem(int trial, std::mt19937 &rng) {
   problem.virtualStages = 2;
   problem.microbatches = 2 + trial % 5;
   problem.comm = trial % 2 ? 0.3 : 0;
-  problem.memLimit = 0;
+  problem.activationBudget = 0;
   for (int s = 0; s < 2 * problem.ranks; ++s) {
     StageCost c;
     c.F = cost(rng);

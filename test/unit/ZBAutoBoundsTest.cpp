@@ -119,8 +119,8 @@ TEST(ZBAutoBounds, LowerBoundIsBelowTheOptimum) {
     for (int i = 0; i < shape.problems; ++i) {
       Problem problem = randomProblem(shape.p, shape.m, rng, shape.heavyW);
       for (double factor : shape.limits) {
-        problem.memLimit = factor * heaviest(problem);
-        Instance in = Instance::from(problem, *problem.memLimit);
+        problem.activationBudget = factor * heaviest(problem);
+        Instance in = Instance::from(problem, *problem.activationBudget);
         double best = optimum(in);
         double bound = lowerBound(in);
         std::string where = "p=" + std::to_string(shape.p) +
@@ -160,7 +160,7 @@ TEST(ZBAutoBounds, ALargerLimitKeepsTheSmallerOnesSchedule) {
       9.908774595733691);
   llvm::Expected<BuiltSchedule> small = buildSchedule("zb-auto", problem, {});
   ASSERT_TRUE(static_cast<bool>(small)) << llvm::toString(small.takeError());
-  problem.memLimit = 10.662985342879786;
+  problem.activationBudget = 10.662985342879786;
   llvm::Expected<BuiltSchedule> large = buildSchedule("zb-auto", problem, {});
   ASSERT_TRUE(static_cast<bool>(large)) << llvm::toString(large.takeError());
   EXPECT_LE(large->sim.makespan, small->sim.makespan * (1 + 1e-12));
@@ -179,7 +179,7 @@ TEST(ZBAutoBounds, TheRankDPProvesAnOptimum) {
       {1.413, 1.828, 1.345, 1.724, 1.671, 1.782, 1.102, 1.889},
       {0.643, 0.78, 0.594, 1.0, 0.574, 0.896, 0.81, 0.709},
       {1.645, 1.755, 1.148, 1.35, 1.144, 1.048, 1.851, 1.803}, 14.808);
-  double bound = lowerBound(Instance::from(problem, *problem.memLimit));
+  double bound = lowerBound(Instance::from(problem, *problem.activationBudget));
   llvm::Expected<BuiltSchedule> built = buildSchedule("zb-auto", problem, {});
   ASSERT_TRUE(static_cast<bool>(built)) << llvm::toString(built.takeError());
   EXPECT_NEAR(bound, 78.837, 1e-9);
@@ -199,7 +199,7 @@ TEST(ZBAutoBounds, ALateLastForwardIsCharged) {
       {1.487, 1.223, 1.35, 1.885, 1.718, 1.604, 1.578, 1.444},
       {0.969, 0.955, 0.717, 0.868, 0.757, 0.571, 0.888, 0.694},
       {1.423, 1.907, 1.799, 1.283, 1.755, 1.321, 1.815, 1.509}, 15.256);
-  EXPECT_NEAR(lowerBound(Instance::from(problem, *problem.memLimit)), 72.957,
+  EXPECT_NEAR(lowerBound(Instance::from(problem, *problem.activationBudget)), 72.957,
               1e-9);
 }
 
@@ -234,7 +234,7 @@ TEST(ZBAutoBounds, MoreMemoryNeverGivesALongerSchedule) {
     std::sort(limits.begin(), limits.end());
     double previous = kInf, previousLimit = 0;
     for (double limit : limits) {
-      problem.memLimit = limit;
+      problem.activationBudget = limit;
       llvm::Expected<BuiltSchedule> built =
           buildSchedule("zb-auto", problem, {});
       ASSERT_TRUE(static_cast<bool>(built)) << llvm::toString(built.takeError());

@@ -91,7 +91,7 @@ struct PaperRow {
     pr.microbatches = m;
     pr.stages.assign(p, StageCost{F, B, W, memB(), memW()});
     pr.comm = comm;
-    pr.memLimit = k * p * memB();
+    pr.activationBudget = k * p * memB();
     return pr;
   }
   std::string name() const {
@@ -131,16 +131,16 @@ TEST_P(ZBAutoPaper, MatchesOrBeatsThePaper) {
     std::string where = row.name() + " ZB-" + std::to_string(k) + "p";
     std::optional<BuiltSchedule> zb = build("zb-auto", problem);
     ASSERT_TRUE(zb) << where;
-    expectWithinLimit(*zb, problem.limit(), where);
+    expectWithinLimit(*zb, problem.budget(), where);
 
     // The handcrafted schedule at (about) the same memory, as our simulator
     // measures it: ZB-H1 holds p M_B, ZB-H2 (2p-1) M_B.
     Problem unlimited = problem;
-    unlimited.memLimit = 0;
+    unlimited.activationBudget = 0;
     std::optional<BuiltSchedule> hand =
         build(k == 1 ? "zb-h1" : "zb-h2", unlimited);
     ASSERT_TRUE(hand) << where;
-    EXPECT_LE(peak(*hand), problem.limit() * (1 + 1e-12)) << where;
+    EXPECT_LE(peak(*hand), problem.budget() * (1 + 1e-12)) << where;
     EXPECT_LE(zb->sim.bubbleRate, hand->sim.bubbleRate + 1e-9) << where;
 
     double published = k == 1 ? row.zb1p : row.zb2p;
@@ -208,22 +208,22 @@ TEST(ZBAuto, UnevenStagesWithinLimitAndNotWorseThan1F1B) {
   for (bool slowFirst : {false, true})
     for (auto [p, m] : {std::pair{4, 8}, {6, 18}, {8, 5}, {8, 32}}) {
       Problem problem = uneven(p, m, slowFirst);
-      problem.memLimit = p * maxMemB(problem);
+      problem.activationBudget = p * maxMemB(problem);
       std::string where = "p=" + std::to_string(p) + " m=" +
                           std::to_string(m) +
                           (slowFirst ? " slow first stage" : "");
       std::optional<BuiltSchedule> zb = build("zb-auto", problem);
       ASSERT_TRUE(zb) << where;
-      expectWithinLimit(*zb, problem.limit(), where);
+      expectWithinLimit(*zb, problem.budget(), where);
       std::optional<BuiltSchedule> ofob = build("1f1b", problem);
       ASSERT_TRUE(ofob) << where;
       EXPECT_LE(zb->sim.makespan, ofob->sim.makespan * (1 + 1e-12)) << where;
       // And at twice the memory (ZB-2p's), still within it.
       Problem roomy = problem;
-      roomy.memLimit = 2 * problem.limit();
+      roomy.activationBudget = 2 * problem.budget();
       std::optional<BuiltSchedule> zb2 = build("zb-auto", roomy);
       ASSERT_TRUE(zb2) << where;
-      expectWithinLimit(*zb2, roomy.limit(), where + " at 2p");
+      expectWithinLimit(*zb2, roomy.budget(), where + " at 2p");
       EXPECT_LE(zb2->sim.makespan, ofob->sim.makespan * (1 + 1e-12)) << where;
     }
 }
@@ -235,12 +235,12 @@ TEST(ZBAuto, RespectsEveryLimit) {
     Problem problem = uneven(5, 12, slowFirst);
     double smallest = maxMemB(problem); // M_W < M_B on every stage
     for (double factor : {1.0, 1.3, 2.0, 3.5, 5.0, 7.5, 10.0}) {
-      problem.memLimit = factor * smallest;
+      problem.activationBudget = factor * smallest;
       std::string where = "limit " + std::to_string(factor) + " M_B" +
                           (slowFirst ? ", slow first stage" : "");
       std::optional<BuiltSchedule> zb = build("zb-auto", problem);
       ASSERT_TRUE(zb) << where;
-      expectWithinLimit(*zb, problem.limit(), where);
+      expectWithinLimit(*zb, problem.budget(), where);
     }
   }
 }
@@ -252,14 +252,14 @@ TEST(ZBAuto, InfeasibleLimitNamesTheSmallest) {
   problem.ranks = 3;
   problem.microbatches = 6;
   problem.stages = {{1, 1, 1, 2, 1}, {1, 1, 1, 3, 1.5}, {1, 1, 1, 1, 0.5}};
-  problem.memLimit = 2.5;
+  problem.activationBudget = 2.5;
   llvm::Expected<BuiltSchedule> built = buildSchedule("zb-auto", problem);
   ASSERT_FALSE(built);
   std::string message = llvm::toString(built.takeError());
-  EXPECT_NE(message.find("smallest feasible limit 3"), std::string::npos)
+  EXPECT_NE(message.find("smallest feasible budget 3"), std::string::npos)
       << message;
 
-  problem.memLimit = 3;
+  problem.activationBudget = 3;
   std::optional<BuiltSchedule> zb = build("zb-auto", problem);
   ASSERT_TRUE(zb);
   expectWithinLimit(*zb, 3, "limit 3");
@@ -270,18 +270,18 @@ TEST(ZBAuto, InfeasibleLimitNamesTheSmallest) {
 // to hold more.
 TEST(ZBAuto, DefaultLimitIsTwoPMB) {
   Problem problem = uneven(6, 24, false);
-  problem.memLimit.reset();
+  problem.activationBudget.reset();
   std::optional<BuiltSchedule> zb = build("zb-auto", problem);
   ASSERT_TRUE(zb);
-  EXPECT_EQ(zb->memLimitOrigin, "zb-auto default: 2p max(M_B, M_W)");
-  EXPECT_DOUBLE_EQ(zb->problem.limit(), 2 * 6 * maxMemB(problem));
+  EXPECT_EQ(zb->budgetOrigin, "zb-auto default: 2p max(M_B, M_W)");
+  EXPECT_DOUBLE_EQ(zb->problem.budget(), 2 * 6 * maxMemB(problem));
   expectWithinLimit(*zb, 2 * 6 * maxMemB(problem), "default limit");
 
-  problem.memLimit = 0;
+  problem.activationBudget = 0;
   std::optional<BuiltSchedule> none = build("zb-auto", problem);
   ASSERT_TRUE(none);
-  EXPECT_EQ(none->memLimitOrigin, "none");
-  EXPECT_EQ(none->problem.limit(), 0);
+  EXPECT_EQ(none->budgetOrigin, "none");
+  EXPECT_EQ(none->problem.budget(), 0);
   EXPECT_LE(none->sim.makespan, zb->sim.makespan * (1 + 1e-12));
 }
 
@@ -291,11 +291,11 @@ TEST(ZBAuto, SmallShapes) {
   for (auto [p, m] : {std::pair{1, 1}, {1, 7}, {4, 1}, {8, 3}, {3, 3}})
     for (double k : {1.0, 2.0}) {
       Problem problem = uneven(p, m, false);
-      problem.memLimit = k * p * maxMemB(problem);
+      problem.activationBudget = k * p * maxMemB(problem);
       std::string where = "p=" + std::to_string(p) + " m=" + std::to_string(m);
       std::optional<BuiltSchedule> zb = build("zb-auto", problem);
       ASSERT_TRUE(zb) << where;
-      expectWithinLimit(*zb, problem.limit(), where);
+      expectWithinLimit(*zb, problem.budget(), where);
       std::optional<BuiltSchedule> ofob = build("1f1b", problem);
       ASSERT_TRUE(ofob) << where;
       EXPECT_LE(zb->sim.makespan, ofob->sim.makespan * (1 + 1e-12)) << where;
@@ -309,7 +309,7 @@ TEST(ZBAuto, ZeroBubbleBoundForFewMicrobatches) {
   problem.ranks = 4;
   problem.microbatches = 4;
   problem.stages.assign(4, StageCost{1, 1, 1, 2, 1});
-  problem.memLimit = 2 * 4 * 2;
+  problem.activationBudget = 2 * 4 * 2;
   std::optional<BuiltSchedule> zb = build("zb-auto", problem);
   ASSERT_TRUE(zb);
   EXPECT_NEAR(zb->sim.makespan, (4 + 4 - 1) * 2 + 1, 1e-9);
@@ -327,7 +327,7 @@ TEST(ZBAuto, ZeroBubbleBoundForFewMicrobatches) {
 // heuristic), so CBC has to run.
 TEST(ZBAuto, ExactModeReportsBoundAndGap) {
   Problem problem = uneven(4, 8, false);
-  problem.memLimit = 2 * maxMemB(problem);
+  problem.activationBudget = 2 * maxMemB(problem);
   std::optional<BuiltSchedule> heuristic = build("zb-auto", problem);
   ASSERT_TRUE(heuristic);
   BuildOptions options;
@@ -338,7 +338,7 @@ TEST(ZBAuto, ExactModeReportsBoundAndGap) {
                        std::chrono::steady_clock::now() - start)
                        .count();
   ASSERT_TRUE(exact);
-  expectWithinLimit(*exact, problem.limit(), "exact");
+  expectWithinLimit(*exact, problem.budget(), "exact");
   EXPECT_LE(exact->sim.makespan, heuristic->sim.makespan * (1 + 1e-12));
   EXPECT_TRUE(hasNote(*exact, "zb-auto exact"));
   EXPECT_TRUE(hasNote(*exact, "heuristic makespan"));
@@ -387,14 +387,14 @@ TEST(ZBAuto, SpeedLog) {
       problem.ranks = p;
       problem.microbatches = m;
       problem.stages.assign(p, problem.stages[0]);
-      problem.memLimit.reset(); // the default, 2p M_B
+      problem.activationBudget.reset(); // the default, 2p M_B
       if (hard) {
         for (int s = 0; s < p; ++s) {
           problem.stages[s].F *= 0.8 + 0.05 * (s % 7);
           problem.stages[s].B *= 0.8 + 0.07 * (s % 5);
           problem.stages[s].memB *= 0.8 + 0.04 * (s % 6);
         }
-        problem.memLimit = 1.5 * p * maxMemB(problem);
+        problem.activationBudget = 1.5 * p * maxMemB(problem);
       }
       auto start = std::chrono::steady_clock::now();
       std::optional<BuiltSchedule> zb = build("zb-auto", problem);

@@ -34,7 +34,11 @@ struct Request {
   /// Data-parallel replicas of the pipeline; `microbatches` is each one's
   /// (the job's batch is replicas x microbatches).
   int64_t replicas = 1;
-  std::optional<int64_t> memLimit;
+  /// Note [Two memory limits]: --mem-limit, a rank's whole memory in
+  /// bytes (0: none, and no default budget either), or --activation-budget,
+  /// what the schedule keeps in flight (nullopt: the schedule's default).
+  std::optional<int64_t> memoryLimit;
+  std::optional<double> activationBudget;
   /// `schedule`: a registered schedule's name, or a schedule file's name.
   std::string schedule, optimizer, dir;
   /// --schedule-file (or a model file that holds its zb.program): where

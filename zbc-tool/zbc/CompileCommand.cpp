@@ -98,6 +98,12 @@ cl::opt<std::string> memLimitOpt(
              "activations within what the rest leaves, and the proof holds "
              "every rank to it (0: none; default: the schedule's own)"),
     cl::value_desc("BYTES"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> activationBudgetOpt(
+    "activation-budget",
+    cl::desc("The bytes of activations each rank keeps in flight, as zbc "
+             "schedule's --activation-budget: 'default' (the schedule's "
+             "own), 'none' or BYTES; instead of --mem-limit"),
+    cl::value_desc("BYTES"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> costFileOpt(
     "cost-file",
     cl::desc("JSON cost file whose F/B/W/M_B/M_W lists and comm replace the "
@@ -243,7 +249,21 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
         parseInteger("--mem-limit", memLimitOpt, 0, limits::kMaxTensorBytes);
     if (!limit)
       return limit.takeError();
-    request.memLimit = *limit;
+    request.memoryLimit = *limit;
+  }
+  if (activationBudgetOpt.getNumOccurrences()) {
+    Expected<std::optional<double>> budget =
+        sched::parseActivationBudget(activationBudgetOpt);
+    if (!budget)
+      return createStringError(inconvertibleErrorCode(),
+                               "--activation-budget: " +
+                                   toString(budget.takeError()));
+    // Note [Two memory limits]: the whole rank, or the activations.
+    if (request.memoryLimit.value_or(0) > 0 && *budget)
+      return fail("give --mem-limit (a rank's whole memory, from which the "
+                  "activation budget is fitted) or --activation-budget, not "
+                  "both");
+    request.activationBudget = *budget;
   }
   request.input = inputFile;
   request.costFile = costFileOpt;
@@ -450,9 +470,10 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   options.optimizer = request.optimizer;
   options.costFile = request.costFile;
   // --mem-limit 0: no limit at all, the schedule's default budget too.
-  options.memoryLimit = request.memLimit.value_or(0);
-  if (request.memLimit == 0)
-    options.activationBudget = "none";
+  options.memoryLimit = request.memoryLimit.value_or(0);
+  options.activationBudget = sched::activationBudgetText(
+      request.memoryLimit == 0 ? std::optional<double>(0)
+                               : request.activationBudget);
   PassManager pm(context);
   buildScheduleToProgramPipeline(pm, options);
   if (failed(runTimed(pm, module, result.seconds.passes))) {
@@ -526,8 +547,8 @@ Error writeReport(const Request &request, const Compiled &c) {
       j.attribute("optimizer", request.optimizer);
       j.attribute("predicted_makespan", c.makespan);
       j.attribute("predicted_bubble_rate", c.bubbleRate);
-      if (request.memLimit && *request.memLimit > 0)
-        j.attribute("memory_limit_bytes", *request.memLimit);
+      if (request.memoryLimit && *request.memoryLimit > 0)
+        j.attribute("memory_limit_bytes", *request.memoryLimit);
       if (c.activationBudget)
         j.attribute("activation_budget_bytes",
                     static_cast<int64_t>(*c.activationBudget));
@@ -588,10 +609,13 @@ void printBanner(const Request &request, const Compiled &compiled) {
                       request.microbatches,
                       request.replicas * request.microbatches);
   outs() << formatv("  predicted bubble rate {0:F4}\n", compiled.bubbleRate);
-  if (compiled.activationBudget)
+  if (compiled.activationBudget && request.memoryLimit.value_or(0) > 0)
     outs() << formatv("  memory limit {0} bytes per rank: the schedule keeps "
                       "at most {1} bytes of activations\n",
-                      *request.memLimit,
+                      *request.memoryLimit,
+                      static_cast<int64_t>(*compiled.activationBudget));
+  else if (compiled.activationBudget)
+    outs() << formatv("  activation budget {0} bytes per rank\n",
                       static_cast<int64_t>(*compiled.activationBudget));
   for (int r = 0; r < compiled.ranks; ++r)
     outs() << formatv("  rank {0} ({1}): peak {2} bytes, arena {3} "

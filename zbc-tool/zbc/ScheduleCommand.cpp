@@ -5,7 +5,7 @@
 // table, JSON, SVG, a Chrome trace or CSV. No model is needed:
 //
 //   zbc schedule --schedule zb-h1 --ranks 4 --microbatches 8 --format svg -o h1.svg
-//   zbc schedule --schedule zb-auto --cost-file costs.json --mem-limit 8
+//   zbc schedule --schedule zb-auto --cost-file costs.json --activation-budget 8
 //   zbc schedule --import order.csv --ranks 4 --microbatches 8
 //
 // Command-line values override the cost file. Every failure (bad option,
@@ -115,7 +115,7 @@ Error run() {
     if (!parsed)
       return fail(importFile + ": " + toString(parsed.takeError()));
     built.problem = *problem;
-    built.memLimitOrigin = problem->limit() > 0 ? "given" : "none";
+    built.budgetOrigin = problem->budget() > 0 ? "given" : "none";
     built.table = std::move(*parsed);
     Expected<SimResult> simulated = simulate(built.problem, built.table);
     if (!simulated)
@@ -146,12 +146,12 @@ Error run() {
     return fail(error);
   switch (formatOpt) {
   case Format::Table:
-    writeTable(solved, table, sim, out->os(), built.memLimitOrigin);
+    writeTable(solved, table, sim, out->os(), built.budgetOrigin);
     for (const std::string &note : notes)
       out->os() << "note: " << note << "\n";
     break;
   case Format::JSON:
-    writeJSON(solved, table, sim, out->os(), built.memLimitOrigin);
+    writeJSON(solved, table, sim, out->os(), built.budgetOrigin);
     break;
   case Format::SVG:
     writeSVG(solved, table, sim, out->os(), {}, zbc::problemTimeUnit());

@@ -32,9 +32,9 @@ ZBC_DECLARE_BUILDER(buildDualPipeV)        // DualPipeV.cpp
 #undef ZBC_DECLARE_BUILDER
 
 /// The limits zb-auto and zb-v plan for when the user gives none
-/// (ScheduleInfo::defaultMemLimit).
-double zbAutoDefaultMemLimit(const Problem &problem); // 2p max(M_B, M_W)
-double zbvDefaultMemLimit(const Problem &problem);    // 2p chunk M_B
+/// (ScheduleInfo::defaultActivationBudget).
+double zbAutoDefaultBudget(const Problem &problem); // 2p max(M_B, M_W)
+double zbvDefaultBudget(const Problem &problem);    // 2p chunk M_B
 /// ZB-V's own clock (ZBV.cpp's spanOf, which scores its candidates), for
 /// a V `order` of `problem` within `limit` per rank: the makespan
 /// simulate() reports, or +inf if the order deadlocks or goes over the

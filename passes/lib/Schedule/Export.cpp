@@ -65,7 +65,7 @@ static bool isDefaultOrigin(llvm::StringRef origin) {
 
 void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
                             const SimResult &sim, llvm::raw_ostream &os,
-                            llvm::StringRef memLimitOrigin) {
+                            llvm::StringRef budgetOrigin) {
   int numRanks = table.numRanks();
   os << "ranks " << numRanks << ", stages " << table.numStages()
      << ", microbatches " << table.microbatches << "\n";
@@ -73,10 +73,10 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
   for (int rank : table.rankOfStage)
     os << " " << rank;
   os << "\n";
-  os << "comm " << formatAmount(problem.comm) << ", memory limit "
-     << (problem.limit() > 0 ? formatAmount(problem.limit()) : std::string("none"));
-  if (isDefaultOrigin(memLimitOrigin))
-    os << " (" << memLimitOrigin << ")";
+  os << "comm " << formatAmount(problem.comm) << ", activation budget "
+     << (problem.budget() > 0 ? formatAmount(problem.budget()) : std::string("none"));
+  if (isDefaultOrigin(budgetOrigin))
+    os << " (" << budgetOrigin << ")";
   os << "\n";
   os << "makespan " << formatAmount(sim.makespan) << " (longest rank span)\n";
   os << "bubble rate " << formatAmount(sim.bubbleRate) << " ("
@@ -138,7 +138,7 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
 
 void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
                            const SimResult &sim, llvm::raw_ostream &os,
-                           llvm::StringRef memLimitOrigin) {
+                           llvm::StringRef budgetOrigin) {
   llvm::json::OStream json(os);
   // Numbers go through rawValue so they print as formatAmount() does, not with
   // llvm::json's 17 digits.
@@ -162,11 +162,11 @@ void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
     json.attribute("stages", table.numStages());
     json.attribute("microbatches", table.microbatches);
     number("comm", problem.comm);
-    number("memory_limit", problem.limit());
-    json.attribute("memory_limit_origin",
-                   memLimitOrigin.empty()
-                       ? (problem.limit() > 0 ? "given" : "none")
-                       : memLimitOrigin);
+    number("activation_budget", problem.budget());
+    json.attribute("activation_budget_origin",
+                   budgetOrigin.empty()
+                       ? (problem.budget() > 0 ? "given" : "none")
+                       : budgetOrigin);
     json.attributeArray("placement", [&] {
       for (int rank : table.rankOfStage)
         json.value(rank);

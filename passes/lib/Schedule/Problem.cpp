@@ -144,9 +144,9 @@ llvm::Error Problem::validate() const {
   }
   if (!amount(comm))
     return fail("comm must be in " + range + ", got " + formatNumber(comm));
-  if (memLimit && !amount(*memLimit))
-    return fail("the memory limit must be in " + range + " (0: none), got " +
-                formatNumber(*memLimit));
+  if (activationBudget && !amount(*activationBudget))
+    return fail("the activation budget must be in " + range + " (0: none), got " +
+                formatNumber(*activationBudget));
   return llvm::Error::success();
 }
 

@@ -51,12 +51,12 @@ std::vector<ScheduleInfo> &mutableRegistry() {
        "about 2p/(3m) of the step with equal costs",
        "(p+4)//3 full-stage microbatches", Placement::V, false, buildVMin},
       {"zb-auto",
-       "automatic zero bubble under the memory limit (ZB-1p at p M_B, ZB-2p "
+       "automatic zero bubble under the activation budget (ZB-1p at p M_B, ZB-2p "
        "at 2p M_B); optional exact refinement with CBC",
        "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024",
        "near zero for m >= 2p at 2p M_B",
-       "the limit (default 2p max(M_B, M_W) of the heaviest stage)",
-       Placement::Linear, false, buildZBAuto, zbAutoDefaultMemLimit,
+       "the budget (default 2p max(M_B, M_W) of the heaviest stage)",
+       Placement::Linear, false, buildZBAuto, zbAutoDefaultBudget,
        "2p max(M_B, M_W)"},
       {"zb-h1", "handcrafted zero bubble at 1F1B's memory",
        "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024",
@@ -70,8 +70,8 @@ std::vector<ScheduleInfo> &mutableRegistry() {
        "Qi et al., Zero Bubble Pipeline Parallelism, ICLR 2024 (section 6); "
        "Pipeline Parallelism with Controllable Memory, 2024",
        "zero for m >= 2p when F = B = W and comm = 0",
-       "the limit (default p full-stage microbatches, 2p M_B of a chunk)",
-       Placement::V, false, buildZBV, zbvDefaultMemLimit, "2p chunk M_B"},
+       "the budget (default p full-stage microbatches, 2p M_B of a chunk)",
+       Placement::V, false, buildZBV, zbvDefaultBudget, "2p chunk M_B"},
   };
   return schedules;
 }
@@ -142,13 +142,13 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
 
   BuiltSchedule built;
   built.problem = problem;
-  built.memLimitOrigin = problem.limit() > 0 ? "given" : "none";
-  if (!problem.memLimit) {
-    built.problem.memLimit =
-        info->defaultMemLimit ? info->defaultMemLimit(problem) : 0.0;
-    if (*built.problem.memLimit > 0)
-      built.memLimitOrigin =
-          std::string(info->name) + " default: " + info->defaultMemLimitRule;
+  built.budgetOrigin = problem.budget() > 0 ? "given" : "none";
+  if (!problem.activationBudget) {
+    built.problem.activationBudget =
+        info->defaultActivationBudget ? info->defaultActivationBudget(problem) : 0.0;
+    if (*built.problem.activationBudget > 0)
+      built.budgetOrigin =
+          std::string(info->name) + " default: " + info->defaultBudgetRule;
   }
   llvm::Expected<ScheduleTable> table =
       info->build(built.problem, options, built.report);

@@ -193,7 +193,7 @@ static llvm::Error trackMemory(const Problem &problem,
                                const ScheduleTable &table, SimResult &result) {
   // Sums of deltas that cancel exactly on paper (F then B then W) leave
   // round-off in binary; a limit met on paper must not fail by 1 ulp.
-  double limit = problem.limit() * (1 + 1e-9);
+  double limit = problem.budget() * (1 + 1e-9);
   result.peakMemory.assign(table.numRanks(), 0.0);
   for (int r = 0; r < table.numRanks(); ++r) {
     double live = 0, peak = 0;
@@ -201,11 +201,11 @@ static llvm::Error trackMemory(const Problem &problem,
       const StageCost &cost = problem.stages[a.stage];
       live += cost.memoryDelta(a.kind);
       peak = std::max(peak, live);
-      if (problem.limit() > 0 && live > limit)
+      if (problem.budget() > 0 && live > limit)
         return fail("rank " + llvm::Twine(r) + ": " + table.name(a) + " (action " +
                     llvm::Twine(i) + ", microbatch " +
                     llvm::Twine(a.microbatch) + ") raises live memory to " +
-                    formatNumber(live) + ", over the limit " + formatNumber(problem.limit()) +
+                    formatNumber(live) + ", over the activation budget " + formatNumber(problem.budget()) +
                     " (it adds " + formatNumber(cost.memoryDelta(a.kind)) + " to " +
                     formatNumber(live - cost.memoryDelta(a.kind)) + ")");
     }

@@ -480,7 +480,7 @@ llvm::Expected<ScheduleTable> buildFromShape(const Problem &problem,
                 " needs 2 stages per rank (the V), got " +
                 llvm::Twine(problem.numStages()) + " stages on " +
                 llvm::Twine(d) + " ranks");
-  std::optional<Best> best = bestShort(problem, shape, problem.limit());
+  std::optional<Best> best = bestShort(problem, shape, problem.budget());
   if (best)
     best = grown(problem, std::move(*best), /*verify=*/true);
   if (!best) {

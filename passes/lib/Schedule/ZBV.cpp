@@ -685,7 +685,7 @@ double spanOf(const VShape &v, const std::vector<std::vector<Action>> &order) {
 
 } // namespace
 
-double zbc::sched::zbvDefaultMemLimit(const Problem &problem) {
+double zbc::sched::zbvDefaultBudget(const Problem &problem) {
   double maxChunkMemB = 0;
   for (const StageCost &s : problem.stages)
     maxChunkMemB = std::max(maxChunkMemB, s.memB);
@@ -728,10 +728,10 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
   double most = 0;
   for (const StageCost &s : problem.stages)
     most = std::max({most, s.memB, s.memW});
-  bool unlimited = problem.limit() <= 0;
-  v.limit = unlimited ? std::max(2.0 * v.m * most, minLimit) : problem.limit();
+  bool unlimited = problem.budget() <= 0;
+  v.limit = unlimited ? std::max(2.0 * v.m * most, minLimit) : problem.budget();
   if (v.limit < minLimit * (1 - 1e-9))
-    return fail("zb-v needs a memory limit of at least " + formatNumber(minLimit) +
+    return fail("zb-v needs an activation budget of at least " + formatNumber(minLimit) +
                 " per rank (a chunk-0 activation plus room for one chunk-1 "
                 "microbatch), got " +
                 formatNumber(v.limit));
@@ -865,9 +865,9 @@ llvm::Expected<ScheduleTable> zbc::sched::buildZBV(const Problem &problem,
   // Cannot happen at or above the least limit with M_W <= M_B (Note [V
   // memory reserve]): the list schedule always fits.
   if (bestSpan == kInf)
-    return fail("zb-v found no schedule within the memory limit " +
+    return fail("zb-v found no schedule within the activation budget " +
                 formatNumber(v.limit));
-  report.notes.push_back("zb-v: memory limit " +
+  report.notes.push_back("zb-v: activation budget " +
                          (unlimited ? std::string("none") : formatNumber(v.limit) + " per rank") +
                          "; kept the " + bestCandidate->name + " order" +
                          (bestCandidate->projected

@@ -81,14 +81,14 @@ FailureOr<sched::Problem> zbc::schedulingProblemOf(PipelineOp pipeline,
                                                    int64_t virtualStages,
                                                    int64_t microbatches,
                                                    double comm,
-                                                   std::optional<double> memoryLimit) {
+                                                   std::optional<double> activationBudget) {
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   sched::Problem problem;
   problem.ranks = static_cast<int>(stages.size() / virtualStages);
   problem.virtualStages = static_cast<int>(virtualStages);
   problem.microbatches = static_cast<int>(microbatches);
   problem.comm = comm;
-  problem.memLimit = memoryLimit;
+  problem.activationBudget = activationBudget;
   for (StageOp stage : stages) {
     StageFigures figures = analyzeStage(stage);
     if (!figures.split)
@@ -232,13 +232,13 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
     os << "schedule '" << kind << "': makespan "
        << llvm::format("%.4g", built->sim.makespan) << ", bubble rate "
        << llvm::format("%.4f", built->sim.bubbleRate)
-       << ", memory limit ";
-    if (built->problem.limit() > 0)
-      os << llvm::format("%.0f", built->problem.limit());
+       << ", activation budget ";
+    if (built->problem.budget() > 0)
+      os << llvm::format("%.0f", built->problem.budget());
     else
       os << "none";
-    if (built->memLimitOrigin != "given" && built->memLimitOrigin != "none")
-      os << " (" << built->memLimitOrigin << ")";
+    if (built->budgetOrigin != "given" && built->budgetOrigin != "none")
+      os << " (" << built->budgetOrigin << ")";
     os << ", peak memory per rank [";
     llvm::interleaveComma(built->sim.peakMemory, os,
                           [&](double m) { os << llvm::format("%.0f", m); });
@@ -302,8 +302,11 @@ void ZBSchedulePass::runOnOperation() {
   bool toSchedule = llvm::any_of(
       pipelines, [](PipelineOp pipeline) { return !programOf(pipeline); });
   // A rank's whole memory as the schedule's activation budget: the largest
-  // that fits, else the closest miss, which the proof then reports.
-  std::optional<double> fitted;
+  // that fits, else the closest miss, which the proof then reports. The
+  // program records the budget it was built at, fitted or given.
+  std::optional<double> builtAt;
+  if (*budget && **budget > 0)
+    builtAt = **budget;
   if (memoryLimit > 0 && toSchedule) {
     *budget = static_cast<double>(memoryLimit);
     FailureOr<RankBudget> fit = fitActivationBudget(
@@ -311,11 +314,12 @@ void ZBSchedulePass::runOnOperation() {
           return scheduleAtBudget(target, bytes);
         });
     if (succeeded(fit))
-      *budget = fitted = fit->activations;
+      *budget = builtAt = fit->activations;
   }
   Builder b(module.getContext());
   for (PipelineOp pipeline : pipelines) {
-    if (!programOf(pipeline) && failed(schedulePipeline(pipeline, *budget))) {
+    bool scheduledHere = !programOf(pipeline);
+    if (scheduledHere && failed(schedulePipeline(pipeline, *budget))) {
       if (memoryLimit > 0)
         module.emitError("no schedule within memory-limit ")
             << static_cast<int64_t>(memoryLimit)
@@ -327,8 +331,8 @@ void ZBSchedulePass::runOnOperation() {
     ProgramOp program = programOf(pipeline);
     if (memoryLimit > 0)
       program.setMemoryLimitAttr(b.getI64IntegerAttr(memoryLimit));
-    if (fitted)
+    if (builtAt && scheduledHere)
       program.setActivationBudgetAttr(
-          b.getI64IntegerAttr(static_cast<int64_t>(std::llround(*fitted))));
+          b.getI64IntegerAttr(static_cast<int64_t>(std::llround(*builtAt))));
   }
 }

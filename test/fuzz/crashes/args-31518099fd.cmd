@@ -4,4 +4,4 @@
 # | Stack dump:
 # | 0.	Program arguments: /work/wt-fuzz/build/bin/zbc schedule --schedule=zb-auto --ranks=0x10 --microbatches 8 --cost comm=4.5,W=1e308,B=4.5,F=1e308 --mem=B=2,W=1 --mem-limit=8 --format json
 # | double free or corruption (out)
-zbc schedule --schedule=zb-auto --ranks=0x10 --microbatches 8 --cost comm=4.5,W=1e308,B=4.5,F=1e308 --mem=B=2,W=1 --mem-limit=8 --format json
+zbc schedule --schedule=zb-auto --ranks=0x10 --microbatches 8 --cost comm=4.5,W=1e308,B=4.5,F=1e308 --mem=B=2,W=1 --activation-budget=8 --format json

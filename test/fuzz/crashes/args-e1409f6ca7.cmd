@@ -12,4 +12,4 @@
 # |     #8 0x55f61854e0a2 in main /work/wt-fuzz/zbc-tool/zbc/zbc.cpp:192
 # |     #9 0x7f1cdc045249 in __libc_start_call_main ../sysdeps/nptl/libc_start_call_main.h:58
 # |     #10 0x7f1cdc045304 in __libc_start_main_impl ../csu/libc-start.c:360
-zbc schedule --schedule=gpipe --ranks=010 --microbatches=2147483647 --mem-limit 3
+zbc schedule --schedule=gpipe --ranks=010 --microbatches=2147483647 --activation-budget 3

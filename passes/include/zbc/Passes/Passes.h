@@ -47,13 +47,14 @@ mlir::LogicalResult verifyScheduleProgram(zb::ProgramOp program,
 
 /// The scheduling problem zb-schedule solves for a split pipeline: per stage,
 /// FLOPs as the F/B/W times and the activation bytes after F and after B
-/// (StageAnalysis.h); `virtualStages` stages per rank; `memoryLimit` bytes
-/// per rank (0: none; nullopt: the schedule's default). For tools that simulate or draw the
-/// program zb-schedule made (`zbc compile`).
+/// (StageAnalysis.h); `virtualStages` stages per rank; `activationBudget`
+/// bytes per rank (Note [Two memory limits]; 0: none; nullopt: the
+/// schedule's default). For tools that simulate or draw the program
+/// zb-schedule made (`zbc compile`).
 mlir::FailureOr<sched::Problem>
 schedulingProblemOf(zb::PipelineOp pipeline, int64_t virtualStages,
                     int64_t microbatches, double comm,
-                    std::optional<double> memoryLimit);
+                    std::optional<double> activationBudget);
 
 /// Replaces `problem`'s stage costs with those of the JSON cost file at
 /// `path` (zb-schedule's cost-file): each list one value for every stage or

@@ -3,15 +3,17 @@
 // A cost file describes a scheduling problem (Problem.h) in JSON:
 //
 //   {"ranks": 4, "microbatches": 8, "virtual": 1, "comm": 0.1,
-//    "mem_limit": 8, "F": [1, 1, 1, 1.2], "B": 1, "W": 0.5,
+//    "activation_budget": 8, "F": [1, 1, 1, 1.2], "B": 1, "W": 0.5,
 //    "M_B": 1, "M_W": 0.5}
 //
 // Every key is optional; an unknown key is an error. `model` and
 // `model_hash` (strings; zbc profile writes them) name the model the costs
 // were measured on. `ranks`, `microbatches`
 // and `virtual` are integers in [1, 2^12], [1, 2^20] and [1, 2^13]
-// (zbc/Support/Limits.h); `comm` and `mem_limit` (0: none)
-// numbers in [0, 1e30]; `F`, `B`, `W`, `M_B` and `M_W` one number (every
+// (zbc/Support/Limits.h); `comm` a number in [0, 1e30];
+// `activation_budget` (Note [Two memory limits]) one too (0: none), or
+// "none" or "default" (the schedule's own, as when left out); the key's
+// old name `mem_limit` is refused with its new one; `F`, `B`, `W`, `M_B` and `M_W` one number (every
 // stage) or a list with one per stage. A field of the wrong type is an error
 // naming the key, the type found and the type expected; the document may nest
 // at most limits::kMaxJSONDepth deep (the reader recurses). Ranges of costs
@@ -34,7 +36,7 @@ namespace zbc::sched {
 
 struct CostFile {
   std::optional<int64_t> ranks, microbatches, virtualStages;
-  std::optional<double> comm, memLimit;
+  std::optional<double> comm, activationBudget;
   /// Empty: not given; one value: every stage; else one per stage.
   std::vector<double> F, B, W, memB, memW;
   /// Measured costs (zbc profile) name the model they were measured on:

@@ -24,14 +24,14 @@
 
 namespace zbc::sched {
 
-/// `memLimitOrigin` (BuiltSchedule::memLimitOrigin) says where a limit came
+/// `budgetOrigin` (BuiltSchedule::budgetOrigin) says where a limit came
 /// from; the table prints it beside a default, the JSON always.
 void writeTable(const Problem &problem, const ScheduleTable &table,
                 const SimResult &sim, llvm::raw_ostream &os,
-                llvm::StringRef memLimitOrigin = {});
+                llvm::StringRef budgetOrigin = {});
 void writeJSON(const Problem &problem, const ScheduleTable &table,
                const SimResult &sim, llvm::raw_ostream &os,
-               llvm::StringRef memLimitOrigin = {});
+               llvm::StringRef budgetOrigin = {});
 /// `title`, when given, heads the picture's caption (the schedule's name
 /// or the file it came from); `timeUnit` labels the time axis ("ms" for a
 /// cost file's or a measured run's times, "FLOPs" for the cost model's;

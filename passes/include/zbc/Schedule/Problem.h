@@ -64,13 +64,13 @@ struct Problem {
   double comm = 0;               // delay on every cross-rank edge
   /// Per-rank activation budget (Note [Two memory limits]). 0: none.
   /// Unset: the schedule's default (zb-auto and zb-v have one,
-  /// ScheduleInfo::defaultMemLimit; the others none); buildSchedule
+  /// ScheduleInfo::defaultActivationBudget; the others none); buildSchedule
   /// resolves it before the builder runs.
-  std::optional<double> memLimit;
+  std::optional<double> activationBudget;
 
   int numStages() const { return static_cast<int>(stages.size()); }
-  /// The limit in force: 0 when none.
-  double limit() const { return memLimit.value_or(0); }
+  /// The budget in force: 0 when none.
+  double budget() const { return activationBudget.value_or(0); }
   /// Checks sizes (against zbc/Support/Limits.h), signs and finiteness; the
   /// error names the field and the range accepted.
   llvm::Error validate() const;
@@ -78,7 +78,7 @@ struct Problem {
 
 /// Note [Two memory limits]
 /// A schedule's activation budget is what it keeps in flight per rank (the
-/// M_B and M_W of the microbatches between F and W: Problem::memLimit,
+/// M_B and M_W of the microbatches between F and W: Problem::activationBudget,
 /// zb-schedule's activation-budget, zbc schedule's --activation-budget); a
 /// memory limit is a rank's whole memory (parameters, gradients, optimizer
 /// state, temporaries and activations: zb-schedule's and

@@ -47,8 +47,8 @@ struct ScheduleInfo {
   BuildFn build;
   /// The limit the schedule plans for when the problem leaves it unset, and
   /// how it is derived ("2p max(M_B, M_W)"); null: none (no limit).
-  double (*defaultMemLimit)(const Problem &) = nullptr;
-  const char *defaultMemLimitRule = nullptr;
+  double (*defaultActivationBudget)(const Problem &) = nullptr;
+  const char *defaultBudgetRule = nullptr;
 };
 
 /// The stages per rank `info` runs given `requested` (--virtual; unset: the
@@ -79,7 +79,7 @@ struct BuiltSchedule {
   /// Where the limit came from: "given", "none" (0, or unset for a schedule
   /// without a default) or the default's rule ("zb-auto default: 2p
   /// max(M_B, M_W)").
-  std::string memLimitOrigin;
+  std::string budgetOrigin;
   ScheduleTable table;
   SimResult sim;
   BuildReport report;

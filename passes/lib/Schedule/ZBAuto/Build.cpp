@@ -35,7 +35,7 @@ static double heaviestMicrobatch(const Problem &problem) {
   return most;
 }
 
-double zbc::sched::zbAutoDefaultMemLimit(const Problem &problem) {
+double zbc::sched::zbAutoDefaultBudget(const Problem &problem) {
   return 2.0 * problem.ranks * heaviestMicrobatch(problem);
 }
 
@@ -69,7 +69,7 @@ static void searchBelow(const Problem &problem, const Instance &in,
       break;
     if (next.makespan < best * (1 - 1e-12)) {
       best = next.makespan;
-      report.notes.push_back("zb-auto: a smaller limit, " +
+      report.notes.push_back("zb-auto: a smaller budget, " +
                              formatNumber(below) + ", gave a shorter schedule (" +
                              formatNumber(best) + ")");
     }
@@ -79,7 +79,7 @@ static void searchBelow(const Problem &problem, const Instance &in,
   if (searches > 0)
     report.notes.push_back(
         "zb-auto: searched " + std::to_string(searches) +
-        " smaller limits, down to " + formatNumber(tightest) +
+        " smaller budgets, down to " + formatNumber(tightest) +
         (searches == kLowerSearches ? " (the most it tries)"
                                     : " (nothing below can be shorter)"));
 }
@@ -173,10 +173,10 @@ zbc::sched::buildZBAuto(const Problem &problem, const BuildOptions &options,
                          std::chrono::duration<double>(options.exactSeconds));
   const int p = problem.ranks;
   double heaviest = heaviestMicrobatch(problem);
-  double limit = problem.limit();
+  double limit = problem.budget();
   if (limit > 0 && limit + memSlack(limit) < heaviest)
-    return fail("memory limit " + formatNumber(limit) +
-                " is below the smallest feasible limit " + formatNumber(heaviest) +
+    return fail("activation budget " + formatNumber(limit) +
+                " is below the smallest feasible budget " + formatNumber(heaviest) +
                 ": every rank must hold one microbatch's activations, the "
                 "largest M_B (or M_W) of any stage");
   // No limit: plan for one that no order can reach (every microbatch alive

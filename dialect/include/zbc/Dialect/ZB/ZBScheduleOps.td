@@ -24,8 +24,8 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
     holds each rank to, and `optimizer` ("sgd", momentum: one copy of the
     parameters; "adamw": two) sizes the optimizer state it counts. The
     optional `activation_budget` (bytes) records the activations the
-    schedule was built to keep when zb-schedule fitted it to a
-    `memory_limit` (Note [Rank budget]).
+    schedule was built to keep, as given to zb-schedule or fitted to a
+    `memory_limit` (Note [Two memory limits], Note [Rank budget]).
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] {
