@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """zb-auto's makespan along a ladder of memory limits: where it inverts.
 
-Note [zb-auto monotone] (passes/lib/Schedule/ZBAuto/ZBAuto.h) searches below
+Note [zb-auto monotone] (passes/lib/Schedule/Builders/ZBAuto/ZBAuto.h) searches below
 the limit on instances of up to 10k ops, so more memory never gives a longer
 schedule there (ZBAutoBoundsTest holds it). This measures the larger
 instances the rule leaves out: bench/uneven_stages.py's inputs at p = 32,

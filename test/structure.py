@@ -20,19 +20,17 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
-SCHEDULE_CORE = [
+# The core's public headers, and every file of the library's Core and
+# Program folders (passes/lib/Schedule/CMakeLists.txt names the folders).
+SCHEDULE_CORE_HEADERS = [
     "passes/include/zbc/Schedule/Problem.h",
     "passes/include/zbc/Schedule/ScheduleTable.h",
     "passes/include/zbc/Schedule/Dependences.h",
     "passes/include/zbc/Schedule/Program.h",
     "passes/include/zbc/Schedule/Simulator.h",
-    "passes/lib/Schedule/Problem.cpp",
-    "passes/lib/Schedule/ScheduleTable.cpp",
-    "passes/lib/Schedule/Program.cpp",
-    "passes/lib/Schedule/Simulator.cpp",
-    "passes/lib/Schedule/InsertTransfers.cpp",
-    "passes/lib/Schedule/VerifyProgram.cpp",
 ]
+SCHEDULE_CORE_FOLDERS = ["passes/lib/Schedule/Core",
+                         "passes/lib/Schedule/Program"]
 FORMATS = ("zbc/Schedule/TorchCSV.h", "zbc/Schedule/Export.h",
            "zbc/Schedule/CostFile.h")
 
@@ -49,11 +47,25 @@ def includes(path):
                 yield number, match.group(1)
 
 
+def sources(folder):
+    """The C++ files under `folder`, relative to the root, sorted."""
+    found = []
+    for directory, _, files in os.walk(os.path.join(ROOT, folder)):
+        found += [os.path.relpath(os.path.join(directory, f), ROOT)
+                  for f in files if f.endswith((".h", ".cpp"))]
+    return sorted(found)
+
+
 def main():
     broken = []
-    for path in SCHEDULE_CORE:
+    core = SCHEDULE_CORE_HEADERS + [path for folder in SCHEDULE_CORE_FOLDERS
+                                    for path in sources(folder)]
+    if len(core) == len(SCHEDULE_CORE_HEADERS):
+        broken.append("found no sources under " +
+                      ", ".join(SCHEDULE_CORE_FOLDERS))
+    for path in core:
         for number, name in includes(path):
-            if name in FORMATS:
+            if name in FORMATS or name.startswith("Formats/"):
                 broken.append(f"{path}:{number}: the schedule core includes "
                               f"the format '{name}'")
     for path in SEAMS:
@@ -61,19 +73,15 @@ def main():
             if BACKEND.match(name):
                 broken.append(f"{path}:{number}: a backend seam includes "
                               f"the backend header '{name}'")
-    for folder, _, files in os.walk(os.path.join(ROOT, "dialect")):
-        for file in files:
-            if not file.endswith((".h", ".cpp")):
-                continue
-            path = os.path.relpath(os.path.join(folder, file), ROOT)
-            for number, name in includes(path):
-                if name.startswith(("zbc/Passes/", "zbc/Schedule/",
-                                    "zbc/Analysis/", "zbc/Codegen/")):
-                    broken.append(f"{path}:{number}: the dialect includes "
-                                  f"'{name}' from a layer above it")
+    for path in sources("dialect"):
+        for number, name in includes(path):
+            if name.startswith(("zbc/Passes/", "zbc/Schedule/",
+                                "zbc/Analysis/", "zbc/Codegen/")):
+                broken.append(f"{path}:{number}: the dialect includes "
+                              f"'{name}' from a layer above it")
     for line in broken:
         print(f"error: {line}")
-    checked = len(SCHEDULE_CORE) + len(SEAMS)
+    checked = len(core) + len(SEAMS)
     if broken:
         return 1
     print(f"ok: {checked} core and seam files and the dialect keep the "

@@ -1,6 +1,6 @@
 //===- DeadlineTest.cpp - a computation under a hard wall-clock deadline --===//
 //
-// runWithDeadline (passes/lib/Schedule/Deadline.h), which holds zb-auto's
+// runWithDeadline (passes/lib/Schedule/Builders/ZBAuto/Deadline.h), which holds zb-auto's
 // exact mode to the user's --exact seconds: a child that finishes hands its
 // bytes back whole (larger than a pipe's buffer too); one that does not is
 // killed at the deadline, not when it would have finished; one that dies
@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Deadline.h"
+#include "Builders/ZBAuto/Deadline.h"
 
 #include <gtest/gtest.h>
 

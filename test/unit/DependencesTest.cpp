@@ -11,7 +11,7 @@
 #include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Simulator.h"
 
-#include "ZBAuto/ZBAuto.h" // passes/lib/Schedule: the evaluator under test
+#include "Builders/ZBAuto/ZBAuto.h" // passes/lib/Schedule: the evaluator under test
 
 #include "gtest/gtest.h"
 

@@ -31,8 +31,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Builders.h"
-#include "VCompaction.h"
+#include "Builders/Builders.h"
+#include "Builders/VCompaction.h"
 #include "zbc/Schedule/Dependences.h"
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Schedule/Simulator.h"

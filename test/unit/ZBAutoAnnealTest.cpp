@@ -11,7 +11,7 @@
 
 #include "zbc/Schedule/Registry.h"
 
-#include "ZBAuto/Anneal.h" // passes/lib/Schedule: the anneal and evaluator
+#include "Builders/ZBAuto/Anneal.h" // passes/lib/Schedule: the anneal and evaluator
 #include "UnevenProblems.h"
 
 #include "gtest/gtest.h"

@@ -18,7 +18,7 @@
 
 #include "zbc/Schedule/Registry.h"
 
-#include "ZBAuto/ZBAuto.h" // passes/lib/Schedule: the bound and evaluator
+#include "Builders/ZBAuto/ZBAuto.h" // passes/lib/Schedule: the bound and evaluator
 #include "UnevenProblems.h"
 
 #include "gtest/gtest.h"

@@ -11,7 +11,7 @@
 
 #include "zbc/Schedule/Registry.h"
 
-#include "ZBAuto/ZBAuto.h" // passes/lib/Schedule: the round-by-round orders
+#include "Builders/ZBAuto/ZBAuto.h" // passes/lib/Schedule: the round-by-round orders
 #include "UnevenProblems.h"
 
 #include "gtest/gtest.h"

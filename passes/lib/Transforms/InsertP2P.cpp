@@ -1,6 +1,6 @@
 //===- InsertP2P.cpp - zb-insert-p2p: the transfers of a program ----------===//
 //
-// The IR side of insertTransfers (passes/lib/Schedule/InsertTransfers.cpp,
+// The IR side of insertTransfers (passes/lib/Schedule/Program/InsertTransfers.cpp,
 // which decides every place): reads a compute-only zb.program with its
 // pipeline's messages into a sched::Program, inserts the transfers, and
 // rewrites each rank's body in the new order (writeRankBodies,

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Export.h"
-#include "Support.h"
+#include "Core/Support.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"

@@ -39,9 +39,9 @@
 
 #include "Greedy.h"
 #include "Repair.h"
-#include "../Support.h"
+#include "Core/Support.h"
 
-#include "../Builders.h"
+#include "Builders/Builders.h"
 
 #include "llvm/Support/Debug.h"
 

@@ -64,9 +64,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Builders.h"
-#include "Support.h"
-#include "VCompaction.h"
+#include "Builders/Builders.h"
+#include "Core/Support.h"
+#include "Builders/VCompaction.h"
 
 #include <algorithm>
 #include <array>

@@ -33,7 +33,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Program.h"
-#include "Support.h"
+#include "Core/Support.h"
 
 #include "llvm/ADT/STLExtras.h"
 

@@ -13,9 +13,9 @@
 #include "Anneal.h"
 #include "Repair.h"
 #include "ZBAuto.h"
-#include "../Support.h"
+#include "Core/Support.h"
 
-#include "../Builders.h"
+#include "Builders/Builders.h"
 
 #include "llvm/Support/ThreadPool.h"
 

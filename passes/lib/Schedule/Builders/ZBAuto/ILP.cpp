@@ -62,9 +62,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../Deadline.h"
+#include "Builders/ZBAuto/Deadline.h"
 #include "ZBAuto.h"
-#include "../Support.h"
+#include "Core/Support.h"
 
 #if ZBC_HAVE_CBC
 #include <coin/Cbc_C_Interface.h>

@@ -26,7 +26,7 @@
 
 #include "zbc/Schedule/Simulator.h"
 #include "zbc/Schedule/Dependences.h"
-#include "Support.h"
+#include "Core/Support.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"

@@ -1,7 +1,7 @@
 //===- ScheduleTable.cpp - invariants every schedule satisfies ------------===//
 
 #include "zbc/Schedule/ScheduleTable.h"
-#include "Support.h"
+#include "Core/Support.h"
 
 
 #include <map>

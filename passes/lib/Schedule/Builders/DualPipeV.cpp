@@ -32,8 +32,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Builders.h"
-#include "Support.h"
+#include "Builders/Builders.h"
+#include "Core/Support.h"
 
 #include <deque>
 

@@ -59,7 +59,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "VCompaction.h"
+#include "Builders/VCompaction.h"
 
 #include "zbc/Schedule/Dependences.h"
 

@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Registry.h"
-#include "Support.h"
+#include "Core/Support.h"
 
-#include "Builders.h"
+#include "Builders/Builders.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"

@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Builders.h"
+#include "Builders/Builders.h"
 
 #include <algorithm>
 

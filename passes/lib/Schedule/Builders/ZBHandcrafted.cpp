@@ -50,7 +50,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Builders.h"
+#include "Builders/Builders.h"
 
 #include <algorithm>
 

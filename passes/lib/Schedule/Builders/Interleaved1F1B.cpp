@@ -37,7 +37,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Builders.h"
+#include "Builders/Builders.h"
 
 #include <algorithm>
 #include <utility>

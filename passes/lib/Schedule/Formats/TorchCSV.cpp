@@ -16,7 +16,7 @@
 
 #include "zbc/Schedule/TorchCSV.h"
 #include "zbc/Support/StageBoundary.h"
-#include "Support.h"
+#include "Core/Support.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"

@@ -7,7 +7,7 @@
 
 #include "zbc/Schedule/CostFile.h"
 #include "zbc/Schedule/Problem.h"
-#include "Support.h"
+#include "Core/Support.h"
 
 #include "zbc/Support/Limits.h"
 #include "zbc/Support/NestingDepth.h"

@@ -1,7 +1,7 @@
 //===- Problem.cpp - scheduling problems: validation and placement --------===//
 
 #include "zbc/Schedule/Problem.h"
-#include "Support.h"
+#include "Core/Support.h"
 
 #include "zbc/Support/Limits.h"
 

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Deadline.h"
+#include "Builders/ZBAuto/Deadline.h"
 
 #include <cerrno>
 #include <cstring>
