@@ -10,6 +10,11 @@
      CUDA, NCCL, MPI or OpenBLAS header.
   3. The dialect includes nothing of the passes, the code generator or the
      runtime's sources (zbc/Support is the shared bottom).
+  4. The contracts the tools and the ranks share (runtime/contracts) include
+     only themselves, the runtime's C ABI (zbc/runtime/zbc_runtime.h), fmt
+     and the C/C++ and POSIX headers: no runtime source, backend, LLVM or
+     MLIR. The tool (zbc-tool) reads them and includes nothing else of the
+     runtime's.
 
 Exits 1 naming each file, line and include that breaks a rule.
 """
@@ -35,6 +40,10 @@ FORMATS = ("zbc/Schedule/TorchCSV.h", "zbc/Schedule/Export.h",
            "zbc/Schedule/CostFile.h")
 
 SEAMS = ["runtime/src/Device.h", "runtime/src/Transport.h"]
+# What a contract may include besides the standard and POSIX headers
+# (<...> without a slash, or sys/).
+CONTRACT_ALLOWED = re.compile(r"^(zbc/contracts/|zbc/runtime/zbc_runtime\.h$"
+                              r"|fmt/|sys/|[a-z_]+(\.h)?$)")
 BACKEND = re.compile(r"^(cpu/|cuda/|\.\./cpu/|\.\./cuda/|cuda|cublas|nccl"
                      r"|mpi\.h|cblas\.h|openblas)")
 
@@ -79,13 +88,28 @@ def main():
                                 "zbc/Analysis/", "zbc/Codegen/")):
                 broken.append(f"{path}:{number}: the dialect includes "
                               f"'{name}' from a layer above it")
+    contracts = sources("runtime/contracts")
+    if not contracts:
+        broken.append("found no sources under runtime/contracts")
+    for path in contracts:
+        for number, name in includes(path):
+            if not CONTRACT_ALLOWED.match(name):
+                broken.append(f"{path}:{number}: a contract includes "
+                              f"'{name}', which is not a contract, the "
+                              "runtime's C ABI, fmt or a system header")
+    for path in sources("zbc-tool"):
+        for number, name in includes(path):
+            if name.startswith("zbc/runtime/") or "runtime/src" in name:
+                broken.append(f"{path}:{number}: the tool includes the "
+                              f"runtime's '{name}'; what it shares with the "
+                              "ranks is in zbc/contracts")
     for line in broken:
         print(f"error: {line}")
-    checked = len(core) + len(SEAMS)
+    checked = len(core) + len(SEAMS) + len(contracts)
     if broken:
         return 1
-    print(f"ok: {checked} core and seam files and the dialect keep the "
-          "layering")
+    print(f"ok: {checked} core, seam and contract files, the dialect and the "
+          "tool keep the layering")
     return 0
 
 

@@ -8,11 +8,11 @@
 
 #include "Rank.h"
 
-#include "zbc/runtime/CheckpointLayout.h"
-#include "zbc/runtime/CheckpointManifest.h"
-#include "zbc/runtime/DataFile.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/Fnv1a.h"
+#include "zbc/contracts/CheckpointLayout.h"
+#include "zbc/contracts/CheckpointManifest.h"
+#include "zbc/contracts/DataFile.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/Fnv1a.h"
 
 #include <fmt/format.h>
 

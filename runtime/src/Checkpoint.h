@@ -37,7 +37,7 @@
 #ifndef ZBC_RUNTIME_CHECKPOINT_H
 #define ZBC_RUNTIME_CHECKPOINT_H
 
-#include "zbc/runtime/SafeTensors.h"
+#include "zbc/contracts/SafeTensors.h"
 #include "zbc/runtime/zbc_runtime.h"
 
 #include <cstdint>

@@ -2,10 +2,10 @@
 
 #include "DataSource.h"
 
-#include "zbc/runtime/BFloat16.h"
-#include "zbc/runtime/DataFile.h"
-#include "zbc/runtime/SafeTensors.h"
-#include "zbc/runtime/SyntheticData.h"
+#include "zbc/contracts/BFloat16.h"
+#include "zbc/contracts/DataFile.h"
+#include "zbc/contracts/SafeTensors.h"
+#include "zbc/contracts/SyntheticData.h"
 
 #include <fmt/format.h>
 

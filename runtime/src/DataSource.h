@@ -6,7 +6,7 @@
 // safetensors file of samples (one tensor per data key, [N, *shape], the
 // same N for every key, checked as DataFile.h says; microbatch j of step s
 // reads sample (s m + j) mod N of each), or a token stream: text, .npy or
-// .bin (Note [Token data] in zbc/runtime/TokenData.h), which also has a
+// .bin (Note [Token data] in zbc/contracts/TokenData.h), which also has a
 // held-out split to evaluate on. Ranks that load no data never open the
 // file.
 //
@@ -14,7 +14,7 @@
 #ifndef ZBC_RUNTIME_DATASOURCE_H
 #define ZBC_RUNTIME_DATASOURCE_H
 
-#include "zbc/runtime/TokenData.h"
+#include "zbc/contracts/TokenData.h"
 #include "zbc/runtime/zbc_runtime.h"
 
 #include <cstdint>

@@ -6,10 +6,10 @@
 
 #include "InitWeights.h"
 
-#include "zbc/runtime/BFloat16.h"
-#include "zbc/runtime/HuggingFaceCheckpoint.h"
-#include "zbc/runtime/MappedFile.h"
-#include "zbc/runtime/SafeTensors.h"
+#include "zbc/contracts/BFloat16.h"
+#include "zbc/contracts/HuggingFaceCheckpoint.h"
+#include "zbc/contracts/MappedFile.h"
+#include "zbc/contracts/SafeTensors.h"
 
 #include <fmt/format.h>
 

@@ -15,8 +15,8 @@
 #include "Rank.h"
 #include "StartUp.h"
 
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/SafeTensors.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/SafeTensors.h"
 
 #include <fmt/format.h>
 

@@ -17,7 +17,7 @@
 #include "Rank.h"
 
 #include "cpu/kernels/Kernels.h"
-#include "zbc/runtime/OptimizerSchedule.h"
+#include "zbc/contracts/OptimizerSchedule.h"
 
 #include <fmt/format.h>
 

@@ -17,7 +17,7 @@
 #include "Transport.h"
 #include "Watchdog.h"
 
-#include "zbc/runtime/OptimizerSchedule.h"
+#include "zbc/contracts/OptimizerSchedule.h"
 
 #include "zbc/runtime/zbc_runtime.h"
 

@@ -20,10 +20,10 @@
 #include "InitWeights.h"
 #include "Rank.h"
 
-#include "zbc/runtime/CheckpointLayout.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/Fnv1a.h"
-#include "zbc/runtime/SyntheticData.h"
+#include "zbc/contracts/CheckpointLayout.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/Fnv1a.h"
+#include "zbc/contracts/SyntheticData.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 
 #include "Timeline.h"
 
-#include "zbc/runtime/JsonSubset.h"
+#include "zbc/contracts/JsonSubset.h"
 
 #include <fmt/format.h>
 

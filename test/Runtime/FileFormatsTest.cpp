@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbc/runtime/CheckpointLayout.h"
-#include "zbc/runtime/CheckpointManifest.h"
-#include "zbc/runtime/DataFile.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/JsonSubset.h"
+#include "zbc/contracts/CheckpointLayout.h"
+#include "zbc/contracts/CheckpointManifest.h"
+#include "zbc/contracts/DataFile.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/JsonSubset.h"
 
 #include <gtest/gtest.h>
 

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbc/runtime/OptimizerSchedule.h"
-#include "zbc/runtime/TokenData.h"
+#include "zbc/contracts/OptimizerSchedule.h"
+#include "zbc/contracts/TokenData.h"
 
 #include <gtest/gtest.h>
 

@@ -19,7 +19,7 @@
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Interpreter/Interpreter.h"
 #include "zbc/Passes/Pipelines.h"
-#include "zbc/runtime/SafeTensors.h"
+#include "zbc/contracts/SafeTensors.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

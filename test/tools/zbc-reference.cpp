@@ -7,10 +7,10 @@
 //
 // Trains the program's pipeline in one process with the reference
 // interpreter: the same parameters and data as the compiled ranks draw
-// (zbc/runtime/SyntheticData.h, or windows of a token stream as
-// zbc/runtime/TokenData.h orders them), each step the mean gradient over the
+// (zbc/contracts/SyntheticData.h, or windows of a token stream as
+// zbc/contracts/TokenData.h orders them), each step the mean gradient over the
 // program's microbatches, clipped to a global norm and stepped with the
-// step's learning rate as zbc/runtime/OptimizerSchedule.h defines them,
+// step's learning rate as zbc/contracts/OptimizerSchedule.h defines them,
 // then the reference optimizer (SGD with momentum or AdamW, the program's;
 // the same options as the ranks take). Then compares every
 // parameter the ranks saved (--save: DIR/rankN.safetensors) with its own:
@@ -26,10 +26,10 @@
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Interpreter/Interpreter.h"
 #include "zbc/Interpreter/Optimizers.h"
-#include "zbc/runtime/SafeTensors.h"
-#include "zbc/runtime/OptimizerSchedule.h"
-#include "zbc/runtime/SyntheticData.h"
-#include "zbc/runtime/TokenData.h"
+#include "zbc/contracts/SafeTensors.h"
+#include "zbc/contracts/OptimizerSchedule.h"
+#include "zbc/contracts/SyntheticData.h"
+#include "zbc/contracts/TokenData.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

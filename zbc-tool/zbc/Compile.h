@@ -12,7 +12,7 @@
 #include "ScheduleFile.h"
 
 #include "zbc/Schedule/Simulator.h"
-#include "zbc/runtime/DataFile.h"
+#include "zbc/contracts/DataFile.h"
 
 #include "llvm/Support/Error.h"
 
@@ -91,7 +91,7 @@ llvm::Expected<std::vector<rt::DataKey>>
 modelDataKeys(const std::string &modelPath);
 
 /// Makes `dir` (zbc's -o) and locks it for this process's lifetime (Note
-/// [Files checked first] in zbc/runtime/Files.h): a second zbc compiling
+/// [Files checked first] in zbc/contracts/Files.h): a second zbc compiling
 /// or running into it meanwhile is refused, naming this one. Idempotent.
 llvm::Error claimOutputDirectory(const std::string &dir);
 

@@ -38,7 +38,7 @@
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Schedule/Simulator.h"
 #include "zbc/Support/Limits.h"
-#include "zbc/runtime/Files.h"
+#include "zbc/contracts/Files.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/IR/MLIRContext.h"

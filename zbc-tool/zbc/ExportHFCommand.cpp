@@ -22,11 +22,11 @@
 
 #include "Options.h"
 
-#include "zbc/runtime/BFloat16.h"
-#include "zbc/runtime/CheckpointLayout.h"
-#include "zbc/runtime/CheckpointManifest.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/SafeTensors.h"
+#include "zbc/contracts/BFloat16.h"
+#include "zbc/contracts/CheckpointLayout.h"
+#include "zbc/contracts/CheckpointManifest.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/SafeTensors.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"

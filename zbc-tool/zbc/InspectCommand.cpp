@@ -19,12 +19,12 @@
 #include "Compile.h"
 #include "Options.h"
 
-#include "zbc/runtime/CheckpointLayout.h"
-#include "zbc/runtime/CheckpointManifest.h"
-#include "zbc/runtime/DataFile.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/SafeTensors.h"
-#include "zbc/runtime/TokenData.h"
+#include "zbc/contracts/CheckpointLayout.h"
+#include "zbc/contracts/CheckpointManifest.h"
+#include "zbc/contracts/DataFile.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/SafeTensors.h"
+#include "zbc/contracts/TokenData.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -9,7 +9,7 @@
 
 #include "Launch.h"
 
-#include "zbc/runtime/CheckpointLayout.h"
+#include "zbc/contracts/CheckpointLayout.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"

@@ -22,7 +22,7 @@
 #include "Numbers.h"
 #include "Options.h"
 
-#include "zbc/runtime/Files.h"
+#include "zbc/contracts/Files.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"

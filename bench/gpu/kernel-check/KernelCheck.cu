@@ -35,7 +35,7 @@
 
 #include "CudaKernels.h"
 #include "Kernels.h"
-#include "zbc/runtime/BFloat16.h"
+#include "zbc/contracts/BFloat16.h"
 
 #include <cuda_runtime.h>
 

@@ -13,7 +13,7 @@
 #include "../Device.h"
 #include "kernels/Kernels.h"
 
-#include "zbc/runtime/BFloat16.h"
+#include "zbc/contracts/BFloat16.h"
 
 #include <cblas.h>
 #include <fmt/format.h>

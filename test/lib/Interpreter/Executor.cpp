@@ -15,7 +15,7 @@
 
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Interpreter/Kernels.h"
-#include "zbc/runtime/BFloat16.h"
+#include "zbc/contracts/BFloat16.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -56,7 +56,7 @@ static bool isBFloat16Tensor(Type type) {
   return tensorType && tensorType.getElementType().isBF16();
 }
 
-// Note [bf16] (zbc/runtime/BFloat16.h) holds here: every value whose IR
+// Note [bf16] (zbc/contracts/BFloat16.h) holds here: every value whose IR
 // element type is bf16 holds bf16 values. Values enter a block only through
 // store: block arguments and leaves (params, inputs, received activations,
 // saved keys) when bound, each op's computed result, and zb.cut's

@@ -1,7 +1,7 @@
 //===- Init.cpp - deterministic parameters and microbatch data ------------===//
 //
 // initParams, randomFeeds and randomMicrobatches of Interpreter.h. The values
-// themselves come from the runtime's zbc/runtime/SyntheticData.h, the one
+// themselves come from the runtime's zbc/contracts/SyntheticData.h, the one
 // definition that compiled programs draw from too: a zb.model, the
 // zb.pipeline made from it and the per-rank programs get the same parameters
 // and the same data.
@@ -19,7 +19,7 @@
 #include "zbc/Dialect/ZB/DataBounds.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
-#include "zbc/runtime/SyntheticData.h"
+#include "zbc/contracts/SyntheticData.h"
 
 
 

@@ -1,6 +1,6 @@
 //===- InterpreterBFloat16Test.cpp - bf16 in the reference interpreter ----===//
 //
-// Checks Note [bf16] (zbc/runtime/BFloat16.h) where the interpreter applies
+// Checks Note [bf16] (zbc/contracts/BFloat16.h) where the interpreter applies
 // it (Executor::store): roundToBFloat16 itself; that at F32 every value of
 // a bf16 model is bf16 (the loss against the kernels with one rounding per
 // op, every value each phase of its pipeline yields, the fill constants and
@@ -16,7 +16,7 @@
 #include "zbc/Interpreter/Interpreter.h"
 #include "zbc/Interpreter/Kernels.h"
 #include "zbc/Passes/Passes.h"
-#include "zbc/runtime/BFloat16.h"
+#include "zbc/contracts/BFloat16.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"

@@ -76,7 +76,7 @@ typedef int32_t zbc_rt_status;
   X(TEMP, Temp, 7)         /* a value of a phase body, in its scratch */      \
   X(WORKSPACE, Workspace, 8) /* a kernel's workspace, in its scratch */
 
-/* Element types (bf16: Note [bf16] in zbc/runtime/BFloat16.h), with their
+/* Element types (bf16: Note [bf16] in zbc/contracts/BFloat16.h), with their
  * bytes and their safetensors dtype. */
 #define ZBC_RT_ELEMENTS(X)                                                     \
   X(F32, F32, 0, 4, "F32")                                                     \

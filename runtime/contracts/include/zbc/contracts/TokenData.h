@@ -48,9 +48,9 @@
 #ifndef ZBC_RUNTIME_TOKENDATA_H
 #define ZBC_RUNTIME_TOKENDATA_H
 
-#include "zbc/runtime/DataFile.h"
-#include "zbc/runtime/MappedFile.h"
-#include "zbc/runtime/SyntheticData.h"
+#include "zbc/contracts/DataFile.h"
+#include "zbc/contracts/MappedFile.h"
+#include "zbc/contracts/SyntheticData.h"
 
 #include <cstdint>
 #include <cstring>

@@ -8,13 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbc/runtime/CheckpointManifest.h"
+#include "zbc/contracts/CheckpointManifest.h"
 
-#include "zbc/runtime/CheckpointLayout.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/Fnv1a.h"
-#include "zbc/runtime/JsonSubset.h"
-#include "zbc/runtime/SafeTensors.h"
+#include "zbc/contracts/CheckpointLayout.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/Fnv1a.h"
+#include "zbc/contracts/JsonSubset.h"
+#include "zbc/contracts/SafeTensors.h"
 
 #include <fmt/format.h>
 

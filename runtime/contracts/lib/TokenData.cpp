@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbc/runtime/TokenData.h"
+#include "zbc/contracts/TokenData.h"
 
-#include "zbc/runtime/Files.h"
+#include "zbc/contracts/Files.h"
 
 #include <fmt/format.h>
 

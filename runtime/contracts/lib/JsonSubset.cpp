@@ -1,6 +1,6 @@
 //===- JsonSubset.cpp - the JSON that zbc's runtime files use -------------===//
 
-#include "zbc/runtime/JsonSubset.h"
+#include "zbc/contracts/JsonSubset.h"
 
 #include <fmt/format.h>
 

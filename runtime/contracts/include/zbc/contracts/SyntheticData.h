@@ -21,7 +21,7 @@
 #ifndef ZBC_RUNTIME_SYNTHETICDATA_H
 #define ZBC_RUNTIME_SYNTHETICDATA_H
 
-#include "zbc/runtime/Fnv1a.h"
+#include "zbc/contracts/Fnv1a.h"
 #include "zbc/runtime/zbc_runtime.h"
 
 #include <cmath>

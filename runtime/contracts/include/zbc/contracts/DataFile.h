@@ -12,7 +12,7 @@
 #ifndef ZBC_RUNTIME_DATAFILE_H
 #define ZBC_RUNTIME_DATAFILE_H
 
-#include "zbc/runtime/SafeTensors.h"
+#include "zbc/contracts/SafeTensors.h"
 
 #include <cstdint>
 #include <string>

@@ -4,10 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbc/runtime/HuggingFaceCheckpoint.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/JsonSubset.h"
-#include "zbc/runtime/SafeTensors.h"
+#include "zbc/contracts/HuggingFaceCheckpoint.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/JsonSubset.h"
+#include "zbc/contracts/SafeTensors.h"
 
 #include <fmt/format.h>
 

@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbc/runtime/SafeTensors.h"
-#include "zbc/runtime/Files.h"
-#include "zbc/runtime/JsonSubset.h"
+#include "zbc/contracts/SafeTensors.h"
+#include "zbc/contracts/Files.h"
+#include "zbc/contracts/JsonSubset.h"
 
 #include <fmt/format.h>
 
