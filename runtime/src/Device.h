@@ -23,7 +23,7 @@
 #ifndef ZBC_RUNTIME_DEVICE_H
 #define ZBC_RUNTIME_DEVICE_H
 
-#include "OptimizerConfig.h"
+#include "zbc/contracts/OptimizerConfig.h"
 
 #include "zbc/runtime/zbc_runtime.h"
 

@@ -77,7 +77,7 @@ std::vector<std::string> compileCommand(StringRef dir, int rank,
   else
     args.insert(args.end(),
                 {lib + "/libzbc_runtime.a", lib + "/libzbc_rt_kernels.a"});
-  args.push_back(lib + "/libzbc_safetensors.a");
+  args.push_back(lib + "/libzbc_contracts.a");
   SmallVector<StringRef> flags;
   StringRef(cuda ? ZBC_CUDA_RUNTIME_LINK_FLAGS : ZBC_RUNTIME_LINK_FLAGS)
       .split(flags, ' ', -1, false);

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "zbc/runtime/DataFile.h"
+#include "zbc/contracts/DataFile.h"
 
 #include <fmt/format.h>
 

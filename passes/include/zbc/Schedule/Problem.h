@@ -2,7 +2,7 @@
 //
 // The inputs every schedule builder, the simulator and the CLI share: ranks,
 // stages and their placement, microbatches, per-stage times and activation
-// memory, the communication delay and the per-rank memory limit. Plain C++:
+// memory, the communication delay and the per-rank activation budget. Plain C++:
 // nothing here touches IR, so schedules are fast and unit-testable.
 //
 // Memory follows the Zero Bubble paper's accounting (../shared/SCHEDULES.md):

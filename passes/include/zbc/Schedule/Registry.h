@@ -73,8 +73,8 @@ const ScheduleInfo *lookupSchedule(llvm::StringRef name);
 llvm::Error registerSchedule(ScheduleInfo info);
 
 struct BuiltSchedule {
-  /// The problem as built: its memory limit resolved (never unset), so the
-  /// table, the simulation and every writer agree on it.
+  /// The problem as built: its activation budget resolved (never unset), so
+  /// the table, the simulation and every writer agree on it.
   Problem problem;
   /// Where the limit came from: "given", "none" (0, or unset for a schedule
   /// without a default) or the default's rule ("zb-auto default: 2p
@@ -85,8 +85,9 @@ struct BuiltSchedule {
   BuildReport report;
 };
 
-/// Validates `problem` for schedule `name`, resolves an unset memory limit
-/// to the schedule's default (or none), builds, verifies and simulates.
+/// Validates `problem` for schedule `name`, resolves an unset activation
+/// budget to the schedule's default (or none), builds, verifies and
+/// simulates.
 /// An unknown name is an error that lists the registered ones.
 llvm::Expected<BuiltSchedule> buildSchedule(llvm::StringRef name,
                                             const Problem &problem,

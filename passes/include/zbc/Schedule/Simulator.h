@@ -9,7 +9,7 @@
 // end), the bubble rate (makespan - m * busiest rank's F+B+W per
 // microbatch) / makespan (the Zero Bubble paper's definition), per-rank peak
 // memory and idle time. A schedule that breaks an invariant, deadlocks (no
-// rank can start its next action) or exceeds the memory limit is an error
+// rank can start its next action) or exceeds the activation budget is an error
 // that names the rank, the action and the microbatch.
 //
 // `simulate` checks its inputs itself (Problem::validate, the table's shape

@@ -2,7 +2,8 @@
 //
 // Times a ScheduleTable against a Problem's costs and checks what only
 // timing and the problem can show: cross-rank dependencies that can never be
-// met (deadlock) and the per-rank memory limit. The rules are Simulator.h's.
+// met (deadlock) and the per-rank activation budget. The rules are
+// Simulator.h's.
 //
 // Each rank runs its actions strictly in order, so the start of an action is
 //   max(end of the rank's previous action, end of each dependency + comm if

@@ -34,7 +34,7 @@
 #define ZBC_RUNTIME_CPU_KERNELS_H
 
 #include "../../KernelMath.h"
-#include "../../OptimizerConfig.h"
+#include "zbc/contracts/OptimizerConfig.h"
 
 #include <cstdint>
 

@@ -1,12 +1,12 @@
-//===- Build.cpp - zb-auto: automatic zero bubble under a memory limit ---===//
+//===- Build.cpp - zb-auto: automatic zero bubble under a budget ----------===//
 //
-// The builder the registry calls: resolves the memory limit (refusing one no
-// schedule fits), runs the search (Search.cpp) at the limit and below it
-// (Note [zb-auto monotone]), anneals what the searches found (Anneal.cpp),
-// with --exact runs the ILP (ILP.cpp) within the build's wall-clock, and
-// turns the order into a ScheduleTable. The parts, each in its own file
-// here: the evaluator, the lower bound, the greedy, the repair, the search,
-// the anneal and the ILP.
+// The builder the registry calls: resolves the activation budget (refusing
+// one no schedule fits), runs the search (Search.cpp) at the budget and
+// below it (Note [zb-auto monotone]), anneals what the searches found
+// (Anneal.cpp), with --exact runs the ILP (ILP.cpp) within the build's
+// wall-clock, and turns the order into a ScheduleTable. The parts, each in
+// its own file here: the evaluator, the lower bound, the greedy, the repair,
+// the search, the anneal and the ILP.
 //
 //===----------------------------------------------------------------------===//
 

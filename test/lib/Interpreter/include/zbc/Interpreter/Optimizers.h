@@ -18,26 +18,18 @@
 #define ZBC_INTERPRETER_OPTIMIZERS_H
 
 #include "zbc/Interpreter/Tensor.h"
+#include "zbc/contracts/OptimizerConfig.h"
 
 #include <cstdint>
 
 namespace zbc::interp {
 
-/// torch.optim.SGD with momentum, no dampening, no Nesterov.
-struct SgdConfig {
-  double lr = 0.01;
-  double momentum = 0.9;
-  double weightDecay = 0.0;
-};
-
-/// torch.optim.AdamW, amsgrad off.
-struct AdamWConfig {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double epsilon = 1e-8;
-  double weightDecay = 0.01;
-};
+/// The hyperparameters and their defaults (torch.optim.SGD with momentum,
+/// no dampening, no Nesterov; torch.optim.AdamW, amsgrad off) are the
+/// runtime's: one contract. The steps below are written apart from the
+/// runtime's kernels, as the oracle.
+using zbc::rt::AdamWConfig;
+using zbc::rt::SgdConfig;
 
 /// g = grad * gradScale (+ weightDecay * param if weightDecay != 0, coupled
 /// L2); momentum = mu * momentum + g; param -= lr * momentum.

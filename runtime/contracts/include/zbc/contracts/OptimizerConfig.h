@@ -1,12 +1,14 @@
 //===- OptimizerConfig.h - the optimizers' hyperparameters -------*- C++ -*-===//
 //
-// What an optimizer step takes besides its tensors, the same for every
-// backend: the Device seam (Device.h) passes these, and each backend's
-// kernels (cpu/kernels, cuda/kernels) read them. Plain C++, no backend.
+// What an optimizer step takes besides its tensors, and their defaults
+// (PyTorch's, and zbc run's): the same for every backend (the Device seam,
+// runtime/src/Device.h, passes these; each backend's kernels read them) and
+// for the reference interpreter, whose steps are written apart as the
+// oracle but take the same hyperparameters. Plain C++.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ZBC_RUNTIME_OPTIMIZERCONFIG_H
-#define ZBC_RUNTIME_OPTIMIZERCONFIG_H
+#ifndef ZBC_CONTRACTS_OPTIMIZERCONFIG_H
+#define ZBC_CONTRACTS_OPTIMIZERCONFIG_H
 
 namespace zbc::rt {
 
@@ -30,4 +32,4 @@ struct AdamWConfig {
 
 } // namespace zbc::rt
 
-#endif // ZBC_RUNTIME_OPTIMIZERCONFIG_H
+#endif // ZBC_CONTRACTS_OPTIMIZERCONFIG_H
