@@ -376,7 +376,7 @@ TEST(VScheduleZBV, AtMostTheReferenceBetweenThePatterns) {
   }
 }
 
-// Tests Note [V accounting] (ZBV.cpp): an order within the limit when each
+// Tests Note [V accounting] (ZBV/Build.cpp): an order within the limit when each
 // W holds as much as its B is within it for a lighter W, so zb-v with
 // M_W = M_B / 2 is never longer than with M_W = M_B at the same limit. The
 // pinned case (p = 8, m = 32, W = F/2, limit 9) gave 0.2363 against 0.2308

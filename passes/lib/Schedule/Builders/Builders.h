@@ -25,7 +25,7 @@ ZBC_DECLARE_BUILDER(buildInterleaved1F1B)  // Interleaved1F1B.cpp
 ZBC_DECLARE_BUILDER(buildZBH1)             // ZBHandcrafted.cpp
 ZBC_DECLARE_BUILDER(buildZBH2)             // ZBHandcrafted.cpp
 ZBC_DECLARE_BUILDER(buildZBAuto)           // ZBAuto/ (Build.cpp)
-ZBC_DECLARE_BUILDER(buildZBV)              // ZBV.cpp
+ZBC_DECLARE_BUILDER(buildZBV)              // ZBV/Build.cpp
 ZBC_DECLARE_BUILDER(buildVHalf)            // VShapes.cpp
 ZBC_DECLARE_BUILDER(buildVMin)             // VShapes.cpp
 ZBC_DECLARE_BUILDER(buildDualPipeV)        // DualPipeV.cpp
@@ -35,10 +35,10 @@ ZBC_DECLARE_BUILDER(buildDualPipeV)        // DualPipeV.cpp
 /// (ScheduleInfo::defaultActivationBudget).
 double zbAutoDefaultBudget(const Problem &problem); // 2p max(M_B, M_W)
 double zbvDefaultBudget(const Problem &problem);    // 2p chunk M_B
-/// ZB-V's own clock (ZBV.cpp's spanOf, which scores its candidates), for
-/// a V `order` of `problem` within `limit` per rank: the makespan
-/// simulate() reports, or +inf if the order deadlocks or goes over the
-/// limit. Held to simulate() by a randomized test.
+/// ZB-V's own clock (ZBV/Timing.cpp's spanOf, which scores its
+/// candidates), for a V `order` of `problem` within `limit` per rank: the
+/// makespan simulate() reports, or +inf if the order deadlocks or goes over
+/// the limit. Held to simulate() by a randomized test.
 double zbvSpanOf(const Problem &problem, double limit,
                  const std::vector<std::vector<Action>> &order);
 

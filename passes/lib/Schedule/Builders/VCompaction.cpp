@@ -127,7 +127,7 @@ std::vector<std::array<Inputs, kPasses>> inputTable(int p) {
 
 /// What timing a run needs besides the order: per rank and kind the end of
 /// each microbatch's pass (-1: not run yet), and per rank its clock.
-/// Microbatch-major, as ZBV.cpp's State: the ranks work on nearby
+/// Microbatch-major, as ZBV/VShape.h's State: the ranks work on nearby
 /// microbatches at any one time (measured on this file's steps at p = 256:
 /// 25% faster than one run of microbatches per rank and kind).
 struct Clock {

@@ -4,7 +4,7 @@
 // and V-Min in, their timing with the real costs, and the compaction of
 // their warm-up and cool-down (VCompaction.cpp says how and why).
 //
-// A V rank runs six passes per microbatch (Note [V chunks] in ZBV.cpp), named
+// A V rank runs six passes per microbatch (Note [V chunks] in ZBV/VShape.h), named
 // by the papers' letters: F and f, the forwards of chunk 0 and chunk 1; B and
 // b, the input gradients of chunk 1 and chunk 0 (chunk 1 holds the later
 // stage, so its backward comes first); W and w, their weight gradients. A
