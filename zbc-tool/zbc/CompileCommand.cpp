@@ -469,11 +469,13 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   options.virtualStages = perRankStages;
   options.optimizer = request.optimizer;
   options.costFile = request.costFile;
-  // --mem-limit 0: no limit at all, the schedule's default budget too.
+  // --mem-limit 0: no limit at all, the schedule's default budget too,
+  // unless --activation-budget gives one.
   options.memoryLimit = request.memoryLimit.value_or(0);
   options.activationBudget = sched::activationBudgetText(
-      request.memoryLimit == 0 ? std::optional<double>(0)
-                               : request.activationBudget);
+      request.memoryLimit == 0 && !request.activationBudget
+          ? std::optional<double>(0)
+          : request.activationBudget);
   PassManager pm(context);
   buildScheduleToProgramPipeline(pm, options);
   if (failed(runTimed(pm, module, result.seconds.passes))) {
