@@ -46,15 +46,17 @@ cl::opt<std::string> virtualOpt(
              "are then per stage"),
     cl::value_desc("V"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> costOpt(
-    "cost", cl::desc("Times of every stage: F=..,B=..,W=..,comm=.."),
+    "cost", cl::desc("Times of every stage: F=..,B=..,W=..,R=..(recompute; "
+                     "default F),comm=.."),
     cl::value_desc("list"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> memOpt(
-    "mem", cl::desc("Activation memory of every stage: B=..(M_B),W=..(M_W)"),
+    "mem", cl::desc("Activation memory of every stage: B=..(M_B),W=..(M_W),"
+                    "keep=..(M_keep: what a recomputed F keeps; default 0)"),
     cl::value_desc("list"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> costFile(
     "cost-file",
-    cl::desc("JSON with ranks, microbatches, per-stage F/B/W/M_B/M_W lists and "
-             "comm (command-line values override it)"),
+    cl::desc("JSON with ranks, microbatches, per-stage F/B/W/R/M_B/M_W/M_keep "
+             "lists and comm (command-line values override it)"),
     cl::value_desc("file"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> activationBudgetOpt(
     "activation-budget",
@@ -125,7 +127,7 @@ Error readCount(const cl::opt<std::string> &option, int64_t max,
 Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
   Problem problem;
   std::optional<int64_t> ranks, microbatches, virtualStages;
-  std::vector<double> f, b, w, mb, mw;
+  std::vector<double> f, b, w, r, mb, mw, keep;
   if (!costFile.empty()) {
     std::string error;
     std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(costFile, &error);
@@ -140,8 +142,8 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
     if (parsed->comm)
       problem.comm = *parsed->comm;
     problem.activationBudget = parsed->activationBudget;
-    f = parsed->F, b = parsed->B, w = parsed->W;
-    mb = parsed->memB, mw = parsed->memW;
+    f = parsed->F, b = parsed->B, w = parsed->W, r = parsed->R;
+    mb = parsed->memB, mw = parsed->memW, keep = parsed->memKeep;
   }
   if (Error e = readCount(ranksOpt, zbc::limits::kMaxRanks, ranks))
     return std::move(e);
@@ -169,24 +171,26 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
   }
   if (!costOpt.empty()) {
     Expected<StringMap<double>> costs =
-        parseAssignments("cost", costOpt, {"F", "B", "W", "comm"});
+        parseAssignments("cost", costOpt, {"F", "B", "W", "R", "comm"});
     if (!costs)
       return costs.takeError();
     for (auto &[key, list] : {std::pair<StringRef, std::vector<double> *>{"F", &f},
-                              {"B", &b}, {"W", &w}})
+                              {"B", &b}, {"W", &w}, {"R", &r}})
       if (costs->count(key))
         *list = {costs->lookup(key)};
     if (costs->count("comm"))
       problem.comm = costs->lookup("comm");
   }
   if (!memOpt.empty()) {
-    Expected<StringMap<double>> mem = parseAssignments("mem", memOpt, {"B", "W"});
+    Expected<StringMap<double>> mem = parseAssignments("mem", memOpt, {"B", "W", "keep"});
     if (!mem)
       return mem.takeError();
     if (mem->count("B"))
       mb = {mem->lookup("B")};
     if (mem->count("W"))
       mw = {mem->lookup("W")};
+    if (mem->count("keep"))
+      keep = {mem->lookup("keep")};
   }
 
   // Sizes are checked before the stages are allocated. Defaults: one rank,
@@ -203,7 +207,9 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
        {std::tuple<StringRef, std::vector<double> *, double StageCost::*>{
             "F", &f, &StageCost::F},
         {"B", &b, &StageCost::B}, {"W", &w, &StageCost::W},
-        {"M_B", &mb, &StageCost::memB}, {"M_W", &mw, &StageCost::memW}}) {
+        {"R", &r, &StageCost::recompute},
+        {"M_B", &mb, &StageCost::memB}, {"M_W", &mw, &StageCost::memW},
+        {"M_keep", &keep, &StageCost::memKeep}}) {
     if (list->empty())
       continue;
     if (list->size() != 1 && static_cast<int64_t>(list->size()) != stages) {

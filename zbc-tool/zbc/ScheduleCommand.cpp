@@ -7,6 +7,7 @@
 //   zbc schedule --schedule zb-h1 --ranks 4 --microbatches 8 --format svg -o h1.svg
 //   zbc schedule --schedule zb-auto --cost-file costs.json --activation-budget 8
 //   zbc schedule --import order.csv --ranks 4 --microbatches 8
+//   zbc schedule --schedule zb-auto --recompute full --activation-budget 2
 //
 // Command-line values override the cost file. Every failure (bad option,
 // bad file, a schedule that breaks a dependency or the memory limit) prints
@@ -49,6 +50,14 @@ cl::opt<std::string> exactOpt(
     cl::desc("zb-auto: refine with the ILP (CBC) for at most this many "
              "seconds (0: off); report bound and gap"),
     cl::value_desc("seconds"), cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
+cl::opt<std::string> recomputeOpt(
+    "recompute",
+    cl::desc("Activation recomputation: 'none'; 'full' (every forward "
+             "keeps M_keep and an R rebuilds its stash right before the "
+             "backward; the builder plans for it); 'auto' (the stages to "
+             "recompute that give the shortest schedule within the budget)"),
+    cl::value_desc("mode"), cl::init("none"), cl::sub(zbc::scheduleCommand()),
+    cl::cat(zbcCategory));
 cl::opt<std::string> importFile(
     "import",
     cl::desc("Simulate and check this schedule CSV (PyTorch pipelining "
@@ -95,7 +104,8 @@ Error run() {
     inferred = zbc::inferImportShape(csv->getBuffer());
     for (const cl::Option *ignored :
          {static_cast<const cl::Option *>(&scheduleName),
-          static_cast<const cl::Option *>(&exactOpt)})
+          static_cast<const cl::Option *>(&exactOpt),
+          static_cast<const cl::Option *>(&recomputeOpt)})
       if (ignored->getNumOccurrences())
         errs() << "zbc: warning: --" << ignored->ArgStr
                << " is ignored with --import (the CSV is the schedule)\n";
@@ -130,6 +140,10 @@ Error run() {
         return seconds.takeError();
       options.exactSeconds = *seconds;
     }
+    Expected<RecomputeMode> recompute = parseRecomputeMode(recomputeOpt);
+    if (!recompute)
+      return fail("--recompute: " + toString(recompute.takeError()));
+    options.recompute = *recompute;
     Expected<BuiltSchedule> result = buildSchedule(scheduleName, *problem, options);
     if (!result)
       return result.takeError();
@@ -160,10 +174,13 @@ Error run() {
     writeChromeTrace(solved, table, sim, out->os());
     break;
   case Format::CSV:
-    writeCSV(table, out->os());
+    if (Error error = writeCSV(table, out->os()))
+      return error;
     break;
   case Format::CSVComms: {
     // The transfers zb-insert-p2p would place, one message per boundary.
+    if (Error error = checkCSVExpressible(table))
+      return error;
     Program program = programOfTable(table);
     if (Error e = insertTransfers(program))
       return e;

@@ -23,6 +23,10 @@ ComputeKind zbc::toComputeKind(sched::Kind kind) {
     return ComputeKind::W;
   case sched::Kind::BW:
     return ComputeKind::BW;
+  case sched::Kind::R:
+    // zb-schedule builds without recomputation and refuses tables with R
+    // (passes/lib/Transforms/Schedule.cpp), so none reaches the IR.
+    llvm_unreachable("recomputation has no zb.compute kind yet");
   }
   llvm_unreachable("unknown kind");
 }

@@ -140,8 +140,10 @@ LogicalResult zbc::applyCostFile(PipelineOp pipeline, StringRef costFile,
        {Field{"F", parsed->F, &sched::StageCost::F},
         Field{"B", parsed->B, &sched::StageCost::B},
         Field{"W", parsed->W, &sched::StageCost::W},
+        Field{"R", parsed->R, &sched::StageCost::recompute},
         Field{"M_B", parsed->memB, &sched::StageCost::memB},
-        Field{"M_W", parsed->memW, &sched::StageCost::memW}}) {
+        Field{"M_W", parsed->memW, &sched::StageCost::memW},
+        Field{"M_keep", parsed->memKeep, &sched::StageCost::memKeep}}) {
     if (field.values.empty())
       continue;
     if (field.values.size() != 1 && static_cast<int>(field.values.size()) != stages)
@@ -225,6 +227,12 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
       sched::buildSchedule(kind, *problem, options);
   if (!built)
     return pipeline.emitOpError(llvm::toString(built.takeError()));
+  // The IR has no recompute op yet (issue 27): a schedule of one's own that
+  // places R is refused here rather than compiled without it.
+  if (built->table.hasRecompute())
+    return pipeline.emitOpError("schedule '")
+           << kind << "' recomputes (places R actions), which zbc compile "
+           << "cannot lower yet; `zbc schedule --recompute` simulates it";
 
   if (report) {
     std::string text;

@@ -520,7 +520,10 @@ TEST(Export, ChromeTrace) {
 }
 
 std::string csv(const ScheduleTable &table) {
-  return print([&](llvm::raw_ostream &os) { writeCSV(table, os); });
+  return print([&](llvm::raw_ostream &os) {
+    llvm::Error error = writeCSV(table, os);
+    EXPECT_FALSE(bool(error)) << llvm::toString(std::move(error));
+  });
 }
 
 TEST(Export, CSVIsPyTorchsFormat) {
@@ -645,7 +648,7 @@ TEST(Export, CSVWritesOverlapsAndKeptCellsBack) {
   EXPECT_EQ(table->overlaps.count({0, 3}), 1u);
   std::string written;
   llvm::raw_string_ostream os(written);
-  writeCSV(*table, os);
+  ASSERT_FALSE(bool(writeCSV(*table, os)));
   EXPECT_EQ(written, text);
 
   Problem problem = uniform(2, 4, 2); // p = 2, m = 4, the V's 2 stages per rank
@@ -654,7 +657,7 @@ TEST(Export, CSVWritesOverlapsAndKeptCellsBack) {
   EXPECT_FALSE(built->table.overlaps.empty());
   std::string dualpipe;
   llvm::raw_string_ostream out(dualpipe);
-  writeCSV(built->table, out);
+  ASSERT_FALSE(bool(writeCSV(built->table, out)));
   EXPECT_NE(dualpipe.find(")OVERLAP_F_B"), std::string::npos) << dualpipe;
   llvm::Expected<ScheduleTable> again = parseCSV(dualpipe, 2, 4, 4, Placement::V);
   ASSERT_TRUE(bool(again)) << llvm::toString(again.takeError());

@@ -114,9 +114,9 @@ namespace zbc::dsl {
 /// types they pass each other. A plugin built against another zbc's
 /// headers is refused by name instead of crashing.
 constexpr unsigned long schedulePluginABI() {
-  return 1 /* bumped when a passed type changes meaning */ * 1000003ul +
+  return 2 /* bumped when a passed type changes meaning */ * 1000003ul +
          sizeof(sched::ScheduleTable) * 1009ul + sizeof(sched::Problem) * 31ul +
-         sizeof(ScheduleDefinition);
+         sizeof(sched::StageCost) * 7ul + sizeof(ScheduleDefinition);
 }
 } // namespace zbc::dsl
 

@@ -13,8 +13,10 @@
 // (zbc/Support/Limits.h); `comm` a number in [0, 1e30];
 // `activation_budget` (Note [Two memory limits]) one too (0: none), or
 // "none" or "default" (the schedule's own, as when left out); the key's
-// old name `mem_limit` is refused with its new one; `F`, `B`, `W`, `M_B` and `M_W` one number (every
-// stage) or a list with one per stage. A field of the wrong type is an error
+// old name `mem_limit` is refused with its new one; `F`, `B`, `W`, `R`
+// (recomputation's time; left out: F's), `M_B`, `M_W` and `M_keep` (what a
+// recomputed F keeps; left out: 0) one number (every stage) or a list with
+// one per stage (Note [Recomputation as an action], Problem.h). A field of the wrong type is an error
 // naming the key, the type found and the type expected; the document may nest
 // at most limits::kMaxJSONDepth deep (the reader recurses). Ranges of costs
 // against each other (F > 0, the list length) are Problem::validate's and
@@ -38,7 +40,7 @@ struct CostFile {
   std::optional<int64_t> ranks, microbatches, virtualStages;
   std::optional<double> comm, activationBudget;
   /// Empty: not given; one value: every stage; else one per stage.
-  std::vector<double> F, B, W, memB, memW;
+  std::vector<double> F, B, W, R, memB, memW, memKeep;
   /// Measured costs (zbc profile) name the model they were measured on:
   /// its name and zb::modelHashOf; a pipeline of another model refuses
   /// them.

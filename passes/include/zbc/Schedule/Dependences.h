@@ -6,13 +6,17 @@
 // ILP, zb-v), the simulator, zb-schedule's `after` tokens, zb-insert-p2p and
 // zb-verify-schedule all ask it, so none of them spells the rule again.
 //
-// Actions exchange two products per (stage, microbatch):
+// Actions exchange three products per (stage, microbatch):
 //   Activation(s, j)  the forward output of stage s, made by F(s, j);
 //   InputGrad(s, j)   the gradient of stage s's input, made by B(s, j) or by
-//                     the fused BW(s, j), whichever the table has.
+//                     the fused BW(s, j), whichever the table has;
+//   Stash(s, j)       the stash rebuilt by R(s, j) when the microbatch is
+//                     recomputed (Note [Recomputation as an action]).
 // and wait for them:
 //   F(s, j)     needs Activation(s-1, j)                  (none for s = 0)
+//   R(s, j)     needs Activation(s, j)   (its F, which kept its inputs)
 //   B/BW(s, j)  needs Activation(s, j)   (its own F: the stash)
+//               or, recomputed, Stash(s, j)               (its R)
 //               and   InputGrad(s+1, j)                   (none for the last)
 //   W(s, j)     needs InputGrad(s, j)    (its B: what B hands W)
 // A product of another rank crosses the network (comm, a transfer); one of
@@ -30,7 +34,8 @@
 
 namespace zbc::sched {
 
-enum class Product : uint8_t { Activation = 0, InputGrad = 1 };
+enum class Product : uint8_t { Activation = 0, InputGrad = 1, Stash = 2 };
+constexpr int kNumProducts = 3;
 
 struct ProductRef {
   Product product;
@@ -43,11 +48,13 @@ struct ProductRef {
 };
 
 /// The product `kind` makes: F an activation, B and BW an input gradient,
-/// W none.
+/// R a stash, W none.
 inline std::optional<Product> productMadeBy(Kind kind) {
   switch (kind) {
   case Kind::F:
     return Product::Activation;
+  case Kind::R:
+    return Product::Stash;
   case Kind::B:
   case Kind::BW:
     return Product::InputGrad;
@@ -64,25 +71,35 @@ inline std::optional<ProductRef> productOf(const Action &a) {
   return std::nullopt;
 }
 
-/// The stage that reads `product` made by `stage` (Note [Stage boundaries]).
+/// The stage that reads `product` made by `stage` (Note [Stage boundaries]):
+/// a stash never leaves its stage.
 inline int consumerOf(Product product, int stage) {
+  if (product == Product::Stash)
+    return stage;
   return consumerStage(product == Product::Activation, stage);
 }
 
 /// Calls `fn(ProductRef)` for each product `a` needs, in a fixed order (at
 /// most two), on a pipeline of `numStages` stages: its own stage's, and
-/// across a boundary (Note [Stage boundaries]) its neighbour's.
+/// across a boundary (Note [Stage boundaries]) its neighbour's. `recomputed`
+/// says whether a's (stage, microbatch) has an R (ScheduleTable::
+/// recomputedMask), whose stash its backward then reads.
 template <typename Fn>
-inline void forEachDependence(const Action &a, int numStages, Fn &&fn) {
+inline void forEachDependence(const Action &a, int numStages, Fn &&fn,
+                              bool recomputed = false) {
   switch (a.kind) {
   case Kind::F:
     if (a.stage > 0)
       fn(ProductRef{Product::Activation, producerStage(true, a.stage),
                     a.microbatch});
     return;
+  case Kind::R:
+    fn(ProductRef{Product::Activation, a.stage, a.microbatch});
+    return;
   case Kind::B:
   case Kind::BW:
-    fn(ProductRef{Product::Activation, a.stage, a.microbatch});
+    fn(ProductRef{recomputed ? Product::Stash : Product::Activation, a.stage,
+                  a.microbatch});
     if (a.stage + 1 < numStages)
       fn(ProductRef{Product::InputGrad, producerStage(false, a.stage),
                     a.microbatch});
@@ -94,7 +111,7 @@ inline void forEachDependence(const Action &a, int numStages, Fn &&fn) {
 }
 
 /// A dense index for a product of a pipeline with `numStages` stages and
-/// `microbatches` microbatches: [0, 2 * numStages * microbatches).
+/// `microbatches` microbatches: [0, kNumProducts * numStages * microbatches).
 inline int64_t productIndex(const ProductRef &d, int numStages,
                             int microbatches) {
   return (static_cast<int64_t>(d.product) * numStages + d.stage) *

@@ -8,6 +8,8 @@
 // Memory follows the Zero Bubble paper's accounting (../shared/SCHEDULES.md):
 // a microbatch's F on a stage adds memB (M_B); its B adds memW - memB, so the
 // microbatch then holds memW (M_W); its W frees memW. A fused BW frees memB.
+// A recomputed microbatch (Note [Recomputation as an action]) keeps only
+// memKeep after its F and gets the rest back from its R.
 // Units are the caller's (bytes, or the paper's units); times likewise.
 //
 //===----------------------------------------------------------------------===//
@@ -25,9 +27,24 @@ namespace zbc::sched {
 
 /// The work of one stage on one microbatch, or one part of it: the one F/B/W
 /// kind of the schedule library (the IR's zb::ComputeKind converts at the
-/// edge, zbc/Analysis/ProgramTable.h).
-enum class Kind : uint8_t { F, B, W, BW };
+/// edge, zbc/Analysis/ProgramTable.h). R runs a forward again to rebuild
+/// what a recomputed F did not keep (Note [Recomputation as an action]).
+enum class Kind : uint8_t { F, B, W, BW, R };
+constexpr int kNumKinds = 5;
 const char *kindName(Kind kind);
+
+/// Note [Recomputation as an action]
+/// A microbatch is recomputed on a stage when its rank's order has an
+/// R(s, j): its F(s, j) then keeps only memKeep (the stage's inputs, or
+/// with selective recomputation whatever else the policy keeps) and frees
+/// the rest at once; R(s, j) runs the forward again, after F(s, j) and
+/// before B or BW(s, j) on the same rank, and restores the whole stash
+/// (memB), which the backward then uses as it would have F's. R is
+/// scheduled like any other action: it takes its rank for `recompute` time
+/// (by default F's), so placing it in a bubble costs nothing, and the
+/// simulator and the verifier count its bytes where it runs. Whether a
+/// (stage, microbatch) is recomputed is thus a property of the table, not
+/// of the problem: the problem says what recomputation would cost.
 
 /// Cost and memory of one stage (per microbatch). F is positive; B and W may
 /// be 0 (a stage whose upstream needs no input gradient has no B work, Note
@@ -37,12 +54,18 @@ struct StageCost {
   double F = 1, B = 1, W = 1; // times
   double memB = 1;            // held after F (M_B)
   double memW = 1;            // held after B, until W (M_W)
+  /// What F keeps of a recomputed microbatch until its R (at most memB):
+  /// with full recomputation the stage's inputs.
+  double memKeep = 0;
+  /// How long R takes; negative: as long as F (a full recomputation).
+  double recompute = -1;
 
   /// How long an action of `kind` takes on this stage (BW: B + W).
   double time(Kind kind) const;
   /// How an action of `kind` changes its rank's live activation memory
-  /// (F holds M_B; B trades it for M_W; W frees M_W; BW frees M_B).
-  double memoryDelta(Kind kind) const;
+  /// (F holds M_B, or M_keep when `recomputed`; R restores the rest; B
+  /// trades M_B for M_W; W frees M_W; BW frees M_B).
+  double memoryDelta(Kind kind, bool recomputed = false) const;
 };
 
 /// How stages map to ranks.

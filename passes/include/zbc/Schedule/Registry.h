@@ -10,6 +10,7 @@
 #ifndef ZBC_SCHEDULE_REGISTRY_H
 #define ZBC_SCHEDULE_REGISTRY_H
 
+#include "zbc/Schedule/Recompute.h"
 #include "zbc/Schedule/Simulator.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -25,6 +26,11 @@ struct BuildOptions {
   /// zb-auto: refine/certify the heuristic with the ILP (CBC) for at most
   /// this many seconds (0: heuristic only).
   double exactSeconds = 0;
+  /// Recompute (Recompute.h): the builder plans with plannedForRecompute's
+  /// problem and an R goes right before each recomputed backward; under
+  /// auto, buildWithRecompute chooses the stages. Builders never see it:
+  /// buildSchedule applies it.
+  RecomputeMode recompute = RecomputeMode::None;
 };
 
 /// What a builder returns besides the table: notes for the user, e.g. the
@@ -86,8 +92,9 @@ struct BuiltSchedule {
 };
 
 /// Validates `problem` for schedule `name`, resolves an unset activation
-/// budget to the schedule's default (or none), builds, verifies and
-/// simulates.
+/// budget to the schedule's default (or none), builds (with recomputation
+/// when `options` asks: buildWithRecompute), verifies and simulates against
+/// `problem` itself.
 /// An unknown name is an error that lists the registered ones.
 llvm::Expected<BuiltSchedule> buildSchedule(llvm::StringRef name,
                                             const Problem &problem,

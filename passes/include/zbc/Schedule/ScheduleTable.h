@@ -4,7 +4,9 @@
 // microbatch) actions it runs, in order, and which rank holds each stage.
 // `verify` checks what every schedule must satisfy, whatever built it:
 // each rank runs only stages it holds; every (stage, microbatch) gets exactly
-// one F and either one BW or one B and one W; F before B before W on a rank.
+// one F and either one BW or one B and one W; F before B before W on a rank;
+// and at most one R, between its F and its backward (Note [Recomputation as
+// an action], Problem.h).
 // Cross-rank dependencies, deadlock and memory are the simulator's to check
 // (Simulator.h), since they depend on timing and the problem's limits.
 //
@@ -70,6 +72,12 @@ struct ScheduleTable {
   /// The stages `rank` holds, ascending: the first chunk first (in a V,
   /// r then 2p-1-r).
   std::vector<int> stagesOf(int rank) const;
+  /// Which (stage, microbatch) pairs are recomputed (have an R), indexed
+  /// stage * microbatches + microbatch; empty when none is, so that tables
+  /// without recomputation pay nothing.
+  std::vector<bool> recomputedMask() const;
+  /// Whether any action is an R.
+  bool hasRecompute() const;
 
   /// Checks the per-rank invariants above; the error names the rank, the
   /// action and the microbatch.

@@ -4,10 +4,13 @@
 // actions in order; an action starts once its rank is free and its
 // dependencies are done (plus `comm` when they ran on another rank), by the
 // one rule of Dependences.h: F(s, j) after F(s-1, j); B or BW(s, j) after
-// F(s, j) and the input gradient of stage s+1; W(s, j) after B(s, j).
+// F(s, j) (or its R, when recomputed) and the input gradient of stage s+1;
+// W(s, j) after B(s, j); R(s, j) after F(s, j), taking its rank as long as
+// the stage's recompute time (Note [Recomputation as an action]).
 // It reports the makespan (the longest rank's span, first start to last
 // end), the bubble rate (makespan - m * busiest rank's F+B+W per
-// microbatch) / makespan (the Zero Bubble paper's definition), per-rank peak
+// microbatch) / makespan (the Zero Bubble paper's definition, so time spent
+// recomputing counts as bubble: it is not the step's work), per-rank peak
 // memory and idle time. A schedule that breaks an invariant, deadlocks (no
 // rank can start its next action) or exceeds the activation budget is an error
 // that names the rank, the action and the microbatch.

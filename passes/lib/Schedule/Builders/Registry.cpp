@@ -150,11 +150,19 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
       built.budgetOrigin =
           std::string(info->name) + " default: " + info->defaultBudgetRule;
   }
-  llvm::Expected<ScheduleTable> table =
-      info->build(built.problem, options, built.report);
+  auto buildFor = [&](const Problem &planned) {
+    built.report = {}; // the notes of the build that is kept
+    return info->build(planned, options, built.report);
+  };
+  // With recomputation the builder fits its order to the planned problem
+  // and the R actions then make it the one simulated below (Recompute.h).
+  llvm::Expected<RecomputedTable> table =
+      buildWithRecompute(built.problem, options.recompute, buildFor);
   if (!table)
     return fail("schedule '" + name + "': " + llvm::toString(table.takeError()));
-  built.table = std::move(*table);
+  built.table = std::move(table->table);
+  if (!table->note.empty())
+    built.report.notes.push_back(table->note);
   if (llvm::Error error = built.table.verify())
     return fail("schedule '" + name + "' built an invalid table: " +
                 llvm::toString(std::move(error)));

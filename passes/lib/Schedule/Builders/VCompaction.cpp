@@ -90,6 +90,8 @@ uint8_t passOf(Kind kind, int chunk) {
     return chunk ? B : b;
   case Kind::W:
     return chunk ? W : w;
+  case Kind::R: // placed after compaction (Recompute.h), never compacted
+    break;
   }
   return F;
 }

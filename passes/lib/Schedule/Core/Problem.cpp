@@ -20,6 +20,8 @@ const char *zbc::sched::kindName(Kind kind) {
     return "W";
   case Kind::BW:
     return "BW";
+  case Kind::R:
+    return "R";
   }
   return "?";
 }
@@ -34,14 +36,18 @@ double StageCost::time(Kind kind) const {
     return W;
   case Kind::BW:
     return B + W;
+  case Kind::R:
+    return recompute < 0 ? F : recompute;
   }
   return 0;
 }
 
-double StageCost::memoryDelta(Kind kind) const {
+double StageCost::memoryDelta(Kind kind, bool recomputed) const {
   switch (kind) {
   case Kind::F:
-    return memB;
+    return recomputed ? memKeep : memB;
+  case Kind::R:
+    return memB - memKeep;
   case Kind::B:
     return memW - memB;
   case Kind::W:
@@ -141,6 +147,13 @@ llvm::Error Problem::validate() const {
     if (!amount(s.memB) || !amount(s.memW))
       return fail(where + "M_B and M_W must be in " + range + ", got M_B=" +
                   formatNumber(s.memB) + " M_W=" + formatNumber(s.memW));
+    if (!amount(s.memKeep) || s.memKeep > s.memB)
+      return fail(where + "M_keep (what a recomputed F keeps) must be in [0, "
+                  "M_B = " + formatNumber(s.memB) + "], got " +
+                  formatNumber(s.memKeep));
+    if (s.recompute >= 0 ? !amount(s.recompute) : s.recompute != -1)
+      return fail(where + "R must be in " + range +
+                  " (or -1: as long as F), got " + formatNumber(s.recompute));
   }
   if (!amount(comm))
     return fail("comm must be in " + range + ", got " + formatNumber(comm));

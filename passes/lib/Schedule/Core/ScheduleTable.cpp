@@ -30,6 +30,7 @@ std::string Action::csvStr() const {
   const char *type = kind == Kind::F   ? "F"
                      : kind == Kind::B ? "I"
                      : kind == Kind::W ? "W"
+                     : kind == Kind::R ? "R" // zbc's: PyTorch has none
                                        : "B";
   return std::to_string(stage) + type + std::to_string(microbatch);
 }
@@ -40,6 +41,27 @@ std::vector<int> ScheduleTable::stagesOf(int rank) const {
     if (rankOfStage[s] == rank)
       held.push_back(s);
   return held;
+}
+
+bool ScheduleTable::hasRecompute() const {
+  for (const std::vector<Action> &rank : ranks)
+    for (const Action &a : rank)
+      if (a.kind == Kind::R)
+        return true;
+  return false;
+}
+
+std::vector<bool> ScheduleTable::recomputedMask() const {
+  if (!hasRecompute())
+    return {};
+  std::vector<bool> mask(size_t(numStages()) * size_t(microbatches), false);
+  for (const std::vector<Action> &rank : ranks)
+    for (const Action &a : rank)
+      if (a.kind == Kind::R && a.stage >= 0 && a.stage < numStages() &&
+          a.microbatch >= 0 && a.microbatch < microbatches)
+        mask[size_t(a.stage) * size_t(microbatches) + size_t(a.microbatch)] =
+            true;
+  return mask;
 }
 
 std::string ScheduleTable::name(const Action &action) const {
@@ -59,7 +81,7 @@ public:
       : microbatches(microbatches) {
     size_t triples = size_t(stages) * size_t(microbatches);
     if (triples <= 2 * actions + 1)
-      dense.assign(triples * 4, kAbsent);
+      dense.assign(triples * kNumKinds, kAbsent);
   }
   /// False if the triple already has a position.
   bool add(int stage, int mb, Kind kind, size_t at) {
@@ -83,7 +105,7 @@ public:
 private:
   static constexpr size_t kAbsent = ~size_t(0);
   size_t index(int stage, int mb, Kind kind) const {
-    return (size_t(stage) * size_t(microbatches) + size_t(mb)) * 4 +
+    return (size_t(stage) * size_t(microbatches) + size_t(mb)) * kNumKinds +
            static_cast<size_t>(kind);
   }
   int microbatches;
@@ -139,7 +161,8 @@ std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
                std::to_string(s) + ", microbatch " + std::to_string(j) + ": ";
       };
       const size_t *f = find(s, j, Kind::F), *b = find(s, j, Kind::B),
-                   *w = find(s, j, Kind::W), *bw = find(s, j, Kind::BW);
+                   *w = find(s, j, Kind::W), *bw = find(s, j, Kind::BW),
+                   *re = find(s, j, Kind::R);
       int r = rankOfStage[s];
       // Where a missing action is felt: its F, or the rank's first action.
       int near = f ? static_cast<int>(*f) : -1;
@@ -168,6 +191,15 @@ std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
       if (!bw && *w < *b)
         return Fault{r, static_cast<int>(*w),
                             where() + ordered(Kind::W, *w, Kind::B, *b)};
+      // A recomputation rebuilds what its F dropped, for its backward.
+      if (re && *re < *f)
+        return Fault{r, static_cast<int>(*re),
+                     where() + ordered(Kind::R, *re, Kind::F, *f)};
+      size_t back = bw ? *bw : *b;
+      if (re && back < *re)
+        return Fault{r, static_cast<int>(back),
+                     where() + ordered(bw ? Kind::BW : Kind::B, back, Kind::R,
+                                       *re)};
     }
   }
   return std::nullopt;

@@ -45,6 +45,9 @@ struct Simulation {
   const Problem &problem;
   const ScheduleTable &table;
   int numStages, microbatches, numRanks;
+  /// Which (stage, microbatch) pairs are recomputed (their backward waits
+  /// for R's stash): empty when none is.
+  std::vector<bool> recomputed;
 
   /// End time of each product, indexed by key(); negative: not done yet
   /// (times are never negative: the clock starts at 0 and costs are >= 0).
@@ -60,7 +63,9 @@ struct Simulation {
   Simulation(const Problem &problem, const ScheduleTable &table)
       : problem(problem), table(table), numStages(table.numStages()),
         microbatches(table.microbatches), numRanks(table.numRanks()),
-        doneAt(2 * static_cast<size_t>(numStages) * microbatches, -1.0),
+        recomputed(table.recomputedMask()),
+        doneAt(kNumProducts * static_cast<size_t>(numStages) * microbatches,
+               -1.0),
         firstParked(doneAt.size(), -1), nextParked(numRanks, -1),
         parkedOn(numRanks, -1), next(numRanks, 0), freeAt(numRanks, 0.0) {}
 
@@ -71,9 +76,15 @@ struct Simulation {
   /// The products `a` needs, as keys (Dependences.h): at most two.
   int dependencies(const Action &a, int keys[2]) const {
     int n = 0;
-    forEachDependence(a, numStages,
-                      [&](const ProductRef &d) { keys[n++] = key(d); });
+    forEachDependence(
+        a, numStages, [&](const ProductRef &d) { keys[n++] = key(d); },
+        isRecomputed(a));
     return n;
+  }
+
+  bool isRecomputed(const Action &a) const {
+    return !recomputed.empty() &&
+           recomputed[size_t(a.stage) * microbatches + a.microbatch];
   }
 
   /// The product `a` finishes, or -1 (W).
@@ -196,19 +207,24 @@ static llvm::Error trackMemory(const Problem &problem,
   // round-off in binary; a limit met on paper must not fail by 1 ulp.
   double limit = problem.budget() * (1 + 1e-9);
   result.peakMemory.assign(table.numRanks(), 0.0);
+  std::vector<bool> recomputed = table.recomputedMask();
   for (int r = 0; r < table.numRanks(); ++r) {
     double live = 0, peak = 0;
     for (auto [i, a] : llvm::enumerate(table.ranks[r])) {
       const StageCost &cost = problem.stages[a.stage];
-      live += cost.memoryDelta(a.kind);
+      double delta = cost.memoryDelta(
+          a.kind, !recomputed.empty() &&
+                      recomputed[size_t(a.stage) * table.microbatches +
+                                 a.microbatch]);
+      live += delta;
       peak = std::max(peak, live);
       if (problem.budget() > 0 && live > limit)
         return fail("rank " + llvm::Twine(r) + ": " + table.name(a) + " (action " +
                     llvm::Twine(i) + ", microbatch " +
                     llvm::Twine(a.microbatch) + ") raises live memory to " +
                     formatNumber(live) + ", over the activation budget " + formatNumber(problem.budget()) +
-                    " (it adds " + formatNumber(cost.memoryDelta(a.kind)) + " to " +
-                    formatNumber(live - cost.memoryDelta(a.kind)) + ")");
+                    " (it adds " + formatNumber(delta) + " to " +
+                    formatNumber(live - delta) + ")");
     }
     result.peakMemory[r] = peak;
   }

@@ -166,8 +166,8 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
 
   static const llvm::StringRef known[] = {
       "ranks", "microbatches", "virtual", "comm", "activation_budget",
-      "F",     "B",            "W",       "M_B",  "M_W",
-      "model", "model_hash"};
+      "F",     "B",            "W",       "R",    "M_B",
+      "M_W",   "M_keep",       "model",   "model_hash"};
   Reader read{name};
   CostFile file;
   // The key's name before the two limits were told apart (issue 26): a file
@@ -215,8 +215,10 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
             "F", &CostFile::F},
         {"B", &CostFile::B},
         {"W", &CostFile::W},
+        {"R", &CostFile::R},
         {"M_B", &CostFile::memB},
-        {"M_W", &CostFile::memW}}) {
+        {"M_W", &CostFile::memW},
+        {"M_keep", &CostFile::memKeep}}) {
     if (const json::Value *value = object->get(key)) {
       llvm::Expected<std::vector<double>> xs = read.amounts(key, *value);
       if (!xs)

@@ -112,7 +112,9 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
 
   // The order, wrapped at 100 columns under a "rank N:" prefix.
   os << "\norder (F forward, B input gradient, W weight gradient, "
-        "BW fused backward; (stage,microbatch)):\n";
+        "BW fused backward"
+     << (table.hasRecompute() ? ", R recompute" : "")
+     << "; (stage,microbatch)):\n";
   const size_t lineWidth = 100;
   for (int r = 0; r < numRanks; ++r) {
     std::string prefix = "rank " + std::to_string(r) + ":";
@@ -194,8 +196,9 @@ void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
 
 namespace {
 /// Fill colours after the Zero Bubble paper's figures: F blue, B teal, W
-/// green, fused BW purple; the darker shade marks a rank's second (odd)
-/// stage under interleaved and V placements.
+/// green, fused BW purple, and recomputation (not in the paper) orange; the
+/// darker shade marks a rank's second (odd) stage under interleaved and V
+/// placements.
 const char *fillColour(Kind kind, bool darker) {
   switch (kind) {
   case Kind::F:
@@ -206,6 +209,8 @@ const char *fillColour(Kind kind, bool darker) {
     return darker ? "#5fae45" : "#b4e29f";
   case Kind::BW:
     return darker ? "#8b67c9" : "#cdb6ef";
+  case Kind::R:
+    return darker ? "#d98a3a" : "#f6c995";
   }
   return "#cccccc";
 }
@@ -324,9 +329,14 @@ void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
   const Entry entries[] = {{Kind::F, "F forward"},
                            {Kind::B, "B input gradient"},
                            {Kind::W, "W weight gradient"},
-                           {Kind::BW, "BW fused backward"}};
+                           {Kind::BW, "BW fused backward"},
+                           {Kind::R, "R recompute"}};
+  // R only where the schedule recomputes, so other pictures stay as they were.
+  bool recomputes = table.hasRecompute();
   double x = left;
   for (const Entry &e : entries) {
+    if (e.kind == Kind::R && !recomputes)
+      continue;
     os << "<path d=\"M" << px(x) << " " << px(legendY - 11)
        << " h14 v14 h-14 z\" fill=\"" << fillColour(e.kind, false)
        << "\" stroke=\"#333333\" stroke-width=\"0.5\"/>\n";

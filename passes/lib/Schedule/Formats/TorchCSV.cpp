@@ -34,7 +34,23 @@ using namespace zbc::sched;
 // CSV (PyTorch's format; file comment)
 //===----------------------------------------------------------------------===//
 
-void zbc::sched::writeCSV(const ScheduleTable &table, llvm::raw_ostream &os) {
+llvm::Error zbc::sched::checkCSVExpressible(const ScheduleTable &table) {
+  for (auto [r, actions] : llvm::enumerate(table.ranks))
+    for (auto [i, a] : llvm::enumerate(actions))
+      if (a.kind == Kind::R)
+        return fail("PyTorch's schedule CSV cannot express recomputation: "
+                    "rank " + llvm::Twine(r) + ", action " + llvm::Twine(i) +
+                    " " + a.str() + " (microbatch " + llvm::Twine(a.microbatch) +
+                    ") has no computation type there; write the schedule as "
+                    "a table, JSON, SVG or trace, or build it with "
+                    "--recompute none");
+  return llvm::Error::success();
+}
+
+llvm::Error zbc::sched::writeCSV(const ScheduleTable &table,
+                                 llvm::raw_ostream &os) {
+  if (llvm::Error error = checkCSVExpressible(table))
+    return error;
   // Python's csv module ends rows with "\r\n"; PyTorch's reader (and ours)
   // take either, and "\n" keeps the file friendly to diff and grep.
   for (auto [r, actions] : llvm::enumerate(table.ranks)) {
@@ -60,6 +76,7 @@ void zbc::sched::writeCSV(const ScheduleTable &table, llvm::raw_ostream &os) {
     keptBefore(actions.size());
     os << "\n";
   }
+  return llvm::Error::success();
 }
 
 /// The lines of a CSV as rows, as csv.reader yields them: every line is a

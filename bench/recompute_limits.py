@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Makespan against the activation budget, with and without recomputation.
+
+For each input and each budget from a quarter of 1F1B's activation memory
+(p M_B, rank 0's peak) up to twice it, runs `zbc schedule` for
+  zb-auto and zb-v with `--recompute auto` (zbc's schedules with the lever),
+  1F1B with `--recompute full` (what frameworks offer: checkpoint every stage),
+  V-Min and V-Half (the lowest-memory zero-bubble orders without it),
+  zb-auto and zb-v without it,
+and prints the makespan of each (blank where it does not fit the budget).
+The last columns compare the best schedule with the lever against the best
+of the others: "=" where they tie, "better" where the lever is strictly
+shorter, "WORSE" where it loses, "only" where nothing else fits.
+
+Inputs: four rows of the Zero Bubble paper's measured costs (Qi et al., ICLR
+2024, Table 3: one per model size), with M_B = 34h + 5as (s = 1024), M_W =
+32h and M_keep = 2h (the stage's input, one layer's worth, in the same
+units: bytes per token); and seeded uneven stages as bench/uneven_stages.py
+draws them, with M_keep = M_B / 8. R takes F's time (full recomputation).
+V schedules get every stage cut into two equal chunks (2p stages, costs
+halved), so that all columns run the same model.
+
+Usage: bench/recompute_limits.py [--zbc build/bin/zbc] [--seeds 2]
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# model, p, m, T_F, T_B, T_W, T_comm, h, a (bench/schedules.py's rows)
+PAPER_ROWS = [
+    ("1.5B", 8, 24, 18.522, 18.086, 9.337, 0.601, 2304, 24),
+    ("6.2B", 8, 32, 29.802, 29.428, 19.530, 0.577, 4096, 32),
+    ("14.6B", 16, 48, 11.347, 11.248, 8.132, 0.377, 5120, 40),
+    ("28.3B", 32, 96, 10.419, 10.207, 7.715, 0.408, 6144, 48),
+]
+
+FRACTIONS = [0.25, 0.375, 0.5, 0.625, 0.75, 1.0, 1.25, 1.5, 2.0]
+
+# label, schedule, V placement, --recompute, uses the lever
+COLUMNS = [
+    ("zb-auto+R", "zb-auto", False, "auto", True),
+    ("zb-v+R", "zb-v", True, "auto", True),
+    ("1f1b full R", "1f1b", False, "full", False),
+    ("v-min", "v-min", True, "none", False),
+    ("v-half", "v-half", True, "none", False),
+    ("zb-auto", "zb-auto", False, "none", False),
+    ("zb-v", "zb-v", True, "none", False),
+]
+
+
+def paper_input(p, m, tf, tb, tw, comm, h, a):
+    mb = 34 * h + 5 * a * 1024
+    return {"ranks": p, "microbatches": m, "comm": comm, "F": [tf] * p,
+            "B": [tb] * p, "W": [tw] * p, "M_B": [mb] * p,
+            "M_W": [32 * h] * p, "M_keep": [2 * h] * p}
+
+
+def uneven_input(p, m, seed):
+    # bench/uneven_stages.py's generator, with M_keep = M_B / 8.
+    rng = random.Random(seed * 1000003 + p * 101 + m)
+
+    def spread(c):
+        return [round(c * rng.uniform(1.0, 2.0), 3) for _ in range(p)]
+
+    tf, tb, tw, mb = spread(1.0), spread(1.0), spread(0.5), spread(1.0)
+    return {"ranks": p, "microbatches": m, "comm": 0.05, "F": tf, "B": tb,
+            "W": tw, "M_B": mb, "M_W": [round(x / 2, 4) for x in mb],
+            "M_keep": [round(x / 8, 4) for x in mb]}
+
+
+def as_v(cost):
+    """The same model cut into 2p chunks: chunk 2i and 2i+1 are halves of
+    stage i (M_keep stays: each chunk keeps its own input)."""
+    v = dict(cost, virtual=2)
+    for key in ("F", "B", "W", "M_B", "M_W"):
+        v[key] = [x / 2 for x in cost[key] for _ in range(2)]
+    v["M_keep"] = [min(k, b / 2) for k, b in zip(
+        (x for x in cost["M_keep"] for _ in range(2)), v["M_B"])]
+    return v
+
+
+def run(zbc, cost, schedule, recompute, budget):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(cost, f)
+        path = f.name
+    cmd = [zbc, "schedule", "--schedule", schedule, "--cost-file", path,
+           "--activation-budget", repr(budget), "--recompute", recompute,
+           "--format", "json"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    os.unlink(path)
+    if out.returncode != 0:
+        return None
+    result = json.loads(out.stdout)
+    assert max(result["peak_memory"]) <= budget * (1 + 1e-9), cmd
+    return result["makespan"]
+
+
+def rows(zbc, name, cost):
+    v_cost = as_v(cost)
+    one_f1b = cost["ranks"] * max(cost["M_B"])
+    for fraction in FRACTIONS:
+        budget = fraction * one_f1b
+        spans = [run(zbc, v_cost if v else cost, schedule, recompute, budget)
+                 for _, schedule, v, recompute, _ in COLUMNS]
+        lever = [s for s, c in zip(spans, COLUMNS) if c[4] and s is not None]
+        other = [s for s, c in zip(spans, COLUMNS)
+                 if not c[4] and s is not None]
+        best_lever = min(lever) if lever else None
+        best_other = min(other) if other else None
+        if best_lever is None:
+            verdict = "none fits" if best_other is None else "WORSE"
+        elif best_other is None:
+            verdict = "only"
+        elif best_lever < best_other * (1 - 1e-9):
+            verdict = f"better ({best_other / best_lever:.3f}x)"
+        elif best_lever <= best_other * (1 + 1e-9):
+            verdict = "="
+        else:
+            verdict = f"WORSE ({best_lever / best_other:.3f}x)"
+        cells = ["" if s is None else f"{s:.6g}" for s in spans]
+        yield f"| {name} | {fraction:g} | " + " | ".join(cells) + f" | {verdict} |"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--zbc", default=os.path.join(ROOT, "build", "bin", "zbc"))
+    parser.add_argument("--seeds", type=int, default=2)
+    args = parser.parse_args()
+    print("| input | budget / 1F1B's | " + " | ".join(c[0] for c in COLUMNS)
+          + " | lever vs rest |")
+    print("|---|---|" + "---|" * len(COLUMNS) + "---|")
+    for model, p, m, tf, tb, tw, comm, h, a in PAPER_ROWS:
+        for line in rows(args.zbc, f"{model} p={p} m={m}",
+                         paper_input(p, m, tf, tb, tw, comm, h, a)):
+            print(line, flush=True)
+    for p in (4, 8):
+        for seed in range(args.seeds):
+            for line in rows(args.zbc, f"uneven p={p} m={2 * p} seed {seed}",
+                             uneven_input(p, 2 * p, seed)):
+                print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+//===- Recompute.h - activation recomputation as a schedule lever -*- C++ -*-===//
+//
+// How a schedule recomputes (Note [Recomputation as an action], Problem.h):
+// the modes `--recompute` takes, the problem a builder plans with when some
+// stages are recomputed, the pass over a built table that places the R
+// actions, and the choice of stages under `auto`. buildSchedule applies them
+// (BuildOptions::recompute), so every registered schedule can recompute and
+// none needs to know how.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ZBC_SCHEDULE_RECOMPUTE_H
+#define ZBC_SCHEDULE_RECOMPUTE_H
+
+#include "zbc/Schedule/ScheduleTable.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace zbc::sched {
+
+/// none: every F keeps its stash (M_B) until its backward. full: every
+/// (stage, microbatch) is recomputed: F keeps M_keep and an R right before
+/// the backward restores M_B (PyTorch's checkpointing of whole stages,
+/// Megatron's full recomputation). auto: the stages to recompute are
+/// chosen by building the schedule for several sets and keeping the
+/// shortest within the budget (chooseRecomputation).
+enum class RecomputeMode { None, Full, Auto };
+const char *recomputeModeName(RecomputeMode mode);
+/// Reads "none", "full" or "auto"; anything else is an error listing them.
+llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef text);
+
+/// Per stage, whether its microbatches are recomputed.
+using RecomputedStages = std::vector<bool>;
+
+/// The problem a builder plans with when the `recomputed` stages have an R
+/// right before each backward: there F holds M_keep, the backward takes
+/// R + B, and a split backward's B holds max(M_W, M_B) until its W, so that
+/// the planned live memory bounds the real one from above after every
+/// action (the peak of an R, M_B - M_keep over what is in flight, is reached
+/// again by the planned B that follows it). A fused BW frees at once, so
+/// its R's peak is not bounded that way: `reserveForFusedBackward` lowers
+/// the budget by the largest stash an R rebuilds (max M_B - M_keep), an
+/// error when that leaves no budget. `problem`'s budget is resolved
+/// (buildSchedule does that first).
+llvm::Expected<Problem> plannedForRecompute(const Problem &problem,
+                                            const RecomputedStages &recomputed,
+                                            bool reserveForFusedBackward);
+
+/// Puts an R(s, j) right before every backward (B or BW) of a `recomputed`
+/// stage of `table` that has none, keeping PyTorch's F-with-backward
+/// overlaps adjacent (the R goes before the pair) and moving the overlap
+/// and pass-through indices with the actions.
+void recomputeBeforeEachBackward(ScheduleTable &table,
+                                 const RecomputedStages &recomputed);
+
+/// Builds a table for a problem (a registered builder).
+using PlannedBuild =
+    llvm::function_ref<llvm::Expected<ScheduleTable>(const Problem &)>;
+
+/// A table built with recomputation, and what was chosen.
+struct RecomputedTable {
+  ScheduleTable table;
+  RecomputedStages recomputed;
+  /// The budget the order was planned for (0: none).
+  double plannedBudget = 0;
+  /// One line for the build's notes (empty for none).
+  std::string note;
+};
+
+/// Builds with `build` under `mode`: none as it is; full with every stage
+/// recomputed (planned without the reserve, and if the table fuses a
+/// backward and goes over `problem`'s budget, again with it); auto by
+/// building for no stage, the stages of ranks 0..k-1 for growing k (the
+/// first ranks keep the most in flight) and every stage, simulating each
+/// against `problem`, and keeping the shortest makespan within the budget
+/// (on a tie, the fewer recomputed stages). When no set fits, the error is
+/// full recomputation's.
+llvm::Expected<RecomputedTable> buildWithRecompute(const Problem &problem,
+                                                   RecomputeMode mode,
+                                                   PlannedBuild build);
+
+} // namespace zbc::sched
+
+#endif // ZBC_SCHEDULE_RECOMPUTE_H

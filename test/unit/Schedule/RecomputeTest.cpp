@@ -1,0 +1,381 @@
+//===- RecomputeTest.cpp - recomputation as a scheduled action ------------===//
+//
+// Checks Note [Recomputation as an action] end to end in the schedule
+// library: the costs' validation and memory deltas; the table's invariants
+// (an R between its F and its backward, once); the simulator's timing and
+// bytes on a 2-rank 1F1B worked out by hand; the planned problem and its
+// budget error; the placement of R before every backward, overlapped pairs
+// kept; every registered schedule built with --recompute full staying in
+// its budget; zb-auto beating itself without the lever where memory is
+// tight; and the PyTorch CSV refusing what it cannot express.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Schedule/Recompute.h"
+#include "zbc/Schedule/Registry.h"
+#include "zbc/Schedule/TorchCSV.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+using namespace zbc::sched;
+
+namespace {
+
+Action F(int s, int j) { return {Kind::F, s, j}; }
+Action B(int s, int j) { return {Kind::B, s, j}; }
+Action W(int s, int j) { return {Kind::W, s, j}; }
+Action R(int s, int j) { return {Kind::R, s, j}; }
+
+/// p ranks, m microbatches, unit times and M_B = M_W = 1; a recomputed F
+/// keeps a quarter.
+Problem uniform(int p, int m, int v = 1) {
+  Problem problem;
+  problem.ranks = p;
+  problem.microbatches = m;
+  problem.virtualStages = v;
+  StageCost cost;
+  cost.memKeep = 0.25;
+  problem.stages.assign(p * v, cost);
+  return problem;
+}
+
+RecomputedStages all(int stages) { return RecomputedStages(stages, true); }
+
+std::string errorOf(llvm::Error error) {
+  return error ? llvm::toString(std::move(error)) : "";
+}
+
+/// 1F1B on 2 ranks, 2 microbatches, every microbatch recomputed:
+///   rank 0: F(0,0) F(0,1) R(0,0) B(0,0) W(0,0) R(0,1) B(0,1) W(0,1)
+///   rank 1: F(1,0) R(1,0) B(1,0) W(1,0) F(1,1) R(1,1) B(1,1) W(1,1)
+ScheduleTable recomputed1F1B() {
+  ScheduleTable table;
+  table.microbatches = 2;
+  table.rankOfStage = {0, 1};
+  table.ranks = {{F(0, 0), F(0, 1), R(0, 0), B(0, 0), W(0, 0), R(0, 1),
+                  B(0, 1), W(0, 1)},
+                 {F(1, 0), R(1, 0), B(1, 0), W(1, 0), F(1, 1), R(1, 1),
+                  B(1, 1), W(1, 1)}};
+  return table;
+}
+
+TEST(Recompute, CostsAreValidated) {
+  Problem problem = uniform(2, 2);
+  EXPECT_EQ(errorOf(problem.validate()), "");
+  problem.stages[1].memKeep = 1.5; // more than M_B = 1
+  EXPECT_NE(errorOf(problem.validate()).find("stage 1: M_keep"),
+            std::string::npos)
+      << errorOf(problem.validate());
+  problem.stages[1].memKeep = 0;
+  problem.stages[0].recompute = -2; // only -1 means "as long as F"
+  EXPECT_NE(errorOf(problem.validate()).find("R must be in"), std::string::npos)
+      << errorOf(problem.validate());
+}
+
+TEST(Recompute, MemoryDeltasAndTime) {
+  StageCost cost;
+  cost.F = 2, cost.memB = 4, cost.memW = 1, cost.memKeep = 1;
+  EXPECT_EQ(cost.memoryDelta(Kind::F), 4);
+  EXPECT_EQ(cost.memoryDelta(Kind::F, /*recomputed=*/true), 1);
+  EXPECT_EQ(cost.memoryDelta(Kind::R, true), 3); // back to M_B
+  EXPECT_EQ(cost.memoryDelta(Kind::B, true), -3); // to M_W, as without
+  EXPECT_EQ(cost.time(Kind::R), 2);               // F's by default
+  cost.recompute = 0.5;                           // a selective one
+  EXPECT_EQ(cost.time(Kind::R), 0.5);
+}
+
+TEST(Recompute, TableInvariants) {
+  ScheduleTable table = recomputed1F1B();
+  EXPECT_EQ(errorOf(table.verify()), "");
+  EXPECT_TRUE(table.hasRecompute());
+  std::vector<bool> mask = table.recomputedMask();
+  EXPECT_EQ(mask, std::vector<bool>(4, true));
+
+  // R before its F.
+  ScheduleTable early = recomputed1F1B();
+  std::swap(early.ranks[1][0], early.ranks[1][1]);
+  EXPECT_NE(errorOf(early.verify()).find(
+                "R(1,0) (action 0) runs before F(1,0) (action 1)"),
+            std::string::npos)
+      << errorOf(early.verify());
+
+  // The backward before its R.
+  ScheduleTable late = recomputed1F1B();
+  std::swap(late.ranks[0][2], late.ranks[0][3]);
+  EXPECT_NE(errorOf(late.verify()).find(
+                "B(0,0) (action 2) runs before R(0,0) (action 3)"),
+            std::string::npos)
+      << errorOf(late.verify());
+
+  // Two R for one microbatch.
+  ScheduleTable twice = recomputed1F1B();
+  twice.ranks[0].insert(twice.ranks[0].begin() + 3, R(0, 0));
+  EXPECT_NE(errorOf(twice.verify()).find("appears twice"), std::string::npos)
+      << errorOf(twice.verify());
+
+  // On another rank than its stage's.
+  ScheduleTable elsewhere = recomputed1F1B();
+  elsewhere.ranks[1].insert(elsewhere.ranks[1].begin(), R(0, 1));
+  elsewhere.ranks[0].erase(elsewhere.ranks[0].begin() + 5);
+  EXPECT_NE(errorOf(elsewhere.verify()), "");
+}
+
+TEST(Recompute, SimulatedByHand) {
+  // Unit times, comm 0. rank 1: F(1,0) [1,2] after F(0,0); R [2,3]; B [3,4];
+  // W [4,5]; F(1,1) [5,6]; R [6,7]; B [7,8]; W [8,9]. rank 0: F [0,1],
+  // F [1,2], R(0,0) [2,3], B(0,0) waits for B(1,0): [4,5]; W [5,6];
+  // R(0,1) [6,7]; B(0,1) waits for B(1,1): [8,9]; W [9,10].
+  Problem problem = uniform(2, 2);
+  llvm::Expected<SimResult> sim = simulate(problem, recomputed1F1B());
+  ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
+  EXPECT_DOUBLE_EQ(sim->makespan, 10);
+  // Rank 0 keeps 0.25 per forward, then R(0,0) brings microbatch 0 back to
+  // M_B: 0.25 + 1 = 1.25; without recomputation F(0,1) would hold 2.
+  EXPECT_DOUBLE_EQ(sim->peakMemory[0], 1.25);
+  EXPECT_DOUBLE_EQ(sim->peakMemory[1], 1);
+
+  // R takes its own time: a cheaper one (selective) shortens the step.
+  problem.stages[0].recompute = problem.stages[1].recompute = 0.5;
+  llvm::Expected<SimResult> cheaper = simulate(problem, recomputed1F1B());
+  ASSERT_TRUE(bool(cheaper)) << llvm::toString(cheaper.takeError());
+  EXPECT_LT(cheaper->makespan, 10);
+
+  // The budget is checked where R raises the memory, naming it.
+  problem.activationBudget = 1.2;
+  llvm::Expected<SimResult> over = simulate(problem, recomputed1F1B());
+  ASSERT_FALSE(bool(over));
+  std::string message = llvm::toString(over.takeError());
+  EXPECT_NE(message.find("rank 0: R(0,0) (action 2, microbatch 0) raises "
+                         "live memory to 1.25"),
+            std::string::npos)
+      << message;
+}
+
+TEST(Recompute, PlannedProblem) {
+  Problem problem = uniform(2, 4);
+  problem.stages[1].memB = 2;
+  problem.stages[1].memKeep = 0.5;
+  problem.activationBudget = 3;
+  llvm::Expected<Problem> planned = plannedForRecompute(problem, all(2), false);
+  ASSERT_TRUE(bool(planned)) << llvm::toString(planned.takeError());
+  EXPECT_DOUBLE_EQ(planned->stages[0].B, 2); // R + B
+  EXPECT_DOUBLE_EQ(planned->stages[1].memB, 0.5);
+  // B holds what R rebuilt until it is traded for M_W: max(M_W, M_B).
+  EXPECT_DOUBLE_EQ(planned->stages[1].memW, 2);
+  EXPECT_DOUBLE_EQ(planned->budget(), 3);
+
+  // Before a fused backward the largest stash an R rebuilds, stage 1's
+  // 2 - 0.5, is held apart.
+  llvm::Expected<Problem> fused = plannedForRecompute(problem, all(2), true);
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  EXPECT_DOUBLE_EQ(fused->budget(), 1.5);
+
+  problem.activationBudget = 1.5;
+  llvm::Expected<Problem> none = plannedForRecompute(problem, all(2), true);
+  ASSERT_FALSE(bool(none));
+  EXPECT_NE(llvm::toString(none.takeError()).find("leaves no room to recompute"),
+            std::string::npos);
+}
+
+TEST(Recompute, FusedBackwardPlansWithTheReserve) {
+  // 1F1B fuses its backward: under a budget of 2 its plain order (4 in
+  // flight at p = 4) needs 1.75 with recomputation, so it fits without the
+  // reserve; at 1.7 the first plan goes over and buildSchedule reports it.
+  Problem problem = uniform(4, 8);
+  BuildOptions options;
+  options.recompute = RecomputeMode::Full;
+  problem.activationBudget = 2;
+  llvm::Expected<BuiltSchedule> fits = buildSchedule("1f1b", problem, options);
+  ASSERT_TRUE(bool(fits)) << llvm::toString(fits.takeError());
+  EXPECT_DOUBLE_EQ(fits->sim.peakMemory[0], 1.75);
+  problem.activationBudget = 1.7;
+  llvm::Expected<BuiltSchedule> over = buildSchedule("1f1b", problem, options);
+  ASSERT_FALSE(bool(over));
+  std::string message = llvm::toString(over.takeError());
+  EXPECT_NE(message.find("over the activation budget"), std::string::npos)
+      << message;
+}
+
+TEST(Recompute, EveryScheduleRecomputesWithinItsBudget) {
+  for (const ScheduleInfo &info : registeredSchedules()) {
+    int v = info.placement == Placement::Linear ? 1 : 2;
+    for (int p : {2, 4}) {
+      Problem problem = uniform(p, 8, v);
+      BuildOptions options;
+      options.recompute = RecomputeMode::Full;
+      llvm::Expected<BuiltSchedule> built =
+          buildSchedule(info.name, problem, options);
+      ASSERT_TRUE(bool(built))
+          << info.name << " p=" << p << ": " << llvm::toString(built.takeError());
+      // One R per (stage, microbatch), each right before its backward or
+      // before the F that shares an overlapped slot with it.
+      std::vector<bool> mask = built->table.recomputedMask();
+      EXPECT_EQ(std::count(mask.begin(), mask.end(), true),
+                static_cast<long>(mask.size()))
+          << info.name;
+      for (auto [r, actions] : llvm::enumerate(built->table.ranks))
+        for (size_t i = 0; i < actions.size(); ++i)
+          if (actions[i].kind == Kind::R) {
+            size_t next = i + 1;
+            if (built->table.overlaps.count({int(r), int(next)}))
+              ++next;
+            ASSERT_LT(next, actions.size()) << info.name;
+            EXPECT_EQ(actions[next].stage, actions[i].stage) << info.name;
+            EXPECT_EQ(actions[next].microbatch, actions[i].microbatch)
+                << info.name;
+            EXPECT_TRUE(actions[next].kind == Kind::B ||
+                        actions[next].kind == Kind::BW)
+                << info.name;
+          }
+      if (built->problem.budget() > 0)
+        for (double peak : built->sim.peakMemory)
+          EXPECT_LE(peak, built->problem.budget() * (1 + 1e-9)) << info.name;
+
+      // A fixed order (no budget to plan for) never holds more than it does
+      // without the lever; a planner may spend what it saves on more
+      // microbatches in flight.
+      if (built->problem.budget() > 0)
+        continue;
+      llvm::Expected<BuiltSchedule> plain = buildSchedule(info.name, problem);
+      ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+      for (int rank = 0; rank < p; ++rank)
+        EXPECT_LE(built->sim.peakMemory[rank], plain->sim.peakMemory[rank])
+            << info.name << " p=" << p << " rank " << rank;
+    }
+  }
+}
+
+TEST(Recompute, OneFOneBHoldsOneStashInFlight) {
+  // 1F1B, p = 4, m = 8: rank 0 holds 4 stashes without recomputation and
+  // with it 3 kept inputs plus the one rebuilt: 3 * 0.25 + 1 = 1.75.
+  Problem problem = uniform(4, 8);
+  BuildOptions options;
+  options.recompute = RecomputeMode::Full;
+  llvm::Expected<BuiltSchedule> plain = buildSchedule("1f1b", problem);
+  llvm::Expected<BuiltSchedule> built = buildSchedule("1f1b", problem, options);
+  ASSERT_TRUE(plain && built);
+  EXPECT_DOUBLE_EQ(plain->sim.peakMemory[0], 4);
+  EXPECT_DOUBLE_EQ(built->sim.peakMemory[0], 1.75);
+  EXPECT_GT(built->sim.makespan, plain->sim.makespan); // R is not free
+}
+
+TEST(Recompute, ZBAutoUsesTheLeverWhereMemoryIsTight) {
+  // A budget of 1.5 M_B: without recomputation a rank holds one stash at a
+  // time; with it, a stash rebuilt beside two kept inputs.
+  Problem problem = uniform(4, 8);
+  problem.activationBudget = 1.5;
+  llvm::Expected<BuiltSchedule> plain = buildSchedule("zb-auto", problem);
+  BuildOptions options;
+  options.recompute = RecomputeMode::Full;
+  llvm::Expected<BuiltSchedule> built =
+      buildSchedule("zb-auto", problem, options);
+  ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
+  for (double peak : built->sim.peakMemory)
+    EXPECT_LE(peak, 1.5);
+  if (plain)
+    EXPECT_LT(built->sim.makespan, plain->sim.makespan);
+}
+
+TEST(Recompute, AutoIsNeverWorseThanNoneOrFull) {
+  // zb-auto at p = 4, m = 8 from the tightest budget up to twice 1F1B's
+  // memory: auto fits whenever either fits, and is at least as short as
+  // both.
+  for (double budget : {0.8, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 8.0}) {
+    Problem problem = uniform(4, 8);
+    problem.activationBudget = budget;
+    std::optional<double> best;
+    for (RecomputeMode mode : {RecomputeMode::None, RecomputeMode::Full}) {
+      BuildOptions options;
+      options.recompute = mode;
+      llvm::Expected<BuiltSchedule> built =
+          buildSchedule("zb-auto", problem, options);
+      if (!built) {
+        llvm::consumeError(built.takeError());
+        continue;
+      }
+      best = std::min(best.value_or(built->sim.makespan), built->sim.makespan);
+    }
+    BuildOptions options;
+    options.recompute = RecomputeMode::Auto;
+    llvm::Expected<BuiltSchedule> chosen =
+        buildSchedule("zb-auto", problem, options);
+    if (!best) {
+      EXPECT_FALSE(bool(chosen)) << "budget " << budget;
+      llvm::consumeError(chosen.takeError());
+      continue;
+    }
+    ASSERT_TRUE(bool(chosen))
+        << "budget " << budget << ": " << llvm::toString(chosen.takeError());
+    EXPECT_LE(chosen->sim.makespan, *best * (1 + 1e-9)) << "budget " << budget;
+    for (double peak : chosen->sim.peakMemory)
+      EXPECT_LE(peak, budget * (1 + 1e-9)) << "budget " << budget;
+    EXPECT_NE(chosen->report.notes.back().find("recompute auto: "),
+              std::string::npos);
+  }
+}
+
+TEST(Recompute, AutoRecomputesNothingWhereMemoryIsFree) {
+  // No budget: R only costs time, so auto keeps every stash.
+  BuildOptions options;
+  options.recompute = RecomputeMode::Auto;
+  llvm::Expected<BuiltSchedule> built =
+      buildSchedule("1f1b", uniform(4, 8), options);
+  ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
+  EXPECT_FALSE(built->table.hasRecompute());
+  EXPECT_NE(built->report.notes.back().find("recompute auto: no stage of 4"),
+            std::string::npos)
+      << built->report.notes.back();
+}
+
+TEST(Recompute, AutoRecomputesOnlyTheFirstRanksWhereThatFits) {
+  // 1F1B's fixed order under a budget of 2.5: rank r holds 4 - r stashes
+  // without recomputation, so ranks 0 and 1 (4 and 3 stashes) must
+  // recompute and ranks 2 and 3 need not; recomputing them too only costs.
+  Problem problem = uniform(4, 8);
+  problem.activationBudget = 2.5;
+  BuildOptions options;
+  options.recompute = RecomputeMode::Auto;
+  llvm::Expected<BuiltSchedule> built = buildSchedule("1f1b", problem, options);
+  ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
+  std::vector<bool> mask = built->table.recomputedMask();
+  for (int s = 0; s < 4; ++s)
+    for (int j = 0; j < 8; ++j)
+      EXPECT_EQ(mask[s * 8 + j], s < 2) << "stage " << s << ", mb " << j;
+  EXPECT_NE(built->report.notes.back().find("recompute auto: stages 0-1 of 4"),
+            std::string::npos)
+      << built->report.notes.back();
+  options.recompute = RecomputeMode::Full;
+  llvm::Expected<BuiltSchedule> full = buildSchedule("1f1b", problem, options);
+  ASSERT_TRUE(bool(full)) << llvm::toString(full.takeError());
+  EXPECT_LT(built->sim.makespan, full->sim.makespan);
+}
+
+TEST(Recompute, AutoSaysWhyNothingFits) {
+  Problem problem = uniform(4, 8);
+  problem.activationBudget = 0.5; // below one rebuilt stash, M_B = 1
+  BuildOptions options;
+  options.recompute = RecomputeMode::Auto;
+  llvm::Expected<BuiltSchedule> built =
+      buildSchedule("zb-auto", problem, options);
+  ASSERT_FALSE(bool(built));
+  std::string message = llvm::toString(built.takeError());
+  EXPECT_NE(message.find("schedule 'zb-auto': "), std::string::npos) << message;
+}
+
+TEST(Recompute, PyTorchCSVCannotExpressIt) {
+  std::string written;
+  llvm::raw_string_ostream os(written);
+  std::string message = errorOf(writeCSV(recomputed1F1B(), os));
+  EXPECT_NE(message.find("cannot express recomputation: rank 0, action 2 "
+                         "R(0,0)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(written, ""); // nothing half-written
+}
+
+} // namespace
