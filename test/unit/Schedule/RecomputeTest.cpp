@@ -332,27 +332,60 @@ TEST(Recompute, AutoRecomputesNothingWhereMemoryIsFree) {
       << built->report.notes.back();
 }
 
-TEST(Recompute, AutoRecomputesOnlyTheFirstRanksWhereThatFits) {
-  // 1F1B's fixed order under a budget of 2.5: rank r holds 4 - r stashes
-  // without recomputation, so ranks 0 and 1 (4 and 3 stashes) must
-  // recompute and ranks 2 and 3 need not; recomputing them too only costs.
+TEST(Recompute, FitByRecomputingDropsTheStashNeededLast) {
+  // 1F1B at p = 4, m = 8 under a budget of 2.5 (M_B = 1, M_keep = 0.25).
+  // Rank 0 runs F0 F1 F2 F3 BW0 F4 BW1 F5 BW2 F6 BW3 F7 BW4..BW7: F2 would
+  // hold 3, so mb 2 (needed last of 0-2) keeps 0.25: 2.25; F3 the same for
+  // mb 3: 2.5. R2 before BW2 raises 1.75 + 0.75 = 3.25 with 4 and 5 in
+  // flight: mb 5 goes; R3 likewise drops mb 6. Rank 1 (three in flight):
+  // mb 2 at F2, then at R2 mb 4 and at R4 mb 6. Ranks 2 and 3 fit.
   Problem problem = uniform(4, 8);
   problem.activationBudget = 2.5;
+  llvm::Expected<BuiltSchedule> plain = buildSchedule("1f1b", uniform(4, 8));
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  llvm::Expected<std::vector<bool>> chosen =
+      fitByRecomputing(problem, plain->table);
+  ASSERT_TRUE(bool(chosen)) << llvm::toString(chosen.takeError());
+  std::vector<bool> expected(32, false);
+  for (int j : {2, 3, 5, 6})
+    expected[0 * 8 + j] = true;
+  for (int j : {2, 4, 6})
+    expected[1 * 8 + j] = true;
+  EXPECT_EQ(*chosen, expected);
+
+  // Placed before the backwards, the table fits exactly.
+  ScheduleTable table = plain->table;
+  recomputeBeforeEachBackward(
+      table, [&](int s, int j) { return bool(expected[s * 8 + j]); });
+  llvm::Expected<SimResult> sim = simulate(problem, table);
+  ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
+  EXPECT_DOUBLE_EQ(sim->peakMemory[0], 2.5);
+
+  // auto finds it, and it beats recomputing whole stages (ranks 0 and 1:
+  // 38) and every stage (41).
   BuildOptions options;
   options.recompute = RecomputeMode::Auto;
   llvm::Expected<BuiltSchedule> built = buildSchedule("1f1b", problem, options);
   ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
-  std::vector<bool> mask = built->table.recomputedMask();
-  for (int s = 0; s < 4; ++s)
-    for (int j = 0; j < 8; ++j)
-      EXPECT_EQ(mask[s * 8 + j], s < 2) << "stage " << s << ", mb " << j;
-  EXPECT_NE(built->report.notes.back().find("recompute auto: stages 0-1 of 4"),
+  EXPECT_EQ(built->table.recomputedMask(), expected);
+  EXPECT_DOUBLE_EQ(built->sim.makespan, 35);
+  EXPECT_NE(built->report.notes.back().find(
+                "recompute auto: the order for 2.5 with 7 of 32 microbatches "
+                "recomputed (makespan by choice: no stage of 4 does not fit"),
             std::string::npos)
       << built->report.notes.back();
-  options.recompute = RecomputeMode::Full;
-  llvm::Expected<BuiltSchedule> full = buildSchedule("1f1b", problem, options);
-  ASSERT_TRUE(bool(full)) << llvm::toString(full.takeError());
-  EXPECT_LT(built->sim.makespan, full->sim.makespan);
+
+  // Below one rebuilt stash beside the kept inputs nothing fits: named.
+  problem.activationBudget = 1.1;
+  llvm::Expected<std::vector<bool>> none =
+      fitByRecomputing(problem, plain->table);
+  ASSERT_FALSE(bool(none));
+  std::string message = llvm::toString(none.takeError());
+  EXPECT_NE(message.find("rank 0: "), std::string::npos) << message;
+  EXPECT_NE(message.find("even with every other microbatch in flight "
+                         "recomputed"),
+            std::string::npos)
+      << message;
 }
 
 TEST(Recompute, AutoSaysWhyNothingFits) {

@@ -49,12 +49,24 @@ llvm::Expected<Problem> plannedForRecompute(const Problem &problem,
                                             const RecomputedStages &recomputed,
                                             bool reserveForFusedBackward);
 
-/// Puts an R(s, j) right before every backward (B or BW) of a `recomputed`
-/// stage of `table` that has none, keeping PyTorch's F-with-backward
-/// overlaps adjacent (the R goes before the pair) and moving the overlap
-/// and pass-through indices with the actions.
-void recomputeBeforeEachBackward(ScheduleTable &table,
-                                 const RecomputedStages &recomputed);
+/// Puts an R(s, j) right before every backward (B or BW) of `table` for
+/// which `recompute(stage, microbatch)` holds and that has none, keeping
+/// PyTorch's F-with-backward overlaps adjacent (the R goes before the pair)
+/// and moving the overlap and pass-through indices with the actions.
+void recomputeBeforeEachBackward(
+    ScheduleTable &table,
+    llvm::function_ref<bool(int stage, int microbatch)> recompute);
+
+/// Which (stage, microbatch) pairs of `table` (a table without R) to
+/// recompute, with R right before the backward, so that every rank stays
+/// within `problem`'s budget; indexed stage * microbatches + microbatch.
+/// Walking each rank's order, whenever live memory would pass the budget
+/// it recomputes the microbatch in flight whose backward comes last
+/// (Belady's rule: the stash that would sit longest), until it fits. An
+/// error names the rank, the action and the microbatch where even that is
+/// not enough. Without a budget nothing is recomputed.
+llvm::Expected<std::vector<bool>> fitByRecomputing(const Problem &problem,
+                                                   const ScheduleTable &table);
 
 /// Builds a table for a problem (a registered builder).
 using PlannedBuild =
@@ -76,8 +88,11 @@ struct RecomputedTable {
 /// building for no stage, the stages of ranks 0..k-1 for growing k (the
 /// first ranks keep the most in flight) and every stage, simulating each
 /// against `problem`, and keeping the shortest makespan within the budget
-/// (on a tie, the fewer recomputed stages). When no set fits, the error is
-/// full recomputation's.
+/// (on a tie, the fewer R actions). When no set fits, the error is
+/// full recomputation's. With a budget, auto also builds the schedule
+/// without the lever for 1.5, 2 and 3 times the budget (and the budget
+/// itself, which a fixed order ignores) and fits each order to the budget
+/// microbatch by microbatch (fitByRecomputing).
 llvm::Expected<RecomputedTable> buildWithRecompute(const Problem &problem,
                                                    RecomputeMode mode,
                                                    PlannedBuild build);

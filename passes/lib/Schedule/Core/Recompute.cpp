@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <queue>
 #include <set>
 
 using namespace zbc::sched;
@@ -92,7 +93,8 @@ llvm::Expected<RecomputedTable> buildFor(const Problem &problem,
     llvm::Expected<ScheduleTable> table = build(*planned);
     if (!table)
       return table.takeError();
-    recomputeBeforeEachBackward(*table, recomputed);
+    recomputeBeforeEachBackward(
+        *table, [&](int stage, int) { return bool(recomputed[stage]); });
     return RecomputedTable{std::move(*table), recomputed, planned->budget(),
                            ""};
   };
@@ -162,19 +164,68 @@ zbc::sched::buildWithRecompute(const Problem &problem, RecomputeMode mode,
     return full;
   }
 
-  // auto: no stage, the first k ranks' stages, every stage; the shortest
+  // auto: no stage, the first k ranks' stages, every stage, and orders
+  // built for more memory fitted microbatch by microbatch; the shortest
   // that simulates within the budget.
-  std::optional<RecomputedTable> best;
+  struct Plan {
+    RecomputedStages stages;
+    double relaxedBudget = 0; // > 0: microbatch-wise on this budget's order
+  };
+  // The last order built for a relaxed budget, so that a fixed order (which
+  // ignores the budget) is fitted once.
+  std::vector<std::vector<Action>> lastRelaxedOrder;
+  bool repeated = false;
+  auto realise = [&](const Plan &plan) -> llvm::Expected<RecomputedTable> {
+    if (plan.relaxedBudget <= 0)
+      return buildFor(problem, plan.stages, build);
+    Problem relaxed = problem;
+    relaxed.activationBudget = plan.relaxedBudget;
+    llvm::Expected<ScheduleTable> table = build(relaxed);
+    if (!table)
+      return table.takeError();
+    repeated = table->ranks == lastRelaxedOrder;
+    lastRelaxedOrder = table->ranks;
+    llvm::Expected<std::vector<bool>> chosen =
+        fitByRecomputing(problem, *table);
+    if (!chosen)
+      return chosen.takeError();
+    int m = problem.microbatches;
+    recomputeBeforeEachBackward(*table, [&](int stage, int microbatch) {
+      return bool((*chosen)[size_t(stage) * m + microbatch]);
+    });
+    return RecomputedTable{std::move(*table), RecomputedStages(numStages, false),
+                           plan.relaxedBudget, ""};
+  };
+  auto countR = [](const ScheduleTable &table) {
+    size_t n = 0;
+    for (const std::vector<Action> &rank : table.ranks)
+      n += std::count_if(rank.begin(), rank.end(),
+                         [](const Action &a) { return a.kind == Kind::R; });
+    return n;
+  };
+  auto describePlan = [&](const Plan &plan, const ScheduleTable *table) {
+    if (plan.relaxedBudget <= 0)
+      return describe(plan.stages);
+    std::string what = "the order for " + formatNumber(plan.relaxedBudget);
+    if (table)
+      what += " with " + std::to_string(countR(*table)) + " of " +
+              std::to_string(numStages * problem.microbatches) +
+              " microbatches recomputed";
+    return what;
+  };
+  std::optional<Plan> best;
   double bestMakespan = 0;
+  size_t bestR = 0;
   std::string tried;
   auto consider = [&](llvm::Expected<RecomputedTable> candidate,
-                      const RecomputedStages &recomputed) {
-    tried += std::string(tried.empty() ? "" : ", ") + describe(recomputed);
+                      const Plan &plan) {
+    tried += std::string(tried.empty() ? "" : ", ");
     if (!candidate) {
       llvm::consumeError(candidate.takeError());
-      tried += " does not fit";
+      tried += describePlan(plan, nullptr) + " does not fit";
       return;
     }
+    tried += describePlan(plan, &candidate->table);
     llvm::Expected<SimResult> sim = simulate(problem, candidate->table);
     if (!sim) {
       llvm::consumeError(sim.takeError());
@@ -182,43 +233,49 @@ zbc::sched::buildWithRecompute(const Problem &problem, RecomputeMode mode,
       return;
     }
     tried += " " + formatNumber(sim->makespan);
-    auto count = [](const RecomputedStages &r) {
-      return std::count(r.begin(), r.end(), true);
-    };
+    size_t r = countR(candidate->table);
     double tie = 1e-9 * std::max(1.0, bestMakespan);
     if (!best || sim->makespan < bestMakespan - tie ||
-        (sim->makespan <= bestMakespan + tie &&
-         count(recomputed) < count(best->recomputed))) {
-      best = std::move(*candidate);
+        (sim->makespan <= bestMakespan + tie && r < bestR)) {
+      best = plan;
       bestMakespan = sim->makespan;
+      bestR = r;
     }
   };
   // The ranks of the stages, from whichever set built.
   std::vector<int> rankOfStage;
   if (full)
     rankOfStage = full->table.rankOfStage;
-  llvm::Expected<RecomputedTable> none =
-      buildFor(problem, RecomputedStages(numStages, false), build);
-  if (rankOfStage.empty() && none)
-    rankOfStage = none->table.rankOfStage;
+  Plan none{RecomputedStages(numStages, false)};
+  llvm::Expected<RecomputedTable> noneTable = realise(none);
+  if (rankOfStage.empty() && noneTable)
+    rankOfStage = noneTable->table.rankOfStage;
   if (rankOfStage.empty())
     return full.takeError(); // neither builds: say why with the lever on
   llvm::Error fullError = full ? llvm::Error::success() : full.takeError();
-  consider(std::move(none), RecomputedStages(numStages, false));
+  consider(std::move(noneTable), none);
   // Every prefix of ranks up to 16 of them; beyond, 16 evenly spaced ones.
   int p = problem.ranks;
   int step = std::max(1, p / 16);
   for (int k = step; k < p; k += step) {
-    RecomputedStages first(numStages, false);
+    Plan first{RecomputedStages(numStages, false)};
     for (size_t s = 0; s < numStages; ++s)
-      first[s] = rankOfStage[s] < k;
-    consider(buildFor(problem, first, build), first);
+      first.stages[s] = rankOfStage[s] < k;
+    consider(realise(first), first);
   }
-  if (fullError) {
+  if (fullError)
     tried += ", " + describe(every) + " does not fit";
-  } else {
-    consider(std::move(full), every);
-  }
+  else
+    consider(std::move(full), Plan{every});
+  if (problem.budget() > 0)
+    for (double factor : {1.0, 1.5, 2.0, 3.0}) {
+      Plan relaxed{RecomputedStages(numStages, false),
+                   factor * problem.budget()};
+      llvm::Expected<RecomputedTable> fitted = realise(relaxed);
+      if (repeated && fitted) // the same order as the last factor's
+        continue;
+      consider(std::move(fitted), relaxed);
+    }
   if (!best) {
     if (fullError)
       return std::move(fullError);
@@ -228,19 +285,98 @@ zbc::sched::buildWithRecompute(const Problem &problem, RecomputeMode mode,
   llvm::consumeError(std::move(fullError));
   // The builder's notes must be the kept table's: build it again (builders
   // are deterministic).
-  RecomputedStages chosen = best->recomputed;
-  llvm::Expected<RecomputedTable> kept = buildFor(problem, chosen, build);
+  llvm::Expected<RecomputedTable> kept = realise(*best);
   if (!kept)
     return kept.takeError();
-  kept->note = "recompute auto: " + describe(chosen) + " (makespan by set: " +
-               tried + ")" +
-               (llvm::is_contained(chosen, true) ? "; " + plannedNote(*kept)
-                                                 : std::string());
+  std::string planned =
+      !kept->table.hasRecompute() ? ""
+      : best->relaxedBudget > 0
+          ? "; the builder's notes are of the order as built for the budget " +
+                formatNumber(best->relaxedBudget) + ", before the R actions"
+          : "; " + plannedNote(*kept);
+  kept->note = "recompute auto: " + describePlan(*best, &kept->table) +
+               " (makespan by choice: " + tried + ")" + planned;
   return kept;
 }
 
+llvm::Expected<std::vector<bool>>
+zbc::sched::fitByRecomputing(const Problem &problem,
+                             const ScheduleTable &table) {
+  int m = table.microbatches;
+  auto key = [&](const Action &a) { return size_t(a.stage) * m + a.microbatch; };
+  std::vector<bool> chosen(size_t(table.numStages()) * m, false);
+  if (problem.budget() <= 0)
+    return chosen;
+  // The same tolerance as the simulator's check.
+  double limit = problem.budget() * (1 + 1e-9);
+  // Per (stage, microbatch) of the rank at hand: where its stash is next
+  // needed (its R goes there: the backward, or the overlapped pair holding
+  // it), and whether that point has passed.
+  std::vector<int> neededAt(chosen.size(), -1);
+  std::vector<bool> due(chosen.size(), false);
+  for (auto [r, actions] : llvm::enumerate(table.ranks)) {
+    int rank = static_cast<int>(r);
+    int n = static_cast<int>(actions.size());
+    auto isBackward = [](const Action &a) {
+      return a.kind == Kind::B || a.kind == Kind::BW;
+    };
+    for (int i = 0; i < n; ++i)
+      if (isBackward(actions[i]))
+        neededAt[key(actions[i])] =
+            i > 0 && table.overlaps.count({rank, i - 1}) ? i - 1 : i;
+    // In flight and still keeping its stash, the latest-needed first.
+    std::priority_queue<std::pair<int, size_t>> keeping;
+    double live = 0;
+    auto fit = [&](int at) -> llvm::Error {
+      while (live > limit) {
+        while (!keeping.empty() && (due[keeping.top().second] ||
+                                    chosen[keeping.top().second]))
+          keeping.pop();
+        if (keeping.empty()) {
+          const Action &a = actions[at];
+          return fail("rank " + llvm::Twine(rank) + ": " + table.name(a) +
+                      " (action " + llvm::Twine(at) + ", microbatch " +
+                      llvm::Twine(a.microbatch) + ") needs live memory " +
+                      formatNumber(live) + ", over the activation budget " +
+                      formatNumber(problem.budget()) +
+                      " even with every other microbatch in flight "
+                      "recomputed");
+        }
+        size_t victim = keeping.top().second;
+        keeping.pop();
+        chosen[victim] = true;
+        const StageCost &cost = problem.stages[victim / m];
+        live -= cost.memB - cost.memKeep; // its F keeps only M_keep
+      }
+      return llvm::Error::success();
+    };
+    for (int i = 0; i < n; ++i) {
+      // The stashes needed from here on: rebuilt when recomputed.
+      for (int k = i; k <= std::min(i + 1, n - 1); ++k) {
+        const Action &b = actions[k];
+        if (!isBackward(b) || neededAt[key(b)] != i || due[key(b)])
+          continue;
+        due[key(b)] = true;
+        if (chosen[key(b)]) {
+          live += problem.stages[b.stage].memoryDelta(Kind::R, true);
+          if (llvm::Error error = fit(i))
+            return std::move(error);
+        }
+      }
+      const Action &a = actions[i];
+      live += problem.stages[a.stage].memoryDelta(a.kind, chosen[key(a)]);
+      if (a.kind == Kind::F)
+        keeping.push({neededAt[key(a)], key(a)});
+      if (llvm::Error error = fit(i))
+        return std::move(error);
+    }
+  }
+  return chosen;
+}
+
 void zbc::sched::recomputeBeforeEachBackward(
-    ScheduleTable &table, const RecomputedStages &recomputed) {
+    ScheduleTable &table,
+    llvm::function_ref<bool(int stage, int microbatch)> recompute) {
   std::vector<bool> done = table.recomputedMask();
   auto isDone = [&](const Action &a) {
     return !done.empty() &&
@@ -248,7 +384,7 @@ void zbc::sched::recomputeBeforeEachBackward(
   };
   auto isBackward = [&](const Action &a) {
     return (a.kind == Kind::B || a.kind == Kind::BW) &&
-           recomputed[size_t(a.stage)];
+           recompute(a.stage, a.microbatch);
   };
   std::set<std::pair<int, int>> overlaps;
   for (auto [r, actions] : llvm::enumerate(table.ranks)) {
