@@ -388,6 +388,42 @@ TEST(Recompute, FitByRecomputingDropsTheStashNeededLast) {
       << message;
 }
 
+TEST(Recompute, AutoFitsEveryScheduleWhereFullRecomputationDoes) {
+  // Every registered schedule under the peak it reaches with every stage
+  // recomputed (planned without a budget): auto finds a table within it,
+  // dualpipe-v's overlapped pairs included, at most as long as full
+  // recomputation's (buildSchedule verifies and simulates what it returns).
+  // A lower budget need not fit: what waits for its W (ZB-H1's last rank
+  // defers p - 1 of them) cannot be recomputed.
+  for (const ScheduleInfo &info : registeredSchedules()) {
+    int v = info.placement == Placement::Linear ? 1 : 2;
+    for (int p : {2, 4}) {
+      Problem problem = uniform(p, 8, v);
+      for (StageCost &cost : problem.stages)
+        cost.memW = 0.5; // the paper's M_W = M_B / 2
+      problem.activationBudget = 0; // none: full recomputation's own order
+      BuildOptions options;
+      options.recompute = RecomputeMode::Full;
+      llvm::Expected<BuiltSchedule> full =
+          buildSchedule(info.name, problem, options);
+      ASSERT_TRUE(bool(full)) << llvm::toString(full.takeError());
+      double peak = *std::max_element(full->sim.peakMemory.begin(),
+                                      full->sim.peakMemory.end());
+      problem.activationBudget = peak;
+      options.recompute = RecomputeMode::Auto;
+      llvm::Expected<BuiltSchedule> built =
+          buildSchedule(info.name, problem, options);
+      ASSERT_TRUE(bool(built)) << info.name << " p=" << p << ": "
+                               << llvm::toString(built.takeError());
+      for (double rankPeak : built->sim.peakMemory)
+        EXPECT_LE(rankPeak, peak * (1 + 1e-9)) << info.name << " p=" << p;
+      if (info.defaultActivationBudget == nullptr) // a fixed order
+        EXPECT_LE(built->sim.makespan, full->sim.makespan * (1 + 1e-9))
+            << info.name << " p=" << p;
+    }
+  }
+}
+
 TEST(Recompute, AutoSaysWhyNothingFits) {
   Problem problem = uniform(4, 8);
   problem.activationBudget = 0.5; // below one rebuilt stash, M_B = 1

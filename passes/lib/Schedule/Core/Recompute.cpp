@@ -1,7 +1,7 @@
 //===- Recompute.cpp - activation recomputation as a schedule lever -------===//
 //
-// The modes, the planned problem, the placement of R and the choice of
-// stages under auto (Recompute.h).
+// The modes, the planned problem, the placement of R, the microbatch-wise
+// fit of an order to a budget and the choices of auto (Recompute.h).
 //
 //===----------------------------------------------------------------------===//
 
