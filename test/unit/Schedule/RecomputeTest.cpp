@@ -232,9 +232,10 @@ TEST(Recompute, EveryScheduleRecomputesWithinItsBudget) {
                         actions[next].kind == Kind::BW)
                 << info.name;
           }
-      if (built->problem.budget() > 0)
+      if (built->problem.budget() > 0) {
         for (double peak : built->sim.peakMemory)
           EXPECT_LE(peak, built->problem.budget() * (1 + 1e-9)) << info.name;
+      }
 
       // A fixed order (no budget to plan for) never holds more than it does
       // without the lever; a planner may spend what it saves on more
@@ -277,8 +278,8 @@ TEST(Recompute, ZBAutoUsesTheLeverWhereMemoryIsTight) {
   ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
   for (double peak : built->sim.peakMemory)
     EXPECT_LE(peak, 1.5);
-  if (plain)
-    EXPECT_LT(built->sim.makespan, plain->sim.makespan);
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_LT(built->sim.makespan, plain->sim.makespan);
 }
 
 TEST(Recompute, AutoIsNeverWorseThanNoneOrFull) {
@@ -417,9 +418,10 @@ TEST(Recompute, AutoFitsEveryScheduleWhereFullRecomputationDoes) {
                                << llvm::toString(built.takeError());
       for (double rankPeak : built->sim.peakMemory)
         EXPECT_LE(rankPeak, peak * (1 + 1e-9)) << info.name << " p=" << p;
-      if (info.defaultActivationBudget == nullptr) // a fixed order
+      if (info.defaultActivationBudget == nullptr) { // a fixed order
         EXPECT_LE(built->sim.makespan, full->sim.makespan * (1 + 1e-9))
             << info.name << " p=" << p;
+      }
     }
   }
 }

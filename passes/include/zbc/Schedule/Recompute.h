@@ -3,7 +3,8 @@
 // How a schedule recomputes (Note [Recomputation as an action], Problem.h):
 // the modes `--recompute` takes, the problem a builder plans with when some
 // stages are recomputed, the pass over a built table that places the R
-// actions, and the choice of stages under `auto`. buildSchedule applies them
+// actions, the microbatch-wise fit of an order to a budget, and the
+// choices of `auto`. buildSchedule applies them
 // (BuildOptions::recompute), so every registered schedule can recompute and
 // none needs to know how.
 //
@@ -24,9 +25,9 @@ namespace zbc::sched {
 /// none: every F keeps its stash (M_B) until its backward. full: every
 /// (stage, microbatch) is recomputed: F keeps M_keep and an R right before
 /// the backward restores M_B (PyTorch's checkpointing of whole stages,
-/// Megatron's full recomputation). auto: the stages to recompute are
-/// chosen by building the schedule for several sets and keeping the
-/// shortest within the budget (chooseRecomputation).
+/// Megatron's full recomputation). auto: what to recompute is chosen by
+/// building the schedule several ways and keeping the shortest within the
+/// budget (buildWithRecompute).
 enum class RecomputeMode { None, Full, Auto };
 const char *recomputeModeName(RecomputeMode mode);
 /// Reads "none", "full" or "auto"; anything else is an error listing them.
@@ -75,7 +76,6 @@ using PlannedBuild =
 /// A table built with recomputation, and what was chosen.
 struct RecomputedTable {
   ScheduleTable table;
-  RecomputedStages recomputed;
   /// The budget the order was planned for (0: none).
   double plannedBudget = 0;
   /// One line for the build's notes (empty for none).

@@ -78,6 +78,12 @@ struct ScheduleTable {
   std::vector<bool> recomputedMask() const;
   /// Whether any action is an R.
   bool hasRecompute() const;
+  /// Whether `a`'s (stage, microbatch) is set in `mask`, this table's
+  /// recomputedMask().
+  bool isRecomputed(const std::vector<bool> &mask, const Action &a) const {
+    return !mask.empty() &&
+           mask[size_t(a.stage) * size_t(microbatches) + size_t(a.microbatch)];
+  }
 
   /// Checks the per-rank invariants above; the error names the rank, the
   /// action and the microbatch.

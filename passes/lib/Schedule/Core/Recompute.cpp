@@ -73,6 +73,10 @@ zbc::sched::plannedForRecompute(const Problem &problem,
 
 namespace {
 
+bool isBackward(const Action &a) {
+  return a.kind == Kind::B || a.kind == Kind::BW;
+}
+
 bool fusesABackward(const ScheduleTable &table) {
   return llvm::any_of(table.ranks, [](const std::vector<Action> &rank) {
     return llvm::any_of(rank,
@@ -95,8 +99,7 @@ llvm::Expected<RecomputedTable> buildFor(const Problem &problem,
       return table.takeError();
     recomputeBeforeEachBackward(
         *table, [&](int stage, int) { return bool(recomputed[stage]); });
-    return RecomputedTable{std::move(*table), recomputed, planned->budget(),
-                           ""};
+    return RecomputedTable{std::move(*table), planned->budget(), ""};
   };
   llvm::Expected<RecomputedTable> built = attempt(false);
   if (!built || problem.budget() <= 0 || !llvm::is_contained(recomputed, true) ||
@@ -151,8 +154,7 @@ zbc::sched::buildWithRecompute(const Problem &problem, RecomputeMode mode,
     llvm::Expected<ScheduleTable> table = build(problem);
     if (!table)
       return table.takeError();
-    return RecomputedTable{std::move(*table), RecomputedStages(numStages, false),
-                           problem.budget(), ""};
+    return RecomputedTable{std::move(*table), problem.budget(), ""};
   }
   RecomputedStages every(numStages, true);
   llvm::Expected<RecomputedTable> full = buildFor(problem, every, build);
@@ -193,8 +195,7 @@ zbc::sched::buildWithRecompute(const Problem &problem, RecomputeMode mode,
     recomputeBeforeEachBackward(*table, [&](int stage, int microbatch) {
       return bool((*chosen)[size_t(stage) * m + microbatch]);
     });
-    return RecomputedTable{std::move(*table), RecomputedStages(numStages, false),
-                           plan.relaxedBudget, ""};
+    return RecomputedTable{std::move(*table), plan.relaxedBudget, ""};
   };
   auto countR = [](const ScheduleTable &table) {
     size_t n = 0;
@@ -317,9 +318,6 @@ zbc::sched::fitByRecomputing(const Problem &problem,
   for (auto [r, actions] : llvm::enumerate(table.ranks)) {
     int rank = static_cast<int>(r);
     int n = static_cast<int>(actions.size());
-    auto isBackward = [](const Action &a) {
-      return a.kind == Kind::B || a.kind == Kind::BW;
-    };
     for (int i = 0; i < n; ++i)
       if (isBackward(actions[i]))
         neededAt[key(actions[i])] =
@@ -378,13 +376,9 @@ void zbc::sched::recomputeBeforeEachBackward(
     ScheduleTable &table,
     llvm::function_ref<bool(int stage, int microbatch)> recompute) {
   std::vector<bool> done = table.recomputedMask();
-  auto isDone = [&](const Action &a) {
-    return !done.empty() &&
-           done[size_t(a.stage) * table.microbatches + a.microbatch];
-  };
-  auto isBackward = [&](const Action &a) {
-    return (a.kind == Kind::B || a.kind == Kind::BW) &&
-           recompute(a.stage, a.microbatch);
+  auto needsR = [&](const Action &a) {
+    return isBackward(a) && recompute(a.stage, a.microbatch) &&
+           !table.isRecomputed(done, a);
   };
   std::set<std::pair<int, int>> overlaps;
   for (auto [r, actions] : llvm::enumerate(table.ranks)) {
@@ -402,7 +396,7 @@ void zbc::sched::recomputeBeforeEachBackward(
       // backward; else right before the backward itself.
       const Action *pairBackward = pairStarts ? &actions[i + 1] : nullptr;
       for (const Action *b : {pairBackward, &a}) {
-        if (!b || !isBackward(*b) || isDone(*b))
+        if (!b || !needsR(*b))
           continue;
         bool inPair = b == &a && i > 0 &&
                       table.overlaps.count({rank, static_cast<int>(i) - 1});

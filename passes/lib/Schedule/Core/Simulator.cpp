@@ -46,8 +46,8 @@ struct Simulation {
   const ScheduleTable &table;
   int numStages, microbatches, numRanks;
   /// Which (stage, microbatch) pairs are recomputed (their backward waits
-  /// for R's stash): empty when none is.
-  std::vector<bool> recomputed;
+  /// for R's stash): the table's recomputedMask, empty when none is.
+  const std::vector<bool> &recomputed;
 
   /// End time of each product, indexed by key(); negative: not done yet
   /// (times are never negative: the clock starts at 0 and costs are >= 0).
@@ -60,10 +60,11 @@ struct Simulation {
   std::vector<double> freeAt; // per rank: end of its last action
   std::vector<int> work;      // ranks that may be able to run
 
-  Simulation(const Problem &problem, const ScheduleTable &table)
+  Simulation(const Problem &problem, const ScheduleTable &table,
+             const std::vector<bool> &recomputed)
       : problem(problem), table(table), numStages(table.numStages()),
         microbatches(table.microbatches), numRanks(table.numRanks()),
-        recomputed(table.recomputedMask()),
+        recomputed(recomputed),
         doneAt(kNumProducts * static_cast<size_t>(numStages) * microbatches,
                -1.0),
         firstParked(doneAt.size(), -1), nextParked(numRanks, -1),
@@ -78,13 +79,8 @@ struct Simulation {
     int n = 0;
     forEachDependence(
         a, numStages, [&](const ProductRef &d) { keys[n++] = key(d); },
-        isRecomputed(a));
+        table.isRecomputed(recomputed, a));
     return n;
-  }
-
-  bool isRecomputed(const Action &a) const {
-    return !recomputed.empty() &&
-           recomputed[size_t(a.stage) * microbatches + a.microbatch];
   }
 
   /// The product `a` finishes, or -1 (W).
@@ -202,20 +198,19 @@ static llvm::Error checkShape(const Problem &problem,
 /// Walks each rank's order, tracking live activation memory; the first
 /// action on the lowest rank that takes it over the limit is the error.
 static llvm::Error trackMemory(const Problem &problem,
-                               const ScheduleTable &table, SimResult &result) {
+                               const ScheduleTable &table,
+                               const std::vector<bool> &recomputed,
+                               SimResult &result) {
   // Sums of deltas that cancel exactly on paper (F then B then W) leave
   // round-off in binary; a limit met on paper must not fail by 1 ulp.
   double limit = problem.budget() * (1 + 1e-9);
   result.peakMemory.assign(table.numRanks(), 0.0);
-  std::vector<bool> recomputed = table.recomputedMask();
   for (int r = 0; r < table.numRanks(); ++r) {
     double live = 0, peak = 0;
     for (auto [i, a] : llvm::enumerate(table.ranks[r])) {
       const StageCost &cost = problem.stages[a.stage];
-      double delta = cost.memoryDelta(
-          a.kind, !recomputed.empty() &&
-                      recomputed[size_t(a.stage) * table.microbatches +
-                                 a.microbatch]);
+      double delta =
+          cost.memoryDelta(a.kind, table.isRecomputed(recomputed, a));
       live += delta;
       peak = std::max(peak, live);
       if (problem.budget() > 0 && live > limit)
@@ -244,10 +239,11 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
     return std::move(error);
 
   SimResult result;
-  if (llvm::Error error = trackMemory(problem, table, result))
+  std::vector<bool> recomputed = table.recomputedMask();
+  if (llvm::Error error = trackMemory(problem, table, recomputed, result))
     return std::move(error);
 
-  Simulation sim(problem, table);
+  Simulation sim(problem, table, recomputed);
   size_t total = 0;
   result.timeline.resize(sim.numRanks);
   for (int r = 0; r < sim.numRanks; ++r) {
