@@ -102,6 +102,8 @@ OpKind computeWhat(ComputeKind kind) {
     return OpKind::W;
   case ComputeKind::BW:
     return OpKind::BW;
+  case ComputeKind::R:
+    return OpKind::R;
   }
   return OpKind::F;
 }
@@ -126,7 +128,10 @@ private:
   }
   LogicalResult readPlan(RankOp rankOp);
   LogicalResult readParamsAndData();
-  LogicalResult layOut(int stage, PhaseOp phase);
+  /// Lays out `phase` of `stage` as a compute of `kind` runs it, writing the
+  /// yields `kept` says into their buffers.
+  LogicalResult layOut(int stage, PhaseOp phase, ComputeKind kind,
+                       YieldsKept kept);
   /// The buffer a phase of `stage` yields `key` into (Note [Frames]).
   Slot yieldTarget(int stage, const PhaseKey &key) const;
   FailureOr<int> frameOf(const PhaseLayout &layout, int microbatch,
@@ -138,6 +143,8 @@ private:
   const ProgramModel &model;
   const RankMemory &memory;
   int rank;
+  /// The (stage, microbatch) pairs this rank recomputes.
+  std::set<std::pair<int, int>> recomputed;
   SmallVector<StageOp> stages;
   RankTables t;
   KeyedId keyed;                                    // non-scratch buffers
@@ -303,12 +310,16 @@ Slot RankBuilder::yieldTarget(int stage, const PhaseKey &key) const {
   return slot;
 }
 
-LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
+LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
+                                  YieldsKept kept) {
   PhaseLayout layout;
   layout.phase = phase;
   layout.stage = stage;
+  layout.kind = kind;
+  layout.kept = kept;
   layout.function =
-      llvm::formatv("stage{0}_{1}", stage, stringifyComputeKind(phase.getKind()));
+      llvm::formatv("stage{0}_{1}{2}", stage, stringifyComputeKind(kind),
+                    kept == YieldsKept::AllButSaved ? "_for_recompute" : "");
   auto push = [&](Slot slot) {
     layout.slots.push_back(std::move(slot));
     return static_cast<int>(layout.slots.size()) - 1;
@@ -335,7 +346,9 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
   }
   YieldOp yield = phase.getYield();
   for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
-    if (!isYieldedIntoBuffer(key))
+    // A yield this compute drops (Note [Recomputation in the IR]) stays in
+    // its scratch, where its op writes it.
+    if (!writesIntoBuffer(kept, key))
       continue;
     if (isa<BlockArgument>(value) && !layout.slotOf.count(value))
       return yield.emitOpError("yields a parameter of its phase under '")
@@ -353,7 +366,7 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
     }
     layout.slotOf[value] = target;
   }
-  if (phase.getKind() == ComputeKind::F) {
+  if (kind == ComputeKind::F) { // an R reads the data F loaded
     for (const auto &[key, index] : dataIndex) {
       // Only this stage's data: a key some phase of the stage reads.
       bool read = false;
@@ -399,13 +412,15 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase) {
       static_cast<int>(layout.loads.size() + layout.copies.size());
   for (StringRef key : yield.getKeyList()) {
     std::optional<PhaseKey> parsed = PhaseKey::parse(key);
-    if (parsed && (parsed->kind == KeyKind::Grad || parsed->kind == KeyKind::Loss))
+    if (parsed && (parsed->kind == KeyKind::Grad ||
+                   (parsed->kind == KeyKind::Loss && layout.addsLoss())))
       ++layout.kernelCalls;
   }
   int index = 0;
   for (Operation &op : body)
     layout.opIndex[&op] = index++;
-  t.layouts[{stage, static_cast<int>(phase.getKind())}] = std::move(layout);
+  t.layouts[{stage, static_cast<int>(kind), static_cast<int>(kept)}] =
+      std::move(layout);
   return success();
 }
 
@@ -428,7 +443,7 @@ FailureOr<int> RankBuilder::frameOf(const PhaseLayout &layout, int microbatch,
                      ? static_cast<int>(cast<OpResult>(slot.value).getResultNumber())
                      : -1;
     std::string key =
-        scratchKey(layout.phase.getKind(), layout.opIndex.lookup(op), result);
+        scratchKey(layout.kind, layout.opIndex.lookup(op), result);
     auto placed = scratchAt.find({layout.stage, key, microbatch});
     if (placed == scratchAt.end())
       return at->emitOpError("needs '")
@@ -502,8 +517,11 @@ LogicalResult RankBuilder::readOrder() {
                 it != keyed.end())
               t.buffers[it->second].kind = BufferKind::Temp;
       }
+      YieldsKept kept =
+          yieldsKeptBy(kind, recomputed.count({sop.stage, sop.microbatch}) > 0);
       for (auto [n, k] : llvm::enumerate(kinds)) {
-        auto it = t.layouts.find({sop.stage, static_cast<int>(k)});
+        auto it = t.layouts.find(
+            {sop.stage, static_cast<int>(k), static_cast<int>(kept)});
         if (it == t.layouts.end())
           return irOp->emitOpError("runs ")
                  << stringifyComputeKind(k) << " of stage " << sop.stage
@@ -623,11 +641,27 @@ FailureOr<RankTables> RankBuilder::build(RankOp rankOp) {
                    << " only (floats f32 and bf16, integer indices)";
   if (failed(readPlan(rankOp)) || failed(readParamsAndData()))
     return failure();
-  for (auto [s, stage] : llvm::enumerate(stages))
-    if (onThisRank(static_cast<int>(s)))
-      for (PhaseOp phase : stage.getPhases())
-        if (failed(layOut(static_cast<int>(s), phase)))
-          return failure();
+  recomputed = recomputedOf(p().ranks[rank].ops);
+  for (auto [s, stage] : llvm::enumerate(stages)) {
+    if (!onThisRank(static_cast<int>(s)))
+      continue;
+    for (PhaseOp phase : stage.getPhases())
+      if (failed(layOut(static_cast<int>(s), phase, phase.getKind(),
+                        YieldsKept::All)))
+        return failure();
+    // The two ways a recomputed microbatch runs F (Note [Recomputation in
+    // the IR]), where one is.
+    bool recomputes = llvm::any_of(recomputed, [&](std::pair<int, int> sj) {
+      return sj.first == static_cast<int>(s);
+    });
+    PhaseOp forward = stage.getPhase(ComputeKind::F);
+    if (recomputes &&
+        (failed(layOut(static_cast<int>(s), forward, ComputeKind::F,
+                       YieldsKept::AllButSaved)) ||
+         failed(layOut(static_cast<int>(s), forward, ComputeKind::R,
+                       YieldsKept::OnlySaved))))
+      return failure();
+  }
   if (failed(readOrder()))
     return failure();
   return std::move(t);

@@ -27,6 +27,7 @@
 #define ZBC_CODEGEN_RANKTABLES_H
 
 #include "zbc/Analysis/MemoryPlan.h"
+#include "zbc/Analysis/ProgramMemory.h"
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/runtime/zbc_runtime.h"
@@ -36,6 +37,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace zbc::codegen {
@@ -69,11 +71,18 @@ struct Slot {
   mlir::Operation *op = nullptr; // Workspace: the op that needs it
 };
 
-/// One stage phase, as its C++ function sees it (Note [Frames]).
+/// One stage phase, as its C++ function sees it (Note [Frames]), for one way
+/// of running it: an F runs as itself, as an F whose microbatch is
+/// recomputed (its F.I in scratch), or as an R (Note [Recomputation in the
+/// IR] in zbc/Analysis/ProgramMemory.h).
 struct PhaseLayout {
   mutable zb::PhaseOp phase; // op handles are used as values
   int stage = 0;
-  std::string function; // "stage1_F"
+  zb::ComputeKind kind = zb::ComputeKind::F; // the compute it serves
+  YieldsKept kept = YieldsKept::All;
+  std::string function; // "stage1_F", "stage1_F_for_recompute", "stage1_R"
+  /// An R adds no loss: its F did.
+  bool addsLoss() const { return kind != zb::ComputeKind::R; }
   std::vector<Slot> slots;
   llvm::DenseMap<mlir::Value, int> slotOf;
   llvm::DenseMap<mlir::Operation *, int> workspaceSlotOf;
@@ -155,8 +164,8 @@ struct RankTables {
   int loss = -1;
   int64_t tokensPerMicrobatch = 0;
   int maxKernelCalls = 0;
-  /// The phase functions, by (stage, kind), in stage order.
-  std::map<std::pair<int, int>, PhaseLayout> layouts;
+  /// The phase functions, by (stage, kind, YieldsKept), in stage order.
+  std::map<std::tuple<int, int, int>, PhaseLayout> layouts;
   /// Parameters updated at the end of the step (no op yields their grad).
   std::vector<int> updatesAtEnd;
   /// Buffer id of "param.N" and "grad.N" keys.

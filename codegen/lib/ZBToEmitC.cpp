@@ -610,10 +610,13 @@ LogicalResult FileWriter::writeKernel(const PhaseLayout &layout, Operation *op) 
 LogicalResult FileWriter::writePhase(const PhaseLayout &layout) {
   PhaseOp phase = layout.phase;
   std::string comment = llvm::formatv(
-      "// {0} of stage {1}: {2} ops, {3} frame slots.", stringifyComputeKind(phase.getKind()),
+      "// {0} of stage {1}{4}: {2} ops, {3} frame slots.", stringifyComputeKind(layout.kind),
       layout.stage, std::distance(phase.getBodyBlock().without_terminator().begin(),
                                   phase.getBodyBlock().without_terminator().end()),
-      layout.slots.size());
+      layout.slots.size(),
+      layout.kept == YieldsKept::AllButSaved
+          ? ", keeping only its inputs (it is recomputed)"
+          : layout.kind == ComputeKind::R ? ", F again, writing only F.I" : "");
   beginFunction(layout.function, comment);
   for (auto [slot, data] : layout.loads)
     call("zbc_rt_load", {opaque(llvm::formatv("ZBC_RT_FRAME({0})", slot).str()),
@@ -629,7 +632,8 @@ LogicalResult FileWriter::writePhase(const PhaseLayout &layout) {
   YieldOp yield = phase.getYield();
   for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
     std::optional<PhaseKey> parsed = PhaseKey::parse(key);
-    if (!parsed || (parsed->kind != KeyKind::Grad && parsed->kind != KeyKind::Loss))
+    if (!parsed || (parsed->kind != KeyKind::Grad && parsed->kind != KeyKind::Loss) ||
+        (parsed->kind == KeyKind::Loss && !layout.addsLoss()))
       continue;
     FailureOr<Attribute> v = idOf(layout, value);
     if (failed(v))

@@ -111,6 +111,8 @@ bool zb::isYieldableBy(KeyKind kind, ComputeKind phase) {
     return kind == KeyKind::Grad;
   case ComputeKind::BW:
     return kind == KeyKind::DIn || kind == KeyKind::Grad;
+  case ComputeKind::R:
+    return false; // no phase is an R: R runs F's
   }
   llvm_unreachable("unknown compute kind");
 }

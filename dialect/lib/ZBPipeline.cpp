@@ -40,6 +40,9 @@ ParseResult PhaseOp::parse(OpAsmParser &parser, OperationState &result) {
   if (!kind)
     return parser.emitError(kindLoc, "unknown phase kind '")
            << kindName << "'; expected F, B, W or BW";
+  if (*kind == ComputeKind::R)
+    return parser.emitError(kindLoc, "a stage has no R phase: a zb.compute R "
+                                     "runs the stage's F again");
 
   SmallVector<OpAsmParser::Argument> args;
   SmallVector<Attribute> keys;

@@ -34,6 +34,7 @@ void zbc::buildScheduleToProgramPipeline(OpPassManager &pm,
   schedule.virtualStages = options.virtualStages;
   schedule.optimizer = options.optimizer;
   schedule.costFile = options.costFile;
+  schedule.recompute = options.recompute;
   schedule.memoryLimit = options.memoryLimit;
   schedule.activationBudget = options.activationBudget;
   pm.addPass(createZBSchedulePass(schedule));
@@ -59,6 +60,7 @@ zbc::LowerToProgramOptions zbc::LowerToProgramCLOptions::options() const {
   o.virtualStages = virtualStages;
   o.optimizer = optimizer;
   o.costFile = costFile;
+  o.recompute = recompute;
   o.memoryLimit = memoryLimit;
   o.activationBudget = activationBudget;
   return o;

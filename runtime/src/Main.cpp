@@ -85,7 +85,7 @@ void addComputeSeconds(void *context, int32_t op, double seconds) {
     return;
   }
   const zbc_rt_op &o = rank->program->ops[op];
-  rank->profile.computeSeconds[static_cast<size_t>(o.stage) * 4 + o.what] +=
+  rank->profile.computeSeconds[static_cast<size_t>(o.stage) * ZBC_RT_COMPUTE_KIND_COUNT + o.what] +=
       seconds;
 }
 
@@ -262,13 +262,13 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
     return fmt::format("cannot write '{}'", path);
   const Profile &profile = rank->profile;
   std::string computes;
-  const char *kinds[] = {"F", "B", "W", "BW"};
   for (size_t i = 0; i < profile.computeCount.size(); ++i)
     if (profile.computeCount[i])
       computes += fmt::format(
           "{}{{\"stage\": {}, \"kind\": \"{}\", \"count\": {}, "
           "\"seconds\": {}}}",
-          computes.empty() ? "" : ", ", i / 4, kinds[i % 4],
+          computes.empty() ? "" : ", ", i / ZBC_RT_COMPUTE_KIND_COUNT,
+          zbc_rt_op_spelling(static_cast<int32_t>(i % ZBC_RT_COMPUTE_KIND_COUNT)),
           profile.computeCount[i], jsonNumber(profile.computeSeconds[i]));
   std::string evals;
   for (auto [steps, loss] : log.evals)

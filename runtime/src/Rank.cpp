@@ -90,7 +90,7 @@ using namespace zbc::rt;
 extern "C" zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
                                         zbc_rt_phase_fn phase) {
   const zbc_rt_program &p = *rank->program;
-  if (op < 0 || op >= p.op_count || p.ops[op].what > ZBC_RT_OP_BW)
+  if (op < 0 || op >= p.op_count || !zbc_rt_op_is_compute(p.ops[op].what))
     return fail(rank, fmt::format("zbc_rt_compute of op {}, which is not a "
                                   "compute",
                                   op));
@@ -110,7 +110,8 @@ extern "C" zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
   zbc_rt_status status = phase(rank);
   rank->device->computeEnds(op);
   rank->timeline.end(op, Profile::now());
-  size_t slot = static_cast<size_t>(o.stage) * 4 + static_cast<size_t>(o.what);
+  size_t slot = static_cast<size_t>(o.stage) * ZBC_RT_COMPUTE_KIND_COUNT +
+                static_cast<size_t>(o.what);
   if (!rank->evaluating && slot < rank->profile.computeSeconds.size()) {
     if (!rank->device->timesComputes()) // else at the step's end (Main.cpp)
       rank->profile.computeSeconds[slot] += Profile::now() - begin;

@@ -63,7 +63,7 @@ std::string optionsHelp(const char *program);
 struct Profile {
   double kernelSeconds = 0, commSeconds = 0, stepSeconds = 0;
   double optimizerSeconds = 0; // a GPU's optimizer kernels (its events)
-  std::vector<double> computeSeconds; // [stage * 4 + what]
+  std::vector<double> computeSeconds; // [stage * ZBC_RT_COMPUTE_KIND_COUNT + what]
   std::vector<int64_t> computeCount;
   static double now(); // a monotonic clock, seconds
 };

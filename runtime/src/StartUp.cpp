@@ -241,8 +241,10 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   rank->ledger.init(p);
   // The barrier above ended on every rank at about this moment.
   rank->timeline.init(p, o.traceDir.empty() ? 0 : o.traceSteps, Profile::now());
-  rank->profile.computeSeconds.assign(static_cast<size_t>(p.stages) * 4, 0.0);
-  rank->profile.computeCount.assign(static_cast<size_t>(p.stages) * 4, 0);
+  rank->profile.computeSeconds.assign(
+      static_cast<size_t>(p.stages) * ZBC_RT_COMPUTE_KIND_COUNT, 0.0);
+  rank->profile.computeCount.assign(
+      static_cast<size_t>(p.stages) * ZBC_RT_COMPUTE_KIND_COUNT, 0);
   initOptimizer(rank);
   error = initParams(rank);
   if (error.empty() && !resume.dir.empty())

@@ -41,13 +41,12 @@ std::string Timeline::write(const std::string &dir) const {
   std::ofstream out(path);
   if (!out)
     return fmt::format("cannot write '{}'", path);
-  static const char *what[] = {"F", "B", "W", "BW", "send", "recv", "group"};
   out << fmt::format("{{\"rank\": {}, \"ops\": [", p.rank);
   for (int32_t i = 0; i < p.op_count; ++i) {
     const zbc_rt_op &o = p.ops[i];
     out << fmt::format("{}\n  {{\"name\": {}, \"what\": \"{}\", \"stage\": {}, "
                        "\"microbatch\": {}}}",
-                       i ? "," : "", jsonQuoted(o.name), what[o.what], o.stage,
+                       i ? "," : "", jsonQuoted(o.name), zbc_rt_op_spelling(o.what), o.stage,
                        o.microbatch);
   }
   out << "],\n\"steps\": [";

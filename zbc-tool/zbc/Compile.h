@@ -26,6 +26,7 @@ namespace zbc {
 
 struct Request {
   std::string input, costFile; // the model; a cost file or ""
+  std::string recompute = "none"; // --recompute: none, full or auto
   int64_t ranks = 0, microbatches = 0;
   /// Stages per rank: --virtual, checked against the schedule; unset for an
   /// interleaved schedule without it, which takes the model's stages over

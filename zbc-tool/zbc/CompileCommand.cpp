@@ -109,6 +109,14 @@ cl::opt<std::string> costFileOpt(
     cl::desc("JSON cost file whose F/B/W/M_B/M_W lists and comm replace the "
              "cost model's (as zbc schedule --cost-file reads)"),
     cl::value_desc("file"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> recomputeOpt(
+    "recompute",
+    cl::desc("Recompute activations as scheduled R ops: none (default), "
+             "full (every microbatch's F keeps only its inputs; an R before "
+             "its backward runs it again) or auto (the stages and "
+             "microbatches that give the shortest schedule within the "
+             "memory)"),
+    cl::value_desc("mode"), cl::init("none"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> optimizerOpt("optimizer",
                                   cl::desc("sgd (with momentum) or adamw"),
                                   cl::value_desc("name"), cl::init("sgd"),
@@ -267,11 +275,20 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
   }
   request.input = inputFile;
   request.costFile = costFileOpt;
+  if (Expected<sched::RecomputeMode> mode =
+          sched::parseRecomputeMode(recomputeOpt);
+      !mode)
+    return fail("--recompute: " + toString(mode.takeError()));
+  request.recompute = recomputeOpt;
   request.optimizer = optimizerOpt;
   if (request.optimizer != "sgd" && request.optimizer != "adamw")
     return fail("--optimizer must be 'sgd' or 'adamw', got '" +
                 request.optimizer + "'");
   if (schedule) {
+    if (recomputeOpt.getNumOccurrences() && request.recompute != "none")
+      return fail("--recompute: the schedule file '" + schedule->path +
+                  "' is the order, R ops included; write its zb.compute R "
+                  "ops there");
     request.schedule = sys::path::filename(schedule->path).str();
     // A program names its optimizer (the state the proof counts).
     if (schedule->optimizer) {
@@ -469,6 +486,7 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   options.virtualStages = perRankStages;
   options.optimizer = request.optimizer;
   options.costFile = request.costFile;
+  options.recompute = request.recompute;
   // --mem-limit 0: no limit at all, the schedule's default budget too,
   // unless --activation-budget gives one.
   options.memoryLimit = request.memoryLimit.value_or(0);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <optional>
 #include <numeric>
 
@@ -96,10 +97,12 @@ std::string zbc::scratchKey(ComputeKind phase, int op, int result) {
 
 namespace {
 
-/// The bodies a compute of `kind` runs on `stage`.
+/// The bodies a compute of `kind` runs on `stage` (an R runs F's).
 SmallVector<PhaseOp, 2> bodiesOf(StageOp stage, ComputeKind kind) {
   if (kind == ComputeKind::BW && !stage.getPhase(ComputeKind::BW))
     return {stage.getPhase(ComputeKind::B), stage.getPhase(ComputeKind::W)};
+  if (kind == ComputeKind::R)
+    return {stage.getPhase(ComputeKind::F)};
   return {stage.getPhase(kind)};
 }
 
@@ -122,18 +125,23 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
 
   // The values of what each kind of compute runs on each stage, with the
   // length of its timeline: the same for every microbatch and rank, so
-  // computed once.
+  // computed once (an F apart for microbatches that are recomputed: Note
+  // [Recomputation in the IR]).
   struct Bodies {
     std::vector<BodyValue> values;
     int length = 0;
   };
-  std::map<std::pair<int, ComputeKind>, Bodies> bodiesAt;
-  auto bodies = [&](const sched::ProgramOp &op) -> const Bodies & {
+  std::map<std::tuple<int, ComputeKind, YieldsKept>, Bodies> bodiesAt;
+  auto bodies = [&](const sched::ProgramOp &op,
+                    const std::set<std::pair<int, int>> &recomputed)
+      -> const Bodies & {
     ComputeKind kind = toComputeKind(op.kind);
-    auto [it, inserted] = bodiesAt.try_emplace({op.stage, kind});
+    YieldsKept kept =
+        yieldsKeptBy(kind, recomputed.count({op.stage, op.microbatch}) > 0);
+    auto [it, inserted] = bodiesAt.try_emplace({op.stage, kind, kept});
     if (inserted)
-      it->second.values =
-          bodyValuesOf(bodiesOf(stages[op.stage], kind), it->second.length);
+      it->second.values = bodyValuesOf(bodiesOf(stages[op.stage], kind),
+                                       it->second.length, kept);
     return it->second;
   };
 
@@ -180,10 +188,11 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
 
     // Everything else on the fine timeline of Note [Memory plan].
     const std::vector<sched::ProgramOp> &ops = p.ranks[r].ops;
+    std::set<std::pair<int, int>> recomputed = recomputedOf(ops);
     int slots = 1;
     for (int index : memory[r].opAt)
       if (ops[index].what == sched::OpClass::Compute)
-        slots = std::max(slots, bodies(ops[index]).length + 1);
+        slots = std::max(slots, bodies(ops[index], recomputed).length + 1);
     using BufferId = std::tuple<int, std::string, int>; // stage, key, mb
     std::map<BufferId, int> writtenAt;
     std::map<BufferId, std::pair<int, int>> handedOver;
@@ -194,7 +203,7 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
       if (op.what != sched::OpClass::Compute)
         continue;
       int base = static_cast<int>(k) * slots;
-      for (const BodyValue &v : bodies(op).values) {
+      for (const BodyValue &v : bodies(op, recomputed).values) {
         int from = base + v.from, until = base + v.until + 1;
         if (v.handedOver) {
           handedOver[{op.stage, v.bufferKey, op.microbatch}] = {from, until};

@@ -93,6 +93,7 @@ struct KeyInfo {
   int64_t bytes = 0;
   int producer = -1;   // phase slot that yields it; -1: provided
   int lastReader = -1; // phase slot; -1: no phase of the stage reads it
+  bool readByF = false; // so an R reads it too
 };
 
 struct StageInfo {
@@ -103,13 +104,17 @@ struct StageInfo {
   std::vector<std::pair<std::string, ParamHolding>> params;
   int64_t lossBytes = 0; // the f32 loss accumulator, if the stage yields it
   int64_t fusedTemporaries = 0; // B then W as one BW (split stages only)
+  // F's body when its microbatch is recomputed, and as an R (Note
+  // [Recomputation in the IR]).
+  int64_t forwardKeepingInputsTemporaries = 0, recomputeTemporaries = 0;
 };
 
 /// The largest set of values live at once while `phases` run one after the
 /// other (bodyValuesOf's lifetimes).
-int64_t temporariesOf(ArrayRef<PhaseOp> phases) {
+int64_t temporariesOf(ArrayRef<PhaseOp> phases,
+                      YieldsKept kept = YieldsKept::All) {
   int n = 0;
-  std::vector<BodyValue> values = bodyValuesOf(phases, n);
+  std::vector<BodyValue> values = bodyValuesOf(phases, n, kept);
   std::vector<int64_t> delta(n + 1, 0);
   for (const BodyValue &v : values) {
     delta[v.from] += v.bytes;
@@ -137,12 +142,18 @@ StageInfo stageInfoOf(StageOp stage) {
   SmallVector<PhaseOp> phases = stage.getPhases();
   if (phases.size() == 3)
     info.fusedTemporaries = temporariesOf({phases[1], phases[2]});
+  info.forwardKeepingInputsTemporaries =
+      temporariesOf({phases[0]}, YieldsKept::AllButSaved);
+  info.recomputeTemporaries = temporariesOf({phases[0]}, YieldsKept::OnlySaved);
   for (auto [slot, phase] : llvm::enumerate(phases)) {
     info.phases.push_back({phase.getKind(), temporariesOf({phase})});
     for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
                                      phase.getArgKeyList()))
-      if (isActivationKey(PhaseKey::parse(key)->kind))
-        keyAt(key, arg.getType()).lastReader = static_cast<int>(slot);
+      if (isActivationKey(PhaseKey::parse(key)->kind)) {
+        KeyInfo &read = keyAt(key, arg.getType());
+        read.lastReader = static_cast<int>(slot);
+        read.readByF |= phase.getKind() == ComputeKind::F;
+      }
     for (auto [key, value] : llvm::zip(phase.getYield().getKeyList(),
                                        phase.getYield().getValues())) {
       KeyKind kind = PhaseKey::parse(key)->kind;
@@ -159,7 +170,9 @@ StageInfo stageInfoOf(StageOp stage) {
   return info;
 }
 
-/// The phase slot of a stage that a compute kind runs (BW is slot 1, as B).
+/// Where a compute kind's (stage, microbatch) is recorded: the phase slot
+/// it runs (BW is slot 1, as B), and an R apart, after the phases.
+constexpr int kRecomputeSlot = 3;
 int slotOf(ComputeKind kind) {
   switch (kind) {
   case ComputeKind::F:
@@ -169,11 +182,39 @@ int slotOf(ComputeKind kind) {
     return 1;
   case ComputeKind::W:
     return 2;
+  case ComputeKind::R:
+    return kRecomputeSlot;
   }
   return 0;
 }
 
 } // namespace
+
+std::set<std::pair<int, int>>
+zbc::recomputedOf(const std::vector<sched::ProgramOp> &ops) {
+  std::set<std::pair<int, int>> recomputed;
+  for (const sched::ProgramOp &op : ops)
+    if (op.what == sched::OpClass::Compute && op.kind == sched::Kind::R)
+      recomputed.insert({op.stage, op.microbatch});
+  return recomputed;
+}
+
+YieldsKept zbc::yieldsKeptBy(ComputeKind kind, bool recomputed) {
+  if (kind == ComputeKind::R)
+    return YieldsKept::OnlySaved;
+  if (kind == ComputeKind::F && recomputed)
+    return YieldsKept::AllButSaved;
+  return YieldsKept::All;
+}
+
+bool zbc::writesIntoBuffer(YieldsKept kept, StringRef key) {
+  if (!isYieldedIntoBuffer(key))
+    return false;
+  if (kept == YieldsKept::All)
+    return true;
+  bool saved = PhaseKey::parse(key)->kind == KeyKind::SavedF;
+  return saved == (kept == YieldsKept::OnlySaved);
+}
 
 bool zbc::isYieldedIntoBuffer(StringRef key) {
   std::optional<PhaseKey> parsed = PhaseKey::parse(key);
@@ -190,7 +231,8 @@ bool zbc::isYieldedIntoBuffer(StringRef key) {
   }
 }
 
-std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length) {
+std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
+                                         YieldsKept kept) {
   llvm::DenseMap<Operation *, int> position;
   int n = 0;
   for (PhaseOp phase : phases)
@@ -204,8 +246,11 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length) 
     return until;
   };
   std::vector<BodyValue> values;
+  auto intoBuffer = [&](StringRef key) { return writesIntoBuffer(kept, key); };
   for (size_t i = 0; i < phases.size(); ++i) {
     PhaseOp phase = phases[i];
+    ComputeKind label =
+        kept == YieldsKept::OnlySaved ? ComputeKind::R : phase.getKind();
     llvm::StringMap<int> laterUse;
     for (PhaseOp later : phases.drop_front(i + 1))
       for (auto [arg, key] : llvm::zip(later.getBodyBlock().getArguments(),
@@ -227,12 +272,12 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length) 
     for (Operation &op : phase.getBodyBlock()) {
       int from = position[&op];
       for (auto [r, result] : llvm::enumerate(op.getResults())) {
-        BodyValue v{phase.getKind(), index, static_cast<int>(r), from,
+        BodyValue v{label, index, static_cast<int>(r), from,
                     lastUse(result, from), getNumBytes(result.getType())};
         // The first key with a buffer is where its op writes it; the
         // others are copies made at the yield (below).
         for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues()))
-          if (value == result && isYieldedIntoBuffer(key)) {
+          if (value == result && intoBuffer(key)) {
             yieldedInto(v, key);
             break;
           }
@@ -246,19 +291,19 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length) 
         // live, from the yield on.
         llvm::SmallPtrSet<Value, 4> placed;
         for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
-          if (!isYieldedIntoBuffer(key))
+          if (!intoBuffer(key))
             continue;
           bool copied = isa<BlockArgument>(value) || !placed.insert(value).second;
           if (!copied)
             continue;
-          BodyValue v{phase.getKind(), index, -2, from, from,
+          BodyValue v{label, index, -2, from, from,
                       getNumBytes(value.getType())};
           yieldedInto(v, key);
           values.push_back(v);
         }
       }
       if (int64_t bytes = workspaceBytes(&op))
-        values.push_back({phase.getKind(), index, -1, from, from, bytes});
+        values.push_back({label, index, -1, from, from, bytes});
       ++index;
     }
   }
@@ -308,6 +353,7 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     std::map<std::tuple<int, int, int>, int> computeAt; // stage, mb, slot
     std::map<std::tuple<sched::Product, int, int, std::string>, int> recvAt,
         sendRelease;
+    std::set<std::pair<int, int>> recomputed = recomputedOf(ops);
     std::vector<int> release(ops.size(), n);
     for (size_t i = 0; i < ops.size(); ++i)
       for (int d : ops[i].deps) {
@@ -329,6 +375,14 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
           // W reads, and its scratch is that of the two bodies in sequence.
           computeAt[{op.stage, op.microbatch, 2}] = pos[i];
           mem.temporaries[pos[i]] = info.fusedTemporaries;
+          continue;
+        }
+        if (kind == ComputeKind::R) {
+          mem.temporaries[pos[i]] = info.recomputeTemporaries;
+          continue;
+        }
+        if (kind == ComputeKind::F && recomputed.count({op.stage, op.microbatch})) {
+          mem.temporaries[pos[i]] = info.forwardKeepingInputsTemporaries;
           continue;
         }
         for (const PhaseInfo &phase : info.phases)
@@ -379,9 +433,13 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
         };
         std::string of = " of stage " + std::to_string(s) + " mb " +
                          std::to_string(j);
+        // Note [Recomputation in the IR]: what F reads lives until the R.
+        std::optional<int> recomputeAt = at(kRecomputeSlot);
         for (const KeyInfo &key : info.keys) {
           std::optional<int> last =
               key.lastReader >= 0 ? at(key.lastReader) : std::nullopt;
+          if (recomputeAt && key.readByF)
+            last = last ? std::max(*last, *recomputeAt) : *recomputeAt;
           // Sent on: out.I forward, d_in.I backward, when the consumer is
           // on another rank (a consumer here counts it as its own input).
           if (key.kind == KeyKind::Out || key.kind == KeyKind::DIn) {
@@ -432,9 +490,13 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
             if (std::optional<int> f = at(0))
               from = *f;
             break;
-          default: // F.I, B.I: after the phase that yields them
+          default: // F.I, B.I: after the phase that yields them (F.I of a
+                   // recomputed microbatch: after the R)
             if (key.producer >= 0)
-              if (std::optional<int> made = at(key.producer))
+              if (std::optional<int> made =
+                      recomputeAt && key.kind == KeyKind::SavedF
+                          ? recomputeAt
+                          : at(key.producer))
                 from = *made + 1;
             break;
           }

@@ -24,9 +24,7 @@ ComputeKind zbc::toComputeKind(sched::Kind kind) {
   case sched::Kind::BW:
     return ComputeKind::BW;
   case sched::Kind::R:
-    // zb-schedule builds without recomputation and refuses tables with R
-    // (passes/lib/Transforms/Schedule.cpp), so none reaches the IR.
-    llvm_unreachable("recomputation has no zb.compute kind yet");
+    return ComputeKind::R;
   }
   llvm_unreachable("unknown kind");
 }
@@ -41,6 +39,8 @@ sched::Kind zbc::toScheduleKind(ComputeKind kind) {
     return sched::Kind::W;
   case ComputeKind::BW:
     return sched::Kind::BW;
+  case ComputeKind::R:
+    return sched::Kind::R;
   }
   llvm_unreachable("unknown kind");
 }
@@ -218,6 +218,7 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
   auto index = [&](const sched::ProductRef &d) {
     return sched::productIndex(d, numStages, table.microbatches);
   };
+  std::vector<bool> recomputed = table.recomputedMask();
   for (auto [rank, actions] : llvm::enumerate(table.ranks)) {
     auto rankOp = RankOp::create(b, loc, rank);
     OpBuilder rb = OpBuilder::atBlockEnd(&rankOp.getBody().emplaceBlock());
@@ -225,10 +226,13 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
     llvm::DenseMap<int64_t, Value> made;
     for (const sched::Action &a : actions) {
       SmallVector<Value> deps;
-      sched::forEachDependence(a, numStages, [&](const sched::ProductRef &d) {
-        if (Value token = made.lookup(index(d)))
-          deps.push_back(token);
-      });
+      sched::forEachDependence(
+          a, numStages,
+          [&](const sched::ProductRef &d) {
+            if (Value token = made.lookup(index(d)))
+              deps.push_back(token);
+          },
+          table.isRecomputed(recomputed, a));
       auto compute = ComputeOp::create(rb, loc, toComputeKind(a.kind), a.stage,
                                        a.microbatch, deps);
       if (std::optional<sched::ProductRef> d = sched::productOf(a))

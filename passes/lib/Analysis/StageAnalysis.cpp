@@ -35,6 +35,7 @@ struct Lifetime {
   unsigned available = 0;
   unsigned lastRead = 0;
   bool read = false;
+  bool providedAtF = false; // in.I or data: what a recomputed F keeps
   int64_t bytes = 0;
 };
 } // namespace
@@ -64,6 +65,7 @@ StageFigures zbc::analyzeStage(StageOp stage) {
         // Not yielded here: provided from outside. Received gradients
         // arrive with the backward; data and activations with F.
         life.available = kind == KeyKind::DOut ? 1 : 0;
+        life.providedAtF = kind != KeyKind::DOut;
         life.bytes = getNumBytes(arg.getType());
       }
       life.lastRead = position;
@@ -89,6 +91,11 @@ StageFigures zbc::analyzeStage(StageOp stage) {
     return bytes;
   };
   figures.bytesAfterF = heldAfter(0);
+  for (auto &entry : lifetimes) {
+    const Lifetime &life = entry.getValue();
+    if (life.read && life.providedAtF)
+      figures.bytesKeptForRecompute += life.bytes;
+  }
   figures.bytesAfterB = figures.split ? heldAfter(1) : 0;
   return figures;
 }

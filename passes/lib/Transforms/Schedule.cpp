@@ -102,6 +102,10 @@ FailureOr<sched::Problem> zbc::schedulingProblemOf(PipelineOp pipeline,
     cost.W = static_cast<double>(figures.weightGrad.total());
     cost.memB = static_cast<double>(figures.bytesAfterF);
     cost.memW = static_cast<double>(figures.bytesAfterB);
+    // Where F reads an input B does not, keeping the inputs holds more than
+    // the stash: recomputing saves nothing (the proof counts exact bytes).
+    cost.memKeep = static_cast<double>(
+        std::min(figures.bytesKeptForRecompute, figures.bytesAfterF));
     problem.stages.push_back(cost);
   }
   return problem;
@@ -223,16 +227,16 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
 
   sched::BuildOptions options;
   options.exactSeconds = exactSeconds;
+  llvm::Expected<sched::RecomputeMode> mode =
+      sched::parseRecomputeMode(recompute);
+  if (!mode)
+    return pipeline.emitOpError("recompute: ")
+           << llvm::toString(mode.takeError());
+  options.recompute = *mode;
   llvm::Expected<sched::BuiltSchedule> built =
       sched::buildSchedule(kind, *problem, options);
   if (!built)
     return pipeline.emitOpError(llvm::toString(built.takeError()));
-  // The IR has no recompute op yet (issue 27): a schedule of one's own that
-  // places R is refused here rather than compiled without it.
-  if (built->table.hasRecompute())
-    return pipeline.emitOpError("schedule '")
-           << kind << "' recomputes (places R actions), which zbc compile "
-           << "cannot lower yet; `zbc schedule --recompute` simulates it";
 
   if (report) {
     std::string text;
@@ -275,6 +279,7 @@ LogicalResult ZBSchedulePass::scheduleAtBudget(ModuleOp target,
   options.exactSeconds = exactSeconds;
   options.optimizer = optimizer;
   options.costFile = costFile;
+  options.recompute = recompute;
   PassManager pm(target.getContext());
   pm.addPass(createZBSchedulePass(options));
   return pm.run(target);

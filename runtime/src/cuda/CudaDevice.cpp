@@ -105,7 +105,7 @@ public:
     ends_.assign(static_cast<size_t>(p.op_count), nullptr);
     timed_.assign(static_cast<size_t>(p.op_count), 0);
     for (int32_t op = 0; op < p.op_count; ++op) {
-      if (p.ops[op].what > ZBC_RT_OP_BW)
+      if (!zbc_rt_op_is_compute(p.ops[op].what))
         continue;
       ZBC_CUDA_TRY(cudaEventCreate(&begins_[op]));
       ZBC_CUDA_TRY(cudaEventCreate(&ends_[op]));

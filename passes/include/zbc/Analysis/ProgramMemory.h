@@ -32,8 +32,25 @@
 // fused BW of a split stage runs B's body, then W's, as one sequence: what B
 // hands to W (B.I) lives from its op in B to its last use in W, and what B
 // yields for later (d_in.I) through W to the end of the op.
+// A microbatch that is recomputed changes three things (Note [Recomputation
+// in the IR] below).
 // Depends on this note: ProgramMemory.cpp, zb-verify-schedule, the memory
 // plan and the runtime's ledger.
+//
+// Note [Recomputation in the IR]
+// A `zb.compute R stage s mb j` runs stage s's F body again, for a
+// microbatch whose F kept only what it needs to run again: its inputs.
+// That F writes what it sends (out.I) and adds its loss as always, but what
+// it would keep for the backward (F.I) stays in its scratch and dies with
+// it; the R writes F.I, and only F.I: what it would send goes to its
+// scratch, its loss is not added again, and it loads no data (it reads the
+// microbatch's data buffers, which live on until it). So the buffers of a
+// recomputed (s, j) differ in two ways: F.I lives from after the R, not
+// after the F, and every key F reads (in.I, input.N, label.N) lives at least
+// until the R. The R's temporaries are F's body's. The schedule library
+// checks the order (an R after its F, before its backward, once:
+// ScheduleTable::verify); the same rule of which yields a compute writes
+// (yieldsKeptBy) serves this model, the memory plan and the code generator.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_ANALYSIS_PROGRAMMEMORY_H
@@ -42,6 +59,7 @@
 #include "zbc/Analysis/ProgramTable.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -108,6 +126,17 @@ struct RankMemory {
   }
 };
 
+/// Which of its phase's yields a compute writes into their buffers (Note
+/// [Recomputation in the IR]): every one; all but F.I (an F whose
+/// microbatch is recomputed); only F.I (an R).
+enum class YieldsKept { All, AllButSaved, OnlySaved };
+YieldsKept yieldsKeptBy(zb::ComputeKind kind, bool recomputed);
+/// Whether a compute that keeps `kept` writes `key` into its buffer.
+bool writesIntoBuffer(YieldsKept kept, llvm::StringRef key);
+/// The (stage, microbatch) pairs a rank's ops recompute (those with an R).
+std::set<std::pair<int, int>>
+recomputedOf(const std::vector<sched::ProgramOp> &ops);
+
 /// One value (or kernel workspace) of phase bodies run in sequence (one
 /// phase, or a fused BW's B then W), on their common timeline (op i of the
 /// sequence at i, yields included), live over [from, until]: a value from
@@ -115,7 +144,9 @@ struct RankMemory {
 /// hands W) until that reader's last use (`handedOver`); one yielded into a
 /// buffer that outlives the sequence (`bufferKey`) to the sequence's end; a
 /// workspace at its op. The one timeline Note [Program memory] counts a
-/// compute's temporaries on, and the memory plan places them on.
+/// compute's temporaries on, and the memory plan places them on. `kept`
+/// says which yields go into buffers: one that does not is scratch, and is
+/// not copied at the yield; an R (OnlySaved) labels its values R.
 struct BodyValue {
   zb::ComputeKind phase;
   // The op's index in its body and which result; result -1: its workspace,
@@ -128,7 +159,8 @@ struct BodyValue {
   bool handedOver = false;
 };
 std::vector<BodyValue> bodyValuesOf(llvm::ArrayRef<zb::PhaseOp> phases,
-                                    int &length);
+                                    int &length,
+                                    YieldsKept kept = YieldsKept::All);
 
 /// True for the keys whose yielded value goes straight into a buffer of
 /// Note [Program memory] (out.I, d_in.I, F.I, B.I) rather than into scratch.

@@ -32,6 +32,10 @@ struct StageFigures {
   /// B/W/BW), and once B is done (read later by W; 0 when not split).
   int64_t bytesAfterF = 0;
   int64_t bytesAfterB = 0;
+  /// What one microbatch holds once F is done when it is recomputed: every
+  /// input F reads (in.I, data), kept until its R (Note [Recomputation in
+  /// the IR] in ProgramMemory.h); the schedule's M_keep.
+  int64_t bytesKeptForRecompute = 0;
   int64_t paramBytes = 0;
 
   /// The phase whose FLOP count saturated ("F", "B", "W", "BW"), or null.

@@ -121,6 +121,11 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     (recorded on the program as `activation_budget`, the limit as
     `memory_limit`).
 
+    `recompute=full|auto` lets the schedule recompute: a `zb.compute R`
+    before a microbatch's backward runs its F again, and that F keeps only
+    its inputs (Note [Recomputation in the IR] in
+    passes/include/zbc/Analysis/ProgramMemory.h).
+
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] attributes {...} {
       zb.rank 0 {
@@ -161,6 +166,12 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
            "A JSON cost file (as `zbc schedule --cost-file` reads): its F, "
            "B, W, M_B and M_W lists (one value, or one per stage) and comm "
            "replace the cost model's figures, e.g. with measured times">,
+    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
+           "Recomputation as scheduled R ops (Note [Recomputation in the "
+           "IR]): none; full (every microbatch's F keeps only its inputs "
+           "and an R before its backward restores the rest); auto (the "
+           "stages and microbatches to recompute that give the shortest "
+           "schedule within the activation budget)">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the simulated makespan, bubble and memory">,
   ];

@@ -38,6 +38,8 @@ struct LowerToProgramOptions {
   int64_t virtualStages = 1;
   std::string optimizer = "sgd";
   std::string costFile;
+  /// zb-schedule's recompute: none, full or auto.
+  std::string recompute = "none";
   /// Note [Two memory limits]: a rank's whole memory (0: none), or the
   /// schedule's activation budget ("default", "none" or bytes).
   int64_t memoryLimit = 0;
@@ -79,6 +81,9 @@ struct LowerToProgramCLOptions
   Option<std::string> costFile{*this, "cost-file",
                                llvm::cl::desc("A JSON cost file"),
                                llvm::cl::init("")};
+  Option<std::string> recompute{*this, "recompute",
+                                llvm::cl::desc("none, full or auto (R ops)"),
+                                llvm::cl::init("none")};
   Option<int64_t> memoryLimit{*this, "memory-limit",
                               llvm::cl::desc("Bytes each rank may hold in "
                                              "all (0: none)"),

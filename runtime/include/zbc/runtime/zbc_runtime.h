@@ -90,9 +90,13 @@ typedef int32_t zbc_rt_status;
   X(OP_B, B, 1)                                                                \
   X(OP_W, W, 2)                                                                \
   X(OP_BW, BW, 3)                                                              \
-  X(OP_SEND, Send, 4)                                                          \
-  X(OP_RECV, Recv, 5)                                                          \
-  X(OP_GROUP, Group, 6)
+  X(OP_R, R, 4) /* F again, restoring what a recomputed F did not keep */      \
+  X(OP_SEND, Send, 5)                                                          \
+  X(OP_RECV, Recv, 6)                                                          \
+  X(OP_GROUP, Group, 7)
+
+/* The number of compute kinds (F..R), which the profile counts per stage. */
+#define ZBC_RT_COMPUTE_KIND_COUNT 5
 
 /* How a parameter starts (SyntheticData.h draws the values). */
 #define ZBC_RT_INIT_KINDS(X)                                                   \
@@ -121,9 +125,17 @@ static inline int64_t zbc_rt_element_bytes(int32_t element) {
   return 4;
 }
 
-/* Whether an op of the order is a compute (F, B, W or BW). */
+/* Whether an op of the order is a compute (F, B, W, BW or R). */
 static inline int zbc_rt_op_is_compute(int32_t what) {
-  return what >= ZBC_RT_OP_F && what <= ZBC_RT_OP_BW;
+  return what >= ZBC_RT_OP_F && what <= ZBC_RT_OP_R;
+}
+
+/* How reports and traces spell an op kind: "F", ..., "R", "send", "recv",
+   "group". */
+static inline const char *zbc_rt_op_spelling(int32_t what) {
+  static const char *const spellings[] = {"F",    "B",    "W",    "BW",
+                                          "R",    "send", "recv", "group"};
+  return what >= 0 && what <= ZBC_RT_OP_GROUP ? spellings[what] : "?";
 }
 
 typedef struct zbc_rt_buffer {

@@ -20,14 +20,18 @@ def ZB_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised",
 }
 
 // F: forward. B: gradient w.r.t. the stage input. W: gradient w.r.t. the
-// stage's parameters. BW: B and W fused, as 1F1B and GPipe run them.
+// stage's parameters. BW: B and W fused, as 1F1B and GPipe run them. R:
+// F again, for a microbatch whose forward kept only its inputs, restoring
+// what B and W read (Note [Recomputation in the IR] in dialect/docs/ZB.md);
+// a stage has no R phase, R runs F's.
 def ZB_KindF  : I32EnumAttrCase<"F", 0, "F">;
 def ZB_KindB  : I32EnumAttrCase<"B", 1, "B">;
 def ZB_KindW  : I32EnumAttrCase<"W", 2, "W">;
 def ZB_KindBW : I32EnumAttrCase<"BW", 3, "BW">;
+def ZB_KindR  : I32EnumAttrCase<"R", 4, "R">;
 def ZB_ComputeKind : I32EnumAttr<"ComputeKind",
     "which part of a stage's work on one microbatch",
-    [ZB_KindF, ZB_KindB, ZB_KindW, ZB_KindBW]> {
+    [ZB_KindF, ZB_KindB, ZB_KindW, ZB_KindBW, ZB_KindR]> {
   let cppNamespace = "::zbc::zb";
 }
 
