@@ -82,7 +82,7 @@ struct PhaseLayout {
   YieldsKept kept = YieldsKept::All;
   std::string function; // "stage1_F", "stage1_F_for_recompute", "stage1_R"
   /// An R adds no loss: its F did.
-  bool addsLoss() const { return kind != zb::ComputeKind::R; }
+  bool addsLoss() const { return usesYield(kept, "loss"); }
   std::vector<Slot> slots;
   llvm::DenseMap<mlir::Value, int> slotOf;
   llvm::DenseMap<mlir::Operation *, int> workspaceSlotOf;

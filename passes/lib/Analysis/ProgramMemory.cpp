@@ -216,6 +216,16 @@ bool zbc::writesIntoBuffer(YieldsKept kept, StringRef key) {
   return saved == (kept == YieldsKept::OnlySaved);
 }
 
+bool zbc::usesYield(YieldsKept kept, StringRef key) {
+  if (writesIntoBuffer(kept, key))
+    return true;
+  std::optional<PhaseKey> parsed = PhaseKey::parse(key);
+  if (!parsed)
+    return false;
+  return parsed->kind == KeyKind::Grad ||
+         (parsed->kind == KeyKind::Loss && kept != YieldsKept::OnlySaved);
+}
+
 bool zbc::isYieldedIntoBuffer(StringRef key) {
   std::optional<PhaseKey> parsed = PhaseKey::parse(key);
   if (!parsed)
@@ -239,10 +249,21 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
     for (Operation &op : PhaseOp(phase).getBodyBlock())
       position[&op] = n++;
   length = n;
+  // A yield uses a value only under a key the compute does something with.
+  auto usedBy = [&](Operation *user, Value value) {
+    auto yield = dyn_cast<YieldOp>(user);
+    if (!yield)
+      return true;
+    for (auto [key, yielded] : llvm::zip(yield.getKeyList(), yield.getValues()))
+      if (yielded == value && usesYield(kept, key))
+        return true;
+    return false;
+  };
   auto lastUse = [&](Value value, int from) {
     int until = from;
     for (Operation *user : value.getUsers())
-      until = std::max(until, position.lookup(user));
+      if (usedBy(user, value))
+        until = std::max(until, position.lookup(user));
     return until;
   };
   std::vector<BodyValue> values;

@@ -133,6 +133,11 @@ enum class YieldsKept { All, AllButSaved, OnlySaved };
 YieldsKept yieldsKeptBy(zb::ComputeKind kind, bool recomputed);
 /// Whether a compute that keeps `kept` writes `key` into its buffer.
 bool writesIntoBuffer(YieldsKept kept, llvm::StringRef key);
+/// Whether it does anything with the value it yields under `key`: writes
+/// it into its buffer, accumulates it (a gradient) or adds it to the loss
+/// (not an R). A value yielded only under keys it drops is read by nothing
+/// at the yield, and dies at its last kernel use.
+bool usesYield(YieldsKept kept, llvm::StringRef key);
 /// The (stage, microbatch) pairs a rank's ops recompute (those with an R).
 std::set<std::pair<int, int>>
 recomputedOf(const std::vector<sched::ProgramOp> &ops);

@@ -22,7 +22,7 @@ def ZB_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised",
 // F: forward. B: gradient w.r.t. the stage input. W: gradient w.r.t. the
 // stage's parameters. BW: B and W fused, as 1F1B and GPipe run them. R:
 // F again, for a microbatch whose forward kept only its inputs, restoring
-// what B and W read (Note [Recomputation in the IR] in dialect/docs/ZB.md);
+// what B and W read (Note [Recomputation in the IR] in ProgramMemory.h);
 // a stage has no R phase, R runs F's.
 def ZB_KindF  : I32EnumAttrCase<"F", 0, "F">;
 def ZB_KindB  : I32EnumAttrCase<"B", 1, "B">;

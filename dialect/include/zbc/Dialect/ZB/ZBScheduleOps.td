@@ -113,12 +113,15 @@ class ZB_ScheduleLevelOp<string mnemonic, list<Trait> traits = []>
 
 def ZB_ComputeOp : ZB_ScheduleLevelOp<"compute",
     [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
-  let summary = "one F, B, W (or fused BW) unit for a (stage, microbatch) pair";
+  let summary = "one F, B, W, fused BW or recompute (R) unit for a (stage, microbatch) pair";
   let description = [{
     `B` computes only the gradient w.r.t. the stage's input and `W` only the
     gradients w.r.t. its parameters, so a zero-bubble schedule can move `W`
-    into pipeline bubbles. `BW` runs both (1F1B, GPipe). The rank must hold
-    the stage.
+    into pipeline bubbles. `BW` runs both (1F1B, GPipe). `R` runs the
+    stage's F again before a backward, for a microbatch whose F kept only
+    its inputs (Note [Recomputation in the IR] in
+    passes/include/zbc/Analysis/ProgramMemory.h). The rank must hold the
+    stage.
 
     ```mlir
     %f = zb.compute F stage 0 mb 3
