@@ -19,13 +19,15 @@ Error fail(const Twine &message) {
 }
 
 bool isCompute(const TraceEvent &e) {
-  return e.what == "F" || e.what == "B" || e.what == "W" || e.what == "BW";
+  return e.what == "F" || e.what == "B" || e.what == "W" || e.what == "BW" ||
+         e.what == "R";
 }
 
 sched::Kind kindOf(const std::string &what) {
   return what == "F"   ? sched::Kind::F
          : what == "B" ? sched::Kind::B
          : what == "W" ? sched::Kind::W
+         : what == "R" ? sched::Kind::R
                        : sched::Kind::BW;
 }
 

@@ -22,7 +22,7 @@
 
 namespace zbc {
 
-/// The one conversion between the IR's and the library's F/B/W/BW kind.
+/// The one conversion between the IR's and the library's F/B/W/BW/R kind.
 zb::ComputeKind toComputeKind(sched::Kind kind);
 sched::Kind toScheduleKind(zb::ComputeKind kind);
 
