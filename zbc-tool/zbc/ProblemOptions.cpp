@@ -51,12 +51,22 @@ cl::opt<std::string> costOpt(
     cl::value_desc("list"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> memOpt(
     "mem", cl::desc("Activation memory of every stage: B=..(M_B),W=..(M_W),"
-                    "keep=..(M_keep: what a recomputed F keeps; default 0)"),
+                    "keep=..(M_keep: what a recomputed F keeps; default 0),"
+                    "offload=..(M_offload: what O moves to the host; "
+                    "default all of M_B)"),
     cl::value_desc("list"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
+cl::opt<std::string> copyBandwidthOpt(
+    "copy-bandwidth",
+    cl::desc("What a rank copies between device and host memory per time "
+             "unit, each way, in the units of M_B over those of the times "
+             "(offload's copies take M_offload / X; default 0: no link)"),
+    cl::value_desc("X"), cl::sub(zbc::scheduleCommand()),
+    cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> costFile(
     "cost-file",
-    cl::desc("JSON with ranks, microbatches, per-stage F/B/W/R/M_B/M_W/M_keep "
-             "lists and comm (command-line values override it)"),
+    cl::desc("JSON with ranks, microbatches, per-stage "
+             "F/B/W/R/M_B/M_W/M_keep/M_offload lists, comm and "
+             "copy_bandwidth (command-line values override it)"),
     cl::value_desc("file"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> activationBudgetOpt(
     "activation-budget",
@@ -127,7 +137,7 @@ Error readCount(const cl::opt<std::string> &option, int64_t max,
 Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
   Problem problem;
   std::optional<int64_t> ranks, microbatches, virtualStages;
-  std::vector<double> f, b, w, r, mb, mw, keep;
+  std::vector<double> f, b, w, r, mb, mw, keep, offload;
   if (!costFile.empty()) {
     std::string error;
     std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(costFile, &error);
@@ -141,9 +151,12 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
     virtualStages = parsed->virtualStages;
     if (parsed->comm)
       problem.comm = *parsed->comm;
+    if (parsed->copyBandwidth)
+      problem.copyBandwidth = *parsed->copyBandwidth;
     problem.activationBudget = parsed->activationBudget;
     f = parsed->F, b = parsed->B, w = parsed->W, r = parsed->R;
     mb = parsed->memB, mw = parsed->memW, keep = parsed->memKeep;
+    offload = parsed->memOffload;
   }
   if (Error e = readCount(ranksOpt, zbc::limits::kMaxRanks, ranks))
     return std::move(e);
@@ -182,7 +195,8 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
       problem.comm = costs->lookup("comm");
   }
   if (!memOpt.empty()) {
-    Expected<StringMap<double>> mem = parseAssignments("mem", memOpt, {"B", "W", "keep"});
+    Expected<StringMap<double>> mem =
+        parseAssignments("mem", memOpt, {"B", "W", "keep", "offload"});
     if (!mem)
       return mem.takeError();
     if (mem->count("B"))
@@ -191,6 +205,15 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
       mw = {mem->lookup("W")};
     if (mem->count("keep"))
       keep = {mem->lookup("keep")};
+    if (mem->count("offload"))
+      offload = {mem->lookup("offload")};
+  }
+  if (copyBandwidthOpt.getNumOccurrences()) {
+    Expected<double> rate = zbc::parseNumber(
+        "--copy-bandwidth", copyBandwidthOpt, 0, zbc::limits::kMaxAmount);
+    if (!rate)
+      return rate.takeError();
+    problem.copyBandwidth = *rate;
   }
 
   // Sizes are checked before the stages are allocated. Defaults: one rank,
@@ -209,7 +232,8 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
         {"B", &b, &StageCost::B}, {"W", &w, &StageCost::W},
         {"R", &r, &StageCost::recompute},
         {"M_B", &mb, &StageCost::memB}, {"M_W", &mw, &StageCost::memW},
-        {"M_keep", &keep, &StageCost::memKeep}}) {
+        {"M_keep", &keep, &StageCost::memKeep},
+        {"M_offload", &offload, &StageCost::memOffload}}) {
     if (list->empty())
       continue;
     if (list->size() != 1 && static_cast<int64_t>(list->size()) != stages) {

@@ -58,6 +58,15 @@ cl::opt<std::string> recomputeOpt(
              "recompute that give the shortest schedule within the budget)"),
     cl::value_desc("mode"), cl::init("none"), cl::sub(zbc::scheduleCommand()),
     cl::cat(zbcCategory));
+cl::opt<std::string> offloadOpt(
+    "offload",
+    cl::desc("Activation offload to host memory (needs --copy-bandwidth): "
+             "'none'; 'full' (every stash is copied to the host after its "
+             "F and back before its backward, the copies hidden behind "
+             "compute where the order allows); 'auto' (the microbatches to "
+             "offload that give the shortest schedule within the budget)"),
+    cl::value_desc("mode"), cl::init("none"), cl::sub(zbc::scheduleCommand()),
+    cl::cat(zbcCategory));
 cl::opt<std::string> importFile(
     "import",
     cl::desc("Simulate and check this schedule CSV (PyTorch pipelining "
@@ -105,7 +114,8 @@ Error run() {
     for (const cl::Option *ignored :
          {static_cast<const cl::Option *>(&scheduleName),
           static_cast<const cl::Option *>(&exactOpt),
-          static_cast<const cl::Option *>(&recomputeOpt)})
+          static_cast<const cl::Option *>(&recomputeOpt),
+          static_cast<const cl::Option *>(&offloadOpt)})
       if (ignored->getNumOccurrences())
         errs() << "zbc: warning: --" << ignored->ArgStr
                << " is ignored with --import (the CSV is the schedule)\n";
@@ -144,6 +154,10 @@ Error run() {
     if (!recompute)
       return fail("--recompute: " + toString(recompute.takeError()));
     options.recompute = *recompute;
+    Expected<OffloadMode> offload = parseOffloadMode(offloadOpt);
+    if (!offload)
+      return fail("--offload: " + toString(offload.takeError()));
+    options.offload = *offload;
     Expected<BuiltSchedule> result = buildSchedule(scheduleName, *problem, options);
     if (!result)
       return result.takeError();

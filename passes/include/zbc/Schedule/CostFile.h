@@ -15,8 +15,12 @@
 // "none" or "default" (the schedule's own, as when left out); the key's
 // old name `mem_limit` is refused with its new one; `F`, `B`, `W`, `R`
 // (recomputation's time; left out: F's), `M_B`, `M_W` and `M_keep` (what a
-// recomputed F keeps; left out: 0) one number (every stage) or a list with
-// one per stage (Note [Recomputation as an action], Problem.h). A field of the wrong type is an error
+// recomputed F keeps; left out: 0) and `M_offload` (what O moves to host
+// memory; left out: all of M_B) one number (every stage) or a list with
+// one per stage (Note [Recomputation as an action], Note [Offload as
+// actions], Problem.h); `copy_bandwidth` one number in [0, 1e30] (memory
+// units per time unit, each way; left out: 0, no link). A field of the
+// wrong type is an error
 // naming the key, the type found and the type expected; the document may nest
 // at most limits::kMaxJSONDepth deep (the reader recurses). Ranges of costs
 // against each other (F > 0, the list length) are Problem::validate's and
@@ -38,9 +42,9 @@ namespace zbc::sched {
 
 struct CostFile {
   std::optional<int64_t> ranks, microbatches, virtualStages;
-  std::optional<double> comm, activationBudget;
+  std::optional<double> comm, activationBudget, copyBandwidth;
   /// Empty: not given; one value: every stage; else one per stage.
-  std::vector<double> F, B, W, R, memB, memW, memKeep;
+  std::vector<double> F, B, W, R, memB, memW, memKeep, memOffload;
   /// Measured costs (zbc profile) name the model they were measured on:
   /// its name and zb::modelHashOf; a pipeline of another model refuses
   /// them.

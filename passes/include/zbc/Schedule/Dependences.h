@@ -11,12 +11,17 @@
 //   InputGrad(s, j)   the gradient of stage s's input, made by B(s, j) or by
 //                     the fused BW(s, j), whichever the table has;
 //   Stash(s, j)       the stash rebuilt by R(s, j) when the microbatch is
-//                     recomputed (Note [Recomputation as an action]).
+//                     recomputed (Note [Recomputation as an action]), or
+//                     brought back by L(s, j) when it is offloaded (Note
+//                     [Offload as actions]): restored, in both cases.
 // and wait for them:
 //   F(s, j)     needs Activation(s-1, j)                  (none for s = 0)
 //   R(s, j)     needs Activation(s, j)   (its F, which kept its inputs)
+//   O(s, j)     needs Activation(s, j)   (its F: the stash it copies)
+//   L(s, j)     needs nothing here: its O precedes it on the rank, and the
+//               copy queues order the rest (Simulator.h)
 //   B/BW(s, j)  needs Activation(s, j)   (its own F: the stash)
-//               or, recomputed, Stash(s, j)               (its R)
+//               or, restored, Stash(s, j)                 (its R or L)
 //               and   InputGrad(s+1, j)                   (none for the last)
 //   W(s, j)     needs InputGrad(s, j)    (its B: what B hands W)
 // A product of another rank crosses the network (comm, a transfer); one of
@@ -48,13 +53,16 @@ struct ProductRef {
 };
 
 /// The product `kind` makes: F an activation, B and BW an input gradient,
-/// R a stash, W none.
+/// R and L a stash, W and O none.
 inline std::optional<Product> productMadeBy(Kind kind) {
   switch (kind) {
   case Kind::F:
     return Product::Activation;
   case Kind::R:
+  case Kind::L:
     return Product::Stash;
+  case Kind::O:
+    return std::nullopt;
   case Kind::B:
   case Kind::BW:
     return Product::InputGrad;
@@ -81,12 +89,12 @@ inline int consumerOf(Product product, int stage) {
 
 /// Calls `fn(ProductRef)` for each product `a` needs, in a fixed order (at
 /// most two), on a pipeline of `numStages` stages: its own stage's, and
-/// across a boundary (Note [Stage boundaries]) its neighbour's. `recomputed`
-/// says whether a's (stage, microbatch) has an R (ScheduleTable::
-/// recomputedMask), whose stash its backward then reads.
+/// across a boundary (Note [Stage boundaries]) its neighbour's. `restored`
+/// says whether a's (stage, microbatch) has an R or an L (ScheduleTable::
+/// recomputedMask, offloadedMask), whose stash its backward then reads.
 template <typename Fn>
 inline void forEachDependence(const Action &a, int numStages, Fn &&fn,
-                              bool recomputed = false) {
+                              bool restored = false) {
   switch (a.kind) {
   case Kind::F:
     if (a.stage > 0)
@@ -94,11 +102,14 @@ inline void forEachDependence(const Action &a, int numStages, Fn &&fn,
                     a.microbatch});
     return;
   case Kind::R:
+  case Kind::O:
     fn(ProductRef{Product::Activation, a.stage, a.microbatch});
+    return;
+  case Kind::L:
     return;
   case Kind::B:
   case Kind::BW:
-    fn(ProductRef{recomputed ? Product::Stash : Product::Activation, a.stage,
+    fn(ProductRef{restored ? Product::Stash : Product::Activation, a.stage,
                   a.microbatch});
     if (a.stage + 1 < numStages)
       fn(ProductRef{Product::InputGrad, producerStage(false, a.stage),

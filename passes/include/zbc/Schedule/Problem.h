@@ -9,7 +9,9 @@
 // a microbatch's F on a stage adds memB (M_B); its B adds memW - memB, so the
 // microbatch then holds memW (M_W); its W frees memW. A fused BW frees memB.
 // A recomputed microbatch (Note [Recomputation as an action]) keeps only
-// memKeep after its F and gets the rest back from its R.
+// memKeep after its F and gets the rest back from its R; an offloaded one
+// (Note [Offload as actions]) moves part of its stash to host memory and
+// back.
 // Units are the caller's (bytes, or the paper's units); times likewise.
 //
 //===----------------------------------------------------------------------===//
@@ -29,9 +31,15 @@ namespace zbc::sched {
 /// kind of the schedule library (the IR's zb::ComputeKind converts at the
 /// edge, zbc/Analysis/ProgramTable.h). R runs a forward again to rebuild
 /// what a recomputed F did not keep (Note [Recomputation as an action]).
-enum class Kind : uint8_t { F, B, W, BW, R };
-constexpr int kNumKinds = 5;
+/// O and L copy a stash to host memory and back (Note [Offload as actions]):
+/// they run on their rank's copy queues, not its compute stream.
+enum class Kind : uint8_t { F, B, W, BW, R, O, L };
+constexpr int kNumKinds = 7;
 const char *kindName(Kind kind);
+/// Whether `kind` is a copy (O, L) rather than compute.
+inline bool isCopy(Kind kind) { return kind == Kind::O || kind == Kind::L; }
+/// Whether `kind` is a backward that reads its microbatch's stash (B, BW).
+inline bool isBackward(Kind kind) { return kind == Kind::B || kind == Kind::BW; }
 
 /// Note [Recomputation as an action]
 /// A microbatch is recomputed on a stage when its rank's order has an
@@ -46,6 +54,30 @@ const char *kindName(Kind kind);
 /// (stage, microbatch) is recomputed is thus a property of the table, not
 /// of the problem: the problem says what recomputation would cost.
 
+/// Note [Offload as actions]
+/// A microbatch is offloaded on a stage when its rank's order has an
+/// O(s, j) and an L(s, j): O copies the part of the stash the stage can
+/// move (memOffload) to host memory, L copies it back, in the order
+/// F < O < L < backward on the rank. Copies run on two queues per rank,
+/// device-to-host for O and host-to-device for L (a link is full duplex),
+/// each one copy at a time in the rank's order, beside the compute stream:
+///   O(s, j) starts once F(s, j) has ended and its queue is free; its place
+///     in the order is a fence: the compute action after it waits until the
+///     copy has ended, and the bytes leave the device there (a buffer is
+///     reused only once its offload has completed);
+///   L(s, j) starts once the action before it in the order has ended (its
+///     buffer is allocated there), O(s, j) has ended and its queue is free;
+///     the bytes come back at its place, and the backward waits for it (it
+///     makes the stash, as R does).
+/// A copy takes memOffload / copyBandwidth. Device memory thus stays a
+/// running total in each rank's order; host memory holds the copy from
+/// F(s, j) (the copy may start right after it) to the backward (which
+/// waits for the reload), also in the order. Placing O late enough and L
+/// early enough hides the copies behind compute; a fence reached before
+/// its copy ends, or an L issued too late, stalls the compute stream, and
+/// the simulator charges that. A microbatch is kept, recomputed or
+/// offloaded: not both recomputed and offloaded.
+
 /// Cost and memory of one stage (per microbatch). F is positive; B and W may
 /// be 0 (a stage whose upstream needs no input gradient has no B work, Note
 /// [No gradient upstream] in dialect/docs/ZB.md; one without parameters no W
@@ -59,13 +91,25 @@ struct StageCost {
   double memKeep = 0;
   /// How long R takes; negative: as long as F (a full recomputation).
   double recompute = -1;
+  /// What O moves of an offloaded microbatch's stash to host memory (at
+  /// most memB); negative: all of it (Note [Offload as actions]).
+  double memOffload = -1;
 
-  /// How long an action of `kind` takes on this stage (BW: B + W).
+  /// The bytes O and L copy.
+  double offloaded() const { return memOffload < 0 ? memB : memOffload; }
+
+  /// How long a compute action of `kind` takes on this stage (BW: B + W);
+  /// a copy's time depends on the link: Problem::duration.
   double time(Kind kind) const;
   /// How an action of `kind` changes its rank's live activation memory
   /// (F holds M_B, or M_keep when `recomputed`; R restores the rest; B
-  /// trades M_B for M_W; W frees M_W; BW frees M_B).
+  /// trades M_B for M_W; W frees M_W; BW frees M_B; O moves memOffload off
+  /// the device, L back).
   double memoryDelta(Kind kind, bool recomputed = false) const;
+  /// How an action of `kind` changes its rank's host memory: an
+  /// `offloaded` microbatch holds memOffload there from its F to its
+  /// backward (Note [Offload as actions]).
+  double hostMemoryDelta(Kind kind, bool offloaded) const;
 };
 
 /// How stages map to ranks.
@@ -85,6 +129,9 @@ struct Problem {
   int virtualStages = 1;         // v: stages per rank (interleaved, V)
   std::vector<StageCost> stages; // one per stage, ranks * virtualStages
   double comm = 0;               // delay on every cross-rank edge
+  /// Memory units a rank copies to or from host memory per time unit, in
+  /// each direction (Note [Offload as actions]); 0: no link, no offload.
+  double copyBandwidth = 0;
   /// Per-rank activation budget (Note [Two memory limits]). 0: none.
   /// Unset: the schedule's default (zb-auto and zb-v have one,
   /// ScheduleInfo::defaultActivationBudget; the others none); buildSchedule
@@ -92,6 +139,9 @@ struct Problem {
   std::optional<double> activationBudget;
 
   int numStages() const { return static_cast<int>(stages.size()); }
+  /// How long an action of `kind` on `stage` takes: a copy's bytes over
+  /// the copy bandwidth, any other action its stage's time.
+  double duration(Kind kind, int stage) const;
   /// The budget in force: 0 when none.
   double budget() const { return activationBudget.value_or(0); }
   /// Checks sizes (against zbc/Support/Limits.h), signs and finiteness; the

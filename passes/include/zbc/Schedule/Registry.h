@@ -10,6 +10,7 @@
 #ifndef ZBC_SCHEDULE_REGISTRY_H
 #define ZBC_SCHEDULE_REGISTRY_H
 
+#include "zbc/Schedule/Offload.h"
 #include "zbc/Schedule/Recompute.h"
 #include "zbc/Schedule/Simulator.h"
 
@@ -31,6 +32,10 @@ struct BuildOptions {
   /// auto, buildWithRecompute chooses the stages. Builders never see it:
   /// buildSchedule applies it.
   RecomputeMode recompute = RecomputeMode::None;
+  /// Offload (Offload.h): under full every stash is copied to host memory
+  /// and back; under auto buildWithOffload fits orders to the budget by
+  /// offloading. One lever at a time: with recompute, an error.
+  OffloadMode offload = OffloadMode::None;
 };
 
 /// What a builder returns besides the table: notes for the user, e.g. the
@@ -93,7 +98,8 @@ struct BuiltSchedule {
 
 /// Validates `problem` for schedule `name`, resolves an unset activation
 /// budget to the schedule's default (or none), builds (with recomputation
-/// when `options` asks: buildWithRecompute), verifies and simulates against
+/// or offload when `options` asks: buildWithRecompute, buildWithOffload),
+/// verifies and simulates against
 /// `problem` itself.
 /// An unknown name is an error that lists the registered ones.
 llvm::Expected<BuiltSchedule> buildSchedule(llvm::StringRef name,

@@ -75,11 +75,18 @@ struct ScheduleTable {
   /// Which (stage, microbatch) pairs are recomputed (have an R), indexed
   /// stage * microbatches + microbatch; empty when none is, so that tables
   /// without recomputation pay nothing.
-  std::vector<bool> recomputedMask() const;
+  std::vector<bool> recomputedMask() const { return maskOf(Kind::R); }
+  /// Which pairs are offloaded (have an L), likewise.
+  std::vector<bool> offloadedMask() const { return maskOf(Kind::L); }
+  /// Which pairs have an action of `kind`, likewise.
+  std::vector<bool> maskOf(Kind kind) const;
   /// Whether any action is an R.
-  bool hasRecompute() const;
-  /// Whether `a`'s (stage, microbatch) is set in `mask`, this table's
-  /// recomputedMask().
+  bool hasRecompute() const { return has(Kind::R); }
+  /// Whether any action is an O or an L.
+  bool hasOffload() const { return has(Kind::O) || has(Kind::L); }
+  bool has(Kind kind) const;
+  /// Whether `a`'s (stage, microbatch) is set in `mask`, one of the masks
+  /// above.
   bool isRecomputed(const std::vector<bool> &mask, const Action &a) const {
     return !mask.empty() &&
            mask[size_t(a.stage) * size_t(microbatches) + size_t(a.microbatch)];

@@ -6,7 +6,10 @@
 // one rule of Dependences.h: F(s, j) after F(s-1, j); B or BW(s, j) after
 // F(s, j) (or its R, when recomputed) and the input gradient of stage s+1;
 // W(s, j) after B(s, j); R(s, j) after F(s, j), taking its rank as long as
-// the stage's recompute time (Note [Recomputation as an action]).
+// the stage's recompute time (Note [Recomputation as an action]); O and L
+// on the rank's copy queues beside its compute (Note [Offload as actions]:
+// an O fences the compute action after it, a restored backward waits for
+// its L).
 // It reports the makespan (the longest rank's span, first start to last
 // end), the bubble rate (makespan - m * busiest rank's F+B+W per
 // microbatch) / makespan (the Zero Bubble paper's definition, so time spent
@@ -39,7 +42,10 @@ struct SimResult {
   std::vector<std::vector<TimedAction>> timeline; // per rank, in order
   double makespan = 0;
   double bubbleRate = 0;
-  std::vector<double> peakMemory; // per rank
+  std::vector<double> peakMemory; // per rank, on the device
+  /// Per rank, what offloaded microbatches hold in host memory at most;
+  /// empty when nothing is offloaded (Note [Offload as actions]).
+  std::vector<double> peakHostMemory;
   std::vector<double> idle;       // per rank: span minus busy time
 };
 

@@ -20,9 +20,9 @@ namespace zbc::sched {
 
 /// One row per rank, one cell per action, no empty cells; rows end with
 /// "\n" (Python's csv module writes "\r\n"; both read the same).
-/// A table PyTorch's format cannot express (one with recomputation, R:
-/// PyTorch has no such computation type) is an error, before anything is
-/// written.
+/// A table PyTorch's format cannot express (one with recomputation, R, or
+/// offload, O and L: PyTorch has no such computation types) is an error,
+/// before anything is written.
 llvm::Error writeCSV(const ScheduleTable &table, llvm::raw_ostream &os);
 /// The same check alone (for the compute+comms format, written from the
 /// table's program): the first action PyTorch's format cannot express.

@@ -154,15 +154,35 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
     built.report = {}; // the notes of the build that is kept
     return info->build(planned, options, built.report);
   };
+  if (options.recompute != RecomputeMode::None &&
+      options.offload != OffloadMode::None)
+    return fail("schedule '" + name + "': recompute " +
+                recomputeModeName(options.recompute) + " and offload " +
+                offloadModeName(options.offload) +
+                " together: one lever at a time for now; choose one");
   // With recomputation the builder fits its order to the planned problem
-  // and the R actions then make it the one simulated below (Recompute.h).
-  llvm::Expected<RecomputedTable> table =
-      buildWithRecompute(built.problem, options.recompute, buildFor);
-  if (!table)
-    return fail("schedule '" + name + "': " + llvm::toString(table.takeError()));
-  built.table = std::move(table->table);
-  if (!table->note.empty())
-    built.report.notes.push_back(table->note);
+  // and the R actions then make it the one simulated below (Recompute.h);
+  // with offload the copies go into the order as built (Offload.h).
+  std::string note;
+  if (options.offload != OffloadMode::None) {
+    llvm::Expected<OffloadedTable> table =
+        buildWithOffload(built.problem, options.offload, buildFor);
+    if (!table)
+      return fail("schedule '" + name + "': " +
+                  llvm::toString(table.takeError()));
+    built.table = std::move(table->table);
+    note = std::move(table->note);
+  } else {
+    llvm::Expected<RecomputedTable> table =
+        buildWithRecompute(built.problem, options.recompute, buildFor);
+    if (!table)
+      return fail("schedule '" + name + "': " +
+                  llvm::toString(table.takeError()));
+    built.table = std::move(table->table);
+    note = std::move(table->note);
+  }
+  if (!note.empty())
+    built.report.notes.push_back(note);
   if (llvm::Error error = built.table.verify())
     return fail("schedule '" + name + "' built an invalid table: " +
                 llvm::toString(std::move(error)));

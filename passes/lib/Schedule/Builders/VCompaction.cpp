@@ -90,7 +90,9 @@ uint8_t passOf(Kind kind, int chunk) {
     return chunk ? B : b;
   case Kind::W:
     return chunk ? W : w;
-  case Kind::R: // placed after compaction (Recompute.h), never compacted
+  case Kind::R: // placed after compaction (Recompute.h, Offload.h), never
+  case Kind::O: // compacted
+  case Kind::L:
     break;
   }
   return F;

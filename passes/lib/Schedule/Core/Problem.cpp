@@ -22,6 +22,10 @@ const char *zbc::sched::kindName(Kind kind) {
     return "BW";
   case Kind::R:
     return "R";
+  case Kind::O:
+    return "O";
+  case Kind::L:
+    return "L";
   }
   return "?";
 }
@@ -38,8 +42,20 @@ double StageCost::time(Kind kind) const {
     return B + W;
   case Kind::R:
     return recompute < 0 ? F : recompute;
+  case Kind::O:
+  case Kind::L:
+    break; // a copy: Problem::duration
   }
   return 0;
+}
+
+double Problem::duration(Kind kind, int stage) const {
+  const StageCost &cost = stages[stage];
+  if (!isCopy(kind))
+    return cost.time(kind);
+  // simulate() refuses a copy without a link; a copy of nothing takes no
+  // time.
+  return cost.offloaded() > 0 ? cost.offloaded() / copyBandwidth : 0;
 }
 
 double StageCost::memoryDelta(Kind kind, bool recomputed) const {
@@ -54,8 +70,26 @@ double StageCost::memoryDelta(Kind kind, bool recomputed) const {
     return -memW;
   case Kind::BW:
     return -memB;
+  case Kind::O:
+    return -offloaded();
+  case Kind::L:
+    return offloaded();
   }
   return 0;
+}
+
+double StageCost::hostMemoryDelta(Kind kind, bool offloaded) const {
+  if (!offloaded)
+    return 0;
+  switch (kind) {
+  case Kind::F:
+    return this->offloaded();
+  case Kind::B:
+  case Kind::BW:
+    return -this->offloaded();
+  default:
+    return 0;
+  }
 }
 
 const char *zbc::sched::placementName(Placement placement) {
@@ -154,7 +188,14 @@ llvm::Error Problem::validate() const {
     if (s.recompute >= 0 ? !amount(s.recompute) : s.recompute != -1)
       return fail(where + "R must be in " + range +
                   " (or -1: as long as F), got " + formatNumber(s.recompute));
+    if (s.memOffload >= 0 ? s.memOffload > s.memB : s.memOffload != -1)
+      return fail(where + "M_offload (what O moves to host memory) must be in "
+                  "[0, M_B = " + formatNumber(s.memB) +
+                  "] (or -1: all of M_B), got " + formatNumber(s.memOffload));
   }
+  if (!amount(copyBandwidth))
+    return fail("copy bandwidth must be in " + range + ", got " +
+                formatNumber(copyBandwidth));
   if (!amount(comm))
     return fail("comm must be in " + range + ", got " + formatNumber(comm));
   if (activationBudget && !amount(*activationBudget))

@@ -73,10 +73,6 @@ zbc::sched::plannedForRecompute(const Problem &problem,
 
 namespace {
 
-bool isBackward(const Action &a) {
-  return a.kind == Kind::B || a.kind == Kind::BW;
-}
-
 bool fusesABackward(const ScheduleTable &table) {
   return llvm::any_of(table.ranks, [](const std::vector<Action> &rank) {
     return llvm::any_of(rank,
@@ -319,7 +315,7 @@ zbc::sched::fitByRecomputing(const Problem &problem,
     int rank = static_cast<int>(r);
     int n = static_cast<int>(actions.size());
     for (int i = 0; i < n; ++i)
-      if (isBackward(actions[i]))
+      if (isBackward(actions[i].kind))
         neededAt[key(actions[i])] =
             i > 0 && table.overlaps.count({rank, i - 1}) ? i - 1 : i;
     // In flight and still keeping its stash, the latest-needed first.
@@ -352,7 +348,7 @@ zbc::sched::fitByRecomputing(const Problem &problem,
       // The stashes needed from here on: rebuilt when recomputed.
       for (int k = i; k <= std::min(i + 1, n - 1); ++k) {
         const Action &b = actions[k];
-        if (!isBackward(b) || neededAt[key(b)] != i || due[key(b)])
+        if (!isBackward(b.kind) || neededAt[key(b)] != i || due[key(b)])
           continue;
         due[key(b)] = true;
         if (chosen[key(b)]) {
@@ -377,7 +373,7 @@ void zbc::sched::recomputeBeforeEachBackward(
     llvm::function_ref<bool(int stage, int microbatch)> recompute) {
   std::vector<bool> done = table.recomputedMask();
   auto needsR = [&](const Action &a) {
-    return isBackward(a) && recompute(a.stage, a.microbatch) &&
+    return isBackward(a.kind) && recompute(a.stage, a.microbatch) &&
            !table.isRecomputed(done, a);
   };
   std::set<std::pair<int, int>> overlaps;

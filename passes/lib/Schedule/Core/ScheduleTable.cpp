@@ -31,6 +31,8 @@ std::string Action::csvStr() const {
                      : kind == Kind::B ? "I"
                      : kind == Kind::W ? "W"
                      : kind == Kind::R ? "R" // zbc's: PyTorch has none
+                     : kind == Kind::O ? "O" // likewise
+                     : kind == Kind::L ? "L"
                                        : "B";
   return std::to_string(stage) + type + std::to_string(microbatch);
 }
@@ -43,21 +45,21 @@ std::vector<int> ScheduleTable::stagesOf(int rank) const {
   return held;
 }
 
-bool ScheduleTable::hasRecompute() const {
+bool ScheduleTable::has(Kind kind) const {
   for (const std::vector<Action> &rank : ranks)
     for (const Action &a : rank)
-      if (a.kind == Kind::R)
+      if (a.kind == kind)
         return true;
   return false;
 }
 
-std::vector<bool> ScheduleTable::recomputedMask() const {
-  if (!hasRecompute())
+std::vector<bool> ScheduleTable::maskOf(Kind kind) const {
+  if (!has(kind))
     return {};
   std::vector<bool> mask(size_t(numStages()) * size_t(microbatches), false);
   for (const std::vector<Action> &rank : ranks)
     for (const Action &a : rank)
-      if (a.kind == Kind::R && a.stage >= 0 && a.stage < numStages() &&
+      if (a.kind == kind && a.stage >= 0 && a.stage < numStages() &&
           a.microbatch >= 0 && a.microbatch < microbatches)
         mask[size_t(a.stage) * size_t(microbatches) + size_t(a.microbatch)] =
             true;
@@ -196,10 +198,31 @@ std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
         return Fault{r, static_cast<int>(*re),
                      where() + ordered(Kind::R, *re, Kind::F, *f)};
       size_t back = bw ? *bw : *b;
+      Kind backKind = bw ? Kind::BW : Kind::B;
       if (re && back < *re)
         return Fault{r, static_cast<int>(back),
-                     where() + ordered(bw ? Kind::BW : Kind::B, back, Kind::R,
-                                       *re)};
+                     where() + ordered(backKind, back, Kind::R, *re)};
+      // An offload: F < O < L < backward (Note [Offload as actions]).
+      const size_t *off = find(s, j, Kind::O), *load = find(s, j, Kind::L);
+      if (!off && !load)
+        continue;
+      if (!off || !load)
+        return Fault{r, static_cast<int>(off ? *off : *load),
+                     where() + (off ? "has O but no L: the backward would "
+                                      "find its stash on the host"
+                                    : "has L but no O: nothing was offloaded")};
+      if (re)
+        return Fault{r, static_cast<int>(*re),
+                     where() + "is both recomputed and offloaded (R and O)"};
+      if (*off < *f)
+        return Fault{r, static_cast<int>(*off),
+                     where() + ordered(Kind::O, *off, Kind::F, *f)};
+      if (*load < *off)
+        return Fault{r, static_cast<int>(*load),
+                     where() + ordered(Kind::L, *load, Kind::O, *off)};
+      if (back < *load)
+        return Fault{r, static_cast<int>(back),
+                     where() + ordered(backKind, back, Kind::L, *load)};
     }
   }
   return std::nullopt;

@@ -20,6 +20,12 @@
 // unfinished rank is parked on something that will never finish: a deadlock,
 // reported rank by rank.
 //
+// Copies (O, L: Note [Offload as actions]) do not take the compute stream:
+// each rank has a device-to-host and a host-to-device queue, free at a
+// time of their own; an O's place in the order only raises the compute
+// stream's free time to the copy's end (the fence), and an L starts from
+// the stream's free time at its place.
+//
 // Memory does not depend on timing (a rank's running total changes only with
 // its own actions, in its order), so it is a separate linear pass.
 //
@@ -45,9 +51,9 @@ struct Simulation {
   const Problem &problem;
   const ScheduleTable &table;
   int numStages, microbatches, numRanks;
-  /// Which (stage, microbatch) pairs are recomputed (their backward waits
-  /// for R's stash): the table's recomputedMask, empty when none is.
-  const std::vector<bool> &recomputed;
+  /// Which (stage, microbatch) pairs are restored (their backward waits
+  /// for the stash of an R or an L): empty when none is.
+  const std::vector<bool> &restored;
 
   /// End time of each product, indexed by key(); negative: not done yet
   /// (times are never negative: the clock starts at 0 and costs are >= 0).
@@ -59,16 +65,26 @@ struct Simulation {
   std::vector<size_t> next;   // per rank: index of the next action to run
   std::vector<double> freeAt; // per rank: end of its last action
   std::vector<int> work;      // ranks that may be able to run
+  /// Per rank: when its device-to-host (O) and host-to-device (L) queues
+  /// are free; per (stage, microbatch): when its O ended. Empty without
+  /// offload.
+  std::vector<double> toHostFreeAt, toDeviceFreeAt, offloadedAt;
 
   Simulation(const Problem &problem, const ScheduleTable &table,
-             const std::vector<bool> &recomputed)
+             const std::vector<bool> &restored)
       : problem(problem), table(table), numStages(table.numStages()),
         microbatches(table.microbatches), numRanks(table.numRanks()),
-        recomputed(recomputed),
+        restored(restored),
         doneAt(kNumProducts * static_cast<size_t>(numStages) * microbatches,
                -1.0),
         firstParked(doneAt.size(), -1), nextParked(numRanks, -1),
-        parkedOn(numRanks, -1), next(numRanks, 0), freeAt(numRanks, 0.0) {}
+        parkedOn(numRanks, -1), next(numRanks, 0), freeAt(numRanks, 0.0) {
+    if (table.hasOffload()) {
+      toHostFreeAt.assign(numRanks, 0.0);
+      toDeviceFreeAt.assign(numRanks, 0.0);
+      offloadedAt.assign(static_cast<size_t>(numStages) * microbatches, 0.0);
+    }
+  }
 
   int key(const ProductRef &d) const {
     return static_cast<int>(productIndex(d, numStages, microbatches));
@@ -79,8 +95,28 @@ struct Simulation {
     int n = 0;
     forEachDependence(
         a, numStages, [&](const ProductRef &d) { keys[n++] = key(d); },
-        table.isRecomputed(recomputed, a));
+        table.isRecomputed(restored, a));
     return n;
+  }
+
+  /// Times copy `a` on rank `r`'s queues (Note [Offload as actions]) and
+  /// returns its end; an O also fences the compute stream.
+  double copy(int r, const Action &a, SimResult &result) {
+    size_t pair = size_t(a.stage) * microbatches + a.microbatch;
+    double length = problem.duration(a.kind, a.stage), start, end;
+    if (a.kind == Kind::O) {
+      // Its F ran earlier on this rank (ScheduleTable::verify), so its
+      // activation is done.
+      double made = doneAt[key({Product::Activation, a.stage, a.microbatch})];
+      start = std::max(toHostFreeAt[r], made);
+      end = toHostFreeAt[r] = offloadedAt[pair] = start + length;
+      freeAt[r] = std::max(freeAt[r], end);
+    } else {
+      start = std::max({toDeviceFreeAt[r], freeAt[r], offloadedAt[pair]});
+      end = toDeviceFreeAt[r] = start + length;
+    }
+    result.timeline[r].push_back({a, start, end});
+    return end;
   }
 
   /// The product `a` finishes, or -1 (W).
@@ -96,6 +132,13 @@ struct Simulation {
     const std::vector<Action> &actions = table.ranks[r];
     while (next[r] < actions.size()) {
       const Action &a = actions[next[r]];
+      if (isCopy(a.kind)) {
+        double end = copy(r, a, result);
+        ++next[r];
+        if (a.kind == Kind::L)
+          finish(key({Product::Stash, a.stage, a.microbatch}), end);
+        continue;
+      }
       int keys[2];
       int n = dependencies(a, keys);
       double start = freeAt[r];
@@ -112,21 +155,25 @@ struct Simulation {
           end += problem.comm;
         start = std::max(start, end);
       }
-      double end = start + problem.stages[a.stage].time(a.kind);
+      double end = start + problem.duration(a.kind, a.stage);
       result.timeline[r].push_back({a, start, end});
       freeAt[r] = end;
       ++next[r];
       int done = product(a);
-      if (done < 0)
-        continue;
-      doneAt[done] = end;
-      for (int waiter = firstParked[done]; waiter >= 0;
-           waiter = nextParked[waiter]) {
-        parkedOn[waiter] = -1;
-        work.push_back(waiter);
-      }
-      firstParked[done] = -1;
+      if (done >= 0)
+        finish(done, end);
     }
+  }
+
+  /// Records that product `done` is done at `end` and wakes its waiters.
+  void finish(int done, double end) {
+    doneAt[done] = end;
+    for (int waiter = firstParked[done]; waiter >= 0;
+         waiter = nextParked[waiter]) {
+      parkedOn[waiter] = -1;
+      work.push_back(waiter);
+    }
+    firstParked[done] = -1;
   }
 
   /// The deadlock report: per unfinished rank, the action it is stuck at,
@@ -195,24 +242,32 @@ static llvm::Error checkShape(const Problem &problem,
   return llvm::Error::success();
 }
 
-/// Walks each rank's order, tracking live activation memory; the first
-/// action on the lowest rank that takes it over the limit is the error.
+/// Walks each rank's order, tracking live activation memory on the device
+/// and, for offloaded microbatches, on the host; the first action on the
+/// lowest rank that takes device memory over the limit is the error.
 static llvm::Error trackMemory(const Problem &problem,
                                const ScheduleTable &table,
                                const std::vector<bool> &recomputed,
+                               const std::vector<bool> &offloaded,
                                SimResult &result) {
   // Sums of deltas that cancel exactly on paper (F then B then W) leave
   // round-off in binary; a limit met on paper must not fail by 1 ulp.
   double limit = problem.budget() * (1 + 1e-9);
   result.peakMemory.assign(table.numRanks(), 0.0);
+  if (!offloaded.empty())
+    result.peakHostMemory.assign(table.numRanks(), 0.0);
   for (int r = 0; r < table.numRanks(); ++r) {
-    double live = 0, peak = 0;
+    double live = 0, peak = 0, host = 0;
     for (auto [i, a] : llvm::enumerate(table.ranks[r])) {
       const StageCost &cost = problem.stages[a.stage];
       double delta =
           cost.memoryDelta(a.kind, table.isRecomputed(recomputed, a));
       live += delta;
       peak = std::max(peak, live);
+      if (!offloaded.empty()) {
+        host += cost.hostMemoryDelta(a.kind, table.isRecomputed(offloaded, a));
+        result.peakHostMemory[r] = std::max(result.peakHostMemory[r], host);
+      }
       if (problem.budget() > 0 && live > limit)
         return fail("rank " + llvm::Twine(r) + ": " + table.name(a) + " (action " +
                     llvm::Twine(i) + ", microbatch " +
@@ -240,10 +295,30 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
 
   SimResult result;
   std::vector<bool> recomputed = table.recomputedMask();
-  if (llvm::Error error = trackMemory(problem, table, recomputed, result))
+  std::vector<bool> offloaded = table.offloadedMask();
+  if (!offloaded.empty() && problem.copyBandwidth <= 0)
+    for (auto [r, actions] : llvm::enumerate(table.ranks))
+      for (auto [i, a] : llvm::enumerate(actions))
+        if (isCopy(a.kind))
+          return fail("rank " + llvm::Twine(r) + ": " + table.name(a) +
+                      " (action " + llvm::Twine(i) + ", microbatch " +
+                      llvm::Twine(a.microbatch) +
+                      ") copies between device and host memory, but the "
+                      "problem has no copy bandwidth (--copy-bandwidth, the "
+                      "cost file's copy_bandwidth)");
+  if (llvm::Error error =
+          trackMemory(problem, table, recomputed, offloaded, result))
     return std::move(error);
 
-  Simulation sim(problem, table, recomputed);
+  // A backward reads the stash its R rebuilt or its L brought back.
+  std::vector<bool> restored = recomputed;
+  if (!offloaded.empty()) {
+    if (restored.empty())
+      restored.assign(offloaded.size(), false);
+    for (size_t k = 0; k < offloaded.size(); ++k)
+      restored[k] = restored[k] || offloaded[k];
+  }
+  Simulation sim(problem, table, restored);
   size_t total = 0;
   result.timeline.resize(sim.numRanks);
   for (int r = 0; r < sim.numRanks; ++r) {
@@ -270,9 +345,15 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
     const std::vector<TimedAction> &line = result.timeline[r];
     if (line.empty())
       continue;
-    double span = line.back().end - line.front().start, busy = 0;
-    for (const TimedAction &t : line)
-      busy += t.end - t.start;
+    // Copies run beside compute: they lengthen the span only by ending
+    // last, and are not the rank's busy time.
+    double end = 0, busy = 0;
+    for (const TimedAction &t : line) {
+      end = std::max(end, t.end);
+      if (!isCopy(t.action.kind))
+        busy += t.end - t.start;
+    }
+    double span = end - line.front().start;
     result.makespan = std::max(result.makespan, span);
     result.idle[r] = std::max(0.0, span - busy);
   }

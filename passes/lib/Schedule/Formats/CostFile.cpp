@@ -165,9 +165,10 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
     return fail(name + ": expected a JSON object, got " + typeName(*parsed));
 
   static const llvm::StringRef known[] = {
-      "ranks", "microbatches", "virtual", "comm", "activation_budget",
-      "F",     "B",            "W",       "R",    "M_B",
-      "M_W",   "M_keep",       "model",   "model_hash"};
+      "ranks",     "microbatches", "virtual", "comm",
+      "activation_budget", "copy_bandwidth", "F", "B",
+      "W",         "R",            "M_B",     "M_W",
+      "M_keep",    "M_offload",    "model",   "model_hash"};
   Reader read{name};
   CostFile file;
   // The key's name before the two limits were told apart (issue 26): a file
@@ -197,11 +198,16 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
       return n.takeError();
     file.*field = *n;
   }
-  if (const json::Value *value = object->get("comm")) {
-    llvm::Expected<double> x = read.amount("comm", *value);
-    if (!x)
-      return x.takeError();
-    file.comm = *x;
+  for (auto [key, field] :
+       {std::pair<llvm::StringRef, std::optional<double> CostFile::*>{
+            "comm", &CostFile::comm},
+        {"copy_bandwidth", &CostFile::copyBandwidth}}) {
+    if (const json::Value *value = object->get(key)) {
+      llvm::Expected<double> x = read.amount(key, *value);
+      if (!x)
+        return x.takeError();
+      file.*field = *x;
+    }
   }
   if (const json::Value *value = object->get("activation_budget")) {
     llvm::Expected<std::optional<double>> budget =
@@ -218,7 +224,8 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
         {"R", &CostFile::R},
         {"M_B", &CostFile::memB},
         {"M_W", &CostFile::memW},
-        {"M_keep", &CostFile::memKeep}}) {
+        {"M_keep", &CostFile::memKeep},
+        {"M_offload", &CostFile::memOffload}}) {
     if (const json::Value *value = object->get(key)) {
       llvm::Expected<std::vector<double>> xs = read.amounts(key, *value);
       if (!xs)

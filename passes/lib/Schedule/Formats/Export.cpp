@@ -43,15 +43,19 @@ static std::string jsonNum(double x) {
   return std::isfinite(x) ? formatAmount(x) : "null";
 }
 
-/// Busy time (sum of action durations) and span (first start to last end).
+/// Busy time (sum of compute durations: copies run beside them) and span
+/// (first start to last end), as the simulator counts them.
 static std::pair<double, double>
 busyAndSpan(const std::vector<TimedAction> &line) {
   if (line.empty())
     return {0, 0};
-  double busy = 0;
-  for (const TimedAction &t : line)
-    busy += t.end - t.start;
-  return {busy, line.back().end - line.front().start};
+  double busy = 0, end = 0;
+  for (const TimedAction &t : line) {
+    end = std::max(end, t.end);
+    if (!isCopy(t.action.kind))
+      busy += t.end - t.start;
+  }
+  return {busy, end - line.front().start};
 }
 
 //===----------------------------------------------------------------------===//
@@ -77,13 +81,19 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
      << (problem.budget() > 0 ? formatAmount(problem.budget()) : std::string("none"));
   if (isDefaultOrigin(budgetOrigin))
     os << " (" << budgetOrigin << ")";
+  if (problem.copyBandwidth > 0)
+    os << ", copy bandwidth " << formatAmount(problem.copyBandwidth);
   os << "\n";
   os << "makespan " << formatAmount(sim.makespan) << " (longest rank span)\n";
   os << "bubble rate " << formatAmount(sim.bubbleRate) << " ("
      << llvm::format("%.2f", 100 * sim.bubbleRate) << "%)\n\n";
 
   // Per-rank facts, right-aligned under their headings.
-  const char *headings[] = {"rank", "busy", "idle", "span", "peak memory"};
+  // With offload, a sixth column: the host's peak (Note [Offload as
+  // actions]).
+  const char *headings[] = {"rank", "busy", "idle", "span", "peak memory",
+                            "peak host"};
+  int columns = sim.peakHostMemory.empty() ? 5 : 6;
   std::vector<std::vector<std::string>> rows;
   for (int r = 0; r < numRanks; ++r) {
     auto [busy, span] = r < static_cast<int>(sim.timeline.size())
@@ -93,19 +103,19 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
       return i < static_cast<int>(v.size()) ? formatAmount(v[i]) : std::string("-");
     };
     rows.push_back({std::to_string(r), formatAmount(busy), at(sim.idle, r), formatAmount(span),
-                    at(sim.peakMemory, r)});
+                    at(sim.peakMemory, r), at(sim.peakHostMemory, r)});
   }
-  size_t widths[5];
-  for (int c = 0; c < 5; ++c) {
+  size_t widths[6];
+  for (int c = 0; c < columns; ++c) {
     widths[c] = strlen(headings[c]);
     for (const auto &row : rows)
       widths[c] = std::max(widths[c], row[c].size());
   }
-  for (int c = 0; c < 5; ++c)
+  for (int c = 0; c < columns; ++c)
     os << (c ? "  " : "") << llvm::right_justify(headings[c], widths[c]);
   os << "\n";
   for (const auto &row : rows) {
-    for (int c = 0; c < 5; ++c)
+    for (int c = 0; c < columns; ++c)
       os << (c ? "  " : "") << llvm::right_justify(row[c], widths[c]);
     os << "\n";
   }
@@ -114,6 +124,7 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
   os << "\norder (F forward, B input gradient, W weight gradient, "
         "BW fused backward"
      << (table.hasRecompute() ? ", R recompute" : "")
+     << (table.hasOffload() ? ", O offload to host, L reload" : "")
      << "; (stage,microbatch)):\n";
   const size_t lineWidth = 100;
   for (int r = 0; r < numRanks; ++r) {
@@ -159,11 +170,15 @@ void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
     number("makespan", sim.makespan);
     number("bubble_rate", sim.bubbleRate);
     numbers("peak_memory", sim.peakMemory);
+    if (!sim.peakHostMemory.empty())
+      numbers("peak_host_memory", sim.peakHostMemory);
     numbers("idle", sim.idle);
     json.attribute("ranks", table.numRanks());
     json.attribute("stages", table.numStages());
     json.attribute("microbatches", table.microbatches);
     number("comm", problem.comm);
+    if (problem.copyBandwidth > 0)
+      number("copy_bandwidth", problem.copyBandwidth);
     number("activation_budget", problem.budget());
     json.attribute("activation_budget_origin",
                    budgetOrigin.empty()
@@ -196,7 +211,8 @@ void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
 
 namespace {
 /// Fill colours after the Zero Bubble paper's figures: F blue, B teal, W
-/// green, fused BW purple, and recomputation (not in the paper) orange; the
+/// green, fused BW purple, recomputation (not in the paper) orange and
+/// the copies of offload brown (O) and slate (L); the
 /// darker shade marks a rank's second (odd) stage under interleaved and V
 /// placements.
 const char *fillColour(Kind kind, bool darker) {
@@ -211,6 +227,10 @@ const char *fillColour(Kind kind, bool darker) {
     return darker ? "#8b67c9" : "#cdb6ef";
   case Kind::R:
     return darker ? "#d98a3a" : "#f6c995";
+  case Kind::O: // copies: browns, drawn as strips under the compute
+    return darker ? "#7a5a3a" : "#b08a60";
+  case Kind::L:
+    return darker ? "#5a6270" : "#8a94a6";
   }
   return "#cccccc";
 }
@@ -280,14 +300,23 @@ void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
     for (const TimedAction &t : sim.timeline[r]) {
       const Action &a = t.action;
       double x = left + t.start * scale, w = (t.end - t.start) * scale;
+      // A copy runs beside the compute: a strip along the row's foot, O's
+      // in its upper half and L's in its lower, over the compute boxes.
+      double strip = 5, boxY = y, boxH = boxHeight;
+      if (isCopy(a.kind)) {
+        boxH = strip;
+        boxY = y + boxHeight + 2 - (a.kind == Kind::O ? 2 * strip : strip);
+      }
       os << "<rect class=\"" << kindName(a.kind) << "\" x=\"" << px(x)
-         << "\" y=\"" << px(y) << "\" width=\"" << px(w) << "\" height=\""
-         << px(boxHeight) << "\" fill=\""
+         << "\" y=\"" << px(boxY) << "\" width=\"" << px(w) << "\" height=\""
+         << px(boxH) << "\" fill=\""
          << fillColour(a.kind, chunk[a.stage] % 2 == 1)
          << "\" stroke=\"#333333\" stroke-width=\"0.5\"><title>" << a.str()
          << " " << formatAmount(t.start) << "-" << formatAmount(t.end) << "</title></rect>\n";
       // The microbatch number, shrunk to fit; left out where even 6 px
       // text would spill over the box (large schedules).
+      if (isCopy(a.kind))
+        continue; // too thin to label
       std::string label = std::to_string(a.microbatch);
       double fontSize =
           std::min(12.0, (w - 2) / (0.62 * static_cast<double>(label.size())));
@@ -330,12 +359,15 @@ void zbc::sched::writeSVG(const Problem &problem, const ScheduleTable &table,
                            {Kind::B, "B input gradient"},
                            {Kind::W, "W weight gradient"},
                            {Kind::BW, "BW fused backward"},
-                           {Kind::R, "R recompute"}};
-  // R only where the schedule recomputes, so other pictures stay as they were.
-  bool recomputes = table.hasRecompute();
+                           {Kind::R, "R recompute"},
+                           {Kind::O, "O offload (strip)"},
+                           {Kind::L, "L reload (strip)"}};
+  // R, O and L only where the schedule has them, so other pictures stay as
+  // they were.
+  bool recomputes = table.hasRecompute(), offloads = table.hasOffload();
   double x = left;
   for (const Entry &e : entries) {
-    if (e.kind == Kind::R && !recomputes)
+    if ((e.kind == Kind::R && !recomputes) || (isCopy(e.kind) && !offloads))
       continue;
     os << "<path d=\"M" << px(x) << " " << px(legendY - 11)
        << " h14 v14 h-14 z\" fill=\"" << fillColour(e.kind, false)
@@ -362,7 +394,6 @@ void zbc::sched::writeChromeTrace(const Problem &problem,
                                   const ScheduleTable &table,
                                   const SimResult &sim, llvm::raw_ostream &os) {
   (void)problem;
-  (void)table;
   // One time unit is shown as one millisecond (the trace counts in us).
   const double usPerUnit = 1000;
   llvm::json::OStream json(os);
@@ -376,26 +407,37 @@ void zbc::sched::writeChromeTrace(const Problem &problem,
         json.attributeObject("args",
                              [&] { json.attribute("name", "pipeline"); });
       });
-      for (int r = 0; r < static_cast<int>(sim.timeline.size()); ++r) {
-        json.object([&] {
-          json.attribute("name", "thread_name");
-          json.attribute("ph", "M");
-          json.attribute("pid", 0);
-          json.attribute("tid", r);
-          json.attributeObject("args", [&] {
-            json.attribute("name", "rank " + std::to_string(r));
+      // Copies (O, L) get a track of their own under their rank's.
+      int numRanks = static_cast<int>(sim.timeline.size());
+      bool offloads = table.hasOffload();
+      auto trackOf = [&](int r, Kind kind) {
+        return offloads ? 2 * r + (isCopy(kind) ? 1 : 0) : r;
+      };
+      for (int r = 0; r < numRanks; ++r)
+        for (bool copies : {false, true}) {
+          if (copies && !offloads)
+            continue;
+          int tid = trackOf(r, copies ? Kind::O : Kind::F);
+          json.object([&] {
+            json.attribute("name", "thread_name");
+            json.attribute("ph", "M");
+            json.attribute("pid", 0);
+            json.attribute("tid", tid);
+            json.attributeObject("args", [&] {
+              json.attribute("name", "rank " + std::to_string(r) +
+                                         (copies ? " copies" : ""));
+            });
           });
-        });
-        // Keep tracks in rank order whatever the viewer's default.
-        json.object([&] {
-          json.attribute("name", "thread_sort_index");
-          json.attribute("ph", "M");
-          json.attribute("pid", 0);
-          json.attribute("tid", r);
-          json.attributeObject("args",
-                               [&] { json.attribute("sort_index", r); });
-        });
-      }
+          // Keep tracks in rank order whatever the viewer's default.
+          json.object([&] {
+            json.attribute("name", "thread_sort_index");
+            json.attribute("ph", "M");
+            json.attribute("pid", 0);
+            json.attribute("tid", tid);
+            json.attributeObject("args",
+                                 [&] { json.attribute("sort_index", tid); });
+          });
+        }
       for (int r = 0; r < static_cast<int>(sim.timeline.size()); ++r)
         for (const TimedAction &t : sim.timeline[r])
           json.object([&] {
@@ -404,7 +446,7 @@ void zbc::sched::writeChromeTrace(const Problem &problem,
             json.attribute("cat", kindName(t.action.kind));
             json.attribute("ph", "X");
             json.attribute("pid", 0);
-            json.attribute("tid", r);
+            json.attribute("tid", trackOf(r, t.action.kind));
             json.attributeBegin("ts");
             json.rawValue(jsonNum(t.start * usPerUnit));
             json.attributeEnd();

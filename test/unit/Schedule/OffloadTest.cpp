@@ -1,0 +1,305 @@
+//===- OffloadTest.cpp - activation offload as scheduled copies -----------===//
+//
+// Checks Note [Offload as actions] in the schedule library: the costs'
+// validation; the table's invariants (F < O < L < backward, both copies or
+// neither, never with an R); the simulator's copy queues, fences and
+// device and host bytes on one rank worked out by hand; a copy without a
+// link refused; the placement of every offload and the fit to a budget on
+// the registered schedules; auto never longer than the order without
+// offload; one lever at a time; and the PyTorch CSV refusing copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "zbc/Schedule/Offload.h"
+#include "zbc/Schedule/Registry.h"
+#include "zbc/Schedule/TorchCSV.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace zbc::sched;
+
+namespace {
+
+Action F(int s, int j) { return {Kind::F, s, j}; }
+Action B(int s, int j) { return {Kind::B, s, j}; }
+Action W(int s, int j) { return {Kind::W, s, j}; }
+Action R(int s, int j) { return {Kind::R, s, j}; }
+Action O(int s, int j) { return {Kind::O, s, j}; }
+Action L(int s, int j) { return {Kind::L, s, j}; }
+
+/// p ranks, m microbatches, unit times, M_B = 1, M_W = 0.5, a copy of a
+/// whole stash taking one time unit.
+Problem uniform(int p, int m, int v = 1) {
+  Problem problem;
+  problem.ranks = p;
+  problem.microbatches = m;
+  problem.virtualStages = v;
+  problem.copyBandwidth = 1;
+  StageCost cost;
+  cost.memW = 0.5;
+  problem.stages.assign(p * v, cost);
+  return problem;
+}
+
+std::string errorOf(llvm::Error error) {
+  return error ? llvm::toString(std::move(error)) : "";
+}
+
+/// One rank, two microbatches; microbatch 0 offloaded around microbatch
+/// 1's whole life.
+ScheduleTable oneRank(std::vector<Action> order) {
+  ScheduleTable table;
+  table.microbatches = 2;
+  table.rankOfStage = {0};
+  table.ranks = {std::move(order)};
+  return table;
+}
+
+size_t count(const ScheduleTable &table, Kind kind) {
+  size_t n = 0;
+  for (const std::vector<Action> &rank : table.ranks)
+    for (const Action &a : rank)
+      n += a.kind == kind;
+  return n;
+}
+
+TEST(Offload, CostsAreValidated) {
+  Problem problem = uniform(2, 2);
+  EXPECT_EQ(errorOf(problem.validate()), "");
+  EXPECT_EQ(problem.stages[0].offloaded(), 1); // all of M_B by default
+  problem.stages[1].memOffload = 1.5;          // more than M_B = 1
+  EXPECT_NE(errorOf(problem.validate()).find("stage 1: M_offload"),
+            std::string::npos)
+      << errorOf(problem.validate());
+  problem.stages[1].memOffload = 0.25;
+  EXPECT_EQ(problem.stages[1].offloaded(), 0.25);
+  EXPECT_EQ(problem.duration(Kind::L, 1), 0.25);
+  problem.copyBandwidth = -1;
+  EXPECT_NE(errorOf(problem.validate()).find("copy bandwidth must be"),
+            std::string::npos);
+}
+
+TEST(Offload, TableInvariantsNameRankActionAndMicrobatch) {
+  struct Case {
+    std::vector<Action> order;
+    const char *message;
+  };
+  const Case cases[] = {
+      {{F(0, 0), O(0, 0), B(0, 0), W(0, 0), F(0, 1), B(0, 1), W(0, 1)},
+       "microbatch 0: has O but no L"},
+      {{F(0, 0), L(0, 0), B(0, 0), W(0, 0), F(0, 1), B(0, 1), W(0, 1)},
+       "microbatch 0: has L but no O"},
+      {{F(0, 0), L(0, 0), O(0, 0), B(0, 0), W(0, 0), F(0, 1), B(0, 1),
+        W(0, 1)},
+       "L(0,0) (action 1) runs before O(0,0) (action 2)"},
+      {{F(0, 0), O(0, 0), B(0, 0), L(0, 0), W(0, 0), F(0, 1), B(0, 1),
+        W(0, 1)},
+       "B(0,0) (action 2) runs before L(0,0) (action 3)"},
+      {{O(0, 0), F(0, 0), L(0, 0), B(0, 0), W(0, 0), F(0, 1), B(0, 1),
+        W(0, 1)},
+       "O(0,0) (action 0) runs before F(0,0) (action 1)"},
+      {{F(0, 0), O(0, 0), R(0, 0), L(0, 0), B(0, 0), W(0, 0), F(0, 1),
+        B(0, 1), W(0, 1)},
+       "both recomputed and offloaded"},
+  };
+  for (const Case &c : cases) {
+    std::string error = errorOf(oneRank(c.order).verify());
+    EXPECT_NE(error.find("rank 0"), std::string::npos) << error;
+    EXPECT_NE(error.find(c.message), std::string::npos) << error;
+  }
+}
+
+TEST(Offload, SimulatorTimesCopiesBesideComputeAndCountsBothMemories) {
+  Problem problem = uniform(1, 2);
+  // Late reload: O's copy (1 to 2) holds F(0,1) back by its fence, and the
+  // reload, issued once W(0,1) ends at 5, holds B(0,0) until 6.
+  ScheduleTable late = oneRank({F(0, 0), O(0, 0), F(0, 1), B(0, 1), W(0, 1),
+                                L(0, 0), B(0, 0), W(0, 0)});
+  llvm::Expected<SimResult> sim = simulate(problem, late);
+  ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
+  const std::vector<TimedAction> &line = sim->timeline[0];
+  ASSERT_EQ(line.size(), 8u);
+  EXPECT_EQ(line[1].start, 1); // O starts when its F ends
+  EXPECT_EQ(line[1].end, 2);
+  EXPECT_EQ(line[2].start, 2); // F(0,1) waits for the fence
+  EXPECT_EQ(line[5].start, 5); // L is issued when W(0,1) ends
+  EXPECT_EQ(line[6].start, 6); // B(0,0) waits for its reload
+  EXPECT_EQ(sim->makespan, 8);
+  EXPECT_EQ(sim->idle[0], 2); // the copies are not busy time
+  EXPECT_EQ(sim->peakMemory[0], 1); // never both stashes on the device
+  ASSERT_EQ(sim->peakHostMemory.size(), 1u);
+  EXPECT_EQ(sim->peakHostMemory[0], 1);
+
+  // Reloaded before B(0,1): the copy runs beside it and nothing waits for
+  // it, but both stashes are on the device again.
+  ScheduleTable early = oneRank({F(0, 0), O(0, 0), F(0, 1), L(0, 0), B(0, 1),
+                                 W(0, 1), B(0, 0), W(0, 0)});
+  sim = simulate(problem, early);
+  ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
+  EXPECT_EQ(sim->makespan, 7);
+  EXPECT_EQ(sim->peakMemory[0], 2);
+
+  // Without offload: 6, peak 2, and no host column.
+  ScheduleTable plain = oneRank(
+      {F(0, 0), F(0, 1), B(0, 1), W(0, 1), B(0, 0), W(0, 0)});
+  sim = simulate(problem, plain);
+  ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
+  EXPECT_EQ(sim->makespan, 6);
+  EXPECT_EQ(sim->peakMemory[0], 2);
+  EXPECT_TRUE(sim->peakHostMemory.empty());
+
+  // The budget counts the device only: 1 fits the late reload.
+  problem.activationBudget = 1;
+  EXPECT_TRUE(bool(simulate(problem, late)));
+  std::string error = errorOf(simulate(problem, early).takeError());
+  EXPECT_NE(error.find("L(0,0) (action 3, microbatch 0) raises live memory to "
+                       "2"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Offload, CopiesNeedALink) {
+  Problem problem = uniform(1, 2);
+  problem.copyBandwidth = 0;
+  std::string error = errorOf(
+      simulate(problem, oneRank({F(0, 0), O(0, 0), F(0, 1), L(0, 0), B(0, 1),
+                                 W(0, 1), B(0, 0), W(0, 0)}))
+          .takeError());
+  EXPECT_NE(error.find("rank 0: O(0,0) (action 1, microbatch 0) copies"),
+            std::string::npos)
+      << error;
+  BuildOptions options;
+  options.offload = OffloadMode::Full;
+  error = errorOf(buildSchedule("1f1b", uniform(2, 4), options).takeError());
+  EXPECT_EQ(error, "");
+  Problem noLink = uniform(2, 4);
+  noLink.copyBandwidth = 0;
+  error = errorOf(buildSchedule("1f1b", noLink, options).takeError());
+  EXPECT_NE(error.find("offload needs a copy bandwidth"), std::string::npos)
+      << error;
+}
+
+TEST(Offload, ModesParse) {
+  for (OffloadMode mode :
+       {OffloadMode::None, OffloadMode::Full, OffloadMode::Auto}) {
+    llvm::Expected<OffloadMode> parsed = parseOffloadMode(offloadModeName(mode));
+    ASSERT_TRUE(bool(parsed));
+    EXPECT_EQ(*parsed, mode);
+  }
+  EXPECT_NE(errorOf(parseOffloadMode("some").takeError())
+                .find("'none', 'full' or 'auto', got 'some'"),
+            std::string::npos);
+}
+
+TEST(Offload, FullOffloadsEveryMicrobatchOfEverySchedule) {
+  for (const ScheduleInfo &info : registeredSchedules()) {
+    int v = info.placement == Placement::Linear ? 1 : 2;
+    Problem problem = uniform(4, 8, v);
+    BuildOptions options;
+    options.offload = OffloadMode::Full;
+    llvm::Expected<BuiltSchedule> built =
+        buildSchedule(info.name, problem, options);
+    ASSERT_TRUE(bool(built)) << info.name << ": "
+                             << llvm::toString(built.takeError());
+    // Every pair with room between its F and its backward (an overlapped
+    // pair may have none).
+    EXPECT_GT(count(built->table, Kind::O), 0u) << info.name;
+    EXPECT_EQ(count(built->table, Kind::O), count(built->table, Kind::L))
+        << info.name;
+    if (built->table.overlaps.empty())
+      EXPECT_EQ(count(built->table, Kind::O), size_t(4 * v * 8)) << info.name;
+    ASSERT_EQ(built->sim.peakHostMemory.size(), 4u) << info.name;
+    EXPECT_GT(built->sim.peakHostMemory[0], 0) << info.name;
+  }
+}
+
+TEST(Offload, FitKeepsEveryRankWithinTheBudget) {
+  // 1F1B keeps p stashes on rank 0; at half of that, offload must move
+  // some, and the fitted order runs within the budget as simulated.
+  Problem problem = uniform(4, 8);
+  llvm::Expected<BuiltSchedule> built = buildSchedule("1f1b", problem);
+  ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
+  ScheduleTable table = built->table;
+  problem.activationBudget = 2;
+  EXPECT_FALSE(bool(simulate(problem, table))); // 4 in flight on rank 0
+  llvm::consumeError(simulate(problem, table).takeError());
+  llvm::Expected<std::vector<std::vector<OffloadPlace>>> places =
+      fitByOffloading(problem, table);
+  ASSERT_TRUE(bool(places)) << llvm::toString(places.takeError());
+  EXPECT_GT((*places)[0].size(), 0u);
+  EXPECT_TRUE((*places)[3].empty()); // the last rank keeps one at a time
+  insertOffloads(table, *places);
+  EXPECT_EQ(errorOf(table.verify()), "");
+  llvm::Expected<SimResult> sim = simulate(problem, table);
+  ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
+  EXPECT_LE(sim->peakMemory[0], 2);
+
+  // Below one stash nothing can fit: the error names where.
+  problem.activationBudget = 0.5;
+  std::string error = errorOf(fitByOffloading(problem, table).takeError());
+  EXPECT_NE(error.find("rank 0: F(0,0) (action 0, microbatch 0)"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Offload, AutoIsNeverLongerThanWithoutIt) {
+  // Where the order without offload fits, auto builds and keeps it or a
+  // shorter one; where it does not, what auto builds fits the budget (an
+  // M_W held between B and W cannot move, so some budgets stay out of
+  // reach).
+  int rescued = 0;
+  for (const char *name : {"1f1b", "zb-h1", "zb-auto"}) {
+    for (double budget : {1.5, 2.0, 3.0, 8.0}) {
+      Problem problem = uniform(4, 8);
+      problem.activationBudget = budget;
+      BuildOptions options;
+      options.offload = OffloadMode::Auto;
+      llvm::Expected<BuiltSchedule> offloaded =
+          buildSchedule(name, problem, options);
+      llvm::Expected<BuiltSchedule> plain = buildSchedule(name, problem);
+      if (!plain) {
+        llvm::consumeError(plain.takeError());
+        if (!offloaded) {
+          llvm::consumeError(offloaded.takeError());
+          continue;
+        }
+        ++rescued;
+      } else {
+        ASSERT_TRUE(bool(offloaded)) << name << " at " << budget << ": "
+                                     << llvm::toString(offloaded.takeError());
+        EXPECT_LE(offloaded->sim.makespan, plain->sim.makespan + 1e-9)
+            << name << " at " << budget;
+      }
+      for (double peak : offloaded->sim.peakMemory)
+        EXPECT_LE(peak, budget * (1 + 1e-9)) << name;
+    }
+  }
+  EXPECT_GT(rescued, 0); // 1F1B at 2 and 3: rank 0 keeps p = 4 without it
+}
+
+TEST(Offload, OneLeverAtATime) {
+  BuildOptions options;
+  options.offload = OffloadMode::Full;
+  options.recompute = RecomputeMode::Full;
+  std::string error =
+      errorOf(buildSchedule("1f1b", uniform(2, 4), options).takeError());
+  EXPECT_NE(error.find("recompute full and offload full together"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Offload, TorchCSVRefusesCopies) {
+  ScheduleTable table = oneRank({F(0, 0), O(0, 0), F(0, 1), L(0, 0), B(0, 1),
+                                 W(0, 1), B(0, 0), W(0, 0)});
+  std::string error = errorOf(checkCSVExpressible(table));
+  EXPECT_NE(error.find("cannot express offload: rank 0, action 1 O(0,0)"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("--offload none"), std::string::npos) << error;
+}
+
+} // namespace
