@@ -210,8 +210,9 @@ TEST(Offload, FullOffloadsEveryMicrobatchOfEverySchedule) {
     EXPECT_GT(count(built->table, Kind::O), 0u) << info.name;
     EXPECT_EQ(count(built->table, Kind::O), count(built->table, Kind::L))
         << info.name;
-    if (built->table.overlaps.empty())
+    if (built->table.overlaps.empty()) {
       EXPECT_EQ(count(built->table, Kind::O), size_t(4 * v * 8)) << info.name;
+    }
     ASSERT_EQ(built->sim.peakHostMemory.size(), 4u) << info.name;
     EXPECT_GT(built->sim.peakHostMemory[0], 0) << info.name;
   }

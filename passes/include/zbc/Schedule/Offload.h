@@ -9,10 +9,11 @@
 //
 // Copies are placed by the times of the order without them (its
 // simulation): an O's fence goes before the first action that starts once
-// the copy, begun when its F ends, would be over; its L goes as late as
-// lets the copy end before the backward starts. The places ignore the
-// copy queues' contention, which the simulator then charges exactly: a
-// stall shows in the makespan, and auto keeps the shortest candidate.
+// the copy, begun when its F ends and queued behind the copies before it,
+// would be over; its L goes as late as lets the copy end before the
+// backward starts. Those times are estimates (a stall moves the rest);
+// the simulator then charges the copies exactly, a stall shows in the
+// makespan, and auto keeps the shortest candidate.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_SCHEDULE_OFFLOAD_H
@@ -61,10 +62,14 @@ placeEveryOffload(const Problem &problem, const ScheduleTable &table);
 /// Which (stage, microbatch) pairs of `table` (a table without copies) to
 /// offload, and where, so that every rank stays within `problem`'s
 /// budget. Walking each rank's order, whenever live memory would pass the
-/// budget it first puts off a reload placed early (to hide its copy) whose
-/// backward comes later, then offloads the microbatch in flight whose
-/// backward comes last (Belady's rule, for both), its fence no later than
-/// that point and its reload after it, until it fits. An error names the rank, the action and the
+/// budget it relieves it the cheapest way, until it fits: it puts off a
+/// reload placed early (to hide its copy) whose backward comes later, or
+/// offloads a microbatch in flight, its fence at that point (the latest,
+/// so the copy has the longest to run) and its reload after it. The cost
+/// of a choice is the stall it is expected to cause by the order's times
+/// (the copy out queued behind the others and not over by the fence, the
+/// copy back not over by the backward); on a tie the microbatch needed
+/// last goes (Belady's rule), a reload put off before a new offload. An error names the rank, the action and the
 /// microbatch where even that is not enough. Without a budget nothing is
 /// offloaded.
 llvm::Expected<std::vector<std::vector<OffloadPlace>>>

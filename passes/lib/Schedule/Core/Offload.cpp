@@ -13,7 +13,7 @@
 
 #include <algorithm>
 #include <optional>
-#include <queue>
+#include <limits>
 #include <set>
 
 using namespace zbc::sched;
@@ -85,34 +85,34 @@ public:
         n(static_cast<int>(line.size())) {}
 
   int size() const { return n; }
-  const Action &action(int i) const { return line[i].action; }
+  const TimedAction &at(int i) const { return line[i]; }
+  double copyTime(int i) const {
+    return problem.duration(Kind::O, line[i].action.stage);
+  }
 
   /// Where the stash of the backward at `k` is needed: before the pair
   /// when the backward is the second of an overlapped pair.
   int neededAt(int k) const { return splitsPair(k) ? k - 1 : k; }
 
-  /// The fence of an O whose F is at `f`: the first place in (f, cap] where
-  /// the next action starts once the copy, begun when F ends, is over; the
-  /// latest place up to `cap` when none is; -1 when there is no place.
-  int fence(int f, int cap) const {
-    double ready = line[f].end + copyTime(f);
-    int x = std::max(f + 1, firstStartingAt(ready));
+  /// The fence of an O whose copy ends at `copyEnd`, after its F at `f`:
+  /// the first place in (f, cap] where the next action starts once the
+  /// copy is over; the latest place up to `cap` when none is; -1 when
+  /// there is no place.
+  int fence(int f, double copyEnd, int cap) const {
+    int x = std::max(f + 1, firstStartingAt(copyEnd));
     for (; x <= cap; ++x)
       if (!splitsPair(x))
         return x;
-    for (x = cap; x > f; --x)
-      if (!splitsPair(x))
-        return x;
-    return -1;
+    return latestFence(f, cap);
   }
 
-  /// The place of an L in [lo, k] for the backward needing its stash at
-  /// `k`: the latest whose preceding action ends early enough for the copy
-  /// to end before `k` starts; `lo` (or the first place after it) when
-  /// none is; -1 when there is no place.
-  int reload(int lo, int k) const {
-    double deadline = line[k].start - copyTime(k);
-    for (int x = std::min(k, lastEndingBy(deadline) + 1); x >= lo; --x)
+  /// The place of an L in [lo, k] whose copy must end by `deadline` (at
+  /// most the start of the action at `k`, which needs the stash): the
+  /// latest whose preceding action ends early enough; `lo` (or the first
+  /// place after it) when none is; -1 when there is no place.
+  int reload(int lo, int k, double deadline) const {
+    double issue = deadline - copyTime(k);
+    for (int x = std::min(k, lastEndingBy(issue) + 1); x >= lo; --x)
       if (!splitsPair(x))
         return x;
     for (int x = lo; x <= k; ++x)
@@ -120,11 +120,22 @@ public:
         return x;
     return -1;
   }
+  int reload(int lo, int k) const { return reload(lo, k, line[k].start); }
+
+  /// The latest place in (f, cap] that splits no overlapped pair, or -1:
+  /// the fence of an O chosen at `cap`.
+  int latestFence(int f, int cap) const {
+    for (int x = cap; x > f; --x)
+      if (!splitsPair(x))
+        return x;
+    return -1;
+  }
+
+  /// When an L placed before the action at `x` may start: once the action
+  /// before it has ended.
+  double issueTime(int x) const { return x > 0 ? line[x - 1].end : 0; }
 
 private:
-  double copyTime(int i) const {
-    return problem.duration(Kind::O, line[i].action.stage);
-  }
   /// Whether a copy before the action at `x` would split an overlapped
   /// pair (PyTorch's OVERLAP_F_B keeps its two actions adjacent).
   bool splitsPair(int x) const {
@@ -205,17 +216,43 @@ zbc::sched::placeEveryOffload(const Problem &problem,
   for (auto [r, actions] : llvm::enumerate(table.ranks)) {
     RankPlanner plan(problem, table, static_cast<int>(r), times->timeline[r]);
     std::vector<int> back = backwardIndex(actions, m, pairs);
+    // Fences in the order of the forwards, each copy queued behind the
+    // last (the device-to-host queue runs them in that order).
+    double toHostFree = 0;
     for (auto [i, a] : llvm::enumerate(actions)) {
       if (a.kind != Kind::F || problem.stages[a.stage].offloaded() <= 0)
         continue;
       int f = static_cast<int>(i);
       int k = plan.neededAt(back[size_t(a.stage) * m + a.microbatch]);
-      int fenceAt = plan.fence(f, k);
-      int reloadAt = fenceAt < 0 ? -1 : plan.reload(fenceAt, k);
-      if (reloadAt < 0)
+      double copyEnd =
+          std::max(plan.at(f).end, toHostFree) + plan.copyTime(f);
+      int fenceAt = plan.fence(f, copyEnd, k);
+      if (fenceAt < 0)
         continue; // its backward overlaps its F: no room for the copies
-      places[r].push_back({a.stage, a.microbatch, fenceAt, reloadAt});
+      toHostFree = copyEnd;
+      places[r].push_back({a.stage, a.microbatch, fenceAt, -1});
     }
+    // Reloads from the last backward back, each copy ending before the
+    // next one starts (the host-to-device queue runs them in order).
+    std::vector<size_t> byBackward(places[r].size());
+    for (size_t i = 0; i < byBackward.size(); ++i)
+      byBackward[i] = i;
+    auto neededOf = [&](const OffloadPlace &p) {
+      return plan.neededAt(back[size_t(p.stage) * m + p.microbatch]);
+    };
+    llvm::sort(byBackward, [&](size_t x, size_t y) {
+      return neededOf(places[r][x]) > neededOf(places[r][y]);
+    });
+    double nextIssue = std::numeric_limits<double>::infinity();
+    for (size_t index : byBackward) {
+      OffloadPlace &place = places[r][index];
+      int k = neededOf(place);
+      place.reloadBefore = plan.reload(
+          place.fenceBefore, k, std::min(plan.at(k).start, nextIssue));
+      nextIssue = std::min(nextIssue, plan.issueTime(place.reloadBefore));
+    }
+    llvm::erase_if(places[r],
+                   [](const OffloadPlace &p) { return p.reloadBefore < 0; });
   }
   return places;
 }
@@ -241,47 +278,70 @@ zbc::sched::fitByOffloading(const Problem &problem,
     int n = plan.size();
     std::vector<int> back = backwardIndex(actions, m, pairs);
     std::vector<int> forwardAt(pairs, -1);
-    // In flight with its stash on the device, the latest-needed first.
-    std::priority_queue<std::pair<int, size_t>> keeping;
-    // The stashes coming back before each action, as indices into
-    // places[r]; and those back on the device before their backward, the
-    // latest-needed first, whose reload may still be put off.
+    auto neededOf = [&](size_t pair) { return plan.neededAt(back[pair]); };
+    // Microbatches in flight with their stash on the device: those never
+    // offloaded (pairs) and those reloaded early (indices into places[r]),
+    // filtered lazily once their backward has begun.
+    std::vector<size_t> keeping, reloaded;
+    // The stashes coming back before each action (indices into places[r]).
     std::vector<std::vector<size_t>> reloadsBefore(n + 1);
-    std::priority_queue<std::pair<int, size_t>> reloaded;
+    // When the device-to-host queue is free, by the order's times: fences
+    // are chosen in the order of the walk, which is the queue's.
+    double toHostFree = 0;
     double live = 0;
+    // The stall a choice is expected to cost: its copy out not over when
+    // the action at `at` starts, and its copy back not over when its
+    // backward starts if issued right after that action.
+    auto reloadStall = [&](int k, int at) {
+      return std::max(0.0, plan.at(at).end + plan.copyTime(k) -
+                               plan.at(k).start);
+    };
     auto fit = [&](int at) -> llvm::Error {
       while (live > limit) {
-        std::optional<OffloadPlace> chosen;
-        // Put off a reload placed early to hide its copy, if its backward
-        // comes after this point: the copy may then stall it.
-        while (!reloaded.empty() && !chosen) {
-          auto [needed, index] = reloaded.top();
-          reloaded.pop();
-          if (needed <= at)
-            continue;
-          OffloadPlace &place = places[r][index];
-          place.reloadBefore = plan.reload(at + 1, needed);
+        // The cheapest relief: put off an early reload, or offload a
+        // microbatch in flight; on a tie the one needed last (Belady's
+        // rule), and a reload put off before a new offload (no new copy).
+        double bestCost = std::numeric_limits<double>::infinity();
+        int bestNeeded = -1;
+        std::optional<size_t> postpone, offload;
+        llvm::erase_if(reloaded, [&](size_t index) {
+          const OffloadPlace &p = places[r][index];
+          return neededOf(size_t(p.stage) * m + p.microbatch) <= at;
+        });
+        for (size_t index : reloaded) {
+          const OffloadPlace &p = places[r][index];
+          int k = neededOf(size_t(p.stage) * m + p.microbatch);
+          double cost = reloadStall(k, at);
+          if (cost < bestCost || (cost == bestCost && k > bestNeeded)) {
+            bestCost = cost, bestNeeded = k, postpone = index;
+          }
+        }
+        llvm::erase_if(keeping, [&](size_t pair) {
+          return neededOf(pair) <= at ||
+                 problem.stages[pair / m].offloaded() <= 0;
+        });
+        for (size_t pair : keeping) {
+          int f = forwardAt[pair], k = neededOf(pair);
+          if (plan.latestFence(f, at) < 0)
+            continue; // only inside an overlapped pair: no place yet
+          double copyEnd =
+              std::max(plan.at(f).end, toHostFree) + plan.copyTime(f);
+          double cost = std::max(0.0, copyEnd - plan.at(at).start) +
+                        reloadStall(k, at);
+          if (cost < bestCost || (cost == bestCost && k > bestNeeded)) {
+            bestCost = cost, bestNeeded = k, offload = pair, postpone.reset();
+          }
+        }
+        if (postpone) {
+          OffloadPlace &place = places[r][*postpone];
+          llvm::erase_if(reloaded, [&](size_t i) { return i == *postpone; });
+          place.reloadBefore = plan.reload(at + 1, bestNeeded);
           live -= problem.stages[place.stage].offloaded();
-          reloadsBefore[place.reloadBefore].push_back(index);
-          chosen = place;
-        }
-        if (chosen)
+          reloadsBefore[place.reloadBefore].push_back(*postpone);
           continue;
-        while (!keeping.empty() && !chosen) {
-          auto [needed, pair] = keeping.top();
-          keeping.pop();
-          if (needed <= at)
-            continue; // its backward has begun: nothing left to move
-          int stage = static_cast<int>(pair / m);
-          int fenceAt = plan.fence(forwardAt[pair], at);
-          int reloadAt = fenceAt < 0 ? -1 : plan.reload(at + 1, needed);
-          if (reloadAt < 0 || problem.stages[stage].offloaded() <= 0)
-            continue;
-          chosen = OffloadPlace{stage, static_cast<int>(pair % m), fenceAt,
-                                reloadAt};
         }
-        if (!chosen) {
-          const Action &a = actions[std::min(at, n - 1)];
+        if (!offload) {
+          const Action &a = actions[at];
           return fail("rank " + llvm::Twine(rank) + ": " + table.name(a) +
                       " (action " + llvm::Twine(at) + ", microbatch " +
                       llvm::Twine(a.microbatch) + ") needs live memory " +
@@ -290,19 +350,26 @@ zbc::sched::fitByOffloading(const Problem &problem,
                       " even with every other microbatch in flight "
                       "offloaded");
         }
-        places[r].push_back(*chosen);
-        live -= problem.stages[chosen->stage].offloaded();
-        reloadsBefore[chosen->reloadBefore].push_back(places[r].size() - 1);
+        size_t pair = *offload;
+        llvm::erase_if(keeping, [&](size_t p) { return p == pair; });
+        int f = forwardAt[pair];
+        toHostFree = std::max(plan.at(f).end, toHostFree) + plan.copyTime(f);
+        // The fence as late as the budget allows, so the copy has the
+        // longest to run; the reload as late as hides its copy.
+        places[r].push_back({static_cast<int>(pair / m),
+                             static_cast<int>(pair % m),
+                             plan.latestFence(f, at),
+                             plan.reload(at + 1, bestNeeded)});
+        live -= problem.stages[pair / m].offloaded();
+        reloadsBefore[places[r].back().reloadBefore].push_back(
+            places[r].size() - 1);
       }
       return llvm::Error::success();
     };
     for (int i = 0; i < n; ++i) {
       for (size_t index : reloadsBefore[i]) {
-        const OffloadPlace &place = places[r][index];
-        live += problem.stages[place.stage].offloaded();
-        reloaded.push(
-            {plan.neededAt(back[size_t(place.stage) * m + place.microbatch]),
-             index});
+        live += problem.stages[places[r][index].stage].offloaded();
+        reloaded.push_back(index);
       }
       if (llvm::Error error = fit(i))
         return std::move(error);
@@ -310,11 +377,11 @@ zbc::sched::fitByOffloading(const Problem &problem,
       live += problem.stages[a.stage].memoryDelta(a.kind);
       if (llvm::Error error = fit(i))
         return std::move(error);
-      // Pushed after the fit: a microbatch cannot leave before its F ends.
+      // Kept after the fit: a microbatch cannot leave before its F ends.
       if (a.kind == Kind::F) {
         size_t pair = size_t(a.stage) * m + a.microbatch;
         forwardAt[pair] = i;
-        keeping.push({plan.neededAt(back[pair]), pair});
+        keeping.push_back(pair);
       }
     }
   }
