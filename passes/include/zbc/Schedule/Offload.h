@@ -83,11 +83,15 @@ struct OffloadedTable {
 };
 
 /// Builds with `build` under `mode`: none as it is; full by placing every
-/// offload in the order built for `problem`; auto by fitting orders built
-/// for the budget, 1.5, 2 and 3 times it and no budget to the budget
-/// (fitByOffloading: the first is the order without offload wherever that
-/// fits), and keeping the shortest makespan within the budget (on a tie,
-/// the fewer copies).
+/// offload in the order built for `problem`; auto by fitting to the budget
+/// (fitByOffloading) orders built for the budget (the order without
+/// offload wherever that fits), 1.5, 2 and 3 times it and no budget, and
+/// orders planned as if a half or three quarters of each stash were
+/// already off the device (less the largest such share, which a reload
+/// brings back: so that a builder that plans memory spends the room on
+/// more microbatches in flight, which offload can move, rather than on W
+/// waiting, which it cannot), and keeping the shortest makespan within the
+/// budget (on a tie, the fewer copies).
 /// Without a budget auto offloads nothing: nothing asks it to.
 llvm::Expected<OffloadedTable> buildWithOffload(const Problem &problem,
                                                 OffloadMode mode,

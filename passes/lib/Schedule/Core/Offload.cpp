@@ -420,17 +420,35 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
     return OffloadedTable{std::move(*table), std::move(note)};
   }
 
-  // auto: the order without offload, and orders built for the budget and
-  // for more (0: none) fitted to it; the shortest within the budget.
-  // The order for the budget itself, fitted, is the order without offload
-  // wherever that fits.
-  const double factors[] = {1, 1.5, 2, 3, 0};
+  // auto: orders built for the budget and for more (0: none), and orders
+  // planned as if part of each stash were already off the device (so that
+  // a builder that plans memory keeps more microbatches in flight, not more
+  // W waiting), each fitted to the budget; the shortest within it.
+  struct Plan {
+    double budgetFactor; // the budget the order is built for, over the real
+    double stashShare;   // how much of M_offload the plan keeps on device
+  };
+  const Plan plans[] = {{1, 1},   {1.5, 1}, {2, 1},   {3, 1},
+                        {0, 1},   {1, 0.5}, {1, 0.25}};
   std::vector<std::vector<Action>> lastOrder;
-  auto realise = [&](double factor, bool &repeated)
+  auto realise = [&](const Plan &plan, bool &repeated)
       -> llvm::Expected<ScheduleTable> {
-    Problem relaxed = problem;
-    relaxed.activationBudget = factor * problem.budget();
-    llvm::Expected<ScheduleTable> table = build(relaxed);
+    Problem planned = problem;
+    // What the plan leaves out comes back for each backward: the budget
+    // holds the largest such share apart, as a reload will need it.
+    double reserve = 0;
+    for (StageCost &cost : planned.stages) {
+      double moved = (1 - plan.stashShare) * cost.offloaded();
+      reserve = std::max(reserve, moved);
+      cost.memB -= moved;
+      cost.memKeep = std::min(cost.memKeep, cost.memB);
+      cost.memOffload = -1;
+    }
+    planned.activationBudget =
+        plan.budgetFactor * problem.budget() - (plan.budgetFactor ? reserve : 0);
+    if (plan.budgetFactor && *planned.activationBudget <= 0)
+      return fail("no room left for the plan");
+    llvm::Expected<ScheduleTable> table = build(planned);
     if (!table)
       return table.takeError();
     repeated = table->ranks == lastOrder;
@@ -442,21 +460,27 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
     insertOffloads(*table, *places);
     return table;
   };
-  auto describe = [&](double factor) {
-    return factor == 0 ? std::string("the order for no budget")
-                       : "the order for " +
-                             formatNumber(factor * problem.budget());
+  auto describe = [&](const Plan &plan) {
+    std::string what = plan.budgetFactor == 0
+                           ? std::string("the order for no budget")
+                           : "the order for " +
+                                 formatNumber(plan.budgetFactor *
+                                              problem.budget());
+    if (plan.stashShare < 1)
+      what += " planned with " + formatNumber(100 * (1 - plan.stashShare)) +
+              "% of each stash off the device";
+    return what;
   };
-  std::optional<double> best;
+  std::optional<Plan> best;
   double bestMakespan = 0;
   size_t bestCopies = 0;
   std::string tried, firstError;
-  for (double factor : factors) {
+  for (const Plan &plan : plans) {
     bool repeated = false;
-    llvm::Expected<ScheduleTable> candidate = realise(factor, repeated);
+    llvm::Expected<ScheduleTable> candidate = realise(plan, repeated);
     if (repeated && candidate)
-      continue; // the same order as the last factor's
-    tried += std::string(tried.empty() ? "" : ", ") + describe(factor);
+      continue; // the same order as the last plan's
+    tried += std::string(tried.empty() ? "" : ", ") + describe(plan);
     if (!candidate) {
       std::string why = llvm::toString(candidate.takeError());
       if (firstError.empty())
@@ -477,7 +501,7 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
     double tie = 1e-9 * std::max(1.0, bestMakespan);
     if (!best || sim->makespan < bestMakespan - tie ||
         (sim->makespan <= bestMakespan + tie && copies < bestCopies)) {
-      best = factor;
+      best = plan;
       bestMakespan = sim->makespan;
       bestCopies = copies;
     }

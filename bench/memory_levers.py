@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Makespan against the activation budget, with and without recomputation.
+"""Makespan against the activation budget, with and without the memory levers.
 
 For each input and each budget from a quarter of 1F1B's activation memory
 (p M_B, rank 0's peak) up to twice it, runs `zbc schedule` for
-  zb-auto and zb-v with `--recompute auto` (zbc's schedules with the lever),
+  zb-auto and zb-v with `--recompute auto` and with `--offload auto` (zbc's
+  schedules with the levers, one at a time),
   1F1B with `--recompute full` (what frameworks offer: checkpoint every stage),
   V-Min and V-Half (the lowest-memory zero-bubble orders without it),
   zb-auto and zb-v without it,
 and prints the makespan of each (blank where it does not fit the budget).
-The last columns compare the best schedule with the lever against the best
+The last columns compare the best schedule with a lever against the best
 of the others: "=" where they tie, "better" where the lever is strictly
 shorter, "WORSE" where it loses, "only" where nothing else fits.
 
@@ -17,10 +18,16 @@ Inputs: four rows of the Zero Bubble paper's measured costs (Qi et al., ICLR
 32h and M_keep = 2h (the stage's input, one layer's worth, in the same
 units: bytes per token); and seeded uneven stages as bench/uneven_stages.py
 draws them, with M_keep = M_B / 8. R takes F's time (full recomputation).
+Offload copies over an H200-like host link, 50 GB/s each way (PCIe Gen5
+x16 as measured, not its 64 GB/s peak): in the paper rows' units that is
+50e9 B/s over the tokens and layers of a stage's microbatch (s b L / p
+bytes per unit; L and b below: the layer counts of the paper's models and
+the microbatch sizes their F times imply at s = 1024); on the uneven
+inputs a stash copies in the mean F's time.
 V schedules get every stage cut into two equal chunks (2p stages, costs
 halved), so that all columns run the same model.
 
-Usage: bench/recompute_limits.py [--zbc build/bin/zbc] [--seeds 2]
+Usage: bench/memory_levers.py [--zbc build/bin/zbc] [--seeds 2]
 """
 import argparse
 import json
@@ -31,33 +38,40 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# model, p, m, T_F, T_B, T_W, T_comm, h, a (bench/schedules.py's rows)
+# model, p, m, T_F, T_B, T_W, T_comm, h, a (bench/schedules.py's rows),
+# then the layers L and the microbatch size b (see above)
 PAPER_ROWS = [
-    ("1.5B", 8, 24, 18.522, 18.086, 9.337, 0.601, 2304, 24),
-    ("6.2B", 8, 32, 29.802, 29.428, 19.530, 0.577, 4096, 32),
-    ("14.6B", 16, 48, 11.347, 11.248, 8.132, 0.377, 5120, 40),
-    ("28.3B", 32, 96, 10.419, 10.207, 7.715, 0.408, 6144, 48),
+    ("1.5B", 8, 24, 18.522, 18.086, 9.337, 0.601, 2304, 24, 22, 6),
+    ("6.2B", 8, 32, 29.802, 29.428, 19.530, 0.577, 4096, 32, 30, 3),
+    ("14.6B", 16, 48, 11.347, 11.248, 8.132, 0.377, 5120, 40, 46, 1),
+    ("28.3B", 32, 96, 10.419, 10.207, 7.715, 0.408, 6144, 48, 62, 1),
 ]
+SEQUENCE = 1024
+LINK_BYTES_PER_MS = 50e9 / 1000
 
 FRACTIONS = [0.25, 0.375, 0.5, 0.625, 0.75, 1.0, 1.25, 1.5, 2.0]
 
-# label, schedule, V placement, --recompute, uses the lever
+# label, schedule, V placement, lever options, uses a lever
 COLUMNS = [
-    ("zb-auto+R", "zb-auto", False, "auto", True),
-    ("zb-v+R", "zb-v", True, "auto", True),
-    ("1f1b full R", "1f1b", False, "full", False),
-    ("v-min", "v-min", True, "none", False),
-    ("v-half", "v-half", True, "none", False),
-    ("zb-auto", "zb-auto", False, "none", False),
-    ("zb-v", "zb-v", True, "none", False),
+    ("zb-auto+R", "zb-auto", False, ["--recompute", "auto"], True),
+    ("zb-v+R", "zb-v", True, ["--recompute", "auto"], True),
+    ("zb-auto+O", "zb-auto", False, ["--offload", "auto"], True),
+    ("zb-v+O", "zb-v", True, ["--offload", "auto"], True),
+    ("1f1b full R", "1f1b", False, ["--recompute", "full"], False),
+    ("v-min", "v-min", True, [], False),
+    ("v-half", "v-half", True, [], False),
+    ("zb-auto", "zb-auto", False, [], False),
+    ("zb-v", "zb-v", True, [], False),
 ]
 
 
-def paper_input(p, m, tf, tb, tw, comm, h, a):
-    mb = 34 * h + 5 * a * 1024
+def paper_input(p, m, tf, tb, tw, comm, h, a, layers, b):
+    mb = 34 * h + 5 * a * SEQUENCE
+    tokens_per_unit = SEQUENCE * b * layers / p
     return {"ranks": p, "microbatches": m, "comm": comm, "F": [tf] * p,
             "B": [tb] * p, "W": [tw] * p, "M_B": [mb] * p,
-            "M_W": [32 * h] * p, "M_keep": [2 * h] * p}
+            "M_W": [32 * h] * p, "M_keep": [2 * h] * p,
+            "copy_bandwidth": LINK_BYTES_PER_MS / tokens_per_unit}
 
 
 def uneven_input(p, m, seed):
@@ -70,7 +84,8 @@ def uneven_input(p, m, seed):
     tf, tb, tw, mb = spread(1.0), spread(1.0), spread(0.5), spread(1.0)
     return {"ranks": p, "microbatches": m, "comm": 0.05, "F": tf, "B": tb,
             "W": tw, "M_B": mb, "M_W": [round(x / 2, 4) for x in mb],
-            "M_keep": [round(x / 8, 4) for x in mb]}
+            "M_keep": [round(x / 8, 4) for x in mb],
+            "copy_bandwidth": round(sum(mb) / sum(tf), 4)}
 
 
 def as_v(cost):
@@ -84,13 +99,12 @@ def as_v(cost):
     return v
 
 
-def run(zbc, cost, schedule, recompute, budget):
+def run(zbc, cost, schedule, lever, budget):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(cost, f)
         path = f.name
     cmd = [zbc, "schedule", "--schedule", schedule, "--cost-file", path,
-           "--activation-budget", repr(budget), "--recompute", recompute,
-           "--format", "json"]
+           "--activation-budget", repr(budget), "--format", "json"] + lever
     out = subprocess.run(cmd, capture_output=True, text=True)
     os.unlink(path)
     if out.returncode != 0:
@@ -105,8 +119,8 @@ def rows(zbc, name, cost):
     one_f1b = cost["ranks"] * max(cost["M_B"])
     for fraction in FRACTIONS:
         budget = fraction * one_f1b
-        spans = [run(zbc, v_cost if v else cost, schedule, recompute, budget)
-                 for _, schedule, v, recompute, _ in COLUMNS]
+        spans = [run(zbc, v_cost if v else cost, schedule, lever, budget)
+                 for _, schedule, v, lever, _ in COLUMNS]
         lever = [s for s, c in zip(spans, COLUMNS) if c[4] and s is not None]
         other = [s for s, c in zip(spans, COLUMNS)
                  if not c[4] and s is not None]
@@ -134,9 +148,9 @@ def main():
     print("| input | budget / 1F1B's | " + " | ".join(c[0] for c in COLUMNS)
           + " | lever vs rest |")
     print("|---|---|" + "---|" * len(COLUMNS) + "---|")
-    for model, p, m, tf, tb, tw, comm, h, a in PAPER_ROWS:
+    for model, p, m, *costs in PAPER_ROWS:
         for line in rows(args.zbc, f"{model} p={p} m={m}",
-                         paper_input(p, m, tf, tb, tw, comm, h, a)):
+                         paper_input(p, m, *costs)):
             print(line, flush=True)
     for p in (4, 8):
         for seed in range(args.seeds):
