@@ -16,6 +16,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include "Actions.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -24,12 +26,7 @@ using namespace zbc::sched;
 
 namespace {
 
-Action F(int s, int j) { return {Kind::F, s, j}; }
-Action B(int s, int j) { return {Kind::B, s, j}; }
-Action W(int s, int j) { return {Kind::W, s, j}; }
-Action R(int s, int j) { return {Kind::R, s, j}; }
-Action O(int s, int j) { return {Kind::O, s, j}; }
-Action L(int s, int j) { return {Kind::L, s, j}; }
+using namespace zbc::sched::test_actions;
 
 /// p ranks, m microbatches, unit times, M_B = 1, M_W = 0.5, a copy of a
 /// whole stash taking one time unit.

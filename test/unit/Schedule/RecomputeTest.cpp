@@ -17,6 +17,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include "Actions.h"
+
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -26,10 +28,7 @@ using namespace zbc::sched;
 
 namespace {
 
-Action F(int s, int j) { return {Kind::F, s, j}; }
-Action B(int s, int j) { return {Kind::B, s, j}; }
-Action W(int s, int j) { return {Kind::W, s, j}; }
-Action R(int s, int j) { return {Kind::R, s, j}; }
+using namespace zbc::sched::test_actions;
 
 /// p ranks, m microbatches, unit times and M_B = M_W = 1; a recomputed F
 /// keeps a quarter.

@@ -18,6 +18,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "Actions.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,10 +35,7 @@ namespace {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-Action F(int s, int j) { return {Kind::F, s, j}; }
-Action B(int s, int j) { return {Kind::B, s, j}; }
-Action W(int s, int j) { return {Kind::W, s, j}; }
-Action BW(int s, int j) { return {Kind::BW, s, j}; }
+using namespace zbc::sched::test_actions;
 
 /// p ranks, v stages each, m microbatches, unit costs and memory.
 Problem uniform(int p, int m, int v = 1) {

@@ -166,20 +166,23 @@ private:
   int n;
 };
 
-/// The simulated times of `table` (without copies), whatever its memory.
-llvm::Expected<SimResult> timesOf(const Problem &problem,
-                                  const ScheduleTable &table) {
-  Problem unbounded = problem;
-  unbounded.activationBudget = 0;
-  return simulate(unbounded, table);
-}
-
 llvm::Error needsLink(const Problem &problem) {
   if (problem.copyBandwidth > 0)
     return llvm::Error::success();
   return fail("offload needs a copy bandwidth (--copy-bandwidth, the cost "
               "file's copy_bandwidth): the rate at which a rank copies "
               "between device and host memory");
+}
+
+/// The simulated times of `table` (without copies), whatever its memory,
+/// which the places of its copies follow; an error without a link.
+llvm::Expected<SimResult> timesToPlaceBy(const Problem &problem,
+                                         const ScheduleTable &table) {
+  if (llvm::Error error = needsLink(problem))
+    return std::move(error);
+  Problem unbounded = problem;
+  unbounded.activationBudget = 0;
+  return simulate(unbounded, table);
 }
 
 /// Per rank, the index of each (stage, microbatch)'s backward.
@@ -205,9 +208,7 @@ size_t countCopies(const ScheduleTable &table) {
 llvm::Expected<std::vector<std::vector<OffloadPlace>>>
 zbc::sched::placeEveryOffload(const Problem &problem,
                               const ScheduleTable &table) {
-  if (llvm::Error error = needsLink(problem))
-    return std::move(error);
-  llvm::Expected<SimResult> times = timesOf(problem, table);
+  llvm::Expected<SimResult> times = timesToPlaceBy(problem, table);
   if (!times)
     return times.takeError();
   int m = table.microbatches;
@@ -263,9 +264,7 @@ zbc::sched::fitByOffloading(const Problem &problem,
   std::vector<std::vector<OffloadPlace>> places(table.numRanks());
   if (problem.budget() <= 0)
     return places;
-  if (llvm::Error error = needsLink(problem))
-    return std::move(error);
-  llvm::Expected<SimResult> times = timesOf(problem, table);
+  llvm::Expected<SimResult> times = timesToPlaceBy(problem, table);
   if (!times)
     return times.takeError();
   int m = table.microbatches;
