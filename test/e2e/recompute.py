@@ -166,8 +166,7 @@ def limit(args):
     # upwards from half of what 1F1B with full recomputation holds: below
     # it neither fits (a rank holds one microbatch's stash while its
     # backward runs, recomputed or not), and just above it the plain order
-    # has the fewest microbatches in flight. (Upwards: the fitted budget is
-    # not monotonic in the limit, Note [Rank budget].)
+    # has the fewest microbatches in flight.
     fresh_dir(out)
     run([zbc, "compile", model, "--ranks", "4", "--microbatches", "8",
          "--schedule", "1f1b", "--recompute", "full", "-o", out])

@@ -42,8 +42,12 @@ struct RankBudget {
 /// fits; kRankBudgetAttempts tries in all. The lowering then runs once more
 /// at the budget found (or, where none fits, the closest miss), with the
 /// limit on the program, so the proof holds it or names the rank, the op and
-/// what it holds.
-constexpr int kRankBudgetAttempts = 8;
+/// what it holds. *Why 16:* the last excess before a fit may be far below
+/// one microbatch's stash (60 KB against 2 MB for gpt-small at 64 MiB), and
+/// the doubling steps from it need about as many tries as the ratio has
+/// bits; with 8, a limit could fail where a smaller one fitted. Each try is
+/// one schedule and one memory plan of the model.
+constexpr int kRankBudgetAttempts = 16;
 
 /// `schedule(module, budget)` runs the schedule pass on `module` (a copy of
 /// the pipeline without a program) at an activation budget in bytes. Fails
