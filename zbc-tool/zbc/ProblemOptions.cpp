@@ -60,8 +60,7 @@ cl::opt<std::string> copyBandwidthOpt(
     cl::desc("What a rank copies between device and host memory per time "
              "unit, each way, in the units of M_B over those of the times "
              "(offload's copies take M_offload / X; default 0: no link)"),
-    cl::value_desc("X"), cl::sub(zbc::scheduleCommand()),
-    cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
+    cl::value_desc("X"), cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> costFile(
     "cost-file",
     cl::desc("JSON with ranks, microbatches, per-stage "
