@@ -6,7 +6,8 @@
 // device and host bytes on one rank worked out by hand; a copy without a
 // link refused; the placement of every offload and the fit to a budget on
 // the registered schedules; auto never longer than the order without
-// offload; one lever at a time; and the PyTorch CSV refusing copies.
+// offload; one lever per schedule, both on auto keeping the shorter; and
+// the PyTorch CSV refusing copies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -279,7 +280,7 @@ TEST(Offload, AutoIsNeverLongerThanWithoutIt) {
   EXPECT_GT(rescued, 0); // 1F1B at 2 and 3: rank 0 keeps p = 4 without it
 }
 
-TEST(Offload, OneLeverAtATime) {
+TEST(Offload, OneLeverPerScheduleBothAutoKeepsTheShorter) {
   BuildOptions options;
   options.offload = OffloadMode::Full;
   options.recompute = RecomputeMode::Full;
@@ -288,6 +289,36 @@ TEST(Offload, OneLeverAtATime) {
   EXPECT_NE(error.find("recompute full and offload full together"),
             std::string::npos)
       << error;
+
+  // Both on auto: each lever builds on its own and the shorter is kept. A
+  // copy as long as an F hides on 1F1B at half its peak; with no link
+  // recomputation is all there is.
+  Problem problem = uniform(4, 8);
+  problem.activationBudget = 2;
+  for (StageCost &cost : problem.stages)
+    cost.memKeep = 0.25;
+  options.offload = OffloadMode::Auto;
+  options.recompute = RecomputeMode::Auto;
+  double spans[2];
+  for (OffloadMode alone : {OffloadMode::Auto, OffloadMode::None}) {
+    BuildOptions one;
+    one.offload = alone;
+    one.recompute =
+        alone == OffloadMode::None ? RecomputeMode::Auto : RecomputeMode::None;
+    llvm::Expected<BuiltSchedule> built = buildSchedule("1f1b", problem, one);
+    ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
+    spans[alone == OffloadMode::None] = built->sim.makespan;
+  }
+  EXPECT_LT(spans[0], spans[1]); // offload 33, recompute 38
+  llvm::Expected<BuiltSchedule> both = buildSchedule("1f1b", problem, options);
+  ASSERT_TRUE(bool(both)) << llvm::toString(both.takeError());
+  EXPECT_EQ(both->sim.makespan, spans[0]);
+  EXPECT_TRUE(both->table.hasOffload());
+  problem.copyBandwidth = 0;
+  both = buildSchedule("1f1b", problem, options);
+  ASSERT_TRUE(bool(both)) << llvm::toString(both.takeError());
+  EXPECT_EQ(both->sim.makespan, spans[1]);
+  EXPECT_TRUE(both->table.hasRecompute());
 }
 
 TEST(Offload, TorchCSVRefusesCopies) {

@@ -34,7 +34,9 @@ struct BuildOptions {
   RecomputeMode recompute = RecomputeMode::None;
   /// Offload (Offload.h): under full every stash is copied to host memory
   /// and back; under auto buildWithOffload fits orders to the budget by
-  /// offloading. One lever at a time: with recompute, an error.
+  /// offloading. One lever per schedule (a microbatch is recomputed or
+  /// offloaded): with recompute, an error, except both on auto, where each
+  /// builds and buildSchedule keeps the shorter within the budget.
   OffloadMode offload = OffloadMode::None;
 };
 

@@ -14,6 +14,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace zbc::sched;
 
 namespace {
@@ -154,33 +157,80 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
     built.report = {}; // the notes of the build that is kept
     return info->build(planned, options, built.report);
   };
-  if (options.recompute != RecomputeMode::None &&
+  bool bothAuto = options.recompute == RecomputeMode::Auto &&
+                  options.offload == OffloadMode::Auto;
+  if (!bothAuto && options.recompute != RecomputeMode::None &&
       options.offload != OffloadMode::None)
     return fail("schedule '" + name + "': recompute " +
                 recomputeModeName(options.recompute) + " and offload " +
                 offloadModeName(options.offload) +
-                " together: one lever at a time for now; choose one");
+                " together: a microbatch is recomputed or offloaded, so "
+                "choose one, or both auto (the shorter schedule is kept)");
   // With recomputation the builder fits its order to the planned problem
   // and the R actions then make it the one simulated below (Recompute.h);
   // with offload the copies go into the order as built (Offload.h).
-  std::string note;
-  if (options.offload != OffloadMode::None) {
-    llvm::Expected<OffloadedTable> table =
-        buildWithOffload(built.problem, options.offload, buildFor);
-    if (!table)
-      return fail("schedule '" + name + "': " +
-                  llvm::toString(table.takeError()));
-    built.table = std::move(table->table);
-    note = std::move(table->note);
-  } else {
+  struct Levered {
+    ScheduleTable table;
+    std::string note;
+    BuildReport report; // the kept build's notes
+  };
+  auto recomputed = [&]() -> llvm::Expected<Levered> {
     llvm::Expected<RecomputedTable> table =
         buildWithRecompute(built.problem, options.recompute, buildFor);
     if (!table)
-      return fail("schedule '" + name + "': " +
-                  llvm::toString(table.takeError()));
-    built.table = std::move(table->table);
-    note = std::move(table->note);
+      return table.takeError();
+    return Levered{std::move(table->table), std::move(table->note),
+                   built.report};
+  };
+  auto offloaded = [&]() -> llvm::Expected<Levered> {
+    llvm::Expected<OffloadedTable> table =
+        buildWithOffload(built.problem, options.offload, buildFor);
+    if (!table)
+      return table.takeError();
+    return Levered{std::move(table->table), std::move(table->note),
+                   built.report};
+  };
+  llvm::Expected<Levered> levered =
+      options.offload == OffloadMode::None ? recomputed() : offloaded();
+  if (bothAuto) {
+    // One lever per schedule: build with each and keep the shorter within
+    // the budget (on a tie recomputation, which needs no host memory).
+    llvm::Expected<Levered> other = recomputed();
+    auto makespan = [&](llvm::Expected<Levered> &candidate) {
+      if (!candidate)
+        return std::numeric_limits<double>::infinity();
+      llvm::Expected<SimResult> sim = simulate(built.problem, candidate->table);
+      if (!sim) {
+        llvm::consumeError(sim.takeError());
+        return std::numeric_limits<double>::infinity();
+      }
+      return sim->makespan;
+    };
+    double viaOffload = makespan(levered), viaRecompute = makespan(other);
+    auto describe = [](llvm::Expected<Levered> &candidate, double span) {
+      if (!candidate)
+        return "does not fit (" + llvm::toString(candidate.takeError()) + ")";
+      return std::isfinite(span) ? "runs " + formatNumber(span)
+                                 : std::string("goes over the budget");
+    };
+    std::string why = "levers auto: offload " + describe(levered, viaOffload) +
+                      ", recompute " + describe(other, viaRecompute);
+    bool offloadWins = viaOffload < viaRecompute;
+    if (!offloadWins)
+      levered = std::move(other);
+    if (!levered || !std::isfinite(std::min(viaOffload, viaRecompute)))
+      return fail("schedule '" + name + "': " + why);
+    built.report = levered->report;
+    built.report.notes.push_back(why + "; kept " +
+                                 (offloadWins ? "offload" : "recompute"));
   }
+  if (!levered)
+    return fail("schedule '" + name + "': " +
+                llvm::toString(levered.takeError()));
+  built.table = std::move(levered->table);
+  std::string note = std::move(levered->note);
+  if (!bothAuto)
+    built.report = std::move(levered->report);
   if (!note.empty())
     built.report.notes.push_back(note);
   if (llvm::Error error = built.table.verify())
