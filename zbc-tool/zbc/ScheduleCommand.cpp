@@ -8,6 +8,7 @@
 //   zbc schedule --schedule zb-auto --cost-file costs.json --activation-budget 8
 //   zbc schedule --import order.csv --ranks 4 --microbatches 8
 //   zbc schedule --schedule zb-auto --recompute full --activation-budget 2
+//   zbc schedule --schedule 1f1b --copy-bandwidth 1 --activation-budget 2 --offload auto
 //
 // Command-line values override the cost file. Every failure (bad option,
 // bad file, a schedule that breaks a dependency or the memory limit) prints
