@@ -748,6 +748,17 @@ struct ConvertZBToEmitCPass final
     // Nothing unproven is lowered.
     if (failed(verifyScheduleProgram(program)))
       return signalPassFailure();
+    // Note [Offload in the IR]: the runtimes have no copy queues yet.
+    WalkResult copies = program.walk([](Operation *op) {
+      if (!isa<OffloadOp, ReloadOp>(op))
+        return WalkResult::advance();
+      op->emitOpError("is proven and planned but not yet lowered to code: "
+                      "the runtimes have no copy queues or host arena (build "
+                      "without offload, or with recompute)");
+      return WalkResult::interrupt();
+    });
+    if (copies.wasInterrupted())
+      return signalPassFailure();
     FailureOr<std::vector<RankTables>> tables = buildRankTables(program, pipeline);
     if (failed(tables))
       return signalPassFailure();

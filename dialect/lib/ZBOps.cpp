@@ -385,6 +385,15 @@ LogicalResult RankOp::verifyRegions() {
       for (StringRef part : parts)
         if (failed(claim(&op, part, stage, mb)))
           return failure();
+    } else if (isa<OffloadOp, ReloadOp>(op)) {
+      auto [stage, mb] =
+          isa<OffloadOp>(op)
+              ? std::make_pair(int64_t(cast<OffloadOp>(op).getStage()),
+                               int64_t(cast<OffloadOp>(op).getMicrobatch()))
+              : std::make_pair(int64_t(cast<ReloadOp>(op).getStage()),
+                               int64_t(cast<ReloadOp>(op).getMicrobatch()));
+      if (failed(claim(&op, op.getName().stripDialect(), stage, mb)))
+        return failure();
     } else if (isa<SendOp, RecvOp>(op)) {
       if (failed(claimTransfer(&op)))
         return failure();
@@ -394,8 +403,8 @@ LogicalResult RankOp::verifyRegions() {
           return failure();
     } else {
       return op.emitOpError("cannot appear in a 'zb.rank'; it holds only "
-                            "'zb.compute', 'zb.send', 'zb.recv' and "
-                            "'zb.group'");
+                            "'zb.compute', 'zb.offload', 'zb.reload', "
+                            "'zb.send', 'zb.recv' and 'zb.group'");
     }
   }
   return success();
@@ -417,6 +426,8 @@ static LogicalResult verifyStageAndMicrobatch(Operation *op, ProgramOp program,
 
 RankOp ComputeOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
 RankOp GroupOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+RankOp OffloadOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+RankOp ReloadOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
 
 /// The rank of a transfer: its parent, or its group's.
 static RankOp rankOfTransfer(Operation *op) {
@@ -457,18 +468,39 @@ void ComputeOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getDone(), name);
 }
 
-LogicalResult ComputeOp::verify() {
-  RankOp rank = getRankOp();
+/// Checks that `op`, the work of (stage, mb), runs on the rank that holds
+/// the stage.
+static LogicalResult verifyStageWork(Operation *op, RankOp rank, int64_t stage,
+                                     int64_t mb) {
   ProgramOp program = rank.getProgram();
-  int64_t stage = getStage();
-  if (failed(verifyStageAndMicrobatch(*this, program, stage, getMicrobatch())))
+  if (failed(verifyStageAndMicrobatch(op, program, stage, mb)))
     return failure();
   int64_t holder = program.getRankOfStage(stage);
   if (holder != static_cast<int64_t>(rank.getRank()))
-    return emitOpError("runs on rank ")
+    return op->emitOpError("runs on rank ")
            << rank.getRank() << " but stage " << stage
            << " is placed on rank " << holder;
   return success();
+}
+
+LogicalResult ComputeOp::verify() {
+  return verifyStageWork(*this, getRankOp(), getStage(), getMicrobatch());
+}
+LogicalResult OffloadOp::verify() {
+  return verifyStageWork(*this, getRankOp(), getStage(), getMicrobatch());
+}
+LogicalResult ReloadOp::verify() {
+  return verifyStageWork(*this, getRankOp(), getStage(), getMicrobatch());
+}
+
+// e.g. %offload0_3 and %reload0_3 for the stash of stage 0 on microbatch 3.
+void OffloadOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getDone(), "offload" + std::to_string(getStage()) + "_" +
+                           std::to_string(getMicrobatch()));
+}
+void ReloadOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getDone(), "reload" + std::to_string(getStage()) + "_" +
+                           std::to_string(getMicrobatch()));
 }
 
 /// Checks a transfer of `payload` produced by `stage` between the rank that

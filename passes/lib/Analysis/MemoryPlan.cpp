@@ -190,8 +190,11 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     const std::vector<sched::ProgramOp> &ops = p.ranks[r].ops;
     std::set<std::pair<int, int>> recomputed = recomputedOf(ops);
     int slots = 1;
+    auto runsBody = [&](const sched::ProgramOp &op) {
+      return op.what == sched::OpClass::Compute && !sched::isCopy(op.kind);
+    };
     for (int index : memory[r].opAt)
-      if (ops[index].what == sched::OpClass::Compute)
+      if (runsBody(ops[index]))
         slots = std::max(slots, bodies(ops[index], recomputed).length + 1);
     using BufferId = std::tuple<int, std::string, int>; // stage, key, mb
     std::map<BufferId, int> writtenAt;
@@ -200,7 +203,7 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     std::vector<Placement> placements, scratch;
     for (auto [k, index] : llvm::enumerate(memory[r].opAt)) {
       const sched::ProgramOp &op = ops[index];
-      if (op.what != sched::OpClass::Compute)
+      if (!runsBody(op))
         continue;
       int base = static_cast<int>(k) * slots;
       for (const BodyValue &v : bodies(op, recomputed).values) {
@@ -227,8 +230,7 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
         std::tie(from, until) = it->second;
       else if (auto it = writtenAt.find(id); it != writtenAt.end())
         from = it->second;
-      else if (buffer.role != BufferRole::Received &&
-               buffer.role != BufferRole::Data)
+      else
         from = buffer.firstWrite() * slots;
       items.push_back({buffer.bytes, from, std::max(until, from + 1), 0});
       placements.push_back({buffer.key, buffer.stage, buffer.microbatch, 0,
@@ -245,6 +247,19 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
       placement.until = static_cast<int>(memory[r].opAt.size()) * slots;
     plan.arenaBytes = offset + extent;
     plan.peakBytes = memory[r].peak;
+
+    // The host arena: the host copies of offloaded stashes, packed the
+    // same way over the rank's order (a copy's bytes are written by the
+    // copy queue, so positions are fine enough).
+    std::vector<Item> hostItems;
+    for (const BufferLife &buffer : memory[r].hostBuffers)
+      hostItems.push_back({buffer.bytes, buffer.from, buffer.until, 0});
+    plan.hostArenaBytes = packGreedyBySize(hostItems);
+    for (auto [buffer, item] : llvm::zip(memory[r].hostBuffers, hostItems))
+      plan.hostBuffers.push_back({buffer.key, buffer.stage, buffer.microbatch,
+                                  item.offset, item.bytes, item.from,
+                                  item.until});
+    plan.hostPeakBytes = memory[r].hostPeak;
   }
   return plans;
 }

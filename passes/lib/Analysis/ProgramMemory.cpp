@@ -375,6 +375,12 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     std::map<std::tuple<sched::Product, int, int, std::string>, int> recvAt,
         sendRelease;
     std::set<std::pair<int, int>> recomputed = recomputedOf(ops);
+    // Note [Offload in the IR]: per offloaded (stage, microbatch), where its
+    // copies are issued and where the first op waiting for each is.
+    struct StashCopies {
+      int offloadAt = -1, offloadWaited = -1, reloadAt = -1, reloadWaited = -1;
+    };
+    std::map<std::pair<int, int>, StashCopies> stashCopies;
     std::vector<int> release(ops.size(), n);
     for (size_t i = 0; i < ops.size(); ++i)
       for (int d : ops[i].deps) {
@@ -384,7 +390,12 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
       }
     for (size_t i = 0; i < ops.size(); ++i) {
       const sched::ProgramOp &op = ops[i];
-      if (op.what == sched::OpClass::Compute) {
+      if (op.what == sched::OpClass::Compute && sched::isCopy(op.kind)) {
+        StashCopies &c = stashCopies[{op.stage, op.microbatch}];
+        (op.kind == sched::Kind::O ? c.offloadAt : c.reloadAt) = pos[i];
+        (op.kind == sched::Kind::O ? c.offloadWaited : c.reloadWaited) =
+            release[i];
+      } else if (op.what == sched::OpClass::Compute) {
         ComputeKind kind = toComputeKind(op.kind);
         computeAt[{op.stage, op.microbatch, slotOf(kind)}] = pos[i];
         if (op.stage >= static_cast<int>(stages.size()))
@@ -521,6 +532,29 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
                 from = *made + 1;
             break;
           }
+          auto copied = stashCopies.find({s, j});
+          if (from >= 0 && key.kind == KeyKind::SavedF &&
+              copied != stashCopies.end() && copied->second.offloadAt >= 0) {
+            // Note [Offload in the IR]: on the device until the offload is
+            // waited for, on the host from the offload until the reload is,
+            // and on the device again, in a buffer of its own, from the
+            // reload.
+            const StashCopies &c = copied->second;
+            add(key.key + of, key, s, j, role, from,
+                std::max(from, c.offloadWaited));
+            if (c.reloadAt >= 0) {
+              add(reloadedKeyOf(key.key) + of, key, s, j, BufferRole::Reloaded,
+                  c.reloadAt, *last + 1);
+              mem.buffers.back().key = reloadedKeyOf(key.key);
+            }
+            if (key.bytes > 0)
+              mem.hostBuffers.push_back(
+                  {"host " + key.key + of, key.key, s, j, BufferRole::Offloaded,
+                   key.bytes, c.offloadAt,
+                   c.reloadAt >= 0 ? std::max(c.reloadWaited, c.offloadAt + 1)
+                                   : n});
+            continue;
+          }
           if (from >= 0)
             add(key.key + of, key, s, j, role, from, *last + 1);
         }
@@ -544,6 +578,19 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     }
     if (n == 0)
       mem.peak = mem.persistent();
+    std::vector<int64_t> hostDelta(n + 1, 0);
+    for (const BufferLife &b : mem.hostBuffers) {
+      hostDelta[b.from] += b.bytes;
+      hostDelta[b.until] -= b.bytes;
+    }
+    mem.hostLive.assign(n, 0);
+    int64_t onHost = 0;
+    for (int k = 0; k < n; ++k)
+      mem.hostPeak = std::max(mem.hostPeak, mem.hostLive[k] = onHost += hostDelta[k]);
   }
   return result;
+}
+
+std::string zbc::reloadedKeyOf(StringRef key) {
+  return ("reloaded." + key).str();
 }

@@ -8,6 +8,11 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <deque>
+#include <map>
 
 using namespace mlir;
 using namespace zbc;
@@ -27,11 +32,10 @@ ComputeKind zbc::toComputeKind(sched::Kind kind) {
     return ComputeKind::R;
   case sched::Kind::O:
   case sched::Kind::L:
-    // No IR op copies a stash yet: zb-schedule never builds with offload
-    // and schedule files cannot write O or L (TorchCSV.h).
-    break;
+    break; // zb.offload and zb.reload (isStashCopy)
   }
-  llvm_unreachable("a copy (O, L) has no zb.compute kind");
+  llvm_unreachable("a copy (O, L) is a zb.offload or zb.reload, not a "
+                   "zb.compute");
 }
 
 sched::Kind zbc::toScheduleKind(ComputeKind kind) {
@@ -50,6 +54,20 @@ sched::Kind zbc::toScheduleKind(ComputeKind kind) {
   llvm_unreachable("unknown kind");
 }
 
+std::optional<sched::Action> zbc::actionOf(Operation *op) {
+  auto action = [](sched::Kind kind, int64_t stage, int64_t mb) {
+    return sched::Action{kind, static_cast<int>(stage), static_cast<int>(mb)};
+  };
+  if (auto compute = dyn_cast<ComputeOp>(op))
+    return action(toScheduleKind(compute.getKind()), compute.getStage(),
+                  compute.getMicrobatch());
+  if (auto offload = dyn_cast<OffloadOp>(op))
+    return action(sched::Kind::O, offload.getStage(), offload.getMicrobatch());
+  if (auto reload = dyn_cast<ReloadOp>(op))
+    return action(sched::Kind::L, reload.getStage(), reload.getMicrobatch());
+  return std::nullopt;
+}
+
 sched::ScheduleTable zbc::tableOfProgram(ProgramOp program) {
   sched::ScheduleTable table;
   table.microbatches = static_cast<int>(program.getMicrobatches());
@@ -57,10 +75,25 @@ sched::ScheduleTable zbc::tableOfProgram(ProgramOp program) {
     table.rankOfStage.push_back(static_cast<int>(rank));
   for (RankOp rank : program.getBody().front().getOps<RankOp>()) {
     std::vector<sched::Action> &actions = table.ranks.emplace_back();
-    for (ComputeOp compute : rank.getBody().front().getOps<ComputeOp>())
-      actions.push_back({toScheduleKind(compute.getKind()),
-                         static_cast<int>(compute.getStage()),
-                         static_cast<int>(compute.getMicrobatch())});
+    // Note [Offload as actions]: an O's place in a table is its fence, the
+    // first op that waits for it, not where the copy is issued.
+    llvm::MapVector<Value, sched::Action> inFlight;
+    for (Operation &op : rank.getBody().front()) {
+      for (Value token : op.getOperands())
+        if (auto it = inFlight.find(token); it != inFlight.end()) {
+          actions.push_back(it->second);
+          inFlight.erase(it);
+        }
+      std::optional<sched::Action> action = actionOf(&op);
+      if (!action)
+        continue;
+      if (action->kind == sched::Kind::O)
+        inFlight.insert({op.getResult(0), *action});
+      else
+        actions.push_back(*action);
+    }
+    for (auto &[token, action] : inFlight)
+      actions.push_back(action);
   }
   return table;
 }
@@ -172,13 +205,15 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
       int index = static_cast<int>(rp.ops.size());
       sched::ProgramOp &out = rp.ops.emplace_back();
       ops.push_back(&op);
-      if (auto compute = dyn_cast<ComputeOp>(op)) {
+      if (std::optional<sched::Action> action = actionOf(&op)) {
+        // A copy is an action of its rank like a compute (Note [Offload as
+        // actions]); what waits for it is the proof's to check.
         out.what = sched::OpClass::Compute;
-        out.kind = toScheduleKind(compute.getKind());
-        out.stage = static_cast<int>(compute.getStage());
-        out.microbatch = static_cast<int>(compute.getMicrobatch());
-        deps(compute.getDeps(), out);
-        indexOf[compute.getDone()] = index;
+        out.kind = action->kind;
+        out.stage = action->stage;
+        out.microbatch = action->microbatch;
+        deps(op.getOperands(), out);
+        indexOf[op.getResult(0)] = index;
       } else if (auto group = dyn_cast<GroupOp>(op)) {
         out.what = sched::OpClass::Group;
         deps(group.getDeps(), out);
@@ -224,24 +259,65 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
     return sched::productIndex(d, numStages, table.microbatches);
   };
   std::vector<bool> recomputed = table.recomputedMask();
+  std::vector<bool> offloaded = table.offloadedMask();
   for (auto [rank, actions] : llvm::enumerate(table.ranks)) {
     auto rankOp = RankOp::create(b, loc, rank);
     OpBuilder rb = OpBuilder::atBlockEnd(&rankOp.getBody().emplaceBlock());
-    // The token of each product made on this rank (Dependences.h).
+    // The token of each product made on this rank (Dependences.h), and of
+    // each offload by its (stage, microbatch).
     llvm::DenseMap<int64_t, Value> made;
+    std::map<std::pair<int, int>, Value> offloadOf;
+    // Note [Offload in the IR]: an offload is issued as soon as its F is
+    // done and the offload before it issued (the copy queue keeps the
+    // table's order of O), and the action after its place in the table
+    // (its fence) waits for it.
+    std::deque<sched::Action> toIssue;
+    for (const sched::Action &a : actions)
+      if (a.kind == sched::Kind::O)
+        toIssue.push_back(a);
+    SmallVector<Value> fences;
+    auto issueOffloads = [&]() {
+      while (!toIssue.empty()) {
+        const sched::Action &o = toIssue.front();
+        Value f = made.lookup(index({sched::Product::Activation, o.stage,
+                                     o.microbatch}));
+        if (!f)
+          return;
+        offloadOf[{o.stage, o.microbatch}] =
+            OffloadOp::create(rb, loc, o.stage, o.microbatch, ValueRange{f})
+                .getDone();
+        toIssue.pop_front();
+      }
+    };
     for (const sched::Action &a : actions) {
-      SmallVector<Value> deps;
+      if (a.kind == sched::Kind::O) {
+        fences.push_back(offloadOf.at({a.stage, a.microbatch}));
+        continue;
+      }
+      SmallVector<Value> deps = std::move(fences);
+      fences.clear();
       sched::forEachDependence(
           a, numStages,
           [&](const sched::ProductRef &d) {
             if (Value token = made.lookup(index(d)))
               deps.push_back(token);
           },
-          table.isRecomputed(recomputed, a));
-      auto compute = ComputeOp::create(rb, loc, toComputeKind(a.kind), a.stage,
-                                       a.microbatch, deps);
+          table.isRecomputed(recomputed, a) ||
+              table.isRecomputed(offloaded, a));
+      Value done;
+      if (a.kind == sched::Kind::L) {
+        deps.push_back(offloadOf.at({a.stage, a.microbatch}));
+        llvm::SetVector<Value> once(deps.begin(), deps.end());
+        deps.assign(once.begin(), once.end());
+        done = ReloadOp::create(rb, loc, a.stage, a.microbatch, deps).getDone();
+      } else {
+        done = ComputeOp::create(rb, loc, toComputeKind(a.kind), a.stage,
+                                 a.microbatch, deps)
+                   .getDone();
+      }
       if (std::optional<sched::ProductRef> d = sched::productOf(a))
-        made[index(*d)] = compute.getDone();
+        made[index(*d)] = done;
+      issueOffloads();
     }
   }
   return program;
@@ -258,10 +334,12 @@ void zbc::writeRankBodies(ProgramOp program, const ProgramModel &model) {
   Type token = TokenType::get(context);
   for (auto [r, rankOp] :
        llvm::enumerate(program.getBody().front().getOps<RankOp>())) {
-    // The computes' locations, in order, before the body goes.
+    // The computes' (and copies') locations, in order, before the body
+    // goes.
     SmallVector<Location> computeLocs;
-    for (ComputeOp compute : rankOp.getBody().front().getOps<ComputeOp>())
-      computeLocs.push_back(compute.getLoc());
+    for (Operation &op : rankOp.getBody().front())
+      if (actionOf(&op))
+        computeLocs.push_back(op.getLoc());
     Block &body = rankOp.getBody().front();
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
       op.erase();
@@ -319,9 +397,18 @@ void zbc::writeRankBodies(ProgramOp program, const ProgramModel &model) {
         continue; // built with its group
       switch (op.what) {
       case sched::OpClass::Compute:
-        tokenOf[i] = ComputeOp::create(b, locOf[i], toComputeKind(op.kind),
-                                       op.stage, op.microbatch, deps(op))
-                         .getDone();
+        if (op.kind == sched::Kind::O)
+          tokenOf[i] =
+              OffloadOp::create(b, locOf[i], op.stage, op.microbatch, deps(op))
+                  .getDone();
+        else if (op.kind == sched::Kind::L)
+          tokenOf[i] =
+              ReloadOp::create(b, locOf[i], op.stage, op.microbatch, deps(op))
+                  .getDone();
+        else
+          tokenOf[i] = ComputeOp::create(b, locOf[i], toComputeKind(op.kind),
+                                         op.stage, op.microbatch, deps(op))
+                           .getDone();
         break;
       case sched::OpClass::Send:
       case sched::OpClass::Recv:

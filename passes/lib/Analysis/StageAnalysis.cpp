@@ -95,6 +95,9 @@ StageFigures zbc::analyzeStage(StageOp stage) {
     const Lifetime &life = entry.getValue();
     if (life.read && life.providedAtF)
       figures.bytesKeptForRecompute += life.bytes;
+    if (life.read && life.available == 0 && life.lastRead > 0 &&
+        PhaseKey::parse(entry.getKey())->kind == KeyKind::SavedF)
+      figures.bytesStashed += life.bytes;
   }
   figures.bytesAfterB = figures.split ? heldAfter(1) : 0;
   return figures;

@@ -88,6 +88,14 @@ void ZBPlanMemoryPass::runOnOperation() {
       rank.setArenaBytesAttr(b.getI64IntegerAttr(plan.arenaBytes));
       rank.setPeakBytesAttr(b.getI64IntegerAttr(plan.peakBytes));
       rank.setMemoryPlanAttr(b.getArrayAttr(entries));
+      if (!plan.hostBuffers.empty()) {
+        SmallVector<Attribute> hostEntries;
+        for (const Placement &placement : plan.hostBuffers)
+          hostEntries.push_back(placementAttr(b, placement));
+        rank.setHostArenaBytesAttr(b.getI64IntegerAttr(plan.hostArenaBytes));
+        rank.setHostPeakBytesAttr(b.getI64IntegerAttr(plan.hostPeakBytes));
+        rank.setHostMemoryPlanAttr(b.getArrayAttr(hostEntries));
+      }
       summary += llvm::formatv("{0}rank {1}: arena {2}, peak {3} ({4:F3}x)",
                                summary.empty() ? "" : "; ", r - 1,
                                plan.arenaBytes, plan.peakBytes,
@@ -95,6 +103,10 @@ void ZBPlanMemoryPass::runOnOperation() {
                                                     double(plan.peakBytes)
                                               : 1.0)
                      .str();
+      if (!plan.hostBuffers.empty())
+        summary += llvm::formatv(", host arena {0}, host peak {1}",
+                                 plan.hostArenaBytes, plan.hostPeakBytes)
+                       .str();
     }
     if (report)
       program.emitRemark("memory plan of @")

@@ -20,6 +20,7 @@
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Schedule/CostFile.h"
 #include "zbc/Schedule/Dependences.h"
+#include "zbc/Schedule/Offload.h"
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Support/Limits.h"
 
@@ -106,6 +107,7 @@ FailureOr<sched::Problem> zbc::schedulingProblemOf(PipelineOp pipeline,
     // the stash: recomputing saves nothing (the proof counts exact bytes).
     cost.memKeep = static_cast<double>(
         std::min(figures.bytesKeptForRecompute, figures.bytesAfterF));
+    cost.memOffload = static_cast<double>(figures.bytesStashed);
     problem.stages.push_back(cost);
   }
   return problem;
@@ -147,7 +149,8 @@ LogicalResult zbc::applyCostFile(PipelineOp pipeline, StringRef costFile,
         Field{"R", parsed->R, &sched::StageCost::recompute},
         Field{"M_B", parsed->memB, &sched::StageCost::memB},
         Field{"M_W", parsed->memW, &sched::StageCost::memW},
-        Field{"M_keep", parsed->memKeep, &sched::StageCost::memKeep}}) {
+        Field{"M_keep", parsed->memKeep, &sched::StageCost::memKeep},
+        Field{"M_offload", parsed->memOffload, &sched::StageCost::memOffload}}) {
     if (field.values.empty())
       continue;
     if (field.values.size() != 1 && static_cast<int>(field.values.size()) != stages)
@@ -161,6 +164,8 @@ LogicalResult zbc::applyCostFile(PipelineOp pipeline, StringRef costFile,
   }
   if (parsed->comm)
     problem.comm = *parsed->comm;
+  if (parsed->copyBandwidth)
+    problem.copyBandwidth = *parsed->copyBandwidth;
   if (llvm::Error e = problem.validate())
     return pipeline.emitOpError(llvm::toString(std::move(e)));
   return success();
@@ -217,10 +222,14 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
           sched::checkProblemSize(numStages / v, v, microbatches))
     return pipeline.emitOpError(llvm::toString(std::move(error)));
 
+  if (!amount(copyBandwidth))
+    return pipeline.emitOpError("copy-bandwidth must be in [0, 1e30], got ")
+           << typed(copyBandwidth);
   FailureOr<sched::Problem> problem =
       schedulingProblemOf(pipeline, v, microbatches, comm, budget);
   if (failed(problem))
     return failure();
+  problem->copyBandwidth = copyBandwidth;
 
   if (!costFile.empty() && failed(applyCostFile(pipeline, costFile, *problem)))
     return failure();
@@ -233,6 +242,18 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
     return pipeline.emitOpError("recompute: ")
            << llvm::toString(mode.takeError());
   options.recompute = *mode;
+  llvm::Expected<sched::OffloadMode> offloadMode =
+      sched::parseOffloadMode(offload);
+  if (!offloadMode)
+    return pipeline.emitOpError("offload: ")
+           << llvm::toString(offloadMode.takeError());
+  options.offload = *offloadMode;
+  if (options.offload != sched::OffloadMode::None &&
+      !(problem->copyBandwidth > 0))
+    return pipeline.emitOpError("offload=")
+           << offload << " needs the copy queues' speed: give copy-bandwidth "
+           << "(bytes per unit of schedule time) or a cost file's "
+           << "copy_bandwidth";
   llvm::Expected<sched::BuiltSchedule> built =
       sched::buildSchedule(kind, *problem, options);
   if (!built)
@@ -280,6 +301,8 @@ LogicalResult ZBSchedulePass::scheduleAtBudget(ModuleOp target,
   options.optimizer = optimizer;
   options.costFile = costFile;
   options.recompute = recompute;
+  options.offload = offload;
+  options.copyBandwidth = copyBandwidth;
   PassManager pm(target.getContext());
   pm.addPass(createZBSchedulePass(options));
   return pm.run(target);

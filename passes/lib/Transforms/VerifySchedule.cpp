@@ -116,10 +116,24 @@ LogicalResult zbc::verifyScheduleProgram(ProgramOp program,
     return failure();
   }
   if (proof)
-    for (const RankMemory &mem : *memory)
+    for (const RankMemory &mem : *memory) {
       proof->peakBytes.push_back(mem.peak);
+      proof->hostPeakBytes.push_back(mem.hostPeak);
+    }
   return success();
 }
+
+namespace {
+/// ", host peak bytes per rank [...]" where a rank offloads, else nothing.
+std::string hostPeaksText(const ScheduleProof &proof) {
+  if (llvm::all_of(proof.hostPeakBytes, [](int64_t b) { return b == 0; }))
+    return {};
+  std::string peaks;
+  for (int64_t bytes : proof.hostPeakBytes)
+    peaks += (peaks.empty() ? "" : ", ") + std::to_string(bytes);
+  return ", host peak bytes per rank [" + peaks + "]";
+}
+} // namespace
 
 void ZBVerifySchedulePass::runOnOperation() {
   SmallVector<ProgramOp> programs(getOperation().getOps<ProgramOp>());
@@ -146,7 +160,7 @@ void ZBVerifySchedulePass::runOnOperation() {
           << " ops, peak bytes per rank ["
           << (proof.peakBytes.empty() ? std::string("no pipeline: not counted")
                                       : peaks)
-          << "]";
+          << "]" << hostPeaksText(proof);
     }
   }
 }

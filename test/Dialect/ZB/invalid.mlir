@@ -1056,7 +1056,7 @@ zb.program @duplicate_recv microbatches(1) placement [0, 1] {
 // Tests that a rank holds only compute, send and recv ops.
 zb.program @foreign_op_in_rank microbatches(1) placement [0] {
   zb.rank 0 {
-    // expected-error @+1 {{'builtin.module' op cannot appear in a 'zb.rank'; it holds only 'zb.compute', 'zb.send', 'zb.recv' and 'zb.group'}}
+    // expected-error @+1 {{'builtin.module' op cannot appear in a 'zb.rank'; it holds only 'zb.compute', 'zb.offload', 'zb.reload', 'zb.send', 'zb.recv' and 'zb.group'}}
     builtin.module {}
   }
 }
@@ -1082,6 +1082,30 @@ zb.program @compute_microbatch_oob microbatches(4) placement [0] {
   zb.rank 0 {
     // expected-error @+1 {{'zb.compute' op microbatch 4 is out of range [0, 4)}}
     %f = zb.compute F stage 0 mb 4
+  }
+}
+
+// -----
+
+// Tests that a stash copy runs on the rank that holds its stage.
+zb.program @offload_wrong_rank microbatches(1) placement [0, 1] {
+  zb.rank 0 {
+    // expected-error @+1 {{'zb.offload' op runs on rank 0 but stage 1 is placed on rank 1}}
+    %o = zb.offload stage 1 mb 0
+  }
+  zb.rank 1 {
+  }
+}
+
+// -----
+
+// Tests that a rank reloads a stash once.
+zb.program @reload_twice microbatches(1) placement [0] {
+  zb.rank 0 {
+    // expected-note @+1 {{first done here}}
+    %l = zb.reload stage 0 mb 0
+    // expected-error @+1 {{'zb.reload' op repeats reload of stage 0 microbatch 0 on rank 0}}
+    %m = zb.reload stage 0 mb 0
   }
 }
 

@@ -28,7 +28,9 @@
 // into a buffer (bufferOfYield) is written straight into it. Offsets are
 // multiples of kArenaAlignment. The plan's peak live bytes are the
 // verifier's figure (ProgramMemory's peak): the plan adds only padding and
-// fragmentation, which the arena size shows beside it. Depends on this note:
+// fragmentation, which the arena size shows beside it. A rank that offloads
+// (Note [Offload in the IR]) has a second arena, of host memory, for the
+// host copies, packed the same way over its order. Depends on this note:
 // MemoryPlan.cpp, zb-plan-memory, convert-zb-to-emitc, the runtime's ledger.
 //
 //===----------------------------------------------------------------------===//
@@ -67,6 +69,11 @@ struct RankPlan {
   std::vector<Placement> buffers;    // per microbatch, scratch included
   int64_t arenaBytes = 0;
   int64_t peakBytes = 0; // the verifier's figure
+  /// The host arena of the stashes it offloads (Note [Offload in the
+  /// IR]): each host copy by (F.I key, stage, microbatch), on the rank's
+  /// coarse timeline (positions).
+  std::vector<Placement> hostBuffers;
+  int64_t hostArenaBytes = 0, hostPeakBytes = 0;
 };
 
 /// The buffer (stage, key) that stage `stage` yields `key` into: an out.I

@@ -52,6 +52,28 @@
 // ScheduleTable::verify); the same rule of which yields a compute writes
 // (yieldsKeptBy) serves this model, the memory plan and the code generator.
 //
+// Note [Offload in the IR]
+// `zb.offload stage s mb j` copies what F(s, j) kept for the backward (every
+// F.I: the stash) to host memory and `zb.reload stage s mb j` copies it back,
+// each on its rank's copy queue (device-to-host, host-to-device), one copy at
+// a time per queue in issue order, beside the computes. Like a send, a copy
+// is issued at its place in the order, once the ops in its `after` are done,
+// and completes by itself; the ops that need it wait for its token. So the
+// proof asks (VerifyProgram.cpp, checkStashCopyWaits): the offload waits for
+// its F (it reads the stash), the reload for its offload (it reads the host
+// copy), and the backward that reads the stash (B or BW; W after a B that
+// waited) for its reload. The bytes, here: F.I lives on the device from its
+// F until the first op that waits for the offload (the copy is over there:
+// only then may the plan give its bytes to another buffer), on the host
+// from the offload until the first op that waits for the reload, and on the
+// device again, as a buffer of its own (reloadedKeyOf: the memory plan
+// places it apart, so no bytes of the first are needed when it lands), from
+// the reload until its last reader. zb-schedule issues each offload right
+// after its F (and the offload before it: the queue keeps the table's
+// order of O) and makes the action after the O's place in the table (its
+// fence, Note [Offload as actions]) wait for it, so the bytes leave where
+// the simulator says they do; tableOfProgram puts an O back at that place.
+//
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_ANALYSIS_PROGRAMMEMORY_H
 #define ZBC_ANALYSIS_PROGRAMMEMORY_H
@@ -73,6 +95,10 @@ enum class BufferRole {
   Sent,     // out.I / d_in.I to another rank: written by its phase
   Passed,   // in.I / d_out.I from a stage on the same rank: written by the
             // producing stage's phase
+  Reloaded, // F.I of an offloaded microbatch back on the device: written by
+            // its zb.reload (key reloadedKeyOf)
+  Offloaded, // F.I's host copy (RankMemory::hostBuffers): written by its
+             // zb.offload
 };
 
 /// One buffer of a rank: live at the ops of its order in [from, until).
@@ -88,8 +114,10 @@ struct BufferLife {
 
   /// The position from which the buffer's memory is written.
   int firstWrite() const {
-    return role == BufferRole::Received || role == BufferRole::Data ? from
-                                                                    : from - 1;
+    return role == BufferRole::Received || role == BufferRole::Data ||
+                   role == BufferRole::Reloaded || role == BufferRole::Offloaded
+               ? from
+               : from - 1;
   }
 };
 
@@ -120,6 +148,11 @@ struct RankMemory {
   std::vector<int64_t> live;
   int64_t peak = 0;
   int peakAt = 0; // position of the first op at the peak
+  /// Host memory, apart (Note [Offload in the IR]): the host copies of
+  /// offloaded stashes, and per position the bytes they hold.
+  std::vector<BufferLife> hostBuffers;
+  std::vector<int64_t> hostLive;
+  int64_t hostPeak = 0;
 
   int64_t persistent() const {
     return params + grads + masters + optimizerState + lossAccumulator;
@@ -138,6 +171,8 @@ bool writesIntoBuffer(YieldsKept kept, llvm::StringRef key);
 /// (not an R). A value yielded only under keys it drops is read by nothing
 /// at the yield, and dies at its last kernel use.
 bool usesYield(YieldsKept kept, llvm::StringRef key);
+/// The memory plan's key of F.I's buffer after its reload: "reloaded.F.0".
+std::string reloadedKeyOf(llvm::StringRef key);
 /// The (stage, microbatch) pairs a rank's ops recompute (those with an R).
 std::set<std::pair<int, int>>
 recomputedOf(const std::vector<sched::ProgramOp> &ops);

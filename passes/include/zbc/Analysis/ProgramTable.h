@@ -26,7 +26,12 @@ namespace zbc {
 zb::ComputeKind toComputeKind(sched::Kind kind);
 sched::Kind toScheduleKind(zb::ComputeKind kind);
 
-/// Each rank's zb.compute ops, in order, with the program's placement and
+/// The schedule action `op` stands for: a zb.compute's kind, or O for a
+/// zb.offload and L for a zb.reload; none for a transfer or a group.
+std::optional<sched::Action> actionOf(mlir::Operation *op);
+
+/// Each rank's zb.compute ops and stash copies, in order (an O at the first
+/// op that waits for it: Note [Offload in the IR]), with the program's placement and
 /// microbatch count (transfers are not part of a table).
 sched::ScheduleTable tableOfProgram(zb::ProgramOp program);
 

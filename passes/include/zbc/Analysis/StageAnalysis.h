@@ -36,6 +36,9 @@ struct StageFigures {
   /// input F reads (in.I, data), kept until its R (Note [Recomputation in
   /// the IR] in ProgramMemory.h); the schedule's M_keep.
   int64_t bytesKeptForRecompute = 0;
+  /// What an offload moves (Note [Offload in the IR] in ProgramMemory.h):
+  /// every F.I a later phase reads; the schedule's M_offload.
+  int64_t bytesStashed = 0;
   int64_t paramBytes = 0;
 
   /// The phase whose FLOP count saturated ("F", "B", "W", "BW"), or null.

@@ -36,6 +36,9 @@ struct ScheduleProof {
   /// Per rank; empty when the program names no pipeline (no tensors to
   /// count).
   std::vector<int64_t> peakBytes;
+  /// Per rank, the host bytes of offloaded stashes (Note [Offload in the
+  /// IR]); all 0 where no rank offloads.
+  std::vector<int64_t> hostPeakBytes;
 };
 
 /// zb-verify-schedule on one program, for tools that report the figures

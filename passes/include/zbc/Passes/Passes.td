@@ -124,7 +124,10 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     `recompute=full|auto` lets the schedule recompute: a `zb.compute R`
     before a microbatch's backward runs its F again, and that F keeps only
     its inputs (Note [Recomputation in the IR] in
-    passes/include/zbc/Analysis/ProgramMemory.h).
+    passes/include/zbc/Analysis/ProgramMemory.h). `offload=full|auto` lets
+    it copy stashes to host memory and back: a `zb.offload` after a
+    microbatch's F and a `zb.reload` before its backward (Note [Offload in
+    the IR]).
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] attributes {...} {
@@ -172,6 +175,16 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
            "and an R before its backward restores the rest); auto (the "
            "stages and microbatches to recompute that give the shortest "
            "schedule within the activation budget)">,
+    Option<"offload", "offload", "std::string", /*default=*/"\"none\"",
+           "Offload as scheduled copies (Note [Offload in the IR]): none; "
+           "full (every microbatch's stash goes to host memory after its F "
+           "and comes back before its backward); auto (the microbatches to "
+           "offload that fit the activation budget in the shortest "
+           "schedule). Needs copy-bandwidth">,
+    Option<"copyBandwidth", "copy-bandwidth", "double", /*default=*/"0",
+           "Bytes a copy queue moves per unit of schedule time "
+           "(FLOP-equivalents, or the cost file's unit); a cost file's "
+           "copy_bandwidth overrides it">,
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the simulated makespan, bubble and memory">,
   ];

@@ -257,7 +257,8 @@ llvm::Error zbc::sched::insertTransfers(Program &program) {
         continue;
       int64_t free = run.completedAt[r][i];
       for (int k = i + 1; k < n; ++k)
-        if (ops[k].what == OpClass::Compute && issuedAt[k] > free) {
+        if (ops[k].what == OpClass::Compute && !isCopy(ops[k].kind) &&
+            issuedAt[k] > free) { // a copy queue waits for no send
           ops[k].deps.push_back(i);
           break;
         }

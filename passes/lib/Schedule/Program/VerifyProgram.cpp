@@ -140,6 +140,53 @@ bool waitsFor(const std::vector<ProgramOp> &ops, int i, int target) {
   return llvm::is_contained(ops[waiter].deps, awaited);
 }
 
+/// Note [Offload in the IR]: a copy runs on its own queue, so what reads
+/// its bytes must wait for it, not only come after it: an O for its F (the
+/// stash it copies), an L for its O (the host copy it reads), and the
+/// backward of an offloaded microbatch for its L.
+std::optional<ProgramError> checkStashCopyWaits(const Program &program,
+                                                const Index &index, int r,
+                                                int i) {
+  const std::vector<ProgramOp> &ops = program.ranks[r].ops;
+  const ProgramOp &op = ops[i];
+  auto find = [&](Kind kind) -> std::optional<int> {
+    auto it = index.compute[r].find({op.stage, op.microbatch, kind});
+    if (it == index.compute[r].end())
+      return std::nullopt;
+    return it->second;
+  };
+  auto mustWait = [&](Kind kind, const char *why) -> std::optional<ProgramError> {
+    std::optional<int> awaited = find(kind);
+    if (!awaited || waitsFor(ops, i, *awaited))
+      return std::nullopt;
+    return error(r, i,
+                 "rank " + std::to_string(r) + ": " + program.name(op) +
+                     " does not wait for " +
+                     program.name(ops[*awaited]) + why,
+                 {{r, *awaited, "the copy it must wait for"}});
+  };
+  switch (op.kind) {
+  case Kind::O:
+    return mustWait(Kind::F, ": the copy would read a stash still being "
+                             "written (list it in the offload's after)");
+  case Kind::L:
+    return mustWait(Kind::O, ": it would reload host memory before its "
+                             "offload completes (list the offload in the "
+                             "reload's after)");
+  case Kind::B:
+  case Kind::BW:
+  case Kind::W:
+    if (!find(Kind::L))
+      return std::nullopt;
+    if (op.kind == Kind::W && find(Kind::B))
+      return std::nullopt; // its B waited; W reads what B handed it
+    return mustWait(Kind::L, ": it would read the stash before its reload "
+                             "completes (list the reload in its after)");
+  default:
+    return std::nullopt;
+  }
+}
+
 std::optional<ProgramError> checkDependences(const Program &program,
                                              const Index &index) {
   int numStages = program.numStages();
@@ -205,6 +252,9 @@ std::optional<ProgramError> checkDependences(const Program &program,
         });
         if (problem)
           return problem;
+        if (std::optional<ProgramError> copy =
+                checkStashCopyWaits(program, index, r, i))
+          return copy;
         continue;
       }
       if (!isTransfer(op))

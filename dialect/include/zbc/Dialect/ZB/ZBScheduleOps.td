@@ -68,8 +68,8 @@ def ZB_RankOp : ZB_Op<"rank", [HasParent<"ProgramOp">, IsolatedFromAbove,
   let summary = "the ordered work of one pipeline rank";
   let description = [{
     Ops run in the order they appear, each starting once the ops in its
-    `after(...)` list are done. Every (kind, stage, microbatch) of work and
-    every transfer appears at most once per rank.
+    `after(...)` list are done. Every (kind, stage, microbatch) of work,
+    every transfer and every stash copy appears at most once per rank.
 
     ```mlir
     zb.rank 1 {
@@ -82,16 +82,23 @@ def ZB_RankOp : ZB_Op<"rank", [HasParent<"ProgramOp">, IsolatedFromAbove,
     in passes/include/zbc/Analysis/MemoryPlan.h): `arena_bytes`, the size of
     its one arena; `peak_bytes`, the verifier's peak live bytes; and
     `memory_plan`, one dictionary per buffer: `key`, `offset`, `bytes`, and
-    for a buffer of one microbatch its `stage` and `mb`.
+    for a buffer of one microbatch its `stage` and `mb`. A rank that
+    offloads also gets its host arena: `host_arena_bytes`,
+    `host_peak_bytes` and `host_memory_plan`, the same dictionaries for the
+    host copies of the stashes it offloads.
   }];
   let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$rank,
                        OptionalAttr<I64Attr>:$arena_bytes,
                        OptionalAttr<I64Attr>:$peak_bytes,
-                       OptionalAttr<DictArrayAttr>:$memory_plan);
+                       OptionalAttr<DictArrayAttr>:$memory_plan,
+                       OptionalAttr<I64Attr>:$host_arena_bytes,
+                       OptionalAttr<I64Attr>:$host_peak_bytes,
+                       OptionalAttr<DictArrayAttr>:$host_memory_plan);
   let regions = (region SizedRegion<1>:$body);
   let builders = [
     OpBuilder<(ins "int64_t":$rank), [{
       build($_builder, $_state, $_builder.getI64IntegerAttr(rank),
+            mlir::IntegerAttr(), mlir::IntegerAttr(), mlir::ArrayAttr(),
             mlir::IntegerAttr(), mlir::IntegerAttr(), mlir::ArrayAttr());
     }]>
   ];
@@ -138,6 +145,51 @@ def ZB_ComputeOp : ZB_ScheduleLevelOp<"compute",
     $kind `stage` $stage `mb` $microbatch (`after` `(` $deps^ `)`)? attr-dict
   }];
   let extraClassDeclaration = commonDecls;
+}
+
+// The stash copies of Note [Offload in the IR] (ProgramMemory.h).
+class ZB_StashCopyOp<string mnemonic> : ZB_ScheduleLevelOp<mnemonic,
+    [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch,
+                       Variadic<ZB_TokenType>:$deps);
+  let results = (outs ZB_TokenType:$done);
+  let assemblyFormat = [{
+    `stage` $stage `mb` $microbatch (`after` `(` $deps^ `)`)? attr-dict
+  }];
+  let extraClassDeclaration = commonDecls;
+}
+
+def ZB_OffloadOp : ZB_StashCopyOp<"offload"> {
+  let summary = "copies a microbatch's stash off the device, to host memory";
+  let description = [{
+    Starts copying what stage `s`'s F kept for its backward on microbatch
+    `j` (every `F.I` key) to host memory, on the rank's device-to-host copy
+    queue, once the ops in `after` (its F) are done; completes when the copy
+    has. The device bytes are free at the first op that waits for it, as a
+    send's are (Note [Offload in the IR] in
+    passes/include/zbc/Analysis/ProgramMemory.h). A `zb.reload` brings the
+    stash back before the backward.
+
+    ```mlir
+    %F0_3 = zb.compute F stage 0 mb 3
+    %offload0_3 = zb.offload stage 0 mb 3 after(%F0_3)
+    %F0_4 = zb.compute F stage 0 mb 4 after(%offload0_3)
+    ...
+    %reload0_3 = zb.reload stage 0 mb 3 after(%offload0_3)
+    %B0_3 = zb.compute B stage 0 mb 3 after(%reload0_3, %recv_grad1_3)
+    ```
+  }];
+}
+
+def ZB_ReloadOp : ZB_StashCopyOp<"reload"> {
+  let summary = "copies an offloaded stash back to the device";
+  let description = [{
+    Starts copying the stash `zb.offload` moved to host memory back into
+    device buffers of its own, on the rank's host-to-device copy queue, once
+    the ops in `after` (its offload) are done; completes when the copy has.
+    The backward of the microbatch waits for it (Note [Offload in the IR]).
+  }];
 }
 
 // Transfers sit in a rank or in a group of it.
