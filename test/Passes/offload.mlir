@@ -10,11 +10,13 @@
 // reload, a reload that does not wait for its offload and an offload that
 // does not wait for its F, naming rank, op and microbatch; a backward before
 // its reload breaks the order. Code generation refuses copies until the
-// runtimes have copy queues, and offload needs a copy bandwidth.
+// runtimes have copy queues, and offload needs a copy bandwidth. zbc check
+// counts and simulates the copies.
 //
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=1f1b microbatches=4 offload=full copy-bandwidth=1" --zb-insert-p2p --zb-verify-schedule=report=true -o %t.mlir 2>&1 | FileCheck %s --check-prefix=FULL
 // RUN: FileCheck %s --check-prefix=ORDER < %t.mlir
 // RUN: zbc-opt %t.mlir --zb-plan-memory=report=true -o - 2>&1 | FileCheck %s --check-prefix=PLAN
+// RUN: zbc check %t.mlir | FileCheck %s --check-prefix=CHECK-TOOL
 // RUN: sed -e 's/%%BW0_0 = zb.compute BW stage 0 mb 0 after(%%reload0_0, /%%BW0_0 = zb.compute BW stage 0 mb 0 after(/' %t.mlir | not zbc-opt --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNRELOADED
 // RUN: sed -e 's/%%reload0_1 = zb.reload stage 0 mb 1 after(%%offload0_1)/%%reload0_1 = zb.reload stage 0 mb 1/' %t.mlir | not zbc-opt --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNOFFLOADED
 // RUN: sed -e 's/%%offload0_2 = zb.offload stage 0 mb 2 after(%%F0_2)/%%offload0_2 = zb.offload stage 0 mb 2/' %t.mlir | not zbc-opt --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNWRITTEN
@@ -37,6 +39,12 @@
 // PLAN: remark: memory plan of @mlp_1f1b: rank 0: arena {{[0-9]+}}, peak 101376 ({{.*}}), host arena 12288, host peak 12288; rank 1: arena {{[0-9]+}}, peak 87492 ({{.*}}), host arena 4352, host peak 4352
 // PLAN: zb.rank 0 attributes {{{.*}}host_arena_bytes = 12288 : i64, host_memory_plan = [{bytes = 2048 : i64, key = "F.0", mb = 0 : i64, offset = 0 : i64, stage = 0 : i64}
 // PLAN-SAME: key = "reloaded.F.0", mb = 0 : i64
+
+// zbc check counts the copies, reads the order back (each O at its fence),
+// simulates it and reports both peaks.
+// CHECK-TOOL: rank  stages      F    B    W   BW    R    O    L  send  recv
+// CHECK-TOOL-NEXT: 0  0           4    0    0    4    0    4    4     4     4
+// CHECK-TOOL: verified (zb-verify-schedule): {{.*}}; peak bytes per rank [101376, 87492], host peak bytes per rank [12288, 4352]
 
 // UNRELOADED: error: rank 0: BW(0,0) does not wait for L(0,0): it would read the stash before its reload completes
 // UNOFFLOADED: error: rank 0: L(0,1) does not wait for O(0,1): it would reload host memory before its offload completes

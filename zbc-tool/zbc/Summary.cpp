@@ -167,28 +167,33 @@ LogicalResult zbc::printProgramSummary(ProgramOp program,
      << " ranks, " << program.getNumStages() << " stages, "
      << program.getMicrobatches() << " microbatches, placement [";
   llvm::interleaveComma(program.getPlacement(), os);
-  os << "]\n\n  rank  stages      F    B    W   BW  send  recv\n";
+  os << "]\n\n  rank  stages      F    B    W   BW    R    O    L  send  recv\n";
   for (RankOp rank : program.getBody().front().getOps<RankOp>()) {
     std::string held;
     for (auto [stage, holder] : llvm::enumerate(program.getPlacement()))
       if (holder == static_cast<int64_t>(rank.getRank()))
         held += (held.empty() ? "" : ",") + std::to_string(stage);
-    int64_t counts[4] = {0, 0, 0, 0};
+    // Per schedule kind (F, B, W, BW, R, O, L: sched::Kind's order).
+    int64_t counts[sched::kNumKinds] = {};
     int64_t sends = 0, recvs = 0;
     for (Operation &op : rank.getBody().front()) {
-      if (auto compute = dyn_cast<ComputeOp>(op))
-        ++counts[static_cast<int>(compute.getKind())];
+      if (std::optional<sched::Action> action = actionOf(&op))
+        ++counts[static_cast<int>(action->kind)];
       else if (isa<SendOp>(op))
         ++sends;
       else if (isa<RecvOp>(op))
         ++recvs;
     }
-    os << llvm::format("  %4llu  %-8s %4lld %4lld %4lld %4lld  %4lld  %4lld\n",
+    using sched::Kind;
+    auto count = [&](Kind kind) {
+      return static_cast<long long>(counts[static_cast<int>(kind)]);
+    };
+    os << llvm::format("  %4llu  %-8s %4lld %4lld %4lld %4lld %4lld %4lld "
+                       "%4lld  %4lld  %4lld\n",
                        static_cast<unsigned long long>(rank.getRank()),
-                       held.c_str(), static_cast<long long>(counts[0]),
-                       static_cast<long long>(counts[1]),
-                       static_cast<long long>(counts[2]),
-                       static_cast<long long>(counts[3]),
+                       held.c_str(), count(Kind::F), count(Kind::B),
+                       count(Kind::W), count(Kind::BW), count(Kind::R),
+                       count(Kind::O), count(Kind::L),
                        static_cast<long long>(sends),
                        static_cast<long long>(recvs));
   }
@@ -205,6 +210,7 @@ LogicalResult zbc::printProgramSummary(ProgramOp program,
     unit.virtualStages = stages / ranks;
     unit.microbatches = table.microbatches;
     unit.stages.assign(stages, sched::StageCost{});
+    unit.copyBandwidth = 1; // stash copies, if any, as long as a unit
     llvm::Expected<sched::SimResult> sim = sched::simulate(unit, table);
     if (!sim)
       error = sim.takeError();
@@ -238,7 +244,13 @@ LogicalResult zbc::printProgramSummary(ProgramOp program,
   } else {
     os << "; peak bytes per rank [";
     llvm::interleaveComma(proof.peakBytes, os);
-    os << "]\n";
+    os << "]";
+    if (llvm::any_of(proof.hostPeakBytes, [](int64_t b) { return b > 0; })) {
+      os << ", host peak bytes per rank [";
+      llvm::interleaveComma(proof.hostPeakBytes, os);
+      os << "]";
+    }
+    os << "\n";
   }
   return success();
 }

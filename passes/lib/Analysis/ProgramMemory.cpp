@@ -190,6 +190,24 @@ int slotOf(ComputeKind kind) {
 
 } // namespace
 
+namespace {
+/// The bytes of `buffers` live at each of `n` positions (a difference
+/// array over their [from, until)).
+std::vector<int64_t> heldAtEachPosition(const std::vector<BufferLife> &buffers,
+                                        int n) {
+  std::vector<int64_t> delta(n + 1, 0);
+  for (const BufferLife &b : buffers) {
+    delta[b.from] += b.bytes;
+    delta[b.until] -= b.bytes;
+  }
+  std::vector<int64_t> held(n, 0);
+  int64_t running = 0;
+  for (int k = 0; k < n; ++k)
+    held[k] = running += delta[k];
+  return held;
+}
+} // namespace
+
 std::set<std::pair<int, int>>
 zbc::recomputedOf(const std::vector<sched::ProgramOp> &ops) {
   std::set<std::pair<int, int>> recomputed;
@@ -561,16 +579,10 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
       }
     }
 
-    std::vector<int64_t> delta(n + 1, 0);
-    for (const BufferLife &b : mem.buffers) {
-      delta[b.from] += b.bytes;
-      delta[b.until] -= b.bytes;
-    }
+    std::vector<int64_t> held = heldAtEachPosition(mem.buffers, n);
     mem.live.assign(n, 0);
-    int64_t held = 0;
     for (int k = 0; k < n; ++k) {
-      held += delta[k];
-      mem.live[k] = mem.persistent() + held + mem.temporaries[k];
+      mem.live[k] = mem.persistent() + held[k] + mem.temporaries[k];
       if (mem.live[k] > mem.peak) {
         mem.peak = mem.live[k];
         mem.peakAt = k;
@@ -578,15 +590,9 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     }
     if (n == 0)
       mem.peak = mem.persistent();
-    std::vector<int64_t> hostDelta(n + 1, 0);
-    for (const BufferLife &b : mem.hostBuffers) {
-      hostDelta[b.from] += b.bytes;
-      hostDelta[b.until] -= b.bytes;
-    }
-    mem.hostLive.assign(n, 0);
-    int64_t onHost = 0;
-    for (int k = 0; k < n; ++k)
-      mem.hostPeak = std::max(mem.hostPeak, mem.hostLive[k] = onHost += hostDelta[k]);
+    mem.hostLive = heldAtEachPosition(mem.hostBuffers, n);
+    for (int64_t bytes : mem.hostLive)
+      mem.hostPeak = std::max(mem.hostPeak, bytes);
   }
   return result;
 }
