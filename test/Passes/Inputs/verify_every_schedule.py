@@ -7,7 +7,11 @@ microbatches (two stages per rank for V and interleaved schedules), runs
 zb-schedule, zb-insert-p2p and zb-verify-schedule and fails on the first
 program that does not verify. Used by verify-every-schedule.test.
 
-Usage: verify_every_schedule.py ZBC ZBC_OPT ZBC_DSL_GPT WORKDIR
+With `offload` as a fifth argument, every schedule with every stash offloaded
+(offload=full: zb.offload and zb.reload, Note [Offload in the IR]) for p in
+{2, 4} and m = 2p, planned by zb-plan-memory too (its host arena).
+
+Usage: verify_every_schedule.py ZBC ZBC_OPT ZBC_DSL_GPT WORKDIR [offload]
 """
 import concurrent.futures
 import os
@@ -19,6 +23,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lib",
 from zbc_models import gpt as gpt_model, mlp, schedules  # noqa: E402
 
 ZBC, ZBC_OPT, DSL_GPT, WORK = sys.argv[1:5]
+OFFLOAD = sys.argv[5:] == ["offload"]
+SIZES = [(p, 2 * p) for p in (2, 4)] if OFFLOAD else \
+    [(p, m) for p in (2, 4, 8) for m in (p, 2 * p, 4 * p)]
 os.makedirs(WORK, exist_ok=True)
 
 
@@ -31,25 +38,28 @@ def split(name, text):
 
 
 models = {}
-for p in (2, 4, 8):
+for p in sorted({p for p, _ in SIZES}):
     for stages in {p, 2 * p}:
         models[("gpt", stages)] = split(f"gpt{stages}", gpt_model(DSL_GPT, stages))
         models[("mlp", stages)] = split(f"mlp{stages}", mlp(stages))
 
 cases = []
 for name, v in schedules(ZBC):
-    for p in (2, 4, 8):
-        for m in (p, 2 * p, 4 * p):
-            for model in ("mlp", "gpt"):
-                cases.append((name, v, p, m, model))
+    for p, m in SIZES:
+        for model in ("mlp", "gpt"):
+            cases.append((name, v, p, m, model))
 
 
 def prove(case):
     name, v, p, m, model = case
+    offload = " offload=full copy-bandwidth=0.01" if OFFLOAD else ""
     cmd = [ZBC_OPT, models[(model, v * p)],
-           f"--zb-schedule=kind={name} microbatches={m} virtual={v}",
-           "--zb-insert-p2p", "--zb-verify-schedule", "-o", os.devnull]
+           f"--zb-schedule=kind={name} microbatches={m} virtual={v}{offload}",
+           "--zb-insert-p2p", "--zb-verify-schedule"]
+    cmd += ["--zb-plan-memory", "-o", "-"] if OFFLOAD else ["-o", os.devnull]
     run = subprocess.run(cmd, text=True, capture_output=True)
+    if OFFLOAD and run.returncode == 0 and "host_arena_bytes" not in run.stdout:
+        return case, 1, "no rank has a host arena: nothing was offloaded"
     return case, run.returncode, run.stderr
 
 
