@@ -127,6 +127,9 @@ private:
            p().rankOfStage[stage] == rank;
   }
   LogicalResult readPlan(RankOp rankOp);
+  LogicalResult readHostPlan(RankOp rankOp);
+  /// The (from, to) buffer pairs of a copy of (stage, microbatch)'s stash.
+  LogicalResult copyFrame(OrderOp &op, bool offload, Operation *at);
   LogicalResult readParamsAndData();
   /// Lays out `phase` of `stage` as a compute of `kind` runs it, writing the
   /// yields `kept` says into their buffers.
@@ -143,8 +146,11 @@ private:
   const ProgramModel &model;
   const RankMemory &memory;
   int rank;
-  /// The (stage, microbatch) pairs this rank recomputes.
-  std::set<std::pair<int, int>> recomputed;
+  /// The (stage, microbatch) pairs this rank recomputes, and those whose
+  /// stash it offloads (Note [Offload in the IR]).
+  std::set<std::pair<int, int>> recomputed, offloaded;
+  /// Per offloaded (stage, microbatch): each F.I key's host copy.
+  std::map<std::pair<int, int>, std::map<std::string, int>> hostCopies;
   SmallVector<StageOp> stages;
   RankTables t;
   KeyedId keyed;                                    // non-scratch buffers
@@ -196,9 +202,15 @@ LogicalResult RankBuilder::readPlan(RankOp rankOp) {
       scratchAt[{s, key.str(), j}] = offset.getInt();
       continue;
     }
-    std::optional<PhaseKey> parsed = PhaseKey::parse(key.getValue());
+    // F.I back from the host (Note [Offload in the IR]): F.I's type, its
+    // own buffer.
+    StringRef stashKey = key.getValue();
+    std::string reloadedPrefix = reloadedKeyOf("");
+    bool reloaded = stashKey.consume_front(reloadedPrefix);
+    std::optional<PhaseKey> parsed = PhaseKey::parse(stashKey);
     if (!parsed || s < 0 || s >= static_cast<int>(keyTypes.size()) ||
-        !keyTypes[s].count(key.str()))
+        !keyTypes[s].count(stashKey.str()) ||
+        (reloaded && parsed->kind != KeyKind::SavedF))
       return rankOp.emitOpError("plans '")
              << key.getValue() << "' of stage " << s
              << ", which no phase of that stage reads or yields";
@@ -218,11 +230,80 @@ LogicalResult RankBuilder::readPlan(RankOp rankOp) {
       buffer.kind = BufferKind::Yielded;
       break;
     }
-    buffer.element = elementOf(keyTypes[s][key.str()]).value_or(Element::F32);
+    if (reloaded)
+      buffer.kind = BufferKind::Reloaded;
+    buffer.element =
+        elementOf(keyTypes[s][stashKey.str()]).value_or(Element::F32);
     buffer.name = llvm::formatv("{0} of stage {1} mb {2}", key.getValue(), s, j);
     keyed[{s, key.str(), j}] = static_cast<int>(t.buffers.size());
     t.buffers.push_back(std::move(buffer));
   }
+  return readHostPlan(rankOp);
+}
+
+LogicalResult RankBuilder::readHostPlan(RankOp rankOp) {
+  ArrayAttr plan = rankOp.getHostMemoryPlanAttr();
+  if (!plan)
+    return success();
+  if (!rankOp.getHostArenaBytesAttr() || !rankOp.getHostPeakBytesAttr())
+    return rankOp.emitOpError("has a host_memory_plan without "
+                              "host_arena_bytes and host_peak_bytes");
+  t.hostArenaBytes = rankOp.getHostArenaBytesAttr().getInt();
+  t.hostPeakBytes = rankOp.getHostPeakBytesAttr().getInt();
+  for (Attribute entry : plan) {
+    auto dict = dyn_cast<DictionaryAttr>(entry);
+    auto key = dict ? dict.getAs<StringAttr>("key") : nullptr;
+    auto offset = dict ? dict.getAs<IntegerAttr>("offset") : nullptr;
+    auto bytes = dict ? dict.getAs<IntegerAttr>("bytes") : nullptr;
+    auto stage = dict ? dict.getAs<IntegerAttr>("stage") : nullptr;
+    auto mb = dict ? dict.getAs<IntegerAttr>("mb") : nullptr;
+    if (!key || !offset || !bytes || !stage || !mb)
+      return rankOp.emitOpError("has a host_memory_plan entry without key, "
+                                "stage, mb, offset and bytes: ")
+             << entry;
+    int s = static_cast<int>(stage.getInt()), j = static_cast<int>(mb.getInt());
+    std::optional<PhaseKey> parsed = PhaseKey::parse(key.getValue());
+    if (!parsed || parsed->kind != KeyKind::SavedF || s < 0 ||
+        s >= static_cast<int>(keyTypes.size()) ||
+        !keyTypes[s].count(key.str()))
+      return rankOp.emitOpError("plans a host copy of '")
+             << key.getValue() << "' of stage " << s
+             << ", which is not a stash of that stage";
+    if (offset.getInt() < 0 || bytes.getInt() < 0 ||
+        offset.getInt() + bytes.getInt() > t.hostArenaBytes)
+      return rankOp.emitOpError("places the host copy of '")
+             << key.getValue() << "' outside its host arena of "
+             << t.hostArenaBytes << " bytes";
+    Buffer buffer{llvm::formatv("host {0} of stage {1} mb {2}",
+                                key.getValue(), s, j)
+                      .str(),
+                  offset.getInt(), bytes.getInt(), BufferKind::Host,
+                  elementOf(keyTypes[s][key.str()]).value_or(Element::F32)};
+    hostCopies[{s, j}][key.str()] = static_cast<int>(t.buffers.size());
+    t.buffers.push_back(std::move(buffer));
+  }
+  return success();
+}
+
+LogicalResult RankBuilder::copyFrame(OrderOp &op, bool offload,
+                                     Operation *at) {
+  auto copies = hostCopies.find({op.stage, op.microbatch});
+  if (copies == hostCopies.end())
+    return at->emitOpError("copies the stash of stage ")
+           << op.stage << " microbatch " << op.microbatch
+           << ", which has no host copy in the memory plan";
+  op.frame = static_cast<int>(t.frames.size());
+  for (const auto &[key, host] : copies->second) {
+    std::string deviceKey = offload ? key : reloadedKeyOf(key);
+    auto device = keyed.find({op.stage, deviceKey, op.microbatch});
+    if (device == keyed.end())
+      return at->emitOpError("copies '")
+             << deviceKey << "' of stage " << op.stage << " microbatch "
+             << op.microbatch << ", which the memory plan lacks";
+    t.frames.push_back(offload ? device->second : host);
+    t.frames.push_back(offload ? host : device->second);
+  }
+  op.frameSize = static_cast<int>(t.frames.size()) - op.frame;
   return success();
 }
 
@@ -427,12 +508,20 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
 FailureOr<int> RankBuilder::frameOf(const PhaseLayout &layout, int microbatch,
                                     const std::string &opName, Operation *at) {
   int start = static_cast<int>(t.frames.size());
+  // Note [Offload in the IR]: the backward of an offloaded microbatch reads
+  // its stash where the reload put it.
+  bool reloaded = layout.kind != ComputeKind::F &&
+                  offloaded.count({layout.stage, microbatch});
   for (const Slot &slot : layout.slots) {
     if (slot.source == Slot::Keyed) {
-      auto found = keyed.find({slot.stage, slot.key, microbatch});
+      std::string key = slot.key;
+      if (reloaded && slot.stage == layout.stage &&
+          PhaseKey::parse(key)->kind == KeyKind::SavedF)
+        key = reloadedKeyOf(key);
+      auto found = keyed.find({slot.stage, key, microbatch});
       if (found == keyed.end())
         return at->emitOpError("needs a buffer for '")
-               << slot.key << "' of stage " << slot.stage << " microbatch "
+               << key << "' of stage " << slot.stage << " microbatch "
                << microbatch << ", which the memory plan lacks";
       t.frames.push_back(found->second);
       continue;
@@ -496,10 +585,22 @@ LogicalResult RankBuilder::readOrder() {
     op.topLevel = sop.group < 0;
     for (int d : sop.deps) {
       int unit = unitOf(d);
-      if (ops[unit].what == sched::OpClass::Compute || waited[unit])
+      // Computes are done when the next op starts; transfers and copies
+      // are waited for.
+      if ((ops[unit].what == sched::OpClass::Compute &&
+           !sched::isCopy(ops[unit].kind)) ||
+          waited[unit])
         continue;
       waited[unit] = true;
       waits.push_back(unit);
+    }
+    if (sop.what == sched::OpClass::Compute && sched::isCopy(sop.kind)) {
+      bool offload = sop.kind == sched::Kind::O;
+      op.what = offload ? OpKind::Offload : OpKind::Reload;
+      if (failed(copyFrame(op, offload, irOp)))
+        return failure();
+      t.ops.push_back(std::move(op));
+      continue;
     }
     switch (sop.what) {
     case sched::OpClass::Compute: {
@@ -642,6 +743,9 @@ FailureOr<RankTables> RankBuilder::build(RankOp rankOp) {
   if (failed(readPlan(rankOp)) || failed(readParamsAndData()))
     return failure();
   recomputed = recomputedOf(p().ranks[rank].ops);
+  for (const sched::ProgramOp &op : p().ranks[rank].ops)
+    if (op.what == sched::OpClass::Compute && op.kind == sched::Kind::O)
+      offloaded.insert({op.stage, op.microbatch});
   for (auto [s, stage] : llvm::enumerate(stages)) {
     if (!onThisRank(static_cast<int>(s)))
       continue;

@@ -22,6 +22,12 @@
 // by buffer id. A fused BW of a split stage runs the B function, then the W
 // function, each with its own frame.
 //
+// A copy of a stash (Note [Offload in the IR]) has a frame too: its (from,
+// to) buffer pairs, one per F.I of the microbatch, plain buffer ids: an
+// offload copies each F.I into its host copy (a ZBC_RT_HOST buffer, in the
+// host arena), a reload each host copy into its reloaded buffer, which the
+// frames of the microbatch's B, W and BW then name for F.I.
+//
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_CODEGEN_RANKTABLES_H
 #define ZBC_CODEGEN_RANKTABLES_H
@@ -153,6 +159,7 @@ struct RankTables {
   std::string modelHash; // of the pipeline's IR, hex (checkpoints check it)
   std::string hfConfig;  // the pipeline's hf_config, or ""
   int64_t arenaBytes = 0, peakBytes = 0;
+  int64_t hostArenaBytes = 0, hostPeakBytes = 0; // Note [Offload in the IR]
   std::vector<Buffer> buffers;
   std::vector<OrderOp> ops;
   int positions = 0;

@@ -434,7 +434,8 @@ void FileWriter::writeTables() {
   // Frames.
   if (!t.frames.empty()) {
     verbatim("// Per compute, the buffer behind each slot of its phase "
-             "(Note [Frames]).");
+             "(Note [Frames]); per copy of\n// a stash, its (from, to) "
+             "buffer pairs.");
     auto type = RankedTensorType::get({static_cast<int64_t>(t.frames.size())},
                                       b.getI32Type());
     global("kFrames",
@@ -521,7 +522,8 @@ void FileWriter::writeTables() {
   text = llvm::formatv(
              "{{\n  {0}, {1}, {2}, {3},\n  {4}, {21}, {5}, {6},\n  {7}, {8},\n"
              "  kBuffers, {9}, kOps, {10}, {11},\n  {12}, {13}, {14}, {15}, "
-             "{16}, {17},\n  {18}, {19}, {20},\n  {22}, {23}, {24},\n  {25}}",
+             "{16}, {17},\n  {18}, {19}, {20},\n  {22}, {23}, {24},\n  {25},\n"
+             "  {26}, {27}}",
              t.rank, t.ranks, t.stages, t.microbatches, cString(t.model),
              cString(t.schedule), cString(t.optimizer), t.arenaBytes,
              t.peakBytes, t.buffers.size(), t.ops.size(), t.positions,
@@ -530,12 +532,14 @@ void FileWriter::writeTables() {
              orNull(!t.data.empty(), "kData"), t.data.size(), t.loss,
              t.tokensPerMicrobatch, t.maxKernelCalls, cString(t.modelHash),
              orNull(!t.tied.empty(), "kTied"), t.tied.size(),
-             orNull(!t.tied.empty(), "kTiedRanks"), cString(t.hfConfig))
+             orNull(!t.tied.empty(), "kTiedRanks"), cString(t.hfConfig),
+             t.hostArenaBytes, t.hostPeakBytes)
              .str();
   verbatim("// The program zbc_rt_main runs: rank, ranks, stages, "
            "microbatches, model, its hash,\n// schedule, optimizer, arena and peak "
            "bytes, tables, loss buffer, tokens per microbatch, kernel calls,\n"
-           "// tied parameters, the Hugging Face config.");
+           "// tied parameters, the Hugging Face config, the host arena and "
+           "its peak.");
   global("kProgram", emitc::OpaqueType::get(ctx, "zbc_rt_program"),
          opaque(text));
 }
@@ -669,6 +673,8 @@ void FileWriter::writeStep() {
                      .str();
     if (op.what == OpKind::Group)
       comment += llvm::formatv(": {0} transfers", op.memberCount).str();
+    if (op.what == OpKind::Offload || op.what == OpKind::Reload)
+      comment += llvm::formatv(": {0} tensors", op.frameSize / 2).str();
     verbatim(comment);
     for (int wait : op.waits)
       call("zbc_rt_wait", {b.getI32IntegerAttr(wait)});
@@ -677,9 +683,11 @@ void FileWriter::writeStep() {
       for (const PhaseLayout *layout : op.phases)
         call("zbc_rt_compute", {index, opaque(layout->function)});
     else
-      call(op.what == OpKind::Send   ? "zbc_rt_send"
-           : op.what == OpKind::Recv ? "zbc_rt_recv"
-                                     : "zbc_rt_group",
+      call(op.what == OpKind::Send      ? "zbc_rt_send"
+           : op.what == OpKind::Recv    ? "zbc_rt_recv"
+           : op.what == OpKind::Offload ? "zbc_rt_offload"
+           : op.what == OpKind::Reload  ? "zbc_rt_reload"
+                                        : "zbc_rt_group",
            {index});
     for (int param : op.updates)
       update(param);
@@ -747,17 +755,6 @@ struct ConvertZBToEmitCPass final
     }
     // Nothing unproven is lowered.
     if (failed(verifyScheduleProgram(program)))
-      return signalPassFailure();
-    // Note [Offload in the IR]: the runtimes have no copy queues yet.
-    WalkResult copies = program.walk([](Operation *op) {
-      if (!isa<OffloadOp, ReloadOp>(op))
-        return WalkResult::advance();
-      op->emitOpError("is proven and planned but not yet lowered to code: "
-                      "the runtimes have no copy queues or host arena (build "
-                      "without offload, or with recompute)");
-      return WalkResult::interrupt();
-    });
-    if (copies.wasInterrupted())
       return signalPassFailure();
     FailureOr<std::vector<RankTables>> tables = buildRankTables(program, pipeline);
     if (failed(tables))

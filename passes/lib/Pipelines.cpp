@@ -35,6 +35,8 @@ void zbc::buildScheduleToProgramPipeline(OpPassManager &pm,
   schedule.optimizer = options.optimizer;
   schedule.costFile = options.costFile;
   schedule.recompute = options.recompute;
+  schedule.offload = options.offload;
+  schedule.copyBandwidth = options.copyBandwidth;
   schedule.memoryLimit = options.memoryLimit;
   schedule.activationBudget = options.activationBudget;
   pm.addPass(createZBSchedulePass(schedule));
@@ -61,6 +63,8 @@ zbc::LowerToProgramOptions zbc::LowerToProgramCLOptions::options() const {
   o.optimizer = optimizer;
   o.costFile = costFile;
   o.recompute = recompute;
+  o.offload = offload;
+  o.copyBandwidth = copyBandwidth;
   o.memoryLimit = memoryLimit;
   o.activationBudget = activationBudget;
   return o;

@@ -18,6 +18,11 @@
 //    ZBC_RT_BF16, Note [bf16]); accumulators, master weights and optimizer
 //    state are fp32 (named `float *`).
 //  - No call allocates after `allocate`.
+//  - Copies of offloaded stashes (Note [Offload in the IR]) run on a copy
+//    queue of their own, one at a time in issue order, beside the computes:
+//    a copy starts after every call made before it and is ordered before a
+//    call only by waitCopy. The CPU's queue is a thread, a GPU's a copy
+//    stream with an event per copy.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_RUNTIME_DEVICE_H
@@ -62,8 +67,30 @@ public:
   /// staging is free again by the next step's write.
   virtual char *dataStaging(int32_t buffer) = 0;
   virtual std::string dataStaged(int32_t buffer) = 0;
-  /// Waits for every call made so far; their first failure, if any.
+  /// Waits for every call and copy made so far; their first failure, if
+  /// any.
   virtual std::string synchronize() = 0;
+
+  //===--- the copy queue (Note [Offload in the IR]) --------------------===//
+  /// The host arena where offloaded stashes wait for their reload: the
+  /// program's host_arena_bytes, allocated by `allocate` (pinned on a GPU);
+  /// null if the program offloads nothing.
+  virtual char *hostArena() = 0;
+  /// One piece of a copy: `bytes` from `from` to `to`, one end in the arena
+  /// and the other in the host arena.
+  struct CopyPiece {
+    char *to = nullptr;
+    const char *from = nullptr;
+    int64_t bytes = 0;
+  };
+  /// Issues copy op `op` (an offload or a reload) on the copy queue;
+  /// `pieces` stay valid until waitCopy(op) returns.
+  virtual std::string startCopy(int32_t op, const CopyPiece *pieces,
+                                int32_t count) = 0;
+  /// Orders every call made after it behind copy `op`: returns when the
+  /// copy is done (the CPU), or makes the compute stream wait for it (a
+  /// GPU). Fails for a copy not issued, or waited for already.
+  virtual std::string waitCopy(int32_t op) = 0;
 
   /// Whether the device times the compute ops itself (a GPU, with events;
   /// the host's clock around a call measures only the launches), and the

@@ -17,6 +17,8 @@ namespace zbc::rt {
 
 namespace {
 constexpr int64_t kGranule = 64; // the plan's alignment (MemoryPlan.h)
+// sendInFlight_: what reads the buffer (a send, or a copy of a stash).
+constexpr uint8_t kReadBySend = 1, kReadByCopy = 2;
 } // namespace
 
 void Ledger::init(const zbc_rt_program &program) {
@@ -35,6 +37,9 @@ void Ledger::init(const zbc_rt_program &program) {
   owner_.assign(static_cast<size_t>((program.arena_bytes + kGranule - 1) /
                                     kGranule),
                 -1);
+  hostOwner_.assign(static_cast<size_t>(
+                        (program.host_arena_bytes + kGranule - 1) / kGranule),
+                    -1);
   int32_t maxFrame = 0;
   for (int32_t i = 0; i < program.op_count; ++i)
     maxFrame = std::max(maxFrame, program.ops[i].frame_size);
@@ -42,6 +47,7 @@ void Ledger::init(const zbc_rt_program &program) {
   tickDelta_.assign(static_cast<size_t>(program.max_kernel_calls) * 2 + 8, 0);
   temporaries_.assign(static_cast<size_t>(program.position_count) + 1, 0);
   liveDelta_.assign(static_cast<size_t>(program.position_count) + 2, 0);
+  hostLiveDelta_.assign(liveDelta_.size(), 0);
   persistentBytes_ = 0;
   for (int32_t b = 0; b < program.buffer_count; ++b)
     if (persistent(b))
@@ -60,6 +66,7 @@ void Ledger::beginStep() {
   tick_ = 0;
   std::fill(temporaries_.begin(), temporaries_.end(), 0);
   std::fill(liveDelta_.begin(), liveDelta_.end(), 0);
+  std::fill(hostLiveDelta_.begin(), hostLiveDelta_.end(), 0);
 }
 
 void Ledger::beginOp(int32_t position) {
@@ -102,9 +109,9 @@ std::string Ledger::read(int32_t buffer) {
                        "step",
                        b.name);
   if (recvInFlight_[buffer])
-    return fmt::format("reads {} before its recv completed (no wait for "
-                       "it precedes this op)",
-                       b.name);
+    return fmt::format("reads {} before its {} completed (no wait for it "
+                       "precedes this op)",
+                       b.name, writer_[buffer] == Writer::Copy ? "copy" : "recv");
   if (int32_t by = clobberedBy_[buffer]; by >= 0)
     return fmt::format("reads {} after {} was written over its bytes (the "
                        "memory plan overlaps two live buffers)",
@@ -125,16 +132,18 @@ std::string Ledger::write(int32_t buffer, Writer writer) {
   // send still reading them is an error now.
   int64_t first = b.offset / kGranule;
   int64_t last = (b.offset + std::max<int64_t>(b.bytes, 1) - 1) / kGranule;
+  std::vector<int32_t> &owners = onHost(buffer) ? hostOwner_ : owner_;
   for (int64_t g = first; g <= last; ++g) {
-    int32_t &owner = owner_[static_cast<size_t>(g)];
+    int32_t &owner = owners[static_cast<size_t>(g)];
     if (owner == buffer)
       continue;
     if (owner >= 0) {
       if (sendInFlight_[owner])
-        return fmt::format("writes {} over bytes that the send of {} still "
-                           "reads (the memory plan overlaps them while the "
-                           "send is in flight)",
-                           b.name, program_->buffers[owner].name);
+        return fmt::format("writes {} over bytes that the {} of {} still "
+                           "reads (the memory plan overlaps them while it "
+                           "is in flight)",
+                           b.name, sendInFlight_[owner] == kReadByCopy ? "copy" : "send",
+                           program_->buffers[owner].name);
       clobberedBy_[owner] = buffer;
     }
     owner = buffer;
@@ -155,7 +164,7 @@ std::string Ledger::write(int32_t buffer, Writer writer) {
 std::string Ledger::sendStarted(int32_t buffer) {
   std::string error = read(buffer);
   if (error.empty())
-    sendInFlight_[buffer] = 1;
+    sendInFlight_[buffer] = kReadBySend;
   return error;
 }
 
@@ -175,6 +184,21 @@ void Ledger::sendCompleted(int32_t buffer) {
 
 void Ledger::recvCompleted(int32_t buffer) { recvInFlight_[buffer] = 0; }
 
+std::string Ledger::copyStarted(int32_t from, int32_t to) {
+  if (std::string error = read(from); !error.empty())
+    return error;
+  if (std::string error = write(to, Writer::Copy); !error.empty())
+    return error;
+  sendInFlight_[from] = kReadByCopy;
+  recvInFlight_[to] = 1;
+  return {};
+}
+
+void Ledger::copyCompleted(int32_t from, int32_t to) {
+  sendCompleted(from);
+  recvCompleted(to);
+}
+
 int64_t Ledger::endStep() {
   int32_t n = program_->position_count;
   for (int32_t b = 0; b < program_->buffer_count; ++b) {
@@ -190,8 +214,9 @@ int64_t Ledger::endStep() {
     until = std::min(until, n);
     if (until <= from)
       continue;
-    liveDelta_[from] += program_->buffers[b].bytes;
-    liveDelta_[until] -= program_->buffers[b].bytes;
+    std::vector<int64_t> &delta = onHost(b) ? hostLiveDelta_ : liveDelta_;
+    delta[from] += program_->buffers[b].bytes;
+    delta[until] -= program_->buffers[b].bytes;
   }
   int64_t held = 0, stepPeak = 0;
   int32_t at = 0;
@@ -205,12 +230,16 @@ int64_t Ledger::endStep() {
   }
   if (n == 0)
     stepPeak = persistentBytes_;
+  int64_t onHostNow = 0;
+  for (int32_t k = 0; k < n; ++k)
+    hostPeak_ = std::max(hostPeak_, onHostNow += hostLiveDelta_[k]);
   if (stepPeak > peak_) {
     peak_ = stepPeak;
     peakPosition_ = at;
   }
   // Every buffer of the step is dead now: the next step writes afresh.
   std::fill(owner_.begin(), owner_.end(), -1);
+  std::fill(hostOwner_.begin(), hostOwner_.end(), -1);
   std::fill(clobberedBy_.begin(), clobberedBy_.end(), -1);
   return stepPeak;
 }

@@ -3,8 +3,9 @@
 // Note [Ledger]
 // Every access the rank makes to its arena is told to the ledger: a kernel
 // reading or writing a buffer, the data source filling one, a recv posted
-// into one, a send reading one until it completes. From that alone the
-// ledger
+// into one, a send reading one until it completes, a copy of an offloaded
+// stash reading one and filling another (Note [Offload in the IR]). From
+// that alone the ledger
 //  - refuses an access that would compute garbage: reading a buffer that
 //    holds nothing yet this step, or whose recv has not completed, or whose
 //    bytes a later write to another buffer has taken (the memory plan
@@ -19,7 +20,9 @@
 //    it: a yielded one), and from the next op until its last read (a sent
 //    one: until its send completes, at the op whose wait completes it); one
 //    the data source or a recv writes counts from its op; the persistent
-//    state counts throughout.
+//    state counts throughout. A copy reads its source as a send does and
+//    fills its target as a recv does; the host arena's buffers (a stash's
+//    host copy) are counted apart, as the host's live bytes.
 // The measured peak therefore equals the verifier's figure exactly when the
 // generated program does what the proof assumed, and the e2e tests hold it
 // to that. Each buffer holds one value per step (the plan gives every
@@ -42,7 +45,7 @@ namespace zbc::rt {
 class Ledger {
 public:
   /// Who wrote a buffer's value.
-  enum class Writer : uint8_t { Kernel, Data, Recv };
+  enum class Writer : uint8_t { Kernel, Data, Recv, Copy };
 
   void init(const zbc_rt_program &program);
 
@@ -67,14 +70,23 @@ public:
   std::string recvStarted(int32_t buffer);
   void sendCompleted(int32_t buffer);
   void recvCompleted(int32_t buffer);
+  /// A copy of a stash (an offload or a reload) reads `from` and fills `to`
+  /// until copyCompleted, as a send and a recv.
+  std::string copyStarted(int32_t from, int32_t to);
+  void copyCompleted(int32_t from, int32_t to);
 
   /// The largest live bytes measured at any op of any step so far, and the
   /// first position where the last step reached its peak.
   int64_t peak() const { return peak_; }
   int32_t peakPosition() const { return peakPosition_; }
+  /// The same for the host arena's buffers (0 without offload).
+  int64_t hostPeak() const { return hostPeak_; }
 
 private:
   bool persistent(int32_t buffer) const;
+  bool onHost(int32_t buffer) const {
+    return program_->buffers[buffer].kind == ZBC_RT_HOST;
+  }
 
   const zbc_rt_program *program_ = nullptr;
   int64_t persistentBytes_ = 0;
@@ -91,15 +103,15 @@ private:
   std::vector<uint8_t> sendInFlight_, recvInFlight_;
   // The last writer of every 64-byte granule of the arena, and per buffer
   // the one that wrote over its bytes since its own write (-1: none).
-  std::vector<int32_t> owner_;
+  std::vector<int32_t> owner_, hostOwner_; // the arena's, the host arena's
   std::vector<int32_t> clobberedBy_;
   // Buffers a kernel wrote in the running op; the op's tick sweep.
   std::vector<int32_t> writtenThisOp_;
   std::vector<int64_t> tickDelta_;
   // Per position: the op's temporaries, and the difference array of the
   // buffers live across ops.
-  std::vector<int64_t> temporaries_, liveDelta_;
-  int64_t peak_ = 0;
+  std::vector<int64_t> temporaries_, liveDelta_, hostLiveDelta_;
+  int64_t peak_ = 0, hostPeak_ = 0;
   int32_t peakPosition_ = 0;
 };
 

@@ -122,6 +122,8 @@ void runOrder(zbc_rt_rank *rank, zbc_rt_step_fn step) {
     fail(rank, deviceError);
     failRun(rank);
   }
+  // Copies no op waited for are done now that the device is drained.
+  finishCopies(rank);
   rank->lossSum = rank->device->takeStepLoss();
   rank->device->takeComputeSeconds(addComputeSeconds, rank);
   rank->ledger.endStep();
@@ -287,19 +289,23 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
   out << fmt::format(
       "{{\"rank\": {}, \"steps\": {}, \"first_step\": {}, "
       "\"measured_peak_bytes\": {}, \"predicted_peak_bytes\": {}, "
-      "\"arena_bytes\": {}, \"seconds\": {}, \"losses\": [{}], "
+      "\"arena_bytes\": {}, \"measured_host_peak_bytes\": {}, "
+      "\"predicted_host_peak_bytes\": {}, \"host_arena_bytes\": {}, "
+      "\"seconds\": {}, \"losses\": [{}], "
       "\"evals\": [{}], \"unigram_entropy\": {}, \"init\": {}, "
       "\"allocations_in_steps\": {}, \"device_allocations_in_steps\": {}, "
       "\"device\": \"{}\", \"profile\": {{\"step_seconds\": "
       "{}, \"kernel_seconds\": {}, \"comm_seconds\": {}, "
-      "\"optimizer_seconds\": {}, \"computes\": [{}]}}}}\n",
+      "\"optimizer_seconds\": {}, \"copies\": {}, "
+      "\"copy_wait_seconds\": {}, \"computes\": [{}]}}}}\n",
       p.rank, rank->options.steps, log.firstStep, rank->ledger.peak(),
-      p.peak_bytes, p.arena_bytes, jsonNumber(log.seconds), losses, evals,
+      p.peak_bytes, p.arena_bytes, rank->ledger.hostPeak(), p.host_peak_bytes,
+      p.host_arena_bytes, jsonNumber(log.seconds), losses, evals,
       jsonNumber(log.entropy), init,
       log.allocations, log.deviceAllocations, rank->device->name(),
       jsonNumber(profile.stepSeconds), jsonNumber(profile.kernelSeconds),
       jsonNumber(profile.commSeconds), jsonNumber(profile.optimizerSeconds),
-      computes);
+      profile.copyCount, jsonNumber(profile.copyWaitSeconds), computes);
   return out ? "" : fmt::format("cannot write '{}'", path);
 }
 
@@ -417,8 +423,14 @@ extern "C" int zbc_rt_main(int argc, char **argv,
                     .count();
   if (!o.quiet && first)
     fmt::print("rank {}: peak live bytes {} measured, {} predicted; arena "
-               "{}\n",
-               p.rank, rank->ledger.peak(), p.peak_bytes, p.arena_bytes);
+               "{}{}\n",
+               p.rank, rank->ledger.peak(), p.peak_bytes, p.arena_bytes,
+               p.host_arena_bytes
+                   ? fmt::format("; on the host {} measured, {} predicted, "
+                                 "arena {}",
+                                 rank->ledger.hostPeak(), p.host_peak_bytes,
+                                 p.host_arena_bytes)
+                   : "");
   // The replicas hold the same parameters: the first writes for them all.
   std::string e;
   if (first && !o.saveDir.empty())

@@ -1,8 +1,8 @@
 //===- Rank.cpp - the calls of the rank's order ---------------------------===//
 //
 // What the generated `step` calls, op by op: computes (a phase function run
-// on its frame), transfers issued and waited for, and the end-of-compute
-// optimizer updates (Optimizer.cpp). While the rank evaluates (rank->
+// on its frame), transfers and copies of stashes issued and waited for, and
+// the end-of-compute optimizer updates (Optimizer.cpp). While the rank evaluates (rank->
 // evaluating), the same order runs forward only: computes other than F,
 // transfers of gradients and updates are skipped on every rank alike, so
 // the activation transfers left still match in order (each pair is skipped
@@ -81,6 +81,46 @@ void transferDone(void *context, int32_t op) {
     rank->ledger.sendCompleted(o.buffer);
   else if (o.what == ZBC_RT_OP_RECV)
     rank->ledger.recvCompleted(o.buffer);
+}
+
+namespace {
+
+/// Where buffer `b` lies: in the arena, or (a stash's host copy) in the
+/// host arena.
+char *placeOf(zbc_rt_rank *rank, int32_t b) {
+  const zbc_rt_buffer &buffer = rank->program->buffers[b];
+  return (buffer.kind == ZBC_RT_HOST ? rank->device->hostArena()
+                                     : rank->device->arena()) +
+         buffer.offset;
+}
+
+/// The (from, to) buffer pair `k` of copy op `o` (its frame).
+std::pair<int32_t, int32_t> copyPair(const zbc_rt_program &p,
+                                     const zbc_rt_op &o, int32_t k) {
+  return {p.frames[o.frame + 2 * k], p.frames[o.frame + 2 * k + 1]};
+}
+
+/// Copy `op` is done: its bytes are where it put them, its source free.
+void copyDone(zbc_rt_rank *rank, int32_t op) {
+  const zbc_rt_program &p = *rank->program;
+  const zbc_rt_op &o = p.ops[op];
+  rank->timeline.end(op, Profile::now());
+  for (int32_t k = 0; k < o.frame_size / 2; ++k) {
+    auto [from, to] = copyPair(p, o, k);
+    rank->ledger.copyCompleted(from, to);
+  }
+  rank->copyPending[op] = 0;
+}
+
+} // namespace
+
+void finishCopies(zbc_rt_rank *rank) {
+  for (int32_t op = 0; op < rank->program->op_count; ++op)
+    if (rank->copyPending[op]) {
+      if (std::string error = rank->device->waitCopy(op); !error.empty())
+        fail(rank, error);
+      copyDone(rank, op);
+    }
 }
 
 } // namespace zbc::rt
@@ -208,10 +248,81 @@ extern "C" zbc_rt_status zbc_rt_group(zbc_rt_rank *rank, int32_t op) {
   return issue(rank, op, ZBC_RT_OP_GROUP);
 }
 
+namespace {
+
+/// Note [Offload in the IR]: issues copy `op` on the device's copy queue,
+/// after telling the ledger what it reads and fills. While evaluating no
+/// backward reads a stash: copies are skipped.
+zbc_rt_status issueCopy(zbc_rt_rank *rank, int32_t op, int32_t what) {
+  const zbc_rt_program &p = *rank->program;
+  if (op < 0 || op >= p.op_count || p.ops[op].what != what)
+    return fail(rank, fmt::format("op {} is not the {} issued", op,
+                                  zbc_rt_op_spelling(what)));
+  if (rank->evaluating)
+    return ZBC_RT_OK;
+  const zbc_rt_op &o = p.ops[op];
+  rank->op = op;
+  rank->frame = nullptr;
+  rank->frameSize = 0;
+  rank->ledger.beginOp(o.position);
+  int32_t count = o.frame_size / 2;
+  Device::CopyPiece *pieces = rank->copyPieces.data() + o.frame;
+  for (int32_t k = 0; k < count; ++k) {
+    auto [from, to] = copyPair(p, o, k);
+    if (from < 0 || from >= p.buffer_count || to < 0 ||
+        to >= p.buffer_count || p.buffers[from].bytes != p.buffers[to].bytes)
+      return fail(rank, fmt::format("copies buffer {} into {}, not two "
+                                    "buffers of one size",
+                                    from, to));
+    if (std::string error = rank->ledger.copyStarted(from, to); !error.empty())
+      return fail(rank, error);
+    pieces[k] = {placeOf(rank, to), placeOf(rank, from), p.buffers[from].bytes};
+  }
+  rank->timeline.begin(op, Profile::now());
+  if (std::string error = rank->device->startCopy(op, pieces, count);
+      !error.empty())
+    return fail(rank, error);
+  rank->copyPending[op] = 1;
+  ++rank->profile.copyCount;
+  return ZBC_RT_OK;
+}
+
+zbc_rt_status waitForCopy(zbc_rt_rank *rank, int32_t op) {
+  if (rank->evaluating)
+    return ZBC_RT_OK;
+  rank->op = op;
+  rank->frame = nullptr;
+  rank->frameSize = 0;
+  if (!rank->copyPending[op])
+    return fail(rank, fmt::format("waits for {}, which was not issued or was "
+                                  "waited for already",
+                                  rank->program->ops[op].name));
+  double begin = Profile::now();
+  std::string error = rank->device->waitCopy(op);
+  rank->profile.copyWaitSeconds += Profile::now() - begin;
+  if (!error.empty())
+    return fail(rank, error);
+  copyDone(rank, op);
+  return ZBC_RT_OK;
+}
+
+} // namespace
+
+extern "C" zbc_rt_status zbc_rt_offload(zbc_rt_rank *rank, int32_t op) {
+  return issueCopy(rank, op, ZBC_RT_OP_OFFLOAD);
+}
+extern "C" zbc_rt_status zbc_rt_reload(zbc_rt_rank *rank, int32_t op) {
+  return issueCopy(rank, op, ZBC_RT_OP_RELOAD);
+}
+
 extern "C" zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op) {
   const zbc_rt_program &p = *rank->program;
   if (op < 0 || op >= p.op_count || p.ops[op].what < ZBC_RT_OP_SEND)
-    return fail(rank, fmt::format("zbc_rt_wait of op {}, not a transfer", op));
+    return fail(rank, fmt::format("zbc_rt_wait of op {}, not a transfer or "
+                                  "a copy",
+                                  op));
+  if (zbc_rt_op_is_copy(p.ops[op].what))
+    return waitForCopy(rank, op);
   Members m = membersOf(rank, op);
   bool any = false;
   for (int32_t i = m.first; i < m.first + m.count; ++i) {

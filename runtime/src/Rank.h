@@ -63,6 +63,10 @@ std::string optionsHelp(const char *program);
 struct Profile {
   double kernelSeconds = 0, commSeconds = 0, stepSeconds = 0;
   double optimizerSeconds = 0; // a GPU's optimizer kernels (its events)
+  // Copies of stashes (offloads and reloads) run, and the time the order
+  // waited for them (a CPU waits here; a GPU's compute stream does).
+  int64_t copyCount = 0;
+  double copyWaitSeconds = 0;
   std::vector<double> computeSeconds; // [stage * ZBC_RT_COMPUTE_KIND_COUNT + what]
   std::vector<int64_t> computeCount;
   static double now(); // a monotonic clock, seconds
@@ -97,6 +101,11 @@ struct zbc_rt_rank {
   bool updatesAtStepEnd = false;  // initOptimizer decides (Optimizer.cpp)
   std::vector<uint8_t> updateDue; // per parameter: its update is due at the
                                   // end of the step
+  // Per frame slot: the pieces of the copy whose frame starts there (sized
+  // at start-up; Note [Offload in the IR]), and per op whether a copy is
+  // issued and not yet waited for.
+  std::vector<zbc::rt::Device::CopyPiece> copyPieces;
+  std::vector<uint8_t> copyPending;
   zbc::rt::Profile profile;
   zbc::rt::Watchdog watchdog;
   zbc::rt::Timeline timeline;
@@ -111,6 +120,10 @@ LearningRateSchedule learningRateSchedule(const zbc_rt_rank *rank);
 
 /// Marks transfer op `op` completed in the rank's ledger.
 void transferDone(void *rank, int32_t op);
+
+/// Completes, in the ledger, every copy issued and not waited for (at the
+/// end of a step: the device drained them).
+void finishCopies(zbc_rt_rank *rank);
 
 /// Where the running compute's microbatch comes from.
 BatchPosition batchPosition(const zbc_rt_rank *rank, int32_t microbatch);

@@ -62,6 +62,7 @@ from zbc_e2e import EXAMPLES, expect_failure, fresh_dir, run  # noqa: E402
 import backends  # noqa: E402
 import failures  # noqa: E402
 import hosts  # noqa: E402
+import offload  # noqa: E402
 import recompute  # noqa: E402
 import schedule_files  # noqa: E402
 import training  # noqa: E402
@@ -295,7 +296,7 @@ def main():
              "loss-falls": loss_falls,
              "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES,
              **failures.MODES, **backends.MODES, **schedule_files.MODES,
-             **hosts.MODES, **recompute.MODES}
+             **hosts.MODES, **recompute.MODES, **offload.MODES}
     parser.add_argument("mode", choices=sorted(modes))
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)

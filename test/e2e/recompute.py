@@ -31,21 +31,27 @@ import sys
 from zbc_e2e import EXAMPLES, fresh_dir, run
 from zbc_models import gpt, llama, schedules
 
-R_OP = re.compile(r"^\s*(%[\w.]+) = zb\.compute R stage (\d+) mb (\d+).*$",
-                  re.M)
 
-
-def without_recompute(program_text):
-    """The program with its R ops taken out (and the tokens naming them),
-    and each rank's memory plan dropped: the same order of F, B and W."""
-    tokens = R_OP.findall(program_text)
-    text = R_OP.sub("", program_text)
+def without_ops(program_text, ops):
+    """The program with the ops `ops` spells taken out ("compute R",
+    "offload|reload"), and the tokens naming them, and each rank's memory
+    plan dropped: the same order of F, B and W. Returns it and the number of
+    ops taken out."""
+    pattern = re.compile(r"^\s*(%[\w.]+) = zb\.(?:" + ops +
+                         r") stage (\d+) mb (\d+).*$", re.M)
+    tokens = pattern.findall(program_text)
+    text = pattern.sub("", program_text)
     for token, _, _ in tokens:
         text = re.sub(re.escape(token) + r"(?![\w.])(, )?", "", text)
     text = re.sub(r", \)", ")", text)
     text = text.replace(" after()", "")
     text = re.sub(r"(zb\.rank \d+) attributes \{.*\} \{", r"\1 {", text)
     return text, len(tokens)
+
+
+def without_recompute(program_text):
+    """The program with its R ops taken out: the same order of F, B and W."""
+    return without_ops(program_text, "compute R")
 
 
 def _source(args, model, stages):

@@ -27,6 +27,8 @@ namespace zbc {
 struct Request {
   std::string input, costFile; // the model; a cost file or ""
   std::string recompute = "none"; // --recompute: none, full or auto
+  std::string offload = "none";   // --offload: none, full or auto
+  double copyBandwidth = 0;       // --copy-bandwidth (0: not given)
   int64_t ranks = 0, microbatches = 0;
   /// Stages per rank: --virtual, checked against the schedule; unset for an
   /// interleaved schedule without it, which takes the model's stages over
@@ -64,6 +66,8 @@ struct Compiled {
   int ranks = 0, stages = 0;
   std::string model, modelHash; // zb::modelHashOf
   std::vector<int64_t> peak, arena;
+  /// Per rank: the offloaded stashes' host peak and arena (0 without).
+  std::vector<int64_t> hostPeak, hostArena;
   /// With --mem-limit: the activation budget the schedule was built at
   /// (Note [Rank budget], RankBudget.h).
   std::optional<double> activationBudget;

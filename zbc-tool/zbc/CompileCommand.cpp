@@ -35,6 +35,7 @@
 #include "zbc/Passes/Passes.h"
 #include "zbc/Passes/Pipelines.h"
 #include "zbc/Schedule/Export.h"
+#include "zbc/Schedule/Offload.h"
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Schedule/Simulator.h"
 #include "zbc/Support/Limits.h"
@@ -117,6 +118,19 @@ cl::opt<std::string> recomputeOpt(
              "microbatches that give the shortest schedule within the "
              "memory)"),
     cl::value_desc("mode"), cl::init("none"), BOTH, cl::cat(zbcCategory));
+cl::opt<std::string> offloadOpt(
+    "offload",
+    cl::desc("Offload stashes to host memory as scheduled zb.offload and "
+             "zb.reload copies: none (default), full (every microbatch's "
+             "stash, back before its backward) or auto (those that give the "
+             "shortest schedule within the memory); needs --copy-bandwidth"),
+    cl::value_desc("mode"), cl::init("none"), BOTH, cl::cat(zbcCategory));
+cl::opt<double> copyBandwidthOpt(
+    "copy-bandwidth",
+    cl::desc("Bytes a rank copies between device and host memory per unit "
+             "of schedule time, each way (a cost file's copy_bandwidth "
+             "overrides it)"),
+    cl::value_desc("X"), cl::init(0), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> optimizerOpt("optimizer",
                                   cl::desc("sgd (with momentum) or adamw"),
                                   cl::value_desc("name"), cl::init("sgd"),
@@ -280,6 +294,14 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
       !mode)
     return fail("--recompute: " + toString(mode.takeError()));
   request.recompute = recomputeOpt;
+  if (Expected<sched::OffloadMode> mode = sched::parseOffloadMode(offloadOpt);
+      !mode)
+    return fail("--offload: " + toString(mode.takeError()));
+  request.offload = offloadOpt;
+  if (!(copyBandwidthOpt >= 0) || copyBandwidthOpt > 1e30)
+    return fail(formatv("--copy-bandwidth must be in [0, 1e30], got {0}",
+                        copyBandwidthOpt.getValue()));
+  request.copyBandwidth = copyBandwidthOpt;
   request.optimizer = optimizerOpt;
   if (request.optimizer != "sgd" && request.optimizer != "adamw")
     return fail("--optimizer must be 'sgd' or 'adamw', got '" +
@@ -289,6 +311,10 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
       return fail("--recompute: the schedule file '" + schedule->path +
                   "' is the order, R ops included; write its zb.compute R "
                   "ops there");
+    if (offloadOpt.getNumOccurrences() && request.offload != "none")
+      return fail("--offload: the schedule file '" + schedule->path +
+                  "' is the order, copies included; write its zb.offload "
+                  "and zb.reload ops there");
     request.schedule = sys::path::filename(schedule->path).str();
     // A program names its optimizer (the state the proof counts).
     if (schedule->optimizer) {
@@ -487,6 +513,8 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   options.optimizer = request.optimizer;
   options.costFile = request.costFile;
   options.recompute = request.recompute;
+  options.offload = request.offload;
+  options.copyBandwidth = request.copyBandwidth;
   // --mem-limit 0: no limit at all, the schedule's default budget too,
   // unless --activation-budget gives one.
   options.memoryLimit = request.memoryLimit.value_or(0);
@@ -517,6 +545,10 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   for (zb::RankOp rank : program.getBody().front().getOps<zb::RankOp>()) {
     result.peak.push_back(rank.getPeakBytesAttr().getInt());
     result.arena.push_back(rank.getArenaBytesAttr().getInt());
+    result.hostPeak.push_back(
+        rank.getHostPeakBytesAttr() ? rank.getHostPeakBytesAttr().getInt() : 0);
+    result.hostArena.push_back(
+        rank.getHostArenaBytesAttr() ? rank.getHostArenaBytesAttr().getInt() : 0);
   }
   result.ranks = static_cast<int>(result.peak.size());
   // The schedule as the simulator times it, and its picture.
@@ -525,7 +557,10 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   FailureOr<sched::Problem> problem = schedulingProblemOf(
       pipeline, stages / std::max(result.ranks, 1), program.getMicrobatches(),
       0, std::nullopt);
-  // The costs the schedule was built with.
+  // The costs the schedule was built with (a cost file's copy bandwidth
+  // over --copy-bandwidth, as zb-schedule takes them).
+  if (succeeded(problem))
+    problem->copyBandwidth = request.copyBandwidth;
   if (succeeded(problem) && !request.costFile.empty() &&
       failed(applyCostFile(pipeline, request.costFile, *problem)))
     return fail("the cost file does not fit the pipeline (the error is above)");
@@ -582,6 +617,10 @@ Error writeReport(const Request &request, const Compiled &c) {
             });
             j.attribute("peak_bytes", c.peak[r]);
             j.attribute("arena_bytes", c.arena[r]);
+            if (c.hostArena[r]) {
+              j.attribute("host_peak_bytes", c.hostPeak[r]);
+              j.attribute("host_arena_bytes", c.hostArena[r]);
+            }
           });
       });
       // MPI's process k (launch.sh's order, launch-slurm.sh's task k).
@@ -639,12 +678,18 @@ void printBanner(const Request &request, const Compiled &compiled) {
                       static_cast<int64_t>(*compiled.activationBudget));
   for (int r = 0; r < compiled.ranks; ++r)
     outs() << formatv("  rank {0} ({1}): peak {2} bytes, arena {3} "
-                      "({4:F3}x)\n",
+                      "({4:F3}x){5}\n",
                       r, stagesText(compiled.table, r), compiled.peak[r],
                       compiled.arena[r],
                       compiled.peak[r] ? double(compiled.arena[r]) /
                                               double(compiled.peak[r])
-                                        : 1.0);
+                                        : 1.0,
+                      compiled.hostArena[r]
+                          ? formatv("; offloaded to the host: peak {0} "
+                                    "bytes, arena {1}",
+                                    compiled.hostPeak[r], compiled.hostArena[r])
+                                .str()
+                          : std::string());
   // Where each process runs, when that is more than "rank r is process r".
   if (request.replicas > 1 || !request.hosts.empty())
     for (auto [k, p] : llvm::enumerate(compiled.processes))

@@ -345,12 +345,44 @@ void ZBSchedulePass::runOnOperation() {
     builtAt = **budget;
   if (memoryLimit > 0 && toSchedule) {
     *budget = static_cast<double>(memoryLimit);
-    FailureOr<RankBudget> fit = fitActivationBudget(
-        module, memoryLimit, [&](ModuleOp target, double bytes) {
-          return scheduleAtBudget(target, bytes);
-        });
-    if (succeeded(fit))
-      *budget = builtAt = fit->activations;
+    auto fit = [&] {
+      return fitActivationBudget(module, memoryLimit,
+                                 [&](ModuleOp target, double bytes) {
+                                   return scheduleAtBudget(target, bytes);
+                                 });
+    };
+    auto fitsLimit = [&](const FailureOr<RankBudget> &fitted) {
+      return succeeded(fitted) &&
+             llvm::all_of(fitted->peaks, [&](int64_t peak) {
+               return peak <= memoryLimit;
+             });
+    };
+    FailureOr<RankBudget> fitted = fit();
+    // Note [Levers never lose]: an `auto` lever chooses among orders with
+    // and without it at one activation budget, but the fit of a whole
+    // rank's limit may find no budget where the orders it chose fit while
+    // the plain order fits: then the plain order it is.
+    bool automatic = recompute == "auto" || offload == "auto";
+    if (automatic && !fitsLimit(fitted)) {
+      std::string asked = recompute, askedOffload = offload;
+      recompute = "none";
+      offload = "none";
+      FailureOr<RankBudget> plain = fit();
+      if (fitsLimit(plain)) {
+        fitted = plain;
+        for (PipelineOp pipeline : pipelines)
+          emitRemark(pipeline.getLoc())
+              << "zb-schedule: no order with recompute=" << asked
+              << " offload=" << askedOffload << " fits memory-limit "
+              << static_cast<int64_t>(memoryLimit)
+              << "; the order without the levers does";
+      } else {
+        recompute = asked;
+        offload = askedOffload;
+      }
+    }
+    if (succeeded(fitted))
+      *budget = builtAt = fitted->activations;
   }
   Builder b(module.getContext());
   for (PipelineOp pipeline : pipelines) {

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../Device.h"
+#include "CopyQueue.h"
 #include "kernels/Kernels.h"
 
 #include "zbc/contracts/BFloat16.h"
@@ -84,7 +85,11 @@ std::string indexError(const cpu::IndexError &error, const char *what) {
 
 class CpuDevice final : public Device {
 public:
-  ~CpuDevice() override { std::free(arena_); }
+  ~CpuDevice() override {
+    copies_.drain(); // no copy may outlive the arenas
+    std::free(arena_);
+    std::free(hostArena_);
+  }
   const char *name() const override { return "cpu"; }
 
   std::string allocate(const zbc_rt_program &p) override {
@@ -105,6 +110,14 @@ public:
         largest = std::max(largest, p.buffers[b].bytes / 2);
     staging_.assign(static_cast<size_t>(10 * largest), 0.0f);
     openblas_set_num_threads(1); // one rank per core
+    if (p.host_arena_bytes > 0) {
+      hostArena_ = static_cast<char *>(std::aligned_alloc(
+          64, static_cast<size_t>((p.host_arena_bytes + 63) / 64 * 64)));
+      if (!hostArena_)
+        return fmt::format("cannot allocate the host arena of {} bytes",
+                           p.host_arena_bytes);
+      copies_.start(p.op_count);
+    }
     return {};
   }
   char *arena() override { return arena_; }
@@ -120,7 +133,17 @@ public:
     return arena_ + program_->buffers[buffer].offset;
   }
   std::string dataStaged(int32_t) override { return {}; }
-  std::string synchronize() override { return {}; }
+  std::string synchronize() override {
+    copies_.drain();
+    return {};
+  }
+
+  char *hostArena() override { return hostArena_; }
+  std::string startCopy(int32_t op, const CopyPiece *pieces,
+                        int32_t count) override {
+    return copies_.issue(op, pieces, count);
+  }
+  std::string waitCopy(int32_t op) override { return copies_.wait(op); }
 
   std::string linear(int32_t element, const void *x, const void *w, void *y,
                      int64_t rows, int64_t in, int64_t out,
@@ -557,6 +580,8 @@ private:
   }
 
   char *arena_ = nullptr;
+  char *hostArena_ = nullptr;
+  cpu::CopyQueue copies_;
   const zbc_rt_program *program_ = nullptr;
   std::vector<float> staging_;
   double stepLoss_ = 0, sumOfSquares_ = 0;

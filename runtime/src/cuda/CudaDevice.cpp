@@ -9,6 +9,13 @@
 // for the stream and reports the first failure, including an index that a
 // kernel found out of range (DeviceIndexError, read back then).
 //
+// Offloaded stashes (Note [Offload in the IR]) go through a copy stream of
+// their own and a pinned host arena: a copy waits on the compute stream's
+// work so far (an event recorded there), runs its pieces as cudaMemcpyAsync,
+// and records its own event, which waitCopy makes the compute stream wait
+// for. The copy engine thus overlaps the kernels, and the order is the
+// program's.
+//
 //===----------------------------------------------------------------------===//
 
 #include "CudaDevice.h"
@@ -54,6 +61,13 @@ class CudaDevice final : public Device {
 public:
   explicit CudaDevice(int gpu) : gpu_(gpu) {}
   ~CudaDevice() override {
+    for (cudaEvent_t event : copied_)
+      cudaEventDestroy(event);
+    if (copyIssued_)
+      cudaEventDestroy(copyIssued_);
+    if (copyStream_)
+      cudaStreamDestroy(copyStream_);
+    cudaFreeHost(hostArena_);
     for (cudaEvent_t event : begins_)
       cudaEventDestroy(event);
     for (cudaEvent_t event : ends_)
@@ -114,7 +128,49 @@ public:
     updates_.assign(static_cast<size_t>(2 * p.param_count), nullptr);
     for (cudaEvent_t &event : updates_)
       ZBC_CUDA_TRY(cudaEventCreate(&event));
+    if (p.host_arena_bytes > 0) {
+      void *host = nullptr;
+      ZBC_CUDA_TRY(cudaMallocHost(&host, static_cast<size_t>(p.host_arena_bytes)));
+      hostArena_ = static_cast<char *>(host);
+      ZBC_CUDA_TRY(cudaStreamCreateWithFlags(&copyStream_, cudaStreamNonBlocking));
+      ZBC_CUDA_TRY(cudaEventCreateWithFlags(&copyIssued_, cudaEventDisableTiming));
+      copied_.assign(static_cast<size_t>(p.op_count), nullptr);
+      copyState_.assign(static_cast<size_t>(p.op_count), 0);
+      for (int32_t op = 0; op < p.op_count; ++op)
+        if (zbc_rt_op_is_copy(p.ops[op].what))
+          ZBC_CUDA_TRY(cudaEventCreateWithFlags(&copied_[op],
+                                                cudaEventDisableTiming));
+    }
     ZBC_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return {};
+  }
+
+  char *hostArena() override { return hostArena_; }
+  std::string startCopy(int32_t op, const CopyPiece *pieces,
+                        int32_t count) override {
+    if (!copyStream_ || !copied_[op] || copyState_[op])
+      return fmt::format("copy op {} issued again before its wait, or the "
+                         "program has no host arena",
+                         op);
+    // After every kernel queued so far (the F that wrote the stash)...
+    ZBC_CUDA_TRY(cudaEventRecord(copyIssued_, stream_));
+    ZBC_CUDA_TRY(cudaStreamWaitEvent(copyStream_, copyIssued_, 0));
+    for (int32_t i = 0; i < count; ++i)
+      ZBC_CUDA_TRY(cudaMemcpyAsync(pieces[i].to, pieces[i].from,
+                                   static_cast<size_t>(pieces[i].bytes),
+                                   cudaMemcpyDefault, copyStream_));
+    // ...and before what waits for it.
+    ZBC_CUDA_TRY(cudaEventRecord(copied_[op], copyStream_));
+    copyState_[op] = 1;
+    return {};
+  }
+  std::string waitCopy(int32_t op) override {
+    if (!copyStream_ || !copyState_[op])
+      return fmt::format("waits for copy op {}, which was not issued or was "
+                         "waited for already",
+                         op);
+    ZBC_CUDA_TRY(cudaStreamWaitEvent(stream_, copied_[op], 0));
+    copyState_[op] = 0;
     return {};
   }
   char *arena() override { return arena_; }
@@ -147,6 +203,12 @@ public:
   std::string synchronize() override {
     ZBC_CUDA_TRY(cudaMemcpyAsync(hostScalars_, scalars_, sizeof(Scalars),
                                  cudaMemcpyDeviceToHost, stream_));
+    // The copy stream's work too: the compute stream waits for its last
+    // copy before the mark.
+    if (copyStream_) {
+      ZBC_CUDA_TRY(cudaEventRecord(copyIssued_, copyStream_));
+      ZBC_CUDA_TRY(cudaStreamWaitEvent(stream_, copyIssued_, 0));
+    }
     // Polled, not blocking: a stream stuck behind a transfer whose peer is
     // gone stays under the watchdog's --timeout (the caller marks the wait).
     ZBC_CUDA_TRY(cudaEventRecord(drained_, stream_));
@@ -557,6 +619,13 @@ private:
   std::vector<int64_t> stagingAt_;   // per buffer: its mirror's offset
   cudaStream_t stream_ = nullptr;
   cudaEvent_t drained_ = nullptr; // synchronize's mark
+  // The copy queue: its stream, the mark it starts each copy after, and
+  // per copy op its end and whether it is issued and not yet waited for.
+  char *hostArena_ = nullptr; // pinned
+  cudaStream_t copyStream_ = nullptr;
+  cudaEvent_t copyIssued_ = nullptr;
+  std::vector<cudaEvent_t> copied_;
+  std::vector<uint8_t> copyState_;
   Gemm gemm_;
   Scalars *scalars_ = nullptr, *hostScalars_ = nullptr;
   std::vector<cudaEvent_t> begins_, ends_;

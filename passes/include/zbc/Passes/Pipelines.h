@@ -40,6 +40,10 @@ struct LowerToProgramOptions {
   std::string costFile;
   /// zb-schedule's recompute: none, full or auto.
   std::string recompute = "none";
+  /// zb-schedule's offload (none, full or auto) and copy-bandwidth (bytes
+  /// per unit of schedule time; 0: none given).
+  std::string offload = "none";
+  double copyBandwidth = 0;
   /// Note [Two memory limits]: a rank's whole memory (0: none), or the
   /// schedule's activation budget ("default", "none" or bytes).
   int64_t memoryLimit = 0;
@@ -84,6 +88,15 @@ struct LowerToProgramCLOptions
   Option<std::string> recompute{*this, "recompute",
                                 llvm::cl::desc("none, full or auto (R ops)"),
                                 llvm::cl::init("none")};
+  Option<std::string> offload{*this, "offload",
+                              llvm::cl::desc("none, full or auto (zb.offload "
+                                             "and zb.reload; needs "
+                                             "copy-bandwidth)"),
+                              llvm::cl::init("none")};
+  Option<double> copyBandwidth{*this, "copy-bandwidth",
+                               llvm::cl::desc("Bytes per unit of schedule "
+                                              "time a stash copy moves"),
+                               llvm::cl::init(0)};
   Option<int64_t> memoryLimit{*this, "memory-limit",
                               llvm::cl::desc("Bytes each rank may hold in "
                                              "all (0: none)"),

@@ -74,7 +74,11 @@ typedef int32_t zbc_rt_status;
   X(YIELDED, Yielded, 6)   /* per microbatch, yielded by a phase (F.I, B.I,   \
                               a sent out.I or d_in.I, a same-rank in.I) */    \
   X(TEMP, Temp, 7)         /* a value of a phase body, in its scratch */      \
-  X(WORKSPACE, Workspace, 8) /* a kernel's workspace, in its scratch */
+  X(WORKSPACE, Workspace, 8) /* a kernel's workspace, in its scratch */     \
+  X(RELOADED, Reloaded, 9) /* per microbatch, F.I back from the host:      \
+                              written by its reload */                        \
+  X(HOST, Host, 10)        /* per microbatch, F.I's copy in the HOST arena \
+                              (offset there): written by its offload */
 
 /* Element types (bf16: Note [bf16] in zbc/contracts/BFloat16.h), with their
  * bytes and their safetensors dtype. */
@@ -93,7 +97,9 @@ typedef int32_t zbc_rt_status;
   X(OP_R, R, 4) /* F again, restoring what a recomputed F did not keep */      \
   X(OP_SEND, Send, 5)                                                          \
   X(OP_RECV, Recv, 6)                                                          \
-  X(OP_GROUP, Group, 7)
+  X(OP_GROUP, Group, 7)                                                        \
+  X(OP_OFFLOAD, Offload, 8) /* the stash of (stage, mb) to the host arena */   \
+  X(OP_RELOAD, Reload, 9)   /* and back, into its reloaded buffers */
 
 /* The number of compute kinds (F..R), which the profile counts per stage. */
 #define ZBC_RT_COMPUTE_KIND_COUNT 5
@@ -130,12 +136,20 @@ static inline int zbc_rt_op_is_compute(int32_t what) {
   return what >= ZBC_RT_OP_F && what <= ZBC_RT_OP_R;
 }
 
+/* Whether an op of the order is a copy of a stash (offload or reload),
+ * which runs on the rank's copy queue (Note [Offload in the IR]). */
+static inline int zbc_rt_op_is_copy(int32_t what) {
+  return what == ZBC_RT_OP_OFFLOAD || what == ZBC_RT_OP_RELOAD;
+}
+
 /* How reports and traces spell an op kind: "F", ..., "R", "send", "recv",
-   "group". */
+   "group", "offload", "reload". */
 static inline const char *zbc_rt_op_spelling(int32_t what) {
-  static const char *const spellings[] = {"F",    "B",    "W",    "BW",
-                                          "R",    "send", "recv", "group"};
-  return what >= 0 && what <= ZBC_RT_OP_GROUP ? spellings[what] : "?";
+  static const char *const spellings[] = {"F",    "B",     "W",
+                                          "BW",   "R",     "send",
+                                          "recv", "group", "offload",
+                                          "reload"};
+  return what >= 0 && what <= ZBC_RT_OP_RELOAD ? spellings[what] : "?";
 }
 
 typedef struct zbc_rt_buffer {
@@ -152,7 +166,8 @@ typedef struct zbc_rt_op {
   int32_t microbatch;
   int32_t position;      /* in the rank's top-level order (a group's
                             members share the group's) */
-  int32_t frame;         /* compute: first slot in `frames` */
+  int32_t frame;         /* compute: first slot in `frames`; a copy: its
+                            (from, to) buffer pairs there, one per F.I */
   int32_t frame_size;
   int32_t second_frame;  /* a fused BW of a split stage: W's frame (B's is
                             `frame`); -1 otherwise */
@@ -229,6 +244,11 @@ typedef struct zbc_rt_program {
    * --save and checkpoints write it as the metadata "hf_config", for
    * `zbc export-hf`. */
   const char *hf_config;
+  /* Offloaded stashes (Note [Offload in the IR]): the host arena their
+   * ZBC_RT_HOST buffers lie in, and the verifier's peak of its live bytes
+   * (0 and 0 without offload). */
+  int64_t host_arena_bytes;
+  int64_t host_peak_bytes;
 } zbc_rt_program;
 
 typedef zbc_rt_status (*zbc_rt_phase_fn)(zbc_rt_rank *rank);
@@ -255,8 +275,13 @@ zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
 zbc_rt_status zbc_rt_send(zbc_rt_rank *rank, int32_t op);
 zbc_rt_status zbc_rt_recv(zbc_rt_rank *rank, int32_t op);
 zbc_rt_status zbc_rt_group(zbc_rt_rank *rank, int32_t op);
-/* Waits for a transfer or group issued earlier: the op that follows needs
- * it (its recv has landed, or its send buffer is free). */
+/* Issues a copy of a stash on the rank's copy queue, after every compute
+ * called so far: an offload (device to host arena) or a reload (back). */
+zbc_rt_status zbc_rt_offload(zbc_rt_rank *rank, int32_t op);
+zbc_rt_status zbc_rt_reload(zbc_rt_rank *rank, int32_t op);
+/* Waits for a transfer, group or copy issued earlier: the op that follows
+ * needs it (its recv or reload has landed, or its send or offload no longer
+ * reads its buffer). */
 zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op);
 /* The optimizer step of parameter `param` (an index into the program's
  * params), after its last gradient of the step. */
