@@ -258,8 +258,7 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
   auto index = [&](const sched::ProductRef &d) {
     return sched::productIndex(d, numStages, table.microbatches);
   };
-  std::vector<bool> recomputed = table.recomputedMask();
-  std::vector<bool> offloaded = table.offloadedMask();
+  std::vector<bool> restored = table.restoredMask();
   for (auto [rank, actions] : llvm::enumerate(table.ranks)) {
     auto rankOp = RankOp::create(b, loc, rank);
     OpBuilder rb = OpBuilder::atBlockEnd(&rankOp.getBody().emplaceBlock());
@@ -302,8 +301,7 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
             if (Value token = made.lookup(index(d)))
               deps.push_back(token);
           },
-          table.isRecomputed(recomputed, a) ||
-              table.isRecomputed(offloaded, a));
+          table.isRecomputed(restored, a));
       Value done;
       if (a.kind == sched::Kind::L) {
         deps.push_back(offloadOf.at({a.stage, a.microbatch}));

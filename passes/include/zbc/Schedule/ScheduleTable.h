@@ -78,6 +78,9 @@ struct ScheduleTable {
   std::vector<bool> recomputedMask() const { return maskOf(Kind::R); }
   /// Which pairs are offloaded (have an L), likewise.
   std::vector<bool> offloadedMask() const { return maskOf(Kind::L); }
+  /// Which pairs a backward reads restored (Dependences.h): rebuilt by an
+  /// R or brought back by an L; likewise.
+  std::vector<bool> restoredMask() const;
   /// Which pairs have an action of `kind`, likewise.
   std::vector<bool> maskOf(Kind kind) const;
   /// Whether any action is an R.

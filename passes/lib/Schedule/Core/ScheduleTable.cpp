@@ -66,6 +66,16 @@ std::vector<bool> ScheduleTable::maskOf(Kind kind) const {
   return mask;
 }
 
+std::vector<bool> ScheduleTable::restoredMask() const {
+  std::vector<bool> restored = recomputedMask();
+  std::vector<bool> offloaded = offloadedMask();
+  if (restored.empty())
+    return offloaded;
+  for (size_t k = 0; k < offloaded.size(); ++k)
+    restored[k] = restored[k] || offloaded[k];
+  return restored;
+}
+
 std::string ScheduleTable::name(const Action &action) const {
   return notation == Notation::CSV ? action.csvStr() : action.str();
 }

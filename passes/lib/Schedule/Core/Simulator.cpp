@@ -310,14 +310,9 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
           trackMemory(problem, table, recomputed, offloaded, result))
     return std::move(error);
 
-  // A backward reads the stash its R rebuilt or its L brought back.
-  std::vector<bool> restored = recomputed;
-  if (!offloaded.empty()) {
-    if (restored.empty())
-      restored.assign(offloaded.size(), false);
-    for (size_t k = 0; k < offloaded.size(); ++k)
-      restored[k] = restored[k] || offloaded[k];
-  }
+  // A backward reads the stash its R rebuilt or its L brought back (the
+  // simulation holds the mask by reference).
+  std::vector<bool> restored = table.restoredMask();
   Simulation sim(problem, table, restored);
   size_t total = 0;
   result.timeline.resize(sim.numRanks);

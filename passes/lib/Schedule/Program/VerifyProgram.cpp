@@ -143,7 +143,8 @@ bool waitsFor(const std::vector<ProgramOp> &ops, int i, int target) {
 /// Note [Offload in the IR]: a copy runs on its own queue, so what reads
 /// its bytes must wait for it, not only come after it: an O for its F (the
 /// stash it copies), an L for its O (the host copy it reads), and the
-/// backward of an offloaded microbatch for its L.
+/// backward of an offloaded microbatch (B or BW) for its L. A W needs no
+/// wait of its own: it follows its B, which waited.
 std::optional<ProgramError> checkStashCopyWaits(const Program &program,
                                                 const Index &index, int r,
                                                 int i) {
@@ -175,11 +176,8 @@ std::optional<ProgramError> checkStashCopyWaits(const Program &program,
                              "reload's after)");
   case Kind::B:
   case Kind::BW:
-  case Kind::W:
     if (!find(Kind::L))
       return std::nullopt;
-    if (op.kind == Kind::W && find(Kind::B))
-      return std::nullopt; // its B waited; W reads what B handed it
     return mustWait(Kind::L, ": it would read the stash before its reload "
                              "completes (list the reload in its after)");
   default:
