@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-from recompute import _source, _tensors, _train, without_ops
+from recompute import _source, train_against_same_order, without_ops
 from zbc_e2e import fresh_dir, run
 from zbc_models import schedules
 
@@ -55,13 +55,8 @@ def equivalence(args):
         if copies == 0 or copies % 2:
             sys.exit(f"FAILED: {case}: {copies} copies, want an offload and "
                      "a reload per offloaded (stage, microbatch)")
-        plain_program = os.path.join(work, "same-order.mlir")
-        with open(plain_program, "w") as f:
-            f.write(plain_text)
-        plain = os.path.join(work, "plain")
-        run([zbc, "compile", plain_program, "--ranks", str(p), "-o", plain])
-        saved_full, reports_full = _train(full, work, "full")
-        saved_plain, reports_plain = _train(plain, work, "plain")
+        reports_full, reports_plain, summary = train_against_same_order(
+            zbc, reference, full, work, p, plain_text, "copies")
         if _copies(reports_full) != copies or _copies(reports_plain):
             sys.exit(f"FAILED: {case}: the ranks ran {_copies(reports_full)} "
                      f"copies, want {copies}; without them "
@@ -71,16 +66,6 @@ def equivalence(args):
                 sys.exit(f"FAILED: {case} rank {r}: measured host peak "
                          f"{rep['measured_host_peak_bytes']} bytes, predicted "
                          f"{rep['predicted_host_peak_bytes']}")
-        for r in range(p):
-            a = _tensors(os.path.join(saved_full, f"rank{r}.safetensors"))
-            b = _tensors(os.path.join(saved_plain, f"rank{r}.safetensors"))
-            differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-            if not a or differ:
-                sys.exit(f"FAILED: {case} rank {r}: after a step {differ} "
-                         "differ from the same order without copies")
-        result = run([reference, os.path.join(full, "program.mlir"),
-                      "--steps", "1", "--compare", saved_full])
-        summary = result.stdout.strip().splitlines()[-1]
         tensors += int(re.search(r"(\d+) parameters", summary).group(1))
         device = [rep["measured_peak_bytes"] for rep in reports_full]
         host = [rep["measured_host_peak_bytes"] for rep in reports_full]

@@ -91,6 +91,31 @@ def _tensors(path):
             for name, entry in header.items() if name != "__metadata__"}
 
 
+def train_against_same_order(zbc, reference, full, work, p, plain_text,
+                             levers):
+    """Compiles `plain_text` (the order of `full`'s program without its
+    `levers`), trains one step of each, and checks that every parameter on
+    every rank is bitwise equal between the two and that `full` agrees with
+    zbc-reference. Returns both runs' reports and the reference's summary."""
+    plain_program = os.path.join(work, "same-order.mlir")
+    with open(plain_program, "w") as f:
+        f.write(plain_text)
+    plain = os.path.join(work, "plain")
+    run([zbc, "compile", plain_program, "--ranks", str(p), "-o", plain])
+    saved_full, reports_full = _train(full, work, "full")
+    saved_plain, reports_plain = _train(plain, work, "plain")
+    for r in range(p):
+        a = _tensors(os.path.join(saved_full, f"rank{r}.safetensors"))
+        b = _tensors(os.path.join(saved_plain, f"rank{r}.safetensors"))
+        differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        if not a or differ:
+            sys.exit(f"FAILED: {work} rank {r}: after a step {differ} "
+                     f"differ from the same order without {levers}")
+    result = run([reference, os.path.join(full, "program.mlir"),
+                  "--steps", "1", "--compare", saved_full])
+    return reports_full, reports_plain, result.stdout.strip().splitlines()[-1]
+
+
 def _recomputes(reports):
     return sum(c["count"] for rep in reports
                for c in rep["profile"]["computes"] if c["kind"] == "R")
@@ -117,27 +142,12 @@ def equivalence(args):
         if recomputed != v * p * m:
             sys.exit(f"FAILED: {case}: {recomputed} R ops, want one per "
                      f"(stage, microbatch), {v * p * m}")
-        plain_program = os.path.join(work, "same-order.mlir")
-        with open(plain_program, "w") as f:
-            f.write(plain_text)
-        plain = os.path.join(work, "plain")
-        run([zbc, "compile", plain_program, "--ranks", str(p), "-o", plain])
-        saved_full, reports_full = _train(full, work, "full")
-        saved_plain, reports_plain = _train(plain, work, "plain")
+        reports_full, reports_plain, summary = train_against_same_order(
+            zbc, reference, full, work, p, plain_text, "R")
         if _recomputes(reports_full) != recomputed or _recomputes(reports_plain):
             sys.exit(f"FAILED: {case}: the ranks ran "
                      f"{_recomputes(reports_full)} R ops, want {recomputed}; "
                      f"without them {_recomputes(reports_plain)}")
-        for r in range(p):
-            a = _tensors(os.path.join(saved_full, f"rank{r}.safetensors"))
-            b = _tensors(os.path.join(saved_plain, f"rank{r}.safetensors"))
-            differ = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-            if not a or differ:
-                sys.exit(f"FAILED: {case} rank {r}: after a step {differ} "
-                         "differ from the same order without R")
-        result = run([reference, os.path.join(full, "program.mlir"),
-                      "--steps", "1", "--compare", saved_full])
-        summary = result.stdout.strip().splitlines()[-1]
         tensors += int(re.search(r"(\d+) parameters", summary).group(1))
         peaks_full = [rep["measured_peak_bytes"] for rep in reports_full]
         peaks_plain = [rep["measured_peak_bytes"] for rep in reports_plain]
