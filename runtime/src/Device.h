@@ -91,6 +91,13 @@ public:
   /// copy is done (the CPU), or makes the compute stream wait for it (a
   /// GPU). Fails for a copy not issued, or waited for already.
   virtual std::string waitCopy(int32_t op) = 0;
+  /// After waitCopy(op): sets when copy `op` ran (Profile::now()'s clock)
+  /// where the device knows it; else leaves the arguments as they are.
+  virtual void copyInterval(int32_t op, double &begin, double &end) {
+    (void)op;
+    (void)begin;
+    (void)end;
+  }
 
   /// Whether the device times the compute ops itself (a GPU, with events;
   /// the host's clock around a call measures only the launches), and the

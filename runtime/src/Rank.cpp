@@ -100,23 +100,28 @@ std::pair<int32_t, int32_t> copyPair(const zbc_rt_program &p,
   return {p.frames[o.frame + 2 * k], p.frames[o.frame + 2 * k + 1]};
 }
 
-/// Copy `op` is done: its bytes are where it put them, its source free.
+/// Copy `op` is done: its bytes are where it put them, its source free. Its
+/// time in the timeline is when the copy ran, where the device knows it,
+/// else from its issue to its wait.
 void copyDone(zbc_rt_rank *rank, int32_t op) {
   const zbc_rt_program &p = *rank->program;
   const zbc_rt_op &o = p.ops[op];
-  rank->timeline.end(op, Profile::now());
+  double begin = rank->copyIssuedAt[op], end = Profile::now();
+  rank->device->copyInterval(op, begin, end);
+  rank->timeline.begin(op, begin);
+  rank->timeline.end(op, end);
   for (int32_t k = 0; k < o.frame_size / 2; ++k) {
     auto [from, to] = copyPair(p, o, k);
     rank->ledger.copyCompleted(from, to);
   }
-  rank->copyPending[op] = 0;
+  rank->copyIssuedAt[op] = -1;
 }
 
 } // namespace
 
 void finishCopies(zbc_rt_rank *rank) {
   for (int32_t op = 0; op < rank->program->op_count; ++op)
-    if (rank->copyPending[op]) {
+    if (rank->copyIssuedAt[op] >= 0) {
       if (std::string error = rank->device->waitCopy(op); !error.empty())
         fail(rank, error);
       copyDone(rank, op);
@@ -278,11 +283,11 @@ zbc_rt_status issueCopy(zbc_rt_rank *rank, int32_t op, int32_t what) {
       return fail(rank, error);
     pieces[k] = {placeOf(rank, to), placeOf(rank, from), p.buffers[from].bytes};
   }
-  rank->timeline.begin(op, Profile::now());
+  double issued = Profile::now();
   if (std::string error = rank->device->startCopy(op, pieces, count);
       !error.empty())
     return fail(rank, error);
-  rank->copyPending[op] = 1;
+  rank->copyIssuedAt[op] = issued;
   ++rank->profile.copyCount;
   return ZBC_RT_OK;
 }
@@ -293,7 +298,7 @@ zbc_rt_status waitForCopy(zbc_rt_rank *rank, int32_t op) {
   rank->op = op;
   rank->frame = nullptr;
   rank->frameSize = 0;
-  if (!rank->copyPending[op])
+  if (rank->copyIssuedAt[op] < 0)
     return fail(rank, fmt::format("waits for {}, which was not issued or was "
                                   "waited for already",
                                   rank->program->ops[op].name));

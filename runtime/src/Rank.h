@@ -102,10 +102,10 @@ struct zbc_rt_rank {
   std::vector<uint8_t> updateDue; // per parameter: its update is due at the
                                   // end of the step
   // Per frame slot: the pieces of the copy whose frame starts there (sized
-  // at start-up; Note [Offload in the IR]), and per op whether a copy is
-  // issued and not yet waited for.
+  // at start-up; Note [Offload in the IR]), and per op when its copy was
+  // issued, while it is not yet waited for (-1 otherwise).
   std::vector<zbc::rt::Device::CopyPiece> copyPieces;
-  std::vector<uint8_t> copyPending;
+  std::vector<double> copyIssuedAt;
   zbc::rt::Profile profile;
   zbc::rt::Watchdog watchdog;
   zbc::rt::Timeline timeline;

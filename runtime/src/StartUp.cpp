@@ -240,7 +240,7 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
     return 1;
   rank->ledger.init(p);
   rank->copyPieces.assign(static_cast<size_t>(p.frame_slots), {});
-  rank->copyPending.assign(static_cast<size_t>(p.op_count), 0);
+  rank->copyIssuedAt.assign(static_cast<size_t>(p.op_count), -1.0);
   // The barrier above ended on every rank at about this moment.
   rank->timeline.init(p, o.traceDir.empty() ? 0 : o.traceSteps, Profile::now());
   rank->profile.computeSeconds.assign(

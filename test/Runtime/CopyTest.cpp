@@ -36,6 +36,14 @@ TEST(CopyQueue, RunsCopiesInIssueOrderAndWaitsForEach) {
   EXPECT_EQ(c, a);
   EXPECT_EQ(queue.wait(0), "");
   queue.drain();
+  // When each ran, for the timeline: the second after the first.
+  double began[2] = {-1, -1}, ended[2] = {-1, -1};
+  queue.interval(0, began[0], ended[0]);
+  queue.interval(1, began[1], ended[1]);
+  EXPECT_GT(began[0], 0);
+  EXPECT_LE(began[0], ended[0]);
+  EXPECT_LE(ended[0], began[1]);
+  EXPECT_LE(began[1], ended[1]);
 }
 
 TEST(CopyQueue, RefusesAWaitForACopyNotIssuedAndACopyIssuedTwice) {

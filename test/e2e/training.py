@@ -396,7 +396,8 @@ def profile(args):
     with open(costs) as f:
         measured = json.load(f)
     if (len(measured["F"]) != 2 or min(measured["F"]) <= 0 or
-            len(measured["M_B"]) != 2 or not measured.get("model_hash")):
+            len(measured["M_B"]) != 2 or not measured.get("model_hash") or
+            not measured.get("copy_bandwidth", 0) > 0):
         sys.exit(f"FAILED: the profile is not a cost file of 2 stages:\n"
                  f"{measured}")
     out = os.path.join(work, "out")
@@ -412,8 +413,22 @@ def profile(args):
             not os.path.exists(os.path.join(out, "timeline.svg"))):
         sys.exit(f"FAILED: no measured timeline beside the predicted one "
                  f"(tracks {sorted(tracks)}):\n{result.stdout}")
-    print(f"ok: profiled F {measured['F']} ms; {len(events)} events on "
-          f"{len(tracks)} tracks;{bubble.split('bubble rate')[1]}", flush=True)
+    # The measured copy bandwidth schedules offload (no --copy-bandwidth),
+    # and the copies have a track of their own.
+    offloaded = os.path.join(work, "offloaded")
+    run([zbc, "run", source, "--ranks", "2", "--microbatches", "4", "--steps",
+         "2", "--cost-file", costs, "--offload", "full", "--data", TEXT, "-o",
+         offloaded])
+    with open(os.path.join(offloaded, "trace.json")) as f:
+        copies = {(e["pid"], e["tid"]) for e in json.load(f)["traceEvents"]
+                  if e["ph"] == "X" and e["cat"] in ("offload", "reload")}
+    if copies != {(0, 2), (1, 2)}:
+        sys.exit(f"FAILED: the offloading run's copies are on tracks "
+                 f"{sorted(copies)}, not each rank's copy track")
+    print(f"ok: profiled F {measured['F']} ms, copies "
+          f"{measured['copy_bandwidth']} bytes/ms; {len(events)} events on "
+          f"{len(tracks)} tracks;{bubble.split('bubble rate')[1]}; the copies "
+          f"of an offloading run on their own track", flush=True)
 
 
 def tied(args):

@@ -23,6 +23,11 @@ bool isCompute(const TraceEvent &e) {
          e.what == "R";
 }
 
+/// A copy of a stash (Note [Offload in the IR]), on the rank's copy queue.
+bool isCopy(const TraceEvent &e) {
+  return e.what == "offload" || e.what == "reload";
+}
+
 sched::Kind kindOf(const std::string &what) {
   return what == "F"   ? sched::Kind::F
          : what == "B" ? sched::Kind::B
@@ -151,14 +156,16 @@ void zbc::writeMeasuredTrace(const MeasuredRun &run, raw_ostream &os) {
             json.attribute("name", "rank " + std::to_string(r));
           });
         });
-        for (int track = 0; track < 2; ++track)
+        for (int track = 0; track < 3; ++track)
           json.object([&] {
             json.attribute("name", "thread_name");
             json.attribute("ph", "M");
             json.attribute("pid", r);
             json.attribute("tid", track);
             json.attributeObject("args", [&] {
-              json.attribute("name", track ? "transfers" : "computes");
+              json.attribute("name", track == 0   ? "computes"
+                                     : track == 1 ? "transfers"
+                                                  : "copies");
             });
           });
       }
@@ -170,7 +177,7 @@ void zbc::writeMeasuredTrace(const MeasuredRun &run, raw_ostream &os) {
               json.attribute("cat", e.what);
               json.attribute("ph", "X");
               json.attribute("pid", r);
-              json.attribute("tid", isCompute(e) ? 0 : 1);
+              json.attribute("tid", isCompute(e) ? 0 : isCopy(e) ? 2 : 1);
               json.attribute("ts", e.begin * 1e6);
               json.attribute("dur", (e.end - e.begin) * 1e6);
               json.attributeObject("args", [&] {

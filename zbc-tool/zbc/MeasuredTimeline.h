@@ -1,8 +1,8 @@
 //===- MeasuredTimeline.h - what a run's ranks recorded, merged ---*- C++ -*-===//
 //
 // The ranks' trace files (Note [Timelines] in runtime/src/Timeline.h) read
-// back and put side by side: one Chrome/Perfetto trace with two tracks per
-// rank (computes, transfers), the measured bubble rate by the simulator's
+// back and put side by side: one Chrome/Perfetto trace with three tracks
+// per rank (computes, transfers, copies of offloaded stashes), the measured bubble rate by the simulator's
 // definition ((span - busiest rank's compute time) / span, per step, the
 // mean over the recorded steps after the run's first), and the last step
 // as a SimResult, so that the schedule's picture can be drawn of it.
@@ -22,7 +22,8 @@
 namespace zbc {
 
 struct TraceEvent {
-  std::string name, what; // what: F, B, W, BW, send, recv, group
+  std::string name, what; // what: F, B, W, BW, R, send, recv, group,
+                          // offload, reload
   int stage = 0, microbatch = 0;
   double begin = 0, end = 0; // seconds since the start-up barrier
 };
@@ -42,8 +43,8 @@ struct MeasuredRun {
 /// Reads DIR/rank0.json ... DIR/rank{ranks-1}.json.
 llvm::Expected<MeasuredRun> readMeasuredRun(const std::string &dir, int ranks);
 
-/// Every recorded event, one track for computes and one for transfers per
-/// rank, in Chrome's trace-event JSON (Perfetto and chrome://tracing read it).
+/// Every recorded event, one track for computes, one for transfers and one
+/// for copies per rank, in Chrome's trace-event JSON (Perfetto and chrome://tracing read it).
 void writeMeasuredTrace(const MeasuredRun &run, llvm::raw_ostream &os);
 
 } // namespace zbc

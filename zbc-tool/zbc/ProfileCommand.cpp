@@ -10,7 +10,10 @@
 // recorded steps. The stages' bytes (M_B: what F keeps for B, M_W: what B
 // keeps for W) are the memory model's, which the ranks' ledgers measure
 // exactly. `comm` is the shortest transfer seen (issue to completion), a
-// lower bound of one message. Writes, in milliseconds and bytes, the cost
+// lower bound of one message. `copy_bandwidth` (bytes per millisecond) is
+// the median over the copies of a second, short run that offloads every
+// stash (Note [Offload in the IR]): a copy's bytes (its stage's M_offload)
+// over the time the rank's copy queue ran it. Writes, in milliseconds and bytes, the cost
 // file `zbc schedule|compile|run --cost-file` read, naming the model and its
 // IR hash so that no other model takes it.
 //
@@ -76,6 +79,38 @@ Error fail(const Twine &message) {
 /// Milliseconds to a tenth of a microsecond: what the clock resolves.
 double rounded(double ms) { return std::round(ms * 1e4) / 1e4; }
 
+/// Runs the ranks compiled into `dir` for `steps` steps, the last
+/// `recorded` traced into DIR/trace, and reads the trace back.
+Expected<MeasuredRun> runTraced(const std::string &dir, int ranks,
+                                int64_t steps, int64_t recorded) {
+  std::string trace = dir + "/trace";
+  std::vector<std::string> argv = {dir + "/launch.sh",
+                                   "--steps",
+                                   std::to_string(steps),
+                                   "--trace",
+                                   trace,
+                                   "--trace-steps",
+                                   std::to_string(recorded),
+                                   "--quiet"};
+  if (!dataOpt.empty())
+    argv.insert(argv.end(), {"--data", dataOpt});
+  if (!dataDtypeOpt.empty())
+    argv.insert(argv.end(), {"--data-dtype", dataDtypeOpt});
+  std::string statusDir = dir + "/status";
+  sys::fs::create_directories(statusDir);
+  argv.insert(argv.end(), {"--status-dir", statusDir});
+  if (JobEnd end = runLauncher(argv); !end.succeeded()) {
+    explainJobFailure(end, statusDir, ranks, ranks);
+    return fail(end.forwardedSignal
+                    ? "the profiling run was stopped"
+                    : formatv("the profiling run failed (exit {0}; the "
+                              "ranks' messages are above)",
+                              end.exitCode)
+                          .str());
+  }
+  return readMeasuredRun(trace, ranks);
+}
+
 double median(std::vector<double> xs) {
   if (xs.empty())
     return 0;
@@ -116,37 +151,14 @@ Error profile() {
   if (!compiled->problem)
     return fail("the model has no cost model to start from");
 
-  std::string launch = request.dir + "/launch.sh";
-  std::string total = std::to_string(kWarmUpSteps + *steps);
-  std::string trace = request.dir + "/trace";
-  std::string recorded = std::to_string(*steps);
-  std::vector<std::string> argv = {launch,    "--steps",       total,
-                                   "--trace", trace,           "--trace-steps",
-                                   recorded,  "--quiet"};
-  if (!dataOpt.empty())
-    argv.insert(argv.end(), {"--data", dataOpt});
-  if (!dataDtypeOpt.empty())
-    argv.insert(argv.end(), {"--data-dtype", dataDtypeOpt});
-  std::string statusDir = request.dir + "/status";
-  sys::fs::create_directories(statusDir);
-  argv.insert(argv.end(), {"--status-dir", statusDir});
   outs() << formatv("zbc: profiling {0} stages: {1} warm-up and {2} recorded "
                     "steps of {3} microbatches\n",
                     *stages, kWarmUpSteps, *steps, request.microbatches);
   outs().flush();
-  if (JobEnd end = runLauncher(argv); !end.succeeded()) {
-    explainJobFailure(end, statusDir, compiled->ranks, compiled->ranks);
-    return fail(end.forwardedSignal
-                    ? "the profiling run was stopped"
-                    : formatv("the profiling run failed (exit {0}; the "
-                              "ranks' messages are above)",
-                              end.exitCode)
-                          .str());
-  }
-  Expected<MeasuredRun> run = readMeasuredRun(trace, compiled->ranks);
+  Expected<MeasuredRun> run = runTraced(request.dir, compiled->ranks,
+                                        kWarmUpSteps + *steps, *steps);
   if (!run)
     return run.takeError();
-
   // Per stage and kind, every duration recorded; the shortest transfer.
   std::map<std::pair<int, std::string>, std::vector<double>> durations;
   double comm = INFINITY;
@@ -177,6 +189,30 @@ Error profile() {
                       int64_t(problem.stages[s].memB),
                       int64_t(problem.stages[s].memW));
   }
+  // The copy queues' speed: the same stages with every stash offloaded, a
+  // step of warm-up and two recorded.
+  Request copying = request;
+  copying.offload = "full";
+  copying.copyBandwidth = 1; // any: every stash is copied whatever it is
+  copying.dir = request.dir + "/copies";
+  Expected<Compiled> offloading = compile(copying);
+  if (!offloading)
+    return offloading.takeError();
+  Expected<MeasuredRun> copied =
+      runTraced(copying.dir, offloading->ranks, 3, 2);
+  if (!copied)
+    return copied.takeError();
+  std::vector<double> bandwidths;
+  for (const auto &step : copied->events)
+    for (const auto &line : step)
+      for (const TraceEvent &e : line) {
+        double ms = (e.end - e.begin) * 1e3;
+        if ((e.what == "offload" || e.what == "reload") && ms > 0 &&
+            e.stage >= 0 && e.stage < problem.numStages())
+          if (double bytes = problem.stages[e.stage].offloaded(); bytes > 0)
+            bandwidths.push_back(bytes / ms);
+      }
+  double copyBandwidth = std::round(median(bandwidths));
   json::Object costs{{"model", compiled->model},
                      {"model_hash", compiled->modelHash},
                      {"comm", std::isfinite(comm) ? rounded(comm) : 0.0},
@@ -185,13 +221,17 @@ Error profile() {
                      {"W", std::move(W)},
                      {"M_B", std::move(memB)},
                      {"M_W", std::move(memW)}};
+  if (copyBandwidth > 0)
+    costs["copy_bandwidth"] = copyBandwidth;
   std::error_code ec;
   raw_fd_ostream out(outputFile, ec);
   if (ec)
     return fail("cannot write '" + outputFile + "': " + ec.message());
   out << formatv("{0:2}", json::Value(std::move(costs))) << "\n";
-  outs() << formatv("  comm {0:F3} ms; cost file {1} (milliseconds, bytes)\n",
-                    std::isfinite(comm) ? comm : 0.0, outputFile);
+  outs() << formatv("  comm {0:F3} ms; copies {1} bytes/ms (median of {2}); "
+                    "cost file {3} (milliseconds, bytes)\n",
+                    std::isfinite(comm) ? comm : 0.0, copyBandwidth,
+                    bandwidths.size(), outputFile);
   sys::fs::remove_directories(request.dir);
   return Error::success();
 }

@@ -10,9 +10,19 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 
 namespace zbc::rt::cpu {
+
+namespace {
+/// Profile::now()'s clock (Rank.cpp), which the timeline keeps.
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+} // namespace
 
 CopyQueue::~CopyQueue() {
   if (!thread_.joinable())
@@ -65,6 +75,14 @@ void CopyQueue::drain() {
   changed_.wait(lock, [&] { return size_ == 0; });
 }
 
+void CopyQueue::interval(int32_t op, double &begin, double &end) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (op < 0 || static_cast<size_t>(op) >= request_.size())
+    return;
+  begin = request_[op].began;
+  end = request_[op].ended;
+}
+
 void CopyQueue::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
@@ -76,10 +94,14 @@ void CopyQueue::run() {
     // The copy runs unlocked: the rank's thread issues and computes
     // meanwhile.
     lock.unlock();
+    double began = now();
     for (int32_t i = 0; i < request.count; ++i)
       std::memcpy(request.pieces[i].to, request.pieces[i].from,
                   static_cast<size_t>(request.pieces[i].bytes));
+    double ended = now();
     lock.lock();
+    request_[op].began = began;
+    request_[op].ended = ended;
     state_[op] = State::Done;
     head_ = (head_ + 1) % ring_.size();
     --size_;

@@ -45,12 +45,15 @@ public:
   std::string wait(int32_t op);
   /// Returns once every copy issued is done.
   void drain();
+  /// When copy `op`, waited for, ran: steady_clock seconds since its epoch.
+  void interval(int32_t op, double &begin, double &end);
 
 private:
   enum class State : uint8_t { Idle, Queued, Done };
   struct Request {
     const Device::CopyPiece *pieces = nullptr;
     int32_t count = 0;
+    double began = 0, ended = 0; // when the thread ran it
   };
   void run();
 

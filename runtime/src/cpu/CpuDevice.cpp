@@ -144,6 +144,9 @@ public:
     return copies_.issue(op, pieces, count);
   }
   std::string waitCopy(int32_t op) override { return copies_.wait(op); }
+  void copyInterval(int32_t op, double &begin, double &end) override {
+    copies_.interval(op, begin, end);
+  }
 
   std::string linear(int32_t element, const void *x, const void *w, void *y,
                      int64_t rows, int64_t in, int64_t out,
