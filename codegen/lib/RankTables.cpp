@@ -110,6 +110,32 @@ OpKind computeWhat(ComputeKind kind) {
 
 using KeyedId = std::map<std::tuple<int, std::string, int>, int>;
 
+/// One entry of a rank's memory_plan or host_memory_plan (Note [Memory
+/// plan]): its key, offset and bytes, and the stage and microbatch of a
+/// per-microbatch buffer (null for persistent state).
+struct PlanEntry {
+  StringAttr key;
+  IntegerAttr offset, bytes, stage, mb;
+  /// Whether it lies inside an arena of `arenaBytes`.
+  bool inside(int64_t arenaBytes) const {
+    return offset.getInt() >= 0 && bytes.getInt() >= 0 &&
+           offset.getInt() + bytes.getInt() <= arenaBytes;
+  }
+};
+
+/// `entry` read as a plan entry; nullopt without a key, offset and bytes.
+std::optional<PlanEntry> planEntryOf(Attribute entry) {
+  auto dict = dyn_cast<DictionaryAttr>(entry);
+  if (!dict)
+    return std::nullopt;
+  PlanEntry e{dict.getAs<StringAttr>("key"), dict.getAs<IntegerAttr>("offset"),
+              dict.getAs<IntegerAttr>("bytes"), dict.getAs<IntegerAttr>("stage"),
+              dict.getAs<IntegerAttr>("mb")};
+  if (!e.key || !e.offset || !e.bytes)
+    return std::nullopt;
+  return e;
+}
+
 /// Builds one rank's tables; errors go to the ops at fault.
 class RankBuilder {
 public:
@@ -167,18 +193,13 @@ LogicalResult RankBuilder::readPlan(RankOp rankOp) {
   t.arenaBytes = rankOp.getArenaBytesAttr().getInt();
   t.peakBytes = rankOp.getPeakBytesAttr().getInt();
   for (Attribute entry : plan) {
-    auto dict = dyn_cast<DictionaryAttr>(entry);
-    auto key = dict ? dict.getAs<StringAttr>("key") : nullptr;
-    auto offset = dict ? dict.getAs<IntegerAttr>("offset") : nullptr;
-    auto bytes = dict ? dict.getAs<IntegerAttr>("bytes") : nullptr;
-    if (!key || !offset || !bytes)
+    std::optional<PlanEntry> e = planEntryOf(entry);
+    if (!e)
       return rankOp.emitOpError("has a memory_plan entry without key, offset "
                                 "and bytes: ")
              << entry;
-    auto stage = dict.getAs<IntegerAttr>("stage");
-    auto mb = dict.getAs<IntegerAttr>("mb");
-    if (offset.getInt() < 0 || bytes.getInt() < 0 ||
-        offset.getInt() + bytes.getInt() > t.arenaBytes)
+    auto [key, offset, bytes, stage, mb] = *e;
+    if (!e->inside(t.arenaBytes))
       return rankOp.emitOpError("places '")
              << key.getValue() << "' outside its arena of " << t.arenaBytes
              << " bytes";
@@ -251,16 +272,12 @@ LogicalResult RankBuilder::readHostPlan(RankOp rankOp) {
   t.hostArenaBytes = rankOp.getHostArenaBytesAttr().getInt();
   t.hostPeakBytes = rankOp.getHostPeakBytesAttr().getInt();
   for (Attribute entry : plan) {
-    auto dict = dyn_cast<DictionaryAttr>(entry);
-    auto key = dict ? dict.getAs<StringAttr>("key") : nullptr;
-    auto offset = dict ? dict.getAs<IntegerAttr>("offset") : nullptr;
-    auto bytes = dict ? dict.getAs<IntegerAttr>("bytes") : nullptr;
-    auto stage = dict ? dict.getAs<IntegerAttr>("stage") : nullptr;
-    auto mb = dict ? dict.getAs<IntegerAttr>("mb") : nullptr;
-    if (!key || !offset || !bytes || !stage || !mb)
+    std::optional<PlanEntry> e = planEntryOf(entry);
+    if (!e || !e->stage || !e->mb)
       return rankOp.emitOpError("has a host_memory_plan entry without key, "
                                 "stage, mb, offset and bytes: ")
              << entry;
+    auto [key, offset, bytes, stage, mb] = *e;
     int s = static_cast<int>(stage.getInt()), j = static_cast<int>(mb.getInt());
     std::optional<PhaseKey> parsed = PhaseKey::parse(key.getValue());
     if (!parsed || parsed->kind != KeyKind::SavedF || s < 0 ||
@@ -269,8 +286,7 @@ LogicalResult RankBuilder::readHostPlan(RankOp rankOp) {
       return rankOp.emitOpError("plans a host copy of '")
              << key.getValue() << "' of stage " << s
              << ", which is not a stash of that stage";
-    if (offset.getInt() < 0 || bytes.getInt() < 0 ||
-        offset.getInt() + bytes.getInt() > t.hostArenaBytes)
+    if (!e->inside(t.hostArenaBytes))
       return rankOp.emitOpError("places the host copy of '")
              << key.getValue() << "' outside its host arena of "
              << t.hostArenaBytes << " bytes";

@@ -120,6 +120,8 @@ void copyDone(zbc_rt_rank *rank, int32_t op) {
 } // namespace
 
 void finishCopies(zbc_rt_rank *rank) {
+  if (rank->program->host_arena_bytes == 0)
+    return; // a program without copies: nothing to look for each step
   for (int32_t op = 0; op < rank->program->op_count; ++op)
     if (rank->copyIssuedAt[op] >= 0) {
       if (std::string error = rank->device->waitCopy(op); !error.empty())
