@@ -4,7 +4,11 @@
 For each input and each budget from a quarter of 1F1B's activation memory
 (p M_B, rank 0's peak) up to twice it, runs `zbc schedule` for
   zb-auto and zb-v with `--recompute auto` and with `--offload auto` (zbc's
-  schedules with the levers, one at a time),
+  schedules with the levers, one at a time), and with `--recompute auto`
+  on the costs of the cheap selective policy (Note [Selective
+  recomputation]: R rebuilds only the element-wise and normalisation
+  results, F keeps the rest; zbc compile's `--recompute auto` tries both
+  policies and keeps the shorter, the better of the +R and +S columns),
   1F1B with `--recompute full` (what frameworks offer: checkpoint every stage),
   V-Min and V-Half (the lowest-memory zero-bubble orders without it),
   zb-auto and zb-v without it,
@@ -26,6 +30,13 @@ the microbatch sizes their F times imply at s = 1024); on the uneven
 inputs a stash copies in the mean F's time.
 V schedules get every stage cut into two equal chunks (2p stages, costs
 halved), so that all columns run the same model.
+Selective recomputation's costs: on the paper rows the cheap policy rebuilds
+a block's two layer-norm outputs and its GELU output, 12h of the 34h + 5as
+(Korthikanti et al.'s accounting), so M_keep = M_B - 12h; on the uneven
+inputs 40% of M_B (what it rebuilds of the example GPT block's stash). Its R
+takes a tenth of F's time: the element-wise kernels are memory-bound, and
+their FLOPs (a few per element) would say less; an assumption, not a
+measurement.
 
 Usage: bench/memory_levers.py [--zbc build/bin/zbc] [--seeds 2]
 """
@@ -51,10 +62,17 @@ LINK_BYTES_PER_MS = 50e9 / 1000
 
 FRACTIONS = [0.25, 0.375, 0.5, 0.625, 0.75, 1.0, 1.25, 1.5, 2.0]
 
+# R under the selective policy, as a share of F's time (see above).
+SELECTIVE_R = 0.1
+# In a column's options: schedule with the selective policy's costs.
+SELECTIVE = "selective-costs"
+
 # label, schedule, V placement, lever options, uses a lever
 COLUMNS = [
     ("zb-auto+R", "zb-auto", False, ["--recompute", "auto"], True),
     ("zb-v+R", "zb-v", True, ["--recompute", "auto"], True),
+    ("zb-auto+S", "zb-auto", False, ["--recompute", "auto", SELECTIVE], True),
+    ("zb-v+S", "zb-v", True, ["--recompute", "auto", SELECTIVE], True),
     ("zb-auto+O", "zb-auto", False, ["--offload", "auto"], True),
     ("zb-v+O", "zb-v", True, ["--offload", "auto"], True),
     ("1f1b full R", "1f1b", False, ["--recompute", "full"], False),
@@ -71,7 +89,8 @@ def paper_input(p, m, tf, tb, tw, comm, h, a, layers, b):
     return {"ranks": p, "microbatches": m, "comm": comm, "F": [tf] * p,
             "B": [tb] * p, "W": [tw] * p, "M_B": [mb] * p,
             "M_W": [32 * h] * p, "M_keep": [2 * h] * p,
-            "copy_bandwidth": LINK_BYTES_PER_MS / tokens_per_unit}
+            "copy_bandwidth": LINK_BYTES_PER_MS / tokens_per_unit,
+            "rebuilt": 12 * h / mb}
 
 
 def uneven_input(p, m, seed):
@@ -85,7 +104,14 @@ def uneven_input(p, m, seed):
     return {"ranks": p, "microbatches": m, "comm": 0.05, "F": tf, "B": tb,
             "W": tw, "M_B": mb, "M_W": [round(x / 2, 4) for x in mb],
             "M_keep": [round(x / 8, 4) for x in mb],
-            "copy_bandwidth": round(sum(mb) / sum(tf), 4)}
+            "copy_bandwidth": round(sum(mb) / sum(tf), 4), "rebuilt": 0.4}
+
+
+def selective(cost):
+    """The costs under the cheap policy: F keeps all but the rebuilt share
+    of its stash, and R takes SELECTIVE_R of F's time."""
+    return dict(cost, M_keep=[b * (1 - cost["rebuilt"]) for b in cost["M_B"]],
+                R=[f * SELECTIVE_R for f in cost["F"]])
 
 
 def as_v(cost):
@@ -100,6 +126,10 @@ def as_v(cost):
 
 
 def run(zbc, cost, schedule, lever, budget):
+    if SELECTIVE in lever:
+        cost = selective(cost)
+        lever = [x for x in lever if x != SELECTIVE]
+    cost = {k: v for k, v in cost.items() if k != "rebuilt"}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(cost, f)
         path = f.name

@@ -160,7 +160,7 @@ private:
   /// Lays out `phase` of `stage` as a compute of `kind` runs it, writing the
   /// yields `kept` says into their buffers.
   LogicalResult layOut(int stage, PhaseOp phase, ComputeKind kind,
-                       YieldsKept kept);
+                       YieldsKept kept, const RecomputePlan *plan = nullptr);
   /// The buffer a phase of `stage` yields `key` into (Note [Frames]).
   Slot yieldTarget(int stage, const PhaseKey &key) const;
   FailureOr<int> frameOf(const PhaseLayout &layout, int microbatch,
@@ -408,7 +408,8 @@ Slot RankBuilder::yieldTarget(int stage, const PhaseKey &key) const {
 }
 
 LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
-                                  YieldsKept kept) {
+                                  YieldsKept kept,
+                                  const RecomputePlan *plan) {
   PhaseLayout layout;
   layout.phase = phase;
   layout.stage = stage;
@@ -416,7 +417,11 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
   layout.kept = kept;
   layout.function =
       llvm::formatv("stage{0}_{1}{2}", stage, stringifyComputeKind(kind),
-                    kept == YieldsKept::AllButSaved ? "_for_recompute" : "");
+                    kept == YieldsKept::AllButRebuilt ? "_for_recompute" : "");
+  if (kept == YieldsKept::OnlyRebuilt) {
+    layout.runsEveryOp = false;
+    layout.runs = plan->runs;
+  }
   auto push = [&](Slot slot) {
     layout.slots.push_back(std::move(slot));
     return static_cast<int>(layout.slots.size()) - 1;
@@ -436,16 +441,27 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
     std::optional<PhaseKey> parsed = PhaseKey::parse(key);
     if (parsed && parsed->kind == KeyKind::Param)
       continue; // named by its buffer id
+    if (kept == YieldsKept::OnlyRebuilt && !plan->reads(arg))
+      continue; // what the R does not run reads it
     Slot slot;
     slot.stage = stage;
     slot.key = key.str();
     layout.slotOf[arg] = push(slot);
   }
+  // Note [Selective recomputation]: an R reads what a kept F.I holds from
+  // its buffer.
+  if (kept == YieldsKept::OnlyRebuilt)
+    for (const auto &[value, key] : plan->readFromKept) {
+      Slot slot;
+      slot.stage = stage;
+      slot.key = key;
+      layout.slotOf[value] = push(slot);
+    }
   YieldOp yield = phase.getYield();
   for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
     // A yield this compute drops (Note [Recomputation in the IR]) stays in
     // its scratch, where its op writes it.
-    if (!writesIntoBuffer(kept, key))
+    if (!writesIntoBuffer(kept, key, plan))
       continue;
     if (isa<BlockArgument>(value) && !layout.slotOf.count(value))
       return yield.emitOpError("yields a parameter of its phase under '")
@@ -487,6 +503,8 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
     }
   }
   for (Operation &op : body.without_terminator()) {
+    if (!layout.runsOp(&op))
+      continue;
     ++layout.kernelCalls;
     for (Value result : op.getResults()) {
       if (failed(checkElement(result, &op)))
@@ -775,11 +793,12 @@ FailureOr<RankTables> RankBuilder::build(RankOp rankOp) {
       return sj.first == static_cast<int>(s);
     });
     PhaseOp forward = stage.getPhase(ComputeKind::F);
+    RecomputePlan plan = recomputePlanOf(stage);
     if (recomputes &&
         (failed(layOut(static_cast<int>(s), forward, ComputeKind::F,
-                       YieldsKept::AllButSaved)) ||
+                       YieldsKept::AllButRebuilt, &plan)) ||
          failed(layOut(static_cast<int>(s), forward, ComputeKind::R,
-                       YieldsKept::OnlySaved))))
+                       YieldsKept::OnlyRebuilt, &plan))))
       return failure();
   }
   if (failed(readOrder()))

@@ -88,7 +88,13 @@ struct PhaseLayout {
   YieldsKept kept = YieldsKept::All;
   std::string function; // "stage1_F", "stage1_F_for_recompute", "stage1_R"
   /// An R adds no loss: its F did.
-  bool addsLoss() const { return usesYield(kept, "loss"); }
+  bool addsLoss() const { return usesYield(kept, "loss", nullptr); }
+  /// An R runs only the ops of its stage's RecomputePlan.
+  bool runsEveryOp = true;
+  llvm::SmallPtrSet<mlir::Operation *, 16> runs;
+  bool runsOp(mlir::Operation *op) const {
+    return runsEveryOp || runs.contains(op);
+  }
   std::vector<Slot> slots;
   llvm::DenseMap<mlir::Value, int> slotOf;
   llvm::DenseMap<mlir::Operation *, int> workspaceSlotOf;

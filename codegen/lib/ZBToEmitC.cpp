@@ -613,19 +613,22 @@ LogicalResult FileWriter::writeKernel(const PhaseLayout &layout, Operation *op) 
 
 LogicalResult FileWriter::writePhase(const PhaseLayout &layout) {
   PhaseOp phase = layout.phase;
+  auto ops = llvm::make_filter_range(
+      phase.getBodyBlock().without_terminator(),
+      [&](Operation &op) { return layout.runsOp(&op); });
   std::string comment = llvm::formatv(
       "// {0} of stage {1}{4}: {2} ops, {3} frame slots.", stringifyComputeKind(layout.kind),
-      layout.stage, std::distance(phase.getBodyBlock().without_terminator().begin(),
-                                  phase.getBodyBlock().without_terminator().end()),
-      layout.slots.size(),
-      layout.kept == YieldsKept::AllButSaved
-          ? ", keeping only its inputs (it is recomputed)"
-          : layout.kind == ComputeKind::R ? ", F again, writing only F.I" : "");
+      layout.stage, std::distance(ops.begin(), ops.end()), layout.slots.size(),
+      layout.kept == YieldsKept::AllButRebuilt
+          ? ", keeping only what its R does not rebuild (it is recomputed)"
+          : layout.kind == ComputeKind::R
+              ? ", the ops of F that rebuild its stash"
+              : "");
   beginFunction(layout.function, comment);
   for (auto [slot, data] : layout.loads)
     call("zbc_rt_load", {opaque(llvm::formatv("ZBC_RT_FRAME({0})", slot).str()),
                          b.getI32IntegerAttr(data)});
-  for (Operation &op : phase.getBodyBlock().without_terminator())
+  for (Operation &op : ops)
     if (failed(writeKernel(layout, &op)))
       return failure();
   for (const PhaseLayout::Copy &copy : layout.copies)

@@ -351,6 +351,29 @@ LogicalResult StageOp::verifyRegions() {
                                   available)))
         return failure();
   }
+  return verifyRebuiltKeys();
+}
+
+/// Note [Selective recomputation] (RecomputePlan.h): the policy names F.I
+/// keys the stage's F yields, each once.
+LogicalResult StageOp::verifyRebuiltKeys() {
+  std::optional<ArrayAttr> rebuilt = getRebuilt();
+  if (!rebuilt)
+    return success();
+  llvm::StringSet<> stash, listed;
+  PhaseOp forward = getPhase(ComputeKind::F);
+  for (StringRef key : forward.getYield().getKeyList())
+    if (PhaseKey::parse(key)->kind == KeyKind::SavedF)
+      stash.insert(key);
+  for (Attribute attr : *rebuilt) {
+    StringRef key = cast<StringAttr>(attr).getValue();
+    if (!stash.contains(key))
+      return emitOpError("rebuilds '")
+             << key << "', which is not an F.i that stage " << getIndex()
+             << "'s F yields; `rebuilt` lists keys of its stash";
+    if (!listed.insert(key).second)
+      return emitOpError("rebuilds '") << key << "' twice";
+  }
   return success();
 }
 

@@ -26,4 +26,4 @@
 
 // LATE: error: rank 0, stage 0, microbatch 0: BW(0,0) (action {{[0-9]+}}) runs before R(0,0) (action {{[0-9]+}})
 // PHASE: error: custom op 'zb.phase' a stage has no R phase: a zb.compute R runs the stage's F again
-// MODE: error: 'zb.pipeline' op recompute: recompute mode must be 'none', 'full' or 'auto', got 'sometimes'
+// MODE: error: 'zb.pipeline' op recompute: recompute mode must be 'none', 'full', 'selective' or 'auto', got 'sometimes'

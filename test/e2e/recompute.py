@@ -12,6 +12,10 @@
                   to 1e-5 relative; on every rank of both the measured peak
                   live bytes equal the verifier's prediction, and the
                   recomputed run ran an R for every (stage, microbatch).
+  recompute-selective-equivalence  the same with --recompute selective:
+                  every stage states what its R rebuilds (the cheap part of
+                  its stash, Note [Selective recomputation]), each R runs
+                  fewer ops than its F, and the F keeps the rest.
   recompute-limit  gpt-small on 4 ranks, zb-auto, m = 8: the least
                   --mem-limit it fits without recomputation (to 5%,
                   searched upwards), then 5% above it: with --recompute auto the planned
@@ -121,7 +125,33 @@ def _recomputes(reports):
                for c in rep["profile"]["computes"] if c["kind"] == "R")
 
 
-def equivalence(args):
+def _selective_policy(out, case):
+    """Checks that `out` (compiled with --recompute selective) states a
+    policy on every stage and that each R runs fewer ops than its F (Note
+    [Selective recomputation]): returns the (R ops, F ops) pairs."""
+    with open(os.path.join(out, "program.mlir")) as f:
+        program = f.read()
+    stages = len(re.findall(r"^\s*zb\.stage \d+", program, re.M))
+    policies = re.findall(r"zb\.stage \d+ attributes \{rebuilt = \[", program)
+    if len(policies) != stages:
+        sys.exit(f"FAILED: {case}: {len(policies)} of {stages} stages state "
+                 f"what their R rebuilds")
+    counts = []
+    src = os.path.join(out, "src")
+    for name in sorted(os.listdir(src)):
+        with open(os.path.join(src, name)) as f:
+            code = f.read()
+        forward = dict(re.findall(r"^// F of stage (\d+): (\d+) ops", code, re.M))
+        for stage, ops in re.findall(r"^// R of stage (\d+)[^:]*: (\d+) ops",
+                                     code, re.M):
+            counts.append((int(ops), int(forward[stage])))
+    if not counts or any(r >= f for r, f in counts):
+        sys.exit(f"FAILED: {case}: the R and F ops per stage are {counts}; a "
+                 f"selective R runs fewer than its F")
+    return counts
+
+
+def equivalence(args, mode="full"):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
     cases = [(name, v, p, model) for name, v in schedules(zbc)
@@ -136,7 +166,12 @@ def equivalence(args):
         m = 2 * p
         full = os.path.join(work, "full")
         run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
-             str(m), "--schedule", name, "--recompute", "full", "-o", full])
+             str(m), "--schedule", name, "--recompute", mode, "-o", full])
+        ops = ""
+        if mode == "selective":
+            counts = _selective_policy(full, case)
+            ops = (f"R/F ops {sum(r for r, _ in counts)}/"
+                   f"{sum(f for _, f in counts)}; ")
         with open(os.path.join(full, "program.mlir")) as f:
             plain_text, recomputed = without_recompute(f.read())
         if recomputed != v * p * m:
@@ -152,10 +187,10 @@ def equivalence(args):
         peaks_full = [rep["measured_peak_bytes"] for rep in reports_full]
         peaks_plain = [rep["measured_peak_bytes"] for rep in reports_plain]
         lower += max(peaks_full) < max(peaks_plain)
-        print(f"ok {case}: {recomputed} R; bitwise equal to the order without "
-              f"them; peaks {peaks_full} vs {peaks_plain}; {summary}",
+        print(f"ok {case}: {recomputed} R; {ops}bitwise equal to the order "
+              f"without them; peaks {peaks_full} vs {peaks_plain}; {summary}",
               flush=True)
-    print(f"{len(cases)} of {len(cases)} recomputed pipelines train bitwise "
+    print(f"{len(cases)} of {len(cases)} pipelines recomputed ({mode}) train bitwise "
           f"as their orders without R ({tensors} tensors against the "
           f"reference); measured peak = predicted on every rank; the largest "
           f"rank peak lower in {lower} of {len(cases)}")
@@ -214,4 +249,7 @@ def limit(args):
           + result.stdout.strip().splitlines()[-1])
 
 
-MODES = {"recompute-equivalence": equivalence, "recompute-limit": limit}
+MODES = {"recompute-equivalence": equivalence,
+         "recompute-selective-equivalence":
+             lambda args: equivalence(args, "selective"),
+         "recompute-limit": limit}

@@ -114,7 +114,9 @@ cl::opt<std::string> recomputeOpt(
     "recompute",
     cl::desc("Recompute activations as scheduled R ops: none (default), "
              "full (every microbatch's F keeps only its inputs; an R before "
-             "its backward runs it again) or auto (the stages and "
+             "its backward runs it again), selective (as full, each "
+             "stage's R rebuilding only what costs no matmul-class FLOPs: "
+             "F keeps the rest) or auto (the stages and "
              "microbatches that give the shortest schedule within the "
              "memory)"),
     cl::value_desc("mode"), cl::init("none"), BOTH, cl::cat(zbcCategory));

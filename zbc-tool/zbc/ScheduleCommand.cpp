@@ -55,7 +55,9 @@ cl::opt<std::string> recomputeOpt(
     "recompute",
     cl::desc("Activation recomputation: 'none'; 'full' (every forward "
              "keeps M_keep and an R rebuilds its stash right before the "
-             "backward; the builder plans for it); 'auto' (the stages to "
+             "backward; the builder plans for it); 'selective' (as full, "
+             "the costs' R and M_keep being a policy that rebuilds part of "
+             "the stash); 'auto' (the stages to "
              "recompute that give the shortest schedule within the budget)"),
     cl::value_desc("mode"), cl::init("none"), cl::sub(zbc::scheduleCommand()),
     cl::cat(zbcCategory));

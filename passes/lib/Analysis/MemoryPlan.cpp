@@ -132,6 +132,7 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     int length = 0;
   };
   std::map<std::tuple<int, ComputeKind, YieldsKept>, Bodies> bodiesAt;
+  std::map<int, RecomputePlan> recomputePlans; // by stage, where one runs
   auto bodies = [&](const sched::ProgramOp &op,
                     const std::set<std::pair<int, int>> &recomputed)
       -> const Bodies & {
@@ -139,9 +140,17 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     YieldsKept kept =
         yieldsKeptBy(kind, recomputed.count({op.stage, op.microbatch}) > 0);
     auto [it, inserted] = bodiesAt.try_emplace({op.stage, kind, kept});
-    if (inserted)
+    if (inserted) {
+      const RecomputePlan *plan = nullptr;
+      if (kept != YieldsKept::All) {
+        auto [at, fresh] = recomputePlans.try_emplace(op.stage);
+        if (fresh)
+          at->second = recomputePlanOf(stages[op.stage]);
+        plan = &at->second;
+      }
       it->second.values = bodyValuesOf(bodiesOf(stages[op.stage], kind),
-                                       it->second.length, kept);
+                                       it->second.length, kept, plan);
+    }
     return it->second;
   };
 

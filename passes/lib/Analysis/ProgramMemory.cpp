@@ -93,7 +93,8 @@ struct KeyInfo {
   int64_t bytes = 0;
   int producer = -1;   // phase slot that yields it; -1: provided
   int lastReader = -1; // phase slot; -1: no phase of the stage reads it
-  bool readByF = false; // so an R reads it too
+  bool readByR = false; // an F's input an R reads too: live until the R
+  bool rebuilt = false;  // an F.I an R writes: live from the R
 };
 
 struct StageInfo {
@@ -104,17 +105,18 @@ struct StageInfo {
   std::vector<std::pair<std::string, ParamHolding>> params;
   int64_t lossBytes = 0; // the f32 loss accumulator, if the stage yields it
   int64_t fusedTemporaries = 0; // B then W as one BW (split stages only)
-  // F's body when its microbatch is recomputed, and as an R (Note
-  // [Recomputation in the IR]).
+  // F's body when its microbatch is recomputed, and the R's (Note
+  // [Selective recomputation]).
   int64_t forwardKeepingInputsTemporaries = 0, recomputeTemporaries = 0;
 };
 
 /// The largest set of values live at once while `phases` run one after the
 /// other (bodyValuesOf's lifetimes).
 int64_t temporariesOf(ArrayRef<PhaseOp> phases,
-                      YieldsKept kept = YieldsKept::All) {
+                      YieldsKept kept = YieldsKept::All,
+                      const RecomputePlan *plan = nullptr) {
   int n = 0;
-  std::vector<BodyValue> values = bodyValuesOf(phases, n, kept);
+  std::vector<BodyValue> values = bodyValuesOf(phases, n, kept, plan);
   std::vector<int64_t> delta(n + 1, 0);
   for (const BodyValue &v : values) {
     delta[v.from] += v.bytes;
@@ -142,9 +144,11 @@ StageInfo stageInfoOf(StageOp stage) {
   SmallVector<PhaseOp> phases = stage.getPhases();
   if (phases.size() == 3)
     info.fusedTemporaries = temporariesOf({phases[1], phases[2]});
+  RecomputePlan plan = recomputePlanOf(stage);
   info.forwardKeepingInputsTemporaries =
-      temporariesOf({phases[0]}, YieldsKept::AllButSaved);
-  info.recomputeTemporaries = temporariesOf({phases[0]}, YieldsKept::OnlySaved);
+      temporariesOf({phases[0]}, YieldsKept::AllButRebuilt, &plan);
+  info.recomputeTemporaries =
+      temporariesOf({phases[0]}, YieldsKept::OnlyRebuilt, &plan);
   for (auto [slot, phase] : llvm::enumerate(phases)) {
     info.phases.push_back({phase.getKind(), temporariesOf({phase})});
     for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
@@ -152,7 +156,8 @@ StageInfo stageInfoOf(StageOp stage) {
       if (isActivationKey(PhaseKey::parse(key)->kind)) {
         KeyInfo &read = keyAt(key, arg.getType());
         read.lastReader = static_cast<int>(slot);
-        read.readByF |= phase.getKind() == ComputeKind::F;
+        read.readByR |=
+            phase.getKind() == ComputeKind::F && plan.reads(arg);
       }
     for (auto [key, value] : llvm::zip(phase.getYield().getKeyList(),
                                        phase.getYield().getValues())) {
@@ -163,8 +168,11 @@ StageInfo stageInfoOf(StageOp stage) {
         info.lossBytes = 4;
         continue;
       }
-      if (isActivationKey(kind))
-        keyAt(key, value.getType()).producer = static_cast<int>(slot);
+      if (isActivationKey(kind)) {
+        KeyInfo &made = keyAt(key, value.getType());
+        made.producer = static_cast<int>(slot);
+        made.rebuilt = phase.getKind() == ComputeKind::F && plan.rebuilds(key);
+      }
     }
   }
   return info;
@@ -219,29 +227,29 @@ zbc::recomputedOf(const std::vector<sched::ProgramOp> &ops) {
 
 YieldsKept zbc::yieldsKeptBy(ComputeKind kind, bool recomputed) {
   if (kind == ComputeKind::R)
-    return YieldsKept::OnlySaved;
+    return YieldsKept::OnlyRebuilt;
   if (kind == ComputeKind::F && recomputed)
-    return YieldsKept::AllButSaved;
+    return YieldsKept::AllButRebuilt;
   return YieldsKept::All;
 }
 
-bool zbc::writesIntoBuffer(YieldsKept kept, StringRef key) {
+bool zbc::writesIntoBuffer(YieldsKept kept, StringRef key,
+                           const RecomputePlan *plan) {
   if (!isYieldedIntoBuffer(key))
     return false;
   if (kept == YieldsKept::All)
     return true;
-  bool saved = PhaseKey::parse(key)->kind == KeyKind::SavedF;
-  return saved == (kept == YieldsKept::OnlySaved);
+  return plan->rebuilds(key) == (kept == YieldsKept::OnlyRebuilt);
 }
 
-bool zbc::usesYield(YieldsKept kept, StringRef key) {
-  if (writesIntoBuffer(kept, key))
+bool zbc::usesYield(YieldsKept kept, StringRef key, const RecomputePlan *plan) {
+  if (writesIntoBuffer(kept, key, plan))
     return true;
   std::optional<PhaseKey> parsed = PhaseKey::parse(key);
   if (!parsed)
     return false;
   return parsed->kind == KeyKind::Grad ||
-         (parsed->kind == KeyKind::Loss && kept != YieldsKept::OnlySaved);
+         (parsed->kind == KeyKind::Loss && kept != YieldsKept::OnlyRebuilt);
 }
 
 bool zbc::isYieldedIntoBuffer(StringRef key) {
@@ -260,7 +268,13 @@ bool zbc::isYieldedIntoBuffer(StringRef key) {
 }
 
 std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
-                                         YieldsKept kept) {
+                                         YieldsKept kept,
+                                         const RecomputePlan *plan) {
+  // An R runs only its plan's ops (Note [Selective recomputation]).
+  auto runs = [&](Operation *op) {
+    return kept != YieldsKept::OnlyRebuilt || isa<YieldOp>(op) ||
+           plan->runs.contains(op);
+  };
   llvm::DenseMap<Operation *, int> position;
   int n = 0;
   for (PhaseOp phase : phases)
@@ -271,9 +285,9 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
   auto usedBy = [&](Operation *user, Value value) {
     auto yield = dyn_cast<YieldOp>(user);
     if (!yield)
-      return true;
+      return runs(user);
     for (auto [key, yielded] : llvm::zip(yield.getKeyList(), yield.getValues()))
-      if (yielded == value && usesYield(kept, key))
+      if (yielded == value && usesYield(kept, key, plan))
         return true;
     return false;
   };
@@ -285,11 +299,18 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
     return until;
   };
   std::vector<BodyValue> values;
-  auto intoBuffer = [&](StringRef key) { return writesIntoBuffer(kept, key); };
+  auto intoBuffer = [&](StringRef key) {
+    return writesIntoBuffer(kept, key, plan);
+  };
+  // A value an R reads from a kept F.I is in that buffer already.
+  auto inBufferAlready = [&](Value value) {
+    return isa<BlockArgument>(value) ||
+           (kept == YieldsKept::OnlyRebuilt && plan->readFromKept.count(value));
+  };
   for (size_t i = 0; i < phases.size(); ++i) {
     PhaseOp phase = phases[i];
     ComputeKind label =
-        kept == YieldsKept::OnlySaved ? ComputeKind::R : phase.getKind();
+        kept == YieldsKept::OnlyRebuilt ? ComputeKind::R : phase.getKind();
     llvm::StringMap<int> laterUse;
     for (PhaseOp later : phases.drop_front(i + 1))
       for (auto [arg, key] : llvm::zip(later.getBodyBlock().getArguments(),
@@ -309,6 +330,10 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
     };
     int index = 0;
     for (Operation &op : phase.getBodyBlock()) {
+      if (!runs(&op)) {
+        ++index;
+        continue;
+      }
       int from = position[&op];
       for (auto [r, result] : llvm::enumerate(op.getResults())) {
         BodyValue v{label, index, static_cast<int>(r), from,
@@ -332,7 +357,7 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
         for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
           if (!intoBuffer(key))
             continue;
-          bool copied = isa<BlockArgument>(value) || !placed.insert(value).second;
+          bool copied = inBufferAlready(value) || !placed.insert(value).second;
           if (!copied)
             continue;
           BodyValue v{label, index, -2, from, from,
@@ -483,12 +508,13 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
         };
         std::string of = " of stage " + std::to_string(s) + " mb " +
                          std::to_string(j);
-        // Note [Recomputation in the IR]: what F reads lives until the R.
+        // Note [Recomputation in the IR]: what the R reads of F's inputs
+        // lives until the R.
         std::optional<int> recomputeAt = at(kRecomputeSlot);
         for (const KeyInfo &key : info.keys) {
           std::optional<int> last =
               key.lastReader >= 0 ? at(key.lastReader) : std::nullopt;
-          if (recomputeAt && key.readByF)
+          if (recomputeAt && key.readByR)
             last = last ? std::max(*last, *recomputeAt) : *recomputeAt;
           // Sent on: out.I forward, d_in.I backward, when the consumer is
           // on another rank (a consumer here counts it as its own input).
@@ -540,12 +566,11 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
             if (std::optional<int> f = at(0))
               from = *f;
             break;
-          default: // F.I, B.I: after the phase that yields them (F.I of a
-                   // recomputed microbatch: after the R)
+          default: // F.I, B.I: after the phase that yields them (an F.I
+                   // the R of a recomputed microbatch rebuilds: after it)
             if (key.producer >= 0)
               if (std::optional<int> made =
-                      recomputeAt && key.kind == KeyKind::SavedF
-                          ? recomputeAt
+                      recomputeAt && key.rebuilt ? recomputeAt
                           : at(key.producer))
                 from = *made + 1;
             break;

@@ -12,10 +12,13 @@
 
 #include "zbc/Analysis/StageAnalysis.h"
 
+#include "zbc/Analysis/RecomputePlan.h"
+
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace zbc;
@@ -51,6 +54,16 @@ StageFigures zbc::analyzeStage(StageOp stage) {
     figures.weightGrad = costOf(phases[2]);
   for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
     figures.paramBytes += param.getNumBytes();
+
+  // Note [Selective recomputation]: what an R reads and costs.
+  RecomputePlan plan = recomputePlanOf(stage);
+  for (Operation *op : plan.runs)
+    figures.recompute += getOpCost(op);
+  llvm::StringSet<> readByR;
+  for (auto [arg, key] : llvm::zip(phases[0].getBodyBlock().getArguments(),
+                                   phases[0].getArgKeyList()))
+    if (plan.reads(arg))
+      readByR.insert(key);
 
   llvm::StringMap<Lifetime> lifetimes;
   for (auto [position, phase] : llvm::enumerate(phases)) {
@@ -93,10 +106,15 @@ StageFigures zbc::analyzeStage(StageOp stage) {
   figures.bytesAfterF = heldAfter(0);
   for (auto &entry : lifetimes) {
     const Lifetime &life = entry.getValue();
-    if (life.read && life.providedAtF)
+    bool stash = life.read && life.available == 0 && life.lastRead > 0 &&
+                 PhaseKey::parse(entry.getKey())->kind == KeyKind::SavedF;
+    // Kept by a recomputed F: an input a backward or the R reads, and the
+    // stash the R does not rebuild.
+    if ((life.providedAtF && life.read &&
+         (life.lastRead > 0 || readByR.contains(entry.getKey()))) ||
+        (stash && !plan.rebuilds(entry.getKey())))
       figures.bytesKeptForRecompute += life.bytes;
-    if (life.read && life.available == 0 && life.lastRead > 0 &&
-        PhaseKey::parse(entry.getKey())->kind == KeyKind::SavedF)
+    if (stash)
       figures.bytesStashed += life.bytes;
   }
   figures.bytesAfterB = figures.split ? heldAfter(1) : 0;

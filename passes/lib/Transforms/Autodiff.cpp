@@ -300,7 +300,7 @@ void StageBuilder::finishForward(OpBuilder &b) {
 
 LogicalResult StageBuilder::build(OpBuilder &b) {
   Location loc = model.getLoc();
-  auto stage = StageOp::create(b, loc, slice.index);
+  auto stage = StageOp::create(b, loc, slice.index, /*rebuilt=*/ArrayAttr());
   b.setInsertionPointToStart(&stage.getBody().emplaceBlock());
   collectExternals();
   // Declarations first, in model order, so the stage says what to load.

@@ -15,6 +15,7 @@
 #include "zbc/Analysis/ProgramMemory.h"
 
 #include "zbc/Analysis/ProgramTable.h"
+#include "zbc/Analysis/RecomputePlan.h"
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/ModelHash.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
@@ -108,6 +109,9 @@ FailureOr<sched::Problem> zbc::schedulingProblemOf(PipelineOp pipeline,
     cost.memKeep = static_cast<double>(
         std::min(figures.bytesKeptForRecompute, figures.bytesAfterF));
     cost.memOffload = static_cast<double>(figures.bytesStashed);
+    // An R runs the ops that rebuild the stash (RecomputePlan.h), fewer
+    // than F's where its F also computes what it sends or its loss.
+    cost.recompute = static_cast<double>(figures.recompute.total());
     problem.stages.push_back(cost);
   }
   return problem;
@@ -225,13 +229,37 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
   if (!amount(copyBandwidth))
     return pipeline.emitOpError("copy-bandwidth must be in [0, 1e30], got ")
            << typed(copyBandwidth);
-  FailureOr<sched::Problem> problem =
-      schedulingProblemOf(pipeline, v, microbatches, comm, budget);
+  // Note [Selective recomputation]: the stages that state no policy of
+  // their own, which recompute=selective (and auto, trying it) gives the
+  // cheap one.
+  SmallVector<StageOp> withoutPolicy;
+  for (StageOp stage : stages)
+    if (!stage.getRebuilt())
+      withoutPolicy.push_back(stage);
+  auto setPolicy = [&](bool selective) {
+    Builder b(pipeline.getContext());
+    for (StageOp stage : withoutPolicy)
+      if (selective)
+        stage.setRebuiltAttr(b.getStrArrayAttr(llvm::to_vector_of<StringRef>(
+            selectiveRebuiltKeys(stage))));
+      else
+        stage.removeRebuiltAttr();
+  };
+  if (recompute == "selective")
+    setPolicy(true);
+  auto problemOf = [&]() -> FailureOr<sched::Problem> {
+    FailureOr<sched::Problem> problem =
+        schedulingProblemOf(pipeline, v, microbatches, comm, budget);
+    if (failed(problem))
+      return failure();
+    problem->copyBandwidth = copyBandwidth;
+    if (!costFile.empty() &&
+        failed(applyCostFile(pipeline, costFile, *problem)))
+      return failure();
+    return problem;
+  };
+  FailureOr<sched::Problem> problem = problemOf();
   if (failed(problem))
-    return failure();
-  problem->copyBandwidth = copyBandwidth;
-
-  if (!costFile.empty() && failed(applyCostFile(pipeline, costFile, *problem)))
     return failure();
 
   sched::BuildOptions options;
@@ -258,6 +286,32 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
       sched::buildSchedule(kind, *problem, options);
   if (!built)
     return pipeline.emitOpError(llvm::toString(built.takeError()));
+  // recompute=auto also tries the selective policy on the stages without
+  // one (a cheaper R, more kept after F) and keeps the shorter schedule
+  // within the budget. A cost file's R and M_keep are measured for one
+  // policy: there the IR's stays.
+  if (options.recompute == sched::RecomputeMode::Auto && costFile.empty() &&
+      !withoutPolicy.empty()) {
+    setPolicy(true);
+    FailureOr<sched::Problem> selective = problemOf();
+    if (failed(selective))
+      return failure();
+    llvm::Expected<sched::BuiltSchedule> other =
+        sched::buildSchedule(kind, *selective, options);
+    std::string tried =
+        other ? "makespan " + typed(other->sim.makespan)
+              : "no schedule (" + llvm::toString(other.takeError()) + ")";
+    bool shorter = other && other->sim.makespan < built->sim.makespan;
+    if (shorter)
+      std::swap(*built, *other);
+    else
+      setPolicy(false);
+    built->report.notes.push_back(
+        std::string("recompute auto: the selective policy gives ") + tried +
+        ", rebuilding every stash " +
+        typed(shorter ? other->sim.makespan : built->sim.makespan) +
+        "; kept " + (shorter ? "selective" : "full"));
+  }
 
   if (report) {
     std::string text;

@@ -264,6 +264,36 @@ TEST(Recompute, OneFOneBHoldsOneStashInFlight) {
   EXPECT_GT(built->sim.makespan, plain->sim.makespan); // R is not free
 }
 
+TEST(Recompute, SelectiveIsFullWithItsPolicysCosts) {
+  // To the schedule library a selective policy is its costs (Note
+  // [Selective recomputation]): the same order as full with the same
+  // costs, said so in the note; with a larger M_keep and a cheaper R, 1F1B
+  // holds more and runs shorter.
+  llvm::Expected<RecomputeMode> parsed = parseRecomputeMode("selective");
+  ASSERT_TRUE(static_cast<bool>(parsed));
+  EXPECT_EQ(*parsed, RecomputeMode::Selective);
+  Problem problem = uniform(4, 8);
+  BuildOptions full, selective;
+  full.recompute = RecomputeMode::Full;
+  selective.recompute = RecomputeMode::Selective;
+  llvm::Expected<BuiltSchedule> a = buildSchedule("1f1b", problem, full);
+  llvm::Expected<BuiltSchedule> b = buildSchedule("1f1b", problem, selective);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->table.ranks, b->table.ranks);
+  EXPECT_NE(b->report.notes.back().find("recompute selective: "),
+            std::string::npos)
+      << b->report.notes.back();
+  Problem cheap = problem;
+  for (StageCost &stage : cheap.stages) {
+    stage.memKeep = 0.5;
+    stage.recompute = 0.1 * stage.F;
+  }
+  llvm::Expected<BuiltSchedule> c = buildSchedule("1f1b", cheap, selective);
+  ASSERT_TRUE(static_cast<bool>(c));
+  EXPECT_DOUBLE_EQ(c->sim.peakMemory[0], 3 * 0.5 + 1);
+  EXPECT_LT(c->sim.makespan, b->sim.makespan);
+}
+
 TEST(Recompute, ZBAutoUsesTheLeverWhereMemoryIsTight) {
   // A budget of 1.5 M_B: without recomputation a rank holds one stash at a
   // time; with it, a stash rebuilt beside two kept inputs.

@@ -38,19 +38,22 @@
 // plan and the runtime's ledger.
 //
 // Note [Recomputation in the IR]
-// A `zb.compute R stage s mb j` runs stage s's F body again, for a
-// microbatch whose F kept only what it needs to run again: its inputs.
-// That F writes what it sends (out.I) and adds its loss as always, but what
-// it would keep for the backward (F.I) stays in its scratch and dies with
-// it; the R writes F.I, and only F.I: what it would send goes to its
-// scratch, its loss is not added again, and it loads no data (it reads the
-// microbatch's data buffers, which live on until it). So the buffers of a
-// recomputed (s, j) differ in two ways: F.I lives from after the R, not
-// after the F, and every key F reads (in.I, input.N, label.N) lives at least
-// until the R. The R's temporaries are F's body's. The schedule library
-// checks the order (an R after its F, before its backward, once:
+// A `zb.compute R stage s mb j` runs ops of stage s's F body again, for a
+// microbatch whose F did not keep its stash: what the stage's policy says
+// its R rebuilds (Note [Selective recomputation] in RecomputePlan.h; by
+// default every F.I, the F keeping only its inputs). That F writes what it
+// sends and adds its loss as always, and what its R rebuilds stays in its
+// scratch and dies with it; the R runs only the ops that rebuild it, reads
+// the kept F.I it needs from their buffers, writes the rebuilt F.I and
+// nothing else (its loss is not added again), and loads no data (it reads
+// the microbatch's data buffers, which live on until it). So the buffers
+// of a recomputed (s, j) differ in two ways: a rebuilt F.I lives from
+// after the R, not after the F, and every key of F's inputs the R reads
+// (in.I, input.N, label.N) lives at least until the R. The schedule
+// library checks the order (an R after its F, before its backward, once:
 // ScheduleTable::verify); the same rule of which yields a compute writes
-// (yieldsKeptBy) serves this model, the memory plan and the code generator.
+// (yieldsKeptBy, with the stage's RecomputePlan) serves this model, the
+// memory plan and the code generator.
 //
 // Note [Offload in the IR]
 // `zb.offload stage s mb j` copies what F(s, j) kept for the backward (every
@@ -79,6 +82,7 @@
 #define ZBC_ANALYSIS_PROGRAMMEMORY_H
 
 #include "zbc/Analysis/ProgramTable.h"
+#include "zbc/Analysis/RecomputePlan.h"
 
 #include <cstdint>
 #include <set>
@@ -160,17 +164,20 @@ struct RankMemory {
 };
 
 /// Which of its phase's yields a compute writes into their buffers (Note
-/// [Recomputation in the IR]): every one; all but F.I (an F whose
-/// microbatch is recomputed); only F.I (an R).
-enum class YieldsKept { All, AllButSaved, OnlySaved };
+/// [Recomputation in the IR]): every one; all but the F.I its stage's R
+/// rebuilds (an F whose microbatch is recomputed); only those (an R). The
+/// two last ask the stage's RecomputePlan (Note [Selective recomputation]).
+enum class YieldsKept { All, AllButRebuilt, OnlyRebuilt };
 YieldsKept yieldsKeptBy(zb::ComputeKind kind, bool recomputed);
-/// Whether a compute that keeps `kept` writes `key` into its buffer.
-bool writesIntoBuffer(YieldsKept kept, llvm::StringRef key);
+/// Whether a compute that keeps `kept` writes `key` into its buffer (`plan`:
+/// its stage's, needed unless `kept` is All).
+bool writesIntoBuffer(YieldsKept kept, llvm::StringRef key,
+                      const RecomputePlan *plan);
 /// Whether it does anything with the value it yields under `key`: writes
 /// it into its buffer, accumulates it (a gradient) or adds it to the loss
 /// (not an R). A value yielded only under keys it drops is read by nothing
 /// at the yield, and dies at its last kernel use.
-bool usesYield(YieldsKept kept, llvm::StringRef key);
+bool usesYield(YieldsKept kept, llvm::StringRef key, const RecomputePlan *plan);
 /// The memory plan's key of F.I's buffer after its reload: "reloaded.F.0".
 std::string reloadedKeyOf(llvm::StringRef key);
 /// The (stage, microbatch) pairs a rank's ops recompute (those with an R).
@@ -186,7 +193,9 @@ recomputedOf(const std::vector<sched::ProgramOp> &ops);
 /// workspace at its op. The one timeline Note [Program memory] counts a
 /// compute's temporaries on, and the memory plan places them on. `kept`
 /// says which yields go into buffers: one that does not is scratch, and is
-/// not copied at the yield; an R (OnlySaved) labels its values R.
+/// not copied at the yield; an R (OnlyRebuilt) runs only the ops of its
+/// `plan`, labels its values R, and has the values it reads from a kept
+/// F.I in that buffer (copied at the yield where it also rebuilds them).
 struct BodyValue {
   zb::ComputeKind phase;
   // The op's index in its body and which result; result -1: its workspace,
@@ -200,7 +209,8 @@ struct BodyValue {
 };
 std::vector<BodyValue> bodyValuesOf(llvm::ArrayRef<zb::PhaseOp> phases,
                                     int &length,
-                                    YieldsKept kept = YieldsKept::All);
+                                    YieldsKept kept = YieldsKept::All,
+                                    const RecomputePlan *plan = nullptr);
 
 /// True for the keys whose yielded value goes straight into a buffer of
 /// Note [Program memory] (out.I, d_in.I, F.I, B.I) rather than into scratch.

@@ -32,10 +32,13 @@ struct StageFigures {
   /// B/W/BW), and once B is done (read later by W; 0 when not split).
   int64_t bytesAfterF = 0;
   int64_t bytesAfterB = 0;
-  /// What one microbatch holds once F is done when it is recomputed: every
-  /// input F reads (in.I, data), kept until its R (Note [Recomputation in
-  /// the IR] in ProgramMemory.h); the schedule's M_keep.
+  /// What one microbatch holds once F is done when it is recomputed: the
+  /// inputs (in.I, data) a backward or its R reads, and the stash its R
+  /// does not rebuild (Note [Selective recomputation] in RecomputePlan.h);
+  /// the schedule's M_keep.
   int64_t bytesKeptForRecompute = 0;
+  /// The R: the ops of F that rebuild the stash.
+  OpCost recompute;
   /// What an offload moves (Note [Offload in the IR] in ProgramMemory.h):
   /// every F.I a later phase reads; the schedule's M_offload.
   int64_t bytesStashed = 0;

@@ -121,10 +121,14 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     (recorded on the program as `activation_budget`, the limit as
     `memory_limit`).
 
-    `recompute=full|auto` lets the schedule recompute: a `zb.compute R`
-    before a microbatch's backward runs its F again, and that F keeps only
-    its inputs (Note [Recomputation in the IR] in
-    passes/include/zbc/Analysis/ProgramMemory.h). `offload=full|auto` lets
+    `recompute=full|selective|auto` lets the schedule recompute: a
+    `zb.compute R` before a microbatch's backward runs the ops of its F
+    that rebuild the stash, and that F keeps only its inputs and what the R
+    does not rebuild (Note [Recomputation in the IR] in
+    passes/include/zbc/Analysis/ProgramMemory.h). What an R rebuilds is each
+    stage's `rebuilt` policy (Note [Selective recomputation] in
+    RecomputePlan.h): absent, every `F.i`; `selective` writes the cheap ones
+    (no matmul-class FLOPs to rebuild) on every stage without a policy. `offload=full|auto` lets
     it copy stashes to host memory and back: a `zb.offload` after a
     microbatch's F and a `zb.reload` before its backward (Note [Offload in
     the IR]).
@@ -172,9 +176,11 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
            "Recomputation as scheduled R ops (Note [Recomputation in the "
            "IR]): none; full (every microbatch's F keeps only its inputs "
-           "and an R before its backward restores the rest); auto (the "
-           "stages and microbatches to recompute that give the shortest "
-           "schedule within the activation budget)">,
+           "and an R before its backward restores the rest); selective "
+           "(every microbatch, each stage's R rebuilding only what costs "
+           "no matmul-class FLOPs); auto (the stages and microbatches to "
+           "recompute that give the shortest schedule within the "
+           "activation budget)">,
     Option<"offload", "offload", "std::string", /*default=*/"\"none\"",
            "Offload as scheduled copies (Note [Offload in the IR]): none; "
            "full (every microbatch's stash goes to host memory after its F "

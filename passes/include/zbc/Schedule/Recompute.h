@@ -25,12 +25,17 @@ namespace zbc::sched {
 /// none: every F keeps its stash (M_B) until its backward. full: every
 /// (stage, microbatch) is recomputed: F keeps M_keep and an R right before
 /// the backward restores M_B (PyTorch's checkpointing of whole stages,
-/// Megatron's full recomputation). auto: what to recompute is chosen by
-/// building the schedule several ways and keeping the shortest within the
-/// budget (buildWithRecompute).
-enum class RecomputeMode { None, Full, Auto };
+/// Megatron's full recomputation). selective: as full, with the costs of
+/// a policy that rebuilds part of the stash (M_keep holds the rest, R is
+/// cheaper: Note [Selective recomputation] in RecomputePlan.h, which the
+/// zb-schedule pass writes; to the schedule library only the costs
+/// differ). auto: what to recompute is chosen by building the schedule
+/// several ways and keeping the shortest within the budget
+/// (buildWithRecompute).
+enum class RecomputeMode { None, Full, Selective, Auto };
 const char *recomputeModeName(RecomputeMode mode);
-/// Reads "none", "full" or "auto"; anything else is an error listing them.
+/// Reads "none", "full", "selective" or "auto"; anything else is an error
+/// listing them.
 llvm::Expected<RecomputeMode> parseRecomputeMode(llvm::StringRef text);
 
 /// Per stage, whether its microbatches are recomputed.

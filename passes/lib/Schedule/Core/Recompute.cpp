@@ -24,6 +24,8 @@ const char *zbc::sched::recomputeModeName(RecomputeMode mode) {
     return "none";
   case RecomputeMode::Full:
     return "full";
+  case RecomputeMode::Selective:
+    return "selective";
   case RecomputeMode::Auto:
     return "auto";
   }
@@ -33,11 +35,12 @@ const char *zbc::sched::recomputeModeName(RecomputeMode mode) {
 llvm::Expected<RecomputeMode>
 zbc::sched::parseRecomputeMode(llvm::StringRef text) {
   for (RecomputeMode mode :
-       {RecomputeMode::None, RecomputeMode::Full, RecomputeMode::Auto})
+       {RecomputeMode::None, RecomputeMode::Full, RecomputeMode::Selective,
+        RecomputeMode::Auto})
     if (text == recomputeModeName(mode))
       return mode;
-  return fail("recompute mode must be 'none', 'full' or 'auto', got '" + text +
-              "'");
+  return fail("recompute mode must be 'none', 'full', 'selective' or 'auto', "
+              "got '" + text + "'");
 }
 
 llvm::Expected<Problem>
@@ -154,11 +157,14 @@ zbc::sched::buildWithRecompute(const Problem &problem, RecomputeMode mode,
   }
   RecomputedStages every(numStages, true);
   llvm::Expected<RecomputedTable> full = buildFor(problem, every, build);
-  if (mode == RecomputeMode::Full) {
+  if (mode == RecomputeMode::Full || mode == RecomputeMode::Selective) {
+    // Selective differs in the costs alone: a cheaper R, a larger M_keep.
     if (full)
-      full->note = "recompute full: every forward keeps M_keep and an R "
-                   "rebuilds its stash right before the backward; " +
-                   plannedNote(*full);
+      full->note = std::string("recompute ") + recomputeModeName(mode) +
+                   ": every forward keeps M_keep and an R rebuilds " +
+                   (mode == RecomputeMode::Full ? "its stash"
+                                                : "the rest of its stash") +
+                   " right before the backward; " + plannedNote(*full);
     return full;
   }
 

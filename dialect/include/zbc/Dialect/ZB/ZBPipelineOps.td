@@ -62,8 +62,15 @@ def ZB_StageOp : ZB_Op<"stage", [HasParent<"PipelineOp">, SingleBlock,
       zb.phase BW(...) { ... }
     }
     ```
+
+    `rebuilt`, optional, is the stage's recomputation policy (Note
+    [Selective recomputation] in RecomputePlan.h): the `F.i` keys an R
+    rebuilds for a microbatch whose F did not keep its stash. Absent, every
+    `F.i` (full recomputation); `zb-schedule recompute=selective` writes
+    the cheap ones.
   }];
-  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index);
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index,
+                       OptionalAttr<StrArrayAttr>:$rebuilt);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$index attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
@@ -72,6 +79,8 @@ def ZB_StageOp : ZB_Op<"stage", [HasParent<"PipelineOp">, SingleBlock,
     llvm::SmallVector<PhaseOp> getPhases();
     /// The phase of the given kind, or null.
     PhaseOp getPhase(ComputeKind kind);
+    /// Part of verifyRegions: the `rebuilt` policy.
+    ::mlir::LogicalResult verifyRebuiltKeys();
   }];
 }
 
