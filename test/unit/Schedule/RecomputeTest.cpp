@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -344,8 +345,20 @@ TEST(Recompute, AutoIsNeverWorseThanNoneOrFull) {
     EXPECT_LE(chosen->sim.makespan, *best * (1 + 1e-9)) << "budget " << budget;
     for (double peak : chosen->sim.peakMemory)
       EXPECT_LE(peak, budget * (1 + 1e-9)) << "budget " << budget;
-    EXPECT_NE(chosen->report.notes.back().find("recompute auto: "),
+    const std::vector<std::string> &notes = chosen->report.notes;
+    ASSERT_GE(notes.size(), 2u);
+    EXPECT_NE(notes[notes.size() - 2].find("recompute auto: "),
               std::string::npos);
+    // The bound that holds for the levered order is below its makespan.
+    double span = 0, bound = 0;
+    ASSERT_EQ(std::sscanf(notes.back().c_str(),
+                          "with the levers: makespan %lf, lower bound %lf",
+                          &span, &bound),
+              2)
+        << notes.back();
+    EXPECT_DOUBLE_EQ(span, chosen->sim.makespan);
+    EXPECT_LE(bound, span) << "budget " << budget;
+    EXPECT_GT(bound, 0) << "budget " << budget;
   }
 }
 

@@ -10,6 +10,7 @@
 #include "Core/Support.h"
 
 #include "Builders/Builders.h"
+#include "Builders/ZBAuto/ZBAuto.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -20,6 +21,38 @@
 using namespace zbc::sched;
 
 namespace {
+/// A memory limit no schedule reaches: the bound of the work alone.
+constexpr double kUnlimitedMemory = 1e300;
+
+/// zb-auto's bound of its own plan does not hold for a levered order (R
+/// and copies change what it planned). This one does: every levered order
+/// is an order of the same F, B and W (R and copies only add time) in
+/// which each microbatch between its F and its backward holds at least the
+/// least a lever leaves on the device (M_keep until its R, M_B - M_offload
+/// between its copies, M_B else), so it fits the budget of the problem
+/// whose M_B is that least, and zb-auto's bound of that problem (valid for
+/// any order, LowerBound.cpp) is below its makespan.
+std::string leveredBoundNote(const Problem &problem, const BuildOptions &options,
+                             double makespan) {
+  Problem relaxed = problem;
+  for (StageCost &stage : relaxed.stages) {
+    double least = stage.memB;
+    if (options.recompute != RecomputeMode::None)
+      least = std::min(least, stage.memKeep);
+    if (options.offload != OffloadMode::None)
+      least = std::min(least, stage.memB - stage.offloaded());
+    stage.memB = std::max(0.0, least);
+  }
+  double budget = problem.budget() > 0 ? problem.budget() : kUnlimitedMemory;
+  double bound =
+      zbauto::lowerBound(zbauto::Instance::from(relaxed, budget));
+  double gap = std::max(0.0, std::round(1e4 * (makespan - bound) / makespan) / 1e2);
+  return "with the levers: makespan " + formatNumber(makespan) +
+         ", lower bound " + formatNumber(bound) +
+         " (any order holding at least what a lever leaves of each stash; "
+         "gap " + formatNumber(gap) + "%)";
+}
+
 std::vector<ScheduleInfo> &mutableRegistry() {
   static std::vector<ScheduleInfo> schedules = {
       {"1f1b", "one forward, one fused backward (PipeDream-Flush)",
@@ -240,5 +273,9 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
   if (!sim)
     return fail("schedule '" + name + "': " + llvm::toString(sim.takeError()));
   built.sim = std::move(*sim);
+  if (name == "zb-auto" && (options.recompute != RecomputeMode::None ||
+                            options.offload != OffloadMode::None))
+    built.report.notes.push_back(
+        leveredBoundNote(built.problem, options, built.sim.makespan));
   return std::move(built);
 }
