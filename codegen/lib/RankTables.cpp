@@ -160,7 +160,8 @@ private:
   /// Lays out `phase` of `stage` as a compute of `kind` runs it, writing the
   /// yields `kept` says into their buffers.
   LogicalResult layOut(int stage, PhaseOp phase, ComputeKind kind,
-                       YieldsKept kept, const RecomputePlan *plan = nullptr);
+                       YieldsKept kept,
+                       std::shared_ptr<const RecomputePlan> plan = nullptr);
   /// The buffer a phase of `stage` yields `key` into (Note [Frames]).
   Slot yieldTarget(int stage, const PhaseKey &key) const;
   FailureOr<int> frameOf(const PhaseLayout &layout, int microbatch,
@@ -409,7 +410,7 @@ Slot RankBuilder::yieldTarget(int stage, const PhaseKey &key) const {
 
 LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
                                   YieldsKept kept,
-                                  const RecomputePlan *plan) {
+                                  std::shared_ptr<const RecomputePlan> plan) {
   PhaseLayout layout;
   layout.phase = phase;
   layout.stage = stage;
@@ -418,10 +419,7 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
   layout.function =
       llvm::formatv("stage{0}_{1}{2}", stage, stringifyComputeKind(kind),
                     kept == YieldsKept::AllButRebuilt ? "_for_recompute" : "");
-  if (kept == YieldsKept::OnlyRebuilt) {
-    layout.runsEveryOp = false;
-    layout.runs = plan->runs;
-  }
+  layout.plan = plan;
   auto push = [&](Slot slot) {
     layout.slots.push_back(std::move(slot));
     return static_cast<int>(layout.slots.size()) - 1;
@@ -461,7 +459,7 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
   for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
     // A yield this compute drops (Note [Recomputation in the IR]) stays in
     // its scratch, where its op writes it.
-    if (!writesIntoBuffer(kept, key, plan))
+    if (!writesIntoBuffer(kept, key, plan.get()))
       continue;
     if (isa<BlockArgument>(value) && !layout.slotOf.count(value))
       return yield.emitOpError("yields a parameter of its phase under '")
@@ -793,12 +791,12 @@ FailureOr<RankTables> RankBuilder::build(RankOp rankOp) {
       return sj.first == static_cast<int>(s);
     });
     PhaseOp forward = stage.getPhase(ComputeKind::F);
-    RecomputePlan plan = recomputePlanOf(stage);
+    auto plan = std::make_shared<const RecomputePlan>(recomputePlanOf(stage));
     if (recomputes &&
         (failed(layOut(static_cast<int>(s), forward, ComputeKind::F,
-                       YieldsKept::AllButRebuilt, &plan)) ||
+                       YieldsKept::AllButRebuilt, plan)) ||
          failed(layOut(static_cast<int>(s), forward, ComputeKind::R,
-                       YieldsKept::OnlyRebuilt, &plan))))
+                       YieldsKept::OnlyRebuilt, plan))))
       return failure();
   }
   if (failed(readOrder()))

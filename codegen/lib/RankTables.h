@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -89,11 +90,10 @@ struct PhaseLayout {
   std::string function; // "stage1_F", "stage1_F_for_recompute", "stage1_R"
   /// An R adds no loss: its F did.
   bool addsLoss() const { return usesYield(kept, "loss", nullptr); }
-  /// An R runs only the ops of its stage's RecomputePlan.
-  bool runsEveryOp = true;
-  llvm::SmallPtrSet<mlir::Operation *, 16> runs;
+  /// Its stage's RecomputePlan, for a recomputed F and an R.
+  std::shared_ptr<const RecomputePlan> plan;
   bool runsOp(mlir::Operation *op) const {
-    return runsEveryOp || runs.contains(op);
+    return zbc::runsOp(kept, plan.get(), op);
   }
   std::vector<Slot> slots;
   llvm::DenseMap<mlir::Value, int> slotOf;

@@ -242,6 +242,11 @@ bool zbc::writesIntoBuffer(YieldsKept kept, StringRef key,
   return plan->rebuilds(key) == (kept == YieldsKept::OnlyRebuilt);
 }
 
+bool zbc::runsOp(YieldsKept kept, const RecomputePlan *plan, Operation *op) {
+  return kept != YieldsKept::OnlyRebuilt || isa<YieldOp>(op) ||
+         plan->runs.contains(op);
+}
+
 bool zbc::usesYield(YieldsKept kept, StringRef key, const RecomputePlan *plan) {
   if (writesIntoBuffer(kept, key, plan))
     return true;
@@ -270,11 +275,7 @@ bool zbc::isYieldedIntoBuffer(StringRef key) {
 std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
                                          YieldsKept kept,
                                          const RecomputePlan *plan) {
-  // An R runs only its plan's ops (Note [Selective recomputation]).
-  auto runs = [&](Operation *op) {
-    return kept != YieldsKept::OnlyRebuilt || isa<YieldOp>(op) ||
-           plan->runs.contains(op);
-  };
+  auto runs = [&](Operation *op) { return runsOp(kept, plan, op); };
   llvm::DenseMap<Operation *, int> position;
   int n = 0;
   for (PhaseOp phase : phases)

@@ -178,6 +178,9 @@ bool writesIntoBuffer(YieldsKept kept, llvm::StringRef key,
 /// (not an R). A value yielded only under keys it drops is read by nothing
 /// at the yield, and dies at its last kernel use.
 bool usesYield(YieldsKept kept, llvm::StringRef key, const RecomputePlan *plan);
+/// Whether a compute that keeps `kept` runs `op` of its body: an R only the
+/// ops of its stage's plan (and the yield), every other compute all.
+bool runsOp(YieldsKept kept, const RecomputePlan *plan, mlir::Operation *op);
 /// The memory plan's key of F.I's buffer after its reload: "reloaded.F.0".
 std::string reloadedKeyOf(llvm::StringRef key);
 /// The (stage, microbatch) pairs a rank's ops recompute (those with an R).
