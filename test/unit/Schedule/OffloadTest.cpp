@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 using namespace zbc::sched;
@@ -226,12 +227,13 @@ TEST(Offload, FitKeepsEveryRankWithinTheBudget) {
   problem.activationBudget = 2;
   EXPECT_FALSE(bool(simulate(problem, table))); // 4 in flight on rank 0
   llvm::consumeError(simulate(problem, table).takeError());
-  llvm::Expected<std::vector<std::vector<OffloadPlace>>> places =
-      fitByOffloading(problem, table);
-  ASSERT_TRUE(bool(places)) << llvm::toString(places.takeError());
-  EXPECT_GT((*places)[0].size(), 0u);
-  EXPECT_TRUE((*places)[3].empty()); // the last rank keeps one at a time
-  insertOffloads(table, *places);
+  llvm::Expected<LeverFit> fit =
+      fitByLevers(problem, table, /*mayRecompute=*/false);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_GT(fit->places[0].size(), 0u);
+  EXPECT_TRUE(fit->places[3].empty()); // the last rank keeps one at a time
+  EXPECT_FALSE(llvm::is_contained(fit->recomputed, true));
+  insertOffloads(table, fit->places);
   EXPECT_EQ(errorOf(table.verify()), "");
   llvm::Expected<SimResult> sim = simulate(problem, table);
   ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
@@ -239,7 +241,8 @@ TEST(Offload, FitKeepsEveryRankWithinTheBudget) {
 
   // Below one stash nothing can fit: the error names where.
   problem.activationBudget = 0.5;
-  std::string error = errorOf(fitByOffloading(problem, table).takeError());
+  std::string error =
+      errorOf(fitByLevers(problem, table, false).takeError());
   EXPECT_NE(error.find("rank 0: F(0,0) (action 0, microbatch 0)"),
             std::string::npos)
       << error;
@@ -319,6 +322,103 @@ TEST(Offload, OneLeverPerScheduleBothAutoKeepsTheShorter) {
   ASSERT_TRUE(bool(both)) << llvm::toString(both.takeError());
   EXPECT_EQ(both->sim.makespan, spans[1]);
   EXPECT_TRUE(both->table.hasRecompute());
+}
+
+/// The makespan of `name` on `problem` with `recompute` and `offload`.
+double makespanWith(const char *name, const Problem &problem,
+                    RecomputeMode recompute, OffloadMode offload,
+                    BuiltSchedule *keep = nullptr) {
+  BuildOptions options;
+  options.recompute = recompute;
+  options.offload = offload;
+  llvm::Expected<BuiltSchedule> built = buildSchedule(name, problem, options);
+  if (!built) {
+    llvm::consumeError(built.takeError());
+    return std::numeric_limits<double>::infinity();
+  }
+  if (keep)
+    *keep = *built;
+  return built->sim.makespan;
+}
+
+TEST(Offload, FitWithBothLeversMixesThemPerMicrobatch) {
+  // 1F1B keeps 4 stashes on rank 0; at a budget of 2 two must go. A
+  // copy takes 4 F's: offloading all three stalls the rank, while an R
+  // costs an F. The fit recomputes some and offloads others, and the
+  // table runs within the budget.
+  Problem problem = uniform(4, 8);
+  problem.copyBandwidth = 0.25;
+  for (StageCost &cost : problem.stages)
+    cost.memKeep = 0.25;
+  llvm::Expected<BuiltSchedule> built = buildSchedule("1f1b", problem);
+  ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
+  const ScheduleTable &plain = built->table;
+  ScheduleTable table = plain;
+  problem.activationBudget = 2;
+  llvm::Expected<LeverFit> fit = fitByLevers(problem, table, true);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  insertOffloads(table, fit->places);
+  int m = problem.microbatches;
+  recomputeBeforeEachBackward(table, [&](int stage, int microbatch) {
+    return bool(fit->recomputed[size_t(stage) * m + microbatch]);
+  });
+  EXPECT_EQ(errorOf(table.verify()), ""); // never both on one microbatch
+  EXPECT_GT(count(table, Kind::O), 0u);
+  EXPECT_GT(count(table, Kind::R), 0u);
+  llvm::Expected<SimResult> sim = simulate(problem, table);
+  ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
+  for (double peak : sim->peakMemory)
+    EXPECT_LE(peak, 2 * (1 + 1e-9));
+
+  // Without a link only R's relieve; offload alone then cannot fit.
+  problem.copyBandwidth = 0;
+  fit = fitByLevers(problem, plain, true);
+  ASSERT_TRUE(bool(fit)) << llvm::toString(fit.takeError());
+  EXPECT_TRUE(llvm::all_of(fit->places, [](const auto &rank) {
+    return rank.empty();
+  }));
+  EXPECT_TRUE(llvm::is_contained(fit->recomputed, true));
+  std::string error = errorOf(fitByLevers(problem, plain, false).takeError());
+  EXPECT_NE(error.find("offload needs a copy bandwidth"), std::string::npos)
+      << error;
+}
+
+TEST(Offload, BothAutoIsNeverLongerThanEitherLeverAlone) {
+  // Over budgets and copy speeds, both levers on auto against each alone:
+  // never longer than the shorter, and strictly shorter than both where
+  // mixing pays (1F1B at 3 with slow copies: 34 against 35 recomputing
+  // and 41 offloading; zb-auto at 3 with fast ones: 27 against 31 and 28).
+  int mixedWins = 0;
+  for (const char *name : {"1f1b", "zb-auto"})
+    for (double bandwidth : {0.25, 1.0})
+      for (double budget : {1.5, 3.0}) {
+        Problem problem = uniform(4, 8);
+        problem.copyBandwidth = bandwidth;
+        problem.activationBudget = budget;
+        for (StageCost &cost : problem.stages)
+          cost.memKeep = 0.25;
+        double recompute = makespanWith(name, problem, RecomputeMode::Auto,
+                                        OffloadMode::None);
+        double offload = makespanWith(name, problem, RecomputeMode::None,
+                                      OffloadMode::Auto);
+        BuiltSchedule both;
+        double span = makespanWith(name, problem, RecomputeMode::Auto,
+                                   OffloadMode::Auto, &both);
+        std::string at = std::string(name) + " at budget " +
+                         std::to_string(budget) + ", bandwidth " +
+                         std::to_string(bandwidth);
+        EXPECT_LE(span, std::min(recompute, offload) * (1 + 1e-9)) << at;
+        if (span < std::min(recompute, offload) * (1 - 1e-9)) {
+          ++mixedWins;
+          EXPECT_TRUE(both.table.hasRecompute() && both.table.hasOffload())
+              << at;
+          bool named = llvm::any_of(both.report.notes, [](const std::string &n) {
+            return n.find("kept offload and recompute") != std::string::npos;
+          });
+          EXPECT_TRUE(named) << at;
+        }
+      }
+  EXPECT_EQ(mixedWins, 2);
 }
 
 TEST(Offload, TorchCSVRefusesCopies) {

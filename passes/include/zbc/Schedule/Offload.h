@@ -59,21 +59,35 @@ void insertOffloads(ScheduleTable &table,
 llvm::Expected<std::vector<std::vector<OffloadPlace>>>
 placeEveryOffload(const Problem &problem, const ScheduleTable &table);
 
-/// Which (stage, microbatch) pairs of `table` (a table without copies) to
-/// offload, and where, so that every rank stays within `problem`'s
-/// budget. Walking each rank's order, whenever live memory would pass the
-/// budget it relieves it the cheapest way, until it fits: it puts off a
-/// reload placed early (to hide its copy) whose backward comes later, or
-/// offloads a microbatch in flight, its fence at that point (the latest,
-/// so the copy has the longest to run) and its reload after it. The cost
-/// of a choice is the stall it is expected to cause by the order's times
-/// (the copy out queued behind the others and not over by the fence, the
-/// copy back not over by the backward); on a tie the microbatch needed
-/// last goes (Belady's rule), a reload put off before a new offload. An error names the rank, the action and the
-/// microbatch where even that is not enough. Without a budget nothing is
-/// offloaded.
-llvm::Expected<std::vector<std::vector<OffloadPlace>>>
-fitByOffloading(const Problem &problem, const ScheduleTable &table);
+/// What a fit to the budget chose: per rank the places of the copies, and
+/// the (stage, microbatch) pairs recomputed, indexed stage * microbatches +
+/// microbatch (none unless R's were allowed).
+struct LeverFit {
+  std::vector<std::vector<OffloadPlace>> places;
+  std::vector<bool> recomputed;
+};
+
+/// Which (stage, microbatch) pairs of `table` (a table without copies or
+/// R) to offload, and where, or (with `mayRecompute`) to recompute, so
+/// that every rank stays within `problem`'s budget: both levers in one
+/// schedule, each microbatch kept, offloaded or recomputed. Walking each
+/// rank's order, whenever live memory would pass the budget it relieves it
+/// the cheapest way, until it fits: it puts off a reload placed early (to
+/// hide its copy) whose backward comes later, offloads a microbatch in
+/// flight, its fence at that point (the latest, so the copy has the
+/// longest to run) and its reload after it, or recomputes one, its R right
+/// before its backward. The cost of a choice is the stall it is expected
+/// to cause by the order's times (the copy out queued behind the others
+/// and not over by the fence, the copy back not over by the backward; an
+/// R's time beyond the rank's wait before that backward, so an R in a
+/// bubble is free); on a tie the microbatch needed last goes (Belady's
+/// rule), a reload put off before a new offload and an offload before an
+/// R. An error names the rank, the action and the microbatch where even
+/// that is not enough. Without a budget nothing is chosen; without a copy
+/// bandwidth only R's are (an error when they are not allowed).
+llvm::Expected<LeverFit> fitByLevers(const Problem &problem,
+                                     const ScheduleTable &table,
+                                     bool mayRecompute);
 
 /// A table built with offload, and what was chosen.
 struct OffloadedTable {
@@ -91,11 +105,15 @@ struct OffloadedTable {
 /// brings back: so that a builder that plans memory spends the room on
 /// more microbatches in flight, which offload can move, rather than on W
 /// waiting, which it cannot), and keeping the shortest makespan within the
-/// budget (on a tie, the fewer copies).
+/// budget (on a tie, the fewer copies). With `alsoRecompute` (both levers
+/// on auto) each of those orders is also fitted with copies and R's
+/// together (fitByLevers), and the shortest of all is kept (on a tie, the
+/// fewer offloaded and recomputed microbatches).
 /// Without a budget auto offloads nothing: nothing asks it to.
 llvm::Expected<OffloadedTable> buildWithOffload(const Problem &problem,
                                                 OffloadMode mode,
-                                                PlannedBuild build);
+                                                PlannedBuild build,
+                                                bool alsoRecompute = false);
 
 } // namespace zbc::sched
 

@@ -198,7 +198,8 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
                 recomputeModeName(options.recompute) + " and offload " +
                 offloadModeName(options.offload) +
                 " together: a microbatch is recomputed or offloaded, so "
-                "choose one, or both auto (the shorter schedule is kept)");
+                "choose one, or both auto (each microbatch kept, offloaded "
+                "or recomputed, as fits best)");
   // With recomputation the builder fits its order to the planned problem
   // and the R actions then make it the one simulated below (Recompute.h);
   // with offload the copies go into the order as built (Offload.h).
@@ -217,7 +218,8 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
   };
   auto offloaded = [&]() -> llvm::Expected<Levered> {
     llvm::Expected<OffloadedTable> table =
-        buildWithOffload(built.problem, options.offload, buildFor);
+        buildWithOffload(built.problem, options.offload, buildFor,
+                         /*alsoRecompute=*/bothAuto);
     if (!table)
       return table.takeError();
     return Levered{std::move(table->table), std::move(table->note),
@@ -226,8 +228,10 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
   llvm::Expected<Levered> levered =
       options.offload == OffloadMode::None ? recomputed() : offloaded();
   if (bothAuto) {
-    // One lever per schedule: build with each and keep the shorter within
-    // the budget (on a tie recomputation, which needs no host memory).
+    // Offload auto fits its orders with copies alone and with copies and
+    // R's together (buildWithOffload); recompute auto plans whole stages
+    // recomputed and fits by R alone. The shorter within the budget is
+    // kept (on a tie recomputation, which needs no host memory).
     llvm::Expected<Levered> other = recomputed();
     auto makespan = [&](llvm::Expected<Levered> &candidate) {
       if (!candidate)
@@ -254,8 +258,11 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
     if (!levered || !std::isfinite(std::min(viaOffload, viaRecompute)))
       return fail("schedule '" + name + "': " + why);
     built.report = levered->report;
+    bool mixed = offloadWins && levered->table.hasRecompute();
     built.report.notes.push_back(why + "; kept " +
-                                 (offloadWins ? "offload" : "recompute"));
+                                 (mixed         ? "offload and recompute"
+                                  : offloadWins ? "offload"
+                                                : "recompute"));
   }
   if (!levered)
     return fail("schedule '" + name + "': " +

@@ -135,6 +135,14 @@ public:
   /// before it has ended.
   double issueTime(int x) const { return x > 0 ? line[x - 1].end : 0; }
 
+  /// The stall an R of the action at `x`'s stage is expected to cost right
+  /// before it: its time beyond the rank's wait there (an R fills a bubble
+  /// for free, as Mario places it).
+  double rebuildStall(int x, int stage) const {
+    double idle = line[x].start - issueTime(x);
+    return std::max(0.0, problem.duration(Kind::R, stage) - idle);
+  }
+
 private:
   /// Whether a copy before the action at `x` would split an overlapped
   /// pair (PyTorch's OVERLAP_F_B keeps its two actions adjacent).
@@ -174,12 +182,10 @@ llvm::Error needsLink(const Problem &problem) {
               "between device and host memory");
 }
 
-/// The simulated times of `table` (without copies), whatever its memory,
-/// which the places of its copies follow; an error without a link.
+/// The simulated times of `table` (without copies or R), whatever its
+/// memory, which the places of its copies and R's follow.
 llvm::Expected<SimResult> timesToPlaceBy(const Problem &problem,
                                          const ScheduleTable &table) {
-  if (llvm::Error error = needsLink(problem))
-    return std::move(error);
   Problem unbounded = problem;
   unbounded.activationBudget = 0;
   return simulate(unbounded, table);
@@ -195,11 +201,11 @@ std::vector<int> backwardIndex(const std::vector<Action> &actions, int m,
   return at;
 }
 
-size_t countCopies(const ScheduleTable &table) {
+size_t countOf(const ScheduleTable &table, Kind kind) {
   size_t n = 0;
   for (const std::vector<Action> &rank : table.ranks)
     n += std::count_if(rank.begin(), rank.end(),
-                       [](const Action &a) { return a.kind == Kind::O; });
+                       [&](const Action &a) { return a.kind == kind; });
   return n;
 }
 
@@ -208,6 +214,8 @@ size_t countCopies(const ScheduleTable &table) {
 llvm::Expected<std::vector<std::vector<OffloadPlace>>>
 zbc::sched::placeEveryOffload(const Problem &problem,
                               const ScheduleTable &table) {
+  if (llvm::Error error = needsLink(problem))
+    return std::move(error);
   llvm::Expected<SimResult> times = timesToPlaceBy(problem, table);
   if (!times)
     return times.takeError();
@@ -258,17 +266,33 @@ zbc::sched::placeEveryOffload(const Problem &problem,
   return places;
 }
 
-llvm::Expected<std::vector<std::vector<OffloadPlace>>>
-zbc::sched::fitByOffloading(const Problem &problem,
-                            const ScheduleTable &table) {
-  std::vector<std::vector<OffloadPlace>> places(table.numRanks());
+llvm::Expected<LeverFit> zbc::sched::fitByLevers(const Problem &problem,
+                                                 const ScheduleTable &table,
+                                                 bool mayRecompute) {
+  int m = table.microbatches;
+  size_t pairs = size_t(table.numStages()) * m;
+  LeverFit chosen{std::vector<std::vector<OffloadPlace>>(table.numRanks()),
+                  std::vector<bool>(pairs, false)};
   if (problem.budget() <= 0)
-    return places;
+    return chosen;
+  if (llvm::Error error = needsLink(problem)) {
+    if (!mayRecompute)
+      return std::move(error);
+    llvm::consumeError(std::move(error)); // no copies: R alone relieves
+  }
   llvm::Expected<SimResult> times = timesToPlaceBy(problem, table);
   if (!times)
     return times.takeError();
-  int m = table.microbatches;
-  size_t pairs = size_t(table.numStages()) * m;
+  bool mayOffload = problem.copyBandwidth > 0;
+  auto &places = chosen.places;
+  // What each relief takes off the device while the microbatch waits.
+  auto offloadable = [&](size_t pair) {
+    return mayOffload ? problem.stages[pair / m].offloaded() : 0.0;
+  };
+  auto rebuildable = [&](size_t pair) {
+    const StageCost &cost = problem.stages[pair / m];
+    return mayRecompute ? cost.memB - cost.memKeep : 0.0;
+  };
   // The same tolerance as the simulator's check.
   double limit = problem.budget() * (1 + 1e-9);
   for (auto [r, actions] : llvm::enumerate(table.ranks)) {
@@ -279,11 +303,12 @@ zbc::sched::fitByOffloading(const Problem &problem,
     std::vector<int> forwardAt(pairs, -1);
     auto neededOf = [&](size_t pair) { return plan.neededAt(back[pair]); };
     // Microbatches in flight with their stash on the device: those never
-    // offloaded (pairs) and those reloaded early (indices into places[r]),
-    // filtered lazily once their backward has begun.
+    // offloaded or recomputed (pairs) and those reloaded early (indices
+    // into places[r]), filtered lazily once their backward has begun.
     std::vector<size_t> keeping, reloaded;
-    // The stashes coming back before each action (indices into places[r]).
-    std::vector<std::vector<size_t>> reloadsBefore(n + 1);
+    // The stashes coming back before each action: reloads (indices into
+    // places[r]) and R's (pairs).
+    std::vector<std::vector<size_t>> reloadsBefore(n + 1), rebuildsBefore(n + 1);
     // When the device-to-host queue is free, by the order's times: fences
     // are chosen in the order of the walk, which is the queue's.
     double toHostFree = 0;
@@ -297,12 +322,20 @@ zbc::sched::fitByOffloading(const Problem &problem,
     };
     auto fit = [&](int at) -> llvm::Error {
       while (live > limit) {
-        // The cheapest relief: put off an early reload, or offload a
-        // microbatch in flight; on a tie the one needed last (Belady's
-        // rule), and a reload put off before a new offload (no new copy).
+        // The cheapest relief: put off an early reload, offload a
+        // microbatch in flight or recompute it; on a tie the one needed
+        // last (Belady's rule), a reload put off before a new offload (no
+        // new copy) and an offload before an R (no new compute).
         double bestCost = std::numeric_limits<double>::infinity();
         int bestNeeded = -1;
-        std::optional<size_t> postpone, offload;
+        std::optional<size_t> postpone, offload, recompute;
+        auto better = [&](double cost, int k) {
+          if (!(cost < bestCost || (cost == bestCost && k > bestNeeded)))
+            return false;
+          bestCost = cost, bestNeeded = k;
+          postpone.reset(), offload.reset(), recompute.reset();
+          return true;
+        };
         llvm::erase_if(reloaded, [&](size_t index) {
           const OffloadPlace &p = places[r][index];
           return neededOf(size_t(p.stage) * m + p.microbatch) <= at;
@@ -310,26 +343,28 @@ zbc::sched::fitByOffloading(const Problem &problem,
         for (size_t index : reloaded) {
           const OffloadPlace &p = places[r][index];
           int k = neededOf(size_t(p.stage) * m + p.microbatch);
-          double cost = reloadStall(k, at);
-          if (cost < bestCost || (cost == bestCost && k > bestNeeded)) {
-            bestCost = cost, bestNeeded = k, postpone = index;
-          }
+          if (better(reloadStall(k, at), k))
+            postpone = index;
         }
         llvm::erase_if(keeping, [&](size_t pair) {
           return neededOf(pair) <= at ||
-                 problem.stages[pair / m].offloaded() <= 0;
+                 (offloadable(pair) <= 0 && rebuildable(pair) <= 0);
         });
         for (size_t pair : keeping) {
           int f = forwardAt[pair], k = neededOf(pair);
-          if (plan.latestFence(f, at) < 0)
-            continue; // only inside an overlapped pair: no place yet
-          double copyEnd =
-              std::max(plan.at(f).end, toHostFree) + plan.copyTime(f);
-          double cost = std::max(0.0, copyEnd - plan.at(at).start) +
-                        reloadStall(k, at);
-          if (cost < bestCost || (cost == bestCost && k > bestNeeded)) {
-            bestCost = cost, bestNeeded = k, offload = pair, postpone.reset();
+          // An O needs a place for its fence: none yet inside an
+          // overlapped pair.
+          if (offloadable(pair) > 0 && plan.latestFence(f, at) >= 0) {
+            double copyEnd =
+                std::max(plan.at(f).end, toHostFree) + plan.copyTime(f);
+            if (better(std::max(0.0, copyEnd - plan.at(at).start) +
+                           reloadStall(k, at),
+                       k))
+              offload = pair;
           }
+          if (rebuildable(pair) > 0 &&
+              better(plan.rebuildStall(k, int(pair / m)), k))
+            recompute = pair;
         }
         if (postpone) {
           OffloadPlace &place = places[r][*postpone];
@@ -339,6 +374,16 @@ zbc::sched::fitByOffloading(const Problem &problem,
           reloadsBefore[place.reloadBefore].push_back(*postpone);
           continue;
         }
+        if (recompute) {
+          // Its F keeps M_keep from the start; the R before its backward
+          // brings the rest back.
+          size_t pair = *recompute;
+          llvm::erase_if(keeping, [&](size_t p) { return p == pair; });
+          chosen.recomputed[pair] = true;
+          live -= rebuildable(pair);
+          rebuildsBefore[bestNeeded].push_back(pair);
+          continue;
+        }
         if (!offload) {
           const Action &a = actions[at];
           return fail("rank " + llvm::Twine(rank) + ": " + table.name(a) +
@@ -346,8 +391,8 @@ zbc::sched::fitByOffloading(const Problem &problem,
                       llvm::Twine(a.microbatch) + ") needs live memory " +
                       formatNumber(live) + ", over the activation budget " +
                       formatNumber(problem.budget()) +
-                      " even with every other microbatch in flight "
-                      "offloaded");
+                      " even with every other microbatch in flight " +
+                      (mayRecompute ? "recomputed or offloaded" : "offloaded"));
         }
         size_t pair = *offload;
         llvm::erase_if(keeping, [&](size_t p) { return p == pair; });
@@ -370,6 +415,8 @@ zbc::sched::fitByOffloading(const Problem &problem,
         live += problem.stages[places[r][index].stage].offloaded();
         reloaded.push_back(index);
       }
+      for (size_t pair : rebuildsBefore[i])
+        live += rebuildable(pair);
       if (llvm::Error error = fit(i))
         return std::move(error);
       const Action &a = actions[i];
@@ -384,12 +431,12 @@ zbc::sched::fitByOffloading(const Problem &problem,
       }
     }
   }
-  return places;
+  return chosen;
 }
 
 llvm::Expected<OffloadedTable>
 zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
-                             PlannedBuild build) {
+                             PlannedBuild build, bool alsoRecompute) {
   if (mode != OffloadMode::None)
     if (llvm::Error error = needsLink(problem))
       return std::move(error);
@@ -415,7 +462,7 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
     insertOffloads(*table, *places);
     std::string note = "offload full: every stash goes to host memory after "
                        "its F and comes back before its backward (" +
-                       std::to_string(countCopies(*table)) + " offloads)";
+                       std::to_string(countOf(*table, Kind::O)) + " offloads)";
     return OffloadedTable{std::move(*table), std::move(note)};
   }
 
@@ -429,9 +476,7 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
   };
   const Plan plans[] = {{1, 1},   {1.5, 1}, {2, 1},   {3, 1},
                         {0, 1},   {1, 0.5}, {1, 0.25}};
-  std::vector<std::vector<Action>> lastOrder;
-  auto realise = [&](const Plan &plan, bool &repeated)
-      -> llvm::Expected<ScheduleTable> {
+  auto orderFor = [&](const Plan &plan) -> llvm::Expected<ScheduleTable> {
     Problem planned = problem;
     // What the plan leaves out comes back for each backward: the budget
     // holds the largest such share apart, as a reload will need it.
@@ -447,19 +492,23 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
         plan.budgetFactor * problem.budget() - (plan.budgetFactor ? reserve : 0);
     if (plan.budgetFactor && *planned.activationBudget <= 0)
       return fail("no room left for the plan");
-    llvm::Expected<ScheduleTable> table = build(planned);
-    if (!table)
-      return table.takeError();
-    repeated = table->ranks == lastOrder;
-    lastOrder = table->ranks;
-    llvm::Expected<std::vector<std::vector<OffloadPlace>>> places =
-        fitByOffloading(problem, *table);
-    if (!places)
-      return places.takeError();
-    insertOffloads(*table, *places);
+    return build(planned);
+  };
+  // An order fitted with copies alone, or with copies and R's
+  // (fitByLevers).
+  auto fitted = [&](ScheduleTable table,
+                    bool recomputes) -> llvm::Expected<ScheduleTable> {
+    llvm::Expected<LeverFit> fit = fitByLevers(problem, table, recomputes);
+    if (!fit)
+      return fit.takeError();
+    insertOffloads(table, fit->places);
+    int m = problem.microbatches;
+    recomputeBeforeEachBackward(table, [&](int stage, int microbatch) {
+      return bool(fit->recomputed[size_t(stage) * m + microbatch]);
+    });
     return table;
   };
-  auto describe = [&](const Plan &plan) {
+  auto describe = [&](const Plan &plan, bool recomputes) {
     std::string what = plan.budgetFactor == 0
                            ? std::string("the order for no budget")
                            : "the order for " +
@@ -468,64 +517,93 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
     if (plan.stashShare < 1)
       what += " planned with " + formatNumber(100 * (1 - plan.stashShare)) +
               "% of each stash off the device";
+    if (recomputes)
+      what += " (copies and R)";
     return what;
   };
-  std::optional<Plan> best;
+  auto levered = [&](const ScheduleTable &table) {
+    size_t copies = countOf(table, Kind::O), rebuilt = countOf(table, Kind::R);
+    std::string what;
+    if (copies)
+      what += std::to_string(copies) + " offloaded";
+    if (rebuilt)
+      what += (copies ? " and " : "") + std::to_string(rebuilt) + " recomputed";
+    return std::make_pair(copies + rebuilt, what);
+  };
+  std::optional<std::pair<Plan, bool>> best;
   double bestMakespan = 0;
-  size_t bestCopies = 0;
+  size_t bestLevered = 0;
   std::string tried, firstError;
+  std::vector<std::vector<Action>> lastOrder;
   for (const Plan &plan : plans) {
-    bool repeated = false;
-    llvm::Expected<ScheduleTable> candidate = realise(plan, repeated);
-    if (repeated && candidate)
-      continue; // the same order as the last plan's
-    tried += std::string(tried.empty() ? "" : ", ") + describe(plan);
-    if (!candidate) {
-      std::string why = llvm::toString(candidate.takeError());
+    auto noFit = [&](llvm::Error error) {
+      std::string why = llvm::toString(std::move(error));
       if (firstError.empty())
         firstError = why;
       tried += " does not fit";
+    };
+    llvm::Expected<ScheduleTable> order = orderFor(plan);
+    if (!order) {
+      tried += std::string(tried.empty() ? "" : ", ") + describe(plan, false);
+      noFit(order.takeError());
       continue;
     }
-    llvm::Expected<SimResult> sim = simulate(problem, *candidate);
-    if (!sim) {
-      llvm::consumeError(sim.takeError());
-      tried += " does not fit";
-      continue;
-    }
-    size_t copies = countCopies(*candidate);
-    tried += (copies ? " with " + std::to_string(copies) + " offloaded"
-                     : std::string()) +
-             " " + formatNumber(sim->makespan);
-    double tie = 1e-9 * std::max(1.0, bestMakespan);
-    if (!best || sim->makespan < bestMakespan - tie ||
-        (sim->makespan <= bestMakespan + tie && copies < bestCopies)) {
-      best = plan;
-      bestMakespan = sim->makespan;
-      bestCopies = copies;
+    if (order->ranks == lastOrder)
+      continue; // the same order as the last plan's
+    lastOrder = order->ranks;
+    for (bool recomputes : {false, true}) {
+      if (recomputes && !alsoRecompute)
+        continue;
+      llvm::Expected<ScheduleTable> candidate = fitted(*order, recomputes);
+      tried += std::string(tried.empty() ? "" : ", ") +
+               describe(plan, recomputes);
+      if (!candidate) {
+        noFit(candidate.takeError());
+        continue;
+      }
+      llvm::Expected<SimResult> sim = simulate(problem, *candidate);
+      if (!sim) {
+        llvm::consumeError(sim.takeError());
+        tried += " does not fit";
+        continue;
+      }
+      auto [count, what] = levered(*candidate);
+      tried += (what.empty() ? "" : " with " + what) + " " +
+               formatNumber(sim->makespan);
+      double tie = 1e-9 * std::max(1.0, bestMakespan);
+      if (!best || sim->makespan < bestMakespan - tie ||
+          (sim->makespan <= bestMakespan + tie && count < bestLevered)) {
+        best = {plan, recomputes};
+        bestMakespan = sim->makespan;
+        bestLevered = count;
+      }
     }
   }
   if (!best)
     return fail("no order fits the activation budget " +
-                formatNumber(problem.budget()) + " with offload (tried " +
+                formatNumber(problem.budget()) + " with offload" +
+                (alsoRecompute ? " and recomputation" : "") + " (tried " +
                 tried + ")" + (firstError.empty() ? "" : ": " + firstError));
   // The builder's notes must be the kept table's: build it again (builders
   // are deterministic).
-  bool repeated = false;
-  lastOrder.clear();
-  llvm::Expected<ScheduleTable> kept = realise(*best, repeated);
+  llvm::Expected<ScheduleTable> order = orderFor(best->first);
+  if (!order)
+    return order.takeError();
+  llvm::Expected<ScheduleTable> kept = fitted(std::move(*order), best->second);
   if (!kept)
     return kept.takeError();
-  std::string note = "offload auto: " + describe(*best) +
-                     (bestCopies ? " with " + std::to_string(bestCopies) +
-                                       " of " +
-                                       std::to_string(problem.stages.size() *
-                                                      problem.microbatches) +
-                                       " microbatches offloaded"
-                                 : std::string()) +
-                     " (makespan by choice: " + tried + ")";
-  if (bestCopies)
+  size_t copies = countOf(*kept, Kind::O), rebuilt = countOf(*kept, Kind::R);
+  std::string note = "offload auto: " + describe(best->first, best->second);
+  if (copies)
+    note += " with " + std::to_string(copies) + " of " +
+            std::to_string(problem.stages.size() * problem.microbatches) +
+            " microbatches offloaded";
+  if (rebuilt)
+    note += (copies ? " and " : " with ") + std::to_string(rebuilt) +
+            " recomputed";
+  note += " (makespan by choice: " + tried + ")";
+  if (copies || rebuilt)
     note += "; the builder's notes are of the order as built, before the "
-            "copies";
+            "copies" + std::string(best->second ? " and R's" : "");
   return OffloadedTable{std::move(*kept), note};
 }
