@@ -15,8 +15,8 @@ e2e.py).
                   live bytes equal the verifier's, and the ranks ran every
                   copy.
 
-  levers-mixed-equivalence  both levers in one schedule: zb-auto and 1F1B,
-                  p = 4, the example GPT and Llama, m = 8, compiled
+  levers-mixed-equivalence  both levers in one schedule: zb-auto, 1F1B and
+                  zb-v, p = 4, the example GPT and Llama, m = 8, compiled
                   with --recompute auto --offload auto on a cost file whose
                   R costs an F and whose copies take about one (so neither
                   lever is free) and the least activation budget, of 0.5 MB
@@ -110,14 +110,16 @@ def mixed_equivalence(args):
     reference = os.path.join(args.bin, "zbc-reference")
     # p = 4: at p = 2 a rank holds at most two microbatches in flight, and
     # one relief, which ever lever is cheaper for it, is all a budget needs.
-    cases = [(name, 4, model) for name in ("zb-auto", "1f1b")
+    cases = [(name, v, model) for name, v in (("zb-auto", 1), ("1f1b", 1),
+                                               ("zb-v", 2))
              for model in ("gpt", "llama")]
-    for name, p, model in cases:
+    p = 4
+    for name, v, model in cases:
         case = f"{name}-p{p}-{model}"
         work = fresh_dir(args.work, case)
         source = os.path.join(work, "model.mlir")
         with open(source, "w") as f:
-            f.write(_source(args, model, p))
+            f.write(_source(args, model, v * p))
         costs = os.path.join(work, "costs.json")
         with open(costs, "w") as f:
             json.dump(MIXED_COSTS, f)
