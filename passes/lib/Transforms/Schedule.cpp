@@ -290,8 +290,13 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
   // one (a cheaper R, more kept after F) and keeps the shorter schedule
   // within the budget. A cost file's R and M_keep are measured for one
   // policy: there the IR's stays.
+  // A stage whose cheap policy rebuilds nothing recomputes nothing under
+  // it: without such a key anywhere the selective build is the plain one.
+  bool anyCheapKey = llvm::any_of(withoutPolicy, [](StageOp stage) {
+    return !selectiveRebuiltKeys(stage).empty();
+  });
   if (options.recompute == sched::RecomputeMode::Auto && costFile.empty() &&
-      !withoutPolicy.empty()) {
+      anyCheapKey) {
     setPolicy(true);
     FailureOr<sched::Problem> selective = problemOf();
     if (failed(selective))
