@@ -24,7 +24,7 @@ e2e.py).
                   and others offloaded (fitByLevers). The same order without
                   its R ops and copies trains bitwise equal; measured device
                   and host peaks equal the verifier's; the ranks ran every R
-                  and every copy.
+                  and every copy, and report.json counts them per rank.
 """
 import json
 import os
@@ -141,6 +141,16 @@ def mixed_equivalence(args):
         else:
             sys.exit(f"FAILED: {case}: no budget of {MIXED_BUDGETS} gave a "
                      "schedule with both R ops and copies")
+        # report.json names each rank's levers: an R per recomputed
+        # microbatch, an offload and a reload per offloaded one.
+        with open(os.path.join(out, "report.json")) as f:
+            memory = json.load(f)["memory"]
+        reported = (sum(r.get("recomputed", 0) for r in memory),
+                    2 * sum(r.get("offloaded", 0) for r in memory))
+        if reported != (rebuilt, copies):
+            sys.exit(f"FAILED: {case}: report.json names {reported[0]} "
+                     f"recomputed and {reported[1] // 2} offloaded; the "
+                     f"program has {rebuilt} R and {copies} copies")
         plain_text, _ = without_ops(text, "compute R|offload|reload")
         reports, reports_plain, summary = train_against_same_order(
             zbc, reference, out, work, p, plain_text, "R ops and copies")

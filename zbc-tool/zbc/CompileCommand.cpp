@@ -585,6 +585,15 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   return result;
 }
 
+/// How many of `rank`'s actions are of `kind` (an R or an O: one per
+/// recomputed or offloaded stage and microbatch).
+int64_t leverCount(const sched::ScheduleTable &table, int rank,
+                   sched::Kind kind) {
+  return llvm::count_if(table.ranks[rank], [&](const sched::Action &a) {
+    return a.kind == kind;
+  });
+}
+
 Error writeReport(const Request &request, const Compiled &c) {
   return writeFile(request.dir + "/report.json", [&](raw_ostream &os) {
     json::OStream j(os, 2);
@@ -623,6 +632,12 @@ Error writeReport(const Request &request, const Compiled &c) {
               j.attribute("host_peak_bytes", c.hostPeak[r]);
               j.attribute("host_arena_bytes", c.hostArena[r]);
             }
+            // The levers, where the schedule pulls them: (stage,
+            // microbatch) pairs rebuilt by an R, and moved off and back.
+            if (c.table.hasRecompute())
+              j.attribute("recomputed", leverCount(c.table, r, sched::Kind::R));
+            if (c.table.hasOffload())
+              j.attribute("offloaded", leverCount(c.table, r, sched::Kind::O));
           });
       });
       // MPI's process k (launch.sh's order, launch-slurm.sh's task k).
@@ -678,6 +693,20 @@ void printBanner(const Request &request, const Compiled &compiled) {
   else if (compiled.activationBudget)
     outs() << formatv("  activation budget {0} bytes per rank\n",
                       static_cast<int64_t>(*compiled.activationBudget));
+  // What the levers do on a rank: microbatches recomputed, and offloaded
+  // with the host memory they take.
+  auto levers = [&](int r) {
+    int64_t rebuilt = leverCount(compiled.table, r, sched::Kind::R),
+            moved = leverCount(compiled.table, r, sched::Kind::O);
+    std::string text;
+    if (rebuilt)
+      text += formatv("; {0} recomputed", rebuilt).str();
+    if (compiled.hostArena[r])
+      text += formatv("; {0} offloaded to the host: peak {1} bytes, arena {2}",
+                      moved, compiled.hostPeak[r], compiled.hostArena[r])
+                  .str();
+    return text;
+  };
   for (int r = 0; r < compiled.ranks; ++r)
     outs() << formatv("  rank {0} ({1}): peak {2} bytes, arena {3} "
                       "({4:F3}x){5}\n",
@@ -686,12 +715,7 @@ void printBanner(const Request &request, const Compiled &compiled) {
                       compiled.peak[r] ? double(compiled.arena[r]) /
                                               double(compiled.peak[r])
                                         : 1.0,
-                      compiled.hostArena[r]
-                          ? formatv("; offloaded to the host: peak {0} "
-                                    "bytes, arena {1}",
-                                    compiled.hostPeak[r], compiled.hostArena[r])
-                                .str()
-                          : std::string());
+                      levers(r));
   // Where each process runs, when that is more than "rank r is process r".
   if (request.replicas > 1 || !request.hosts.empty())
     for (auto [k, p] : llvm::enumerate(compiled.processes))
