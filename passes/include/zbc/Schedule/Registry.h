@@ -34,9 +34,10 @@ struct BuildOptions {
   RecomputeMode recompute = RecomputeMode::None;
   /// Offload (Offload.h): under full every stash is copied to host memory
   /// and back; under auto buildWithOffload fits orders to the budget by
-  /// offloading. One lever per schedule (a microbatch is recomputed or
-  /// offloaded): with recompute, an error, except both on auto, where each
-  /// builds and buildSchedule keeps the shorter within the budget.
+  /// offloading. A microbatch is recomputed or offloaded, never both: with
+  /// recompute, an error, except both on auto, where offload auto also fits
+  /// with R's (fitByLevers: each microbatch kept, offloaded or recomputed)
+  /// and buildSchedule keeps the shorter of that and recompute auto.
   OffloadMode offload = OffloadMode::None;
 };
 
