@@ -58,13 +58,6 @@ ScheduleTable oneRank(std::vector<Action> order) {
   return table;
 }
 
-size_t count(const ScheduleTable &table, Kind kind) {
-  size_t n = 0;
-  for (const std::vector<Action> &rank : table.ranks)
-    for (const Action &a : rank)
-      n += a.kind == kind;
-  return n;
-}
 
 TEST(Offload, CostsAreValidated) {
   Problem problem = uniform(2, 2);
@@ -206,11 +199,11 @@ TEST(Offload, FullOffloadsEveryMicrobatchOfEverySchedule) {
                              << llvm::toString(built.takeError());
     // Every pair with room between its F and its backward (an overlapped
     // pair may have none).
-    EXPECT_GT(count(built->table, Kind::O), 0u) << info.name;
-    EXPECT_EQ(count(built->table, Kind::O), count(built->table, Kind::L))
+    EXPECT_GT(built->table.count(Kind::O), 0u) << info.name;
+    EXPECT_EQ(built->table.count(Kind::O), built->table.count(Kind::L))
         << info.name;
     if (built->table.overlaps.empty()) {
-      EXPECT_EQ(count(built->table, Kind::O), size_t(4 * v * 8)) << info.name;
+      EXPECT_EQ(built->table.count(Kind::O), size_t(4 * v * 8)) << info.name;
     }
     ASSERT_EQ(built->sim.peakHostMemory.size(), 4u) << info.name;
     EXPECT_GT(built->sim.peakHostMemory[0], 0) << info.name;
@@ -363,8 +356,8 @@ TEST(Offload, FitWithBothLeversMixesThemPerMicrobatch) {
     return bool(fit->recomputed[size_t(stage) * m + microbatch]);
   });
   EXPECT_EQ(errorOf(table.verify()), ""); // never both on one microbatch
-  EXPECT_GT(count(table, Kind::O), 0u);
-  EXPECT_GT(count(table, Kind::R), 0u);
+  EXPECT_GT(table.count(Kind::O), 0u);
+  EXPECT_GT(table.count(Kind::R), 0u);
   llvm::Expected<SimResult> sim = simulate(problem, table);
   ASSERT_TRUE(bool(sim)) << llvm::toString(sim.takeError());
   for (double peak : sim->peakMemory)

@@ -88,6 +88,9 @@ struct ScheduleTable {
   /// Whether any action is an O or an L.
   bool hasOffload() const { return has(Kind::O) || has(Kind::L); }
   bool has(Kind kind) const;
+  /// How many actions are of `kind` (of an R or an O: the pairs
+  /// recomputed or offloaded).
+  size_t count(Kind kind) const;
   /// Whether `a`'s (stage, microbatch) is set in `mask`, one of the masks
   /// above.
   bool isRecomputed(const std::vector<bool> &mask, const Action &a) const {

@@ -201,14 +201,6 @@ std::vector<int> backwardIndex(const std::vector<Action> &actions, int m,
   return at;
 }
 
-size_t countOf(const ScheduleTable &table, Kind kind) {
-  size_t n = 0;
-  for (const std::vector<Action> &rank : table.ranks)
-    n += std::count_if(rank.begin(), rank.end(),
-                       [&](const Action &a) { return a.kind == kind; });
-  return n;
-}
-
 } // namespace
 
 llvm::Expected<std::vector<std::vector<OffloadPlace>>>
@@ -462,7 +454,7 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
     insertOffloads(*table, *places);
     std::string note = "offload full: every stash goes to host memory after "
                        "its F and comes back before its backward (" +
-                       std::to_string(countOf(*table, Kind::O)) + " offloads)";
+                       std::to_string(table->count(Kind::O)) + " offloads)";
     return OffloadedTable{std::move(*table), std::move(note)};
   }
 
@@ -522,7 +514,7 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
     return what;
   };
   auto levered = [&](const ScheduleTable &table) {
-    size_t copies = countOf(table, Kind::O), rebuilt = countOf(table, Kind::R);
+    size_t copies = table.count(Kind::O), rebuilt = table.count(Kind::R);
     std::string what;
     if (copies)
       what += std::to_string(copies) + " offloaded";
@@ -592,7 +584,7 @@ zbc::sched::buildWithOffload(const Problem &problem, OffloadMode mode,
   llvm::Expected<ScheduleTable> kept = fitted(std::move(*order), best->second);
   if (!kept)
     return kept.takeError();
-  size_t copies = countOf(*kept, Kind::O), rebuilt = countOf(*kept, Kind::R);
+  size_t copies = kept->count(Kind::O), rebuilt = kept->count(Kind::R);
   std::string note = "offload auto: " + describe(best->first, best->second);
   if (copies)
     note += " with " + std::to_string(copies) + " of " +

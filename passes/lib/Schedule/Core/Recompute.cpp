@@ -199,19 +199,12 @@ zbc::sched::buildWithRecompute(const Problem &problem, RecomputeMode mode,
     });
     return RecomputedTable{std::move(*table), plan.relaxedBudget, ""};
   };
-  auto countR = [](const ScheduleTable &table) {
-    size_t n = 0;
-    for (const std::vector<Action> &rank : table.ranks)
-      n += std::count_if(rank.begin(), rank.end(),
-                         [](const Action &a) { return a.kind == Kind::R; });
-    return n;
-  };
   auto describePlan = [&](const Plan &plan, const ScheduleTable *table) {
     if (plan.relaxedBudget <= 0)
       return describe(plan.stages);
     std::string what = "the order for " + formatNumber(plan.relaxedBudget);
     if (table)
-      what += " with " + std::to_string(countR(*table)) + " of " +
+      what += " with " + std::to_string(table->count(Kind::R)) + " of " +
               std::to_string(numStages * problem.microbatches) +
               " microbatches recomputed";
     return what;
@@ -236,7 +229,7 @@ zbc::sched::buildWithRecompute(const Problem &problem, RecomputeMode mode,
       return;
     }
     tried += " " + formatNumber(sim->makespan);
-    size_t r = countR(candidate->table);
+    size_t r = candidate->table.count(Kind::R);
     double tie = 1e-9 * std::max(1.0, bestMakespan);
     if (!best || sim->makespan < bestMakespan - tie ||
         (sim->makespan <= bestMakespan + tie && r < bestR)) {

@@ -3,6 +3,8 @@
 #include "zbc/Schedule/ScheduleTable.h"
 #include "Core/Support.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 
 #include <map>
 #include <tuple>
@@ -51,6 +53,13 @@ bool ScheduleTable::has(Kind kind) const {
       if (a.kind == kind)
         return true;
   return false;
+}
+
+size_t ScheduleTable::count(Kind kind) const {
+  size_t n = 0;
+  for (const std::vector<Action> &rank : ranks)
+    n += llvm::count_if(rank, [&](const Action &a) { return a.kind == kind; });
+  return n;
 }
 
 std::vector<bool> ScheduleTable::maskOf(Kind kind) const {
