@@ -27,6 +27,11 @@ void zbc::buildBackwardPipeline(OpPassManager &pm,
 
 void zbc::buildScheduleToProgramPipeline(OpPassManager &pm,
                                          const LowerToProgramOptions &options) {
+  // Checkpoints before the schedule: it plans with the stash and backward
+  // costs they leave.
+  bool checkpoint = options.recompute == kCheckpointBackward;
+  if (checkpoint)
+    pm.addPass(createZBCheckpointBackwardPass());
   // The order per rank, fitted to a memory limit where there is one.
   ZBSchedulePassOptions schedule;
   schedule.kind = options.schedule;
@@ -34,7 +39,7 @@ void zbc::buildScheduleToProgramPipeline(OpPassManager &pm,
   schedule.virtualStages = options.virtualStages;
   schedule.optimizer = options.optimizer;
   schedule.costFile = options.costFile;
-  schedule.recompute = options.recompute;
+  schedule.recompute = checkpoint ? "none" : options.recompute;
   schedule.offload = options.offload;
   schedule.copyBandwidth = options.copyBandwidth;
   schedule.memoryLimit = options.memoryLimit;

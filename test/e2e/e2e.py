@@ -60,6 +60,7 @@ from counting import learnable_data  # noqa: E402
 from zbc_models import gpt, llama, mlp, schedules  # noqa: E402
 from zbc_e2e import EXAMPLES, expect_failure, fresh_dir, run  # noqa: E402
 import backends  # noqa: E402
+import checkpoint  # noqa: E402
 import failures  # noqa: E402
 import hosts  # noqa: E402
 import offload  # noqa: E402
@@ -296,7 +297,8 @@ def main():
              "loss-falls": loss_falls,
              "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES,
              **failures.MODES, **backends.MODES, **schedule_files.MODES,
-             **hosts.MODES, **recompute.MODES, **offload.MODES}
+             **hosts.MODES, **recompute.MODES, **offload.MODES,
+             **checkpoint.MODES}
     parser.add_argument("mode", choices=sorted(modes))
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)

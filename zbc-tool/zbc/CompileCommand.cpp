@@ -116,9 +116,11 @@ cl::opt<std::string> recomputeOpt(
              "full (every microbatch's F keeps only its inputs; an R before "
              "its backward runs it again), selective (as full, each "
              "stage's R rebuilding only what costs no matmul-class FLOPs: "
-             "F keeps the rest) or auto (the stages and "
+             "F keeps the rest), auto (the stages and "
              "microbatches that give the shortest schedule within the "
-             "memory)"),
+             "memory) or checkpoint (F keeps only the points where the "
+             "forward narrows to one tensor; each backward rebuilds the "
+             "rest one segment at a time, no R ops)"),
     cl::value_desc("mode"), cl::init("none"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> offloadOpt(
     "offload",
@@ -291,10 +293,13 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
   }
   request.input = inputFile;
   request.costFile = costFileOpt;
-  if (Expected<sched::RecomputeMode> mode =
-          sched::parseRecomputeMode(recomputeOpt);
-      !mode)
-    return fail("--recompute: " + toString(mode.takeError()));
+  // checkpoint is a rewrite of the stages, not a mode of the schedule's.
+  if (recomputeOpt != kCheckpointBackward)
+    if (Expected<sched::RecomputeMode> mode =
+            sched::parseRecomputeMode(recomputeOpt);
+        !mode)
+      return fail("--recompute: " + toString(mode.takeError()) +
+                  " (or 'checkpoint')");
   request.recompute = recomputeOpt;
   if (Expected<sched::OffloadMode> mode = sched::parseOffloadMode(offloadOpt);
       !mode)

@@ -141,6 +141,14 @@ PipelineOp zbc::pipelineOfProgram(ProgramOp program) {
   return dyn_cast_or_null<PipelineOp>(SymbolTable::lookupSymbolIn(table, name));
 }
 
+ProgramOp zbc::programOfPipeline(PipelineOp pipeline) {
+  auto module = pipeline->getParentOfType<ModuleOp>();
+  for (ProgramOp program : module.getOps<ProgramOp>())
+    if (pipelineOfProgram(program) == pipeline)
+      return program;
+  return {};
+}
+
 ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
   ProgramModel model;
   sched::Program &p = model.program;

@@ -58,16 +58,6 @@ struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
   LogicalResult scheduleAtBudget(ModuleOp target, double budget);
 };
 
-/// The program scheduled for `pipeline` (a user's, or an earlier run's), or
-/// null.
-ProgramOp programOf(PipelineOp pipeline) {
-  auto module = pipeline->getParentOfType<ModuleOp>();
-  for (ProgramOp program : module.getOps<ProgramOp>())
-    if (pipelineOfProgram(program) == pipeline)
-      return program;
-  return {};
-}
-
 /// FLOPs as a schedule time. An F with no FLOPs (a stage of data movement
 /// only) still gets one, as the schedule library requires F > 0; B and W
 /// are exact: a stage whose upstream needs no input gradient has no B work
@@ -395,7 +385,7 @@ void ZBSchedulePass::runOnOperation() {
     return signalPassFailure();
   }
   bool toSchedule = llvm::any_of(
-      pipelines, [](PipelineOp pipeline) { return !programOf(pipeline); });
+      pipelines, [](PipelineOp pipeline) { return !programOfPipeline(pipeline); });
   // A rank's whole memory as the schedule's activation budget: the largest
   // that fits, else the closest miss, which the proof then reports. The
   // program records the budget it was built at, fitted or given.
@@ -445,7 +435,7 @@ void ZBSchedulePass::runOnOperation() {
   }
   Builder b(module.getContext());
   for (PipelineOp pipeline : pipelines) {
-    bool scheduledHere = !programOf(pipeline);
+    bool scheduledHere = !programOfPipeline(pipeline);
     if (scheduledHere && failed(schedulePipeline(pipeline, *budget))) {
       if (memoryLimit > 0)
         module.emitError("no schedule within memory-limit ")
@@ -455,7 +445,7 @@ void ZBSchedulePass::runOnOperation() {
                "error is above)";
       return signalPassFailure();
     }
-    ProgramOp program = programOf(pipeline);
+    ProgramOp program = programOfPipeline(pipeline);
     if (memoryLimit > 0)
       program.setMemoryLimitAttr(b.getI64IntegerAttr(memoryLimit));
     if (builtAt && scheduledHere)

@@ -55,6 +55,9 @@ ProgramModel modelOfProgram(zb::ProgramOp program, zb::PipelineOp pipeline);
 
 /// The zb.pipeline a program names in its `pipeline` attribute, or null.
 zb::PipelineOp pipelineOfProgram(zb::ProgramOp program);
+/// The program scheduled for `pipeline` in its module (a user's, or an
+/// earlier run's), or null.
+zb::ProgramOp programOfPipeline(zb::PipelineOp pipeline);
 
 /// A compute-only zb.program of `table` for `pipeline`, built after it: one
 /// zb.rank per row, the computes in order, each waiting for the products

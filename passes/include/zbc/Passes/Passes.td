@@ -101,6 +101,31 @@ def ZBSplitBackwardPass : Pass<"zb-split-backward", "::mlir::ModuleOp"> {
   ];
 }
 
+def ZBCheckpointBackwardPass
+    : Pass<"zb-checkpoint-backward", "::mlir::ModuleOp"> {
+  let summary = "Keep only checkpoints after F; rebuild the rest inside the "
+                "backward, one segment at a time";
+  let description = [{
+    Activation checkpointing (Note [Checkpointed backward] in
+    CheckpointBackward.cpp): every stage's stash becomes its checkpoints,
+    the values of F's body across which no other activation is read (the
+    residual stream between sublayers, the head's values), and each
+    backward phase clones the forward ops that rebuild what it read from
+    the rest right before the first op that reads it. The stage then holds
+    less after F (M_B) and at its backward (one segment's values at a
+    time), and its B and W cost what they recompute. Runs after
+    zb-split-backward and before zb-schedule (`zbc compile --recompute
+    checkpoint`); a pipeline that has its zb.program already is refused.
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+  let statistics = [
+    Statistic<"numStages", "stages", "Stages whose backward rebuilds part "
+                                     "of the stash">,
+    Statistic<"numCloned", "cloned-ops", "Forward ops cloned into backward "
+                                         "phases">,
+  ];
+}
+
 def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
   let summary = "Order the F/B/W work of every rank by a named schedule";
   let description = [{

@@ -31,6 +31,10 @@ void buildBackwardPipeline(mlir::OpPassManager &pm,
 /// The lowering of a model to a proven, planned program: what `zbc
 /// compile` runs before code generation (and, with convert-zb-to-emitc
 /// after it, codegen's zb-lower-to-cpp). The options are zb-schedule's.
+/// The recompute mode that rebuilds inside the backward (Note [Checkpointed
+/// backward] in CheckpointBackward.cpp) rather than by scheduled R ops.
+inline constexpr const char *kCheckpointBackward = "checkpoint";
+
 struct LowerToProgramOptions {
   int64_t stages = 0; // as BackwardPipelineOptions::stages
   std::string schedule = "1f1b";
@@ -38,7 +42,8 @@ struct LowerToProgramOptions {
   int64_t virtualStages = 1;
   std::string optimizer = "sgd";
   std::string costFile;
-  /// zb-schedule's recompute: none, full or auto.
+  /// zb-schedule's recompute (none, full, selective or auto), or
+  /// kCheckpointBackward: zb-checkpoint-backward first, then no R ops.
   std::string recompute = "none";
   /// zb-schedule's offload (none, full or auto) and copy-bandwidth (bytes
   /// per unit of schedule time; 0: none given).
@@ -51,7 +56,7 @@ struct LowerToProgramOptions {
 };
 
 /// zb.pipeline (with or without its zb.program) -> a proven, planned
-/// program: zb-schedule (a pipeline that has its program keeps it),
+/// program: zb-checkpoint-backward (recompute=checkpoint), zb-schedule (a pipeline that has its program keeps it),
 /// zb-insert-p2p (a program with transfers keeps them), zb-plan-memory.
 void buildScheduleToProgramPipeline(mlir::OpPassManager &pm,
                                     const LowerToProgramOptions &options);
@@ -86,7 +91,8 @@ struct LowerToProgramCLOptions
                                llvm::cl::desc("A JSON cost file"),
                                llvm::cl::init("")};
   Option<std::string> recompute{*this, "recompute",
-                                llvm::cl::desc("none, full or auto (R ops)"),
+                                llvm::cl::desc("none, full, selective or auto (R "
+                                               "ops), or checkpoint"),
                                 llvm::cl::init("none")};
   Option<std::string> offload{*this, "offload",
                               llvm::cl::desc("none, full or auto (zb.offload "
