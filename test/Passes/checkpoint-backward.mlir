@@ -13,11 +13,20 @@
 // equal, measured peaks = these). A second run changes nothing, and a
 // pipeline that has its program is refused.
 //
+// zb-schedule recompute=auto checkpoints the backward where nothing else
+// fits: at memory-limit 1500000, below the 1553924 bytes the last rank
+// holds at its backward in every plain order (its one microbatch's stash),
+// zb-auto fits neither without R ops nor with one before every backward,
+// and with auto it checkpoints and proves.
+//
 // RUN: zbc-opt %examples/gpt.mlir --zb-backward --zb-checkpoint-backward -o %t.mlir
 // RUN: FileCheck %s --check-prefix=STAGE1 < %t.mlir
 // RUN: zbc-opt %t.mlir --zb-checkpoint-backward | diff - %t.mlir
 // RUN: zbc-opt %t.mlir --zb-schedule="kind=1f1b microbatches=4" --zb-insert-p2p --zb-verify-schedule=report=true -o %t.program.mlir 2>&1 | FileCheck %s --check-prefix=VERIFIED
 // RUN: not zbc-opt %t.program.mlir --zb-checkpoint-backward -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROGRAM
+// RUN: not zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="kind=zb-auto microbatches=4 memory-limit=1500000" --zb-insert-p2p --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: not zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="kind=zb-auto microbatches=4 memory-limit=1500000 recompute=full" --zb-insert-p2p --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=FULL
+// RUN: zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="kind=zb-auto microbatches=4 memory-limit=1500000 recompute=auto" --zb-insert-p2p --zb-verify-schedule=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
 
 // STAGE1-LABEL: zb.stage 1 {
 // STAGE1:         %6 = zb.add %in.0, %5
@@ -46,3 +55,8 @@
 // VERIFIED: remark: verified: 4 ranks, 80 ops, peak bytes per rank [1294080, 1076992, 1044224, 1358084]
 
 // PROGRAM: error: 'zb.pipeline' op has its zb.program already; checkpointing the backward changes the stash that program was proven for
+
+// NONE: error: rank 0 holds 1653760 bytes at W(0,0), over the memory limit of 1500000
+// FULL: error: rank 3 holds 1522692 bytes at W(3,0), over the memory limit of 1500000
+// AUTO: remark: zb-schedule: no order fits memory-limit 1500000 with the stash kept, recomputed or offloaded; the backward is checkpointed (zb-checkpoint-backward)
+// AUTO: remark: verified: 4 ranks, 96 ops, peak bytes per rank [1294080, 1142528, 1109760, 1472260]

@@ -23,9 +23,10 @@
                   compiles, proves, trains one step as the reference does,
                   every rank's measured peak the predicted one, within the
                   limit. Below that least limit (5% under it) neither the
-                  plain order nor --recompute auto compiles (a rank holds
+                  plain order nor --recompute full compiles (a rank holds
                   the stash of the microbatch whose backward runs,
-                  recomputed or not), and --recompute checkpoint does:
+                  recomputed or not), --recompute auto compiles by
+                  checkpointing the backward, and --recompute checkpoint:
                   it proves, trains one step as the reference does, every
                   rank's measured peak the predicted one, within the limit.
 """
@@ -223,11 +224,14 @@ def limit(args):
     shape = ["--ranks", "4", "--microbatches", "8", "--schedule", "zb-auto"]
     out = os.path.join(args.work, "probe")
 
+    last_compile = [""]  # what the last compile said
+
     def compiles(limit_bytes, mode):
         fresh_dir(out)
         result = run([zbc, "compile", model, *shape, "--mem-limit",
                       str(limit_bytes), "--recompute", mode, "-o", out],
                      check=False)
+        last_compile[0] = result.stdout + result.stderr
         if result.returncode != 0:
             return None
         with open(os.path.join(out, "report.json")) as f:
@@ -270,12 +274,17 @@ def limit(args):
 
     # Below that least limit no order fits, with R ops or without; the
     # checkpointed backward (Note [Checkpointed backward]) holds one
-    # segment of the microbatch at its backward, not its stash, and fits.
+    # segment of the microbatch at its backward, not its stash, and fits,
+    # and --recompute auto takes it there.
     below = int(high / 1.05)
-    for mode in ("none", "auto"):
+    for mode in ("none", "full"):
         if compiles(below, mode) is not None:
             sys.exit(f"FAILED: --mem-limit {below} compiles with --recompute "
                      f"{mode}: it is not below every plain order's")
+    if compiles(below, "auto") is None or "the backward is checkpointed" \
+            not in last_compile[0]:
+        sys.exit(f"FAILED: --mem-limit {below} with --recompute auto does "
+                 f"not compile checkpointed: {last_compile[0]}")
     checkpointed = compiles(below, "checkpoint")
     if checkpointed is None:
         sys.exit(f"FAILED: --mem-limit {below} does not compile with "
@@ -296,7 +305,8 @@ def limit(args):
         sys.exit(f"FAILED: checkpointed, the parameters after a step differ "
                  f"from the recomputed run's by {error:.3g} relative")
     print(f"ok: at {below} bytes per rank, below every order without "
-          f"checkpoints (none and --recompute auto refused), --recompute "
+          f"checkpoints (none and --recompute full refused, auto "
+          f"checkpoints), --recompute "
           f"checkpoint plans a makespan of {checkpointed:.4g} and trains "
           f"within the limit: measured peaks {measured} (= predicted); "
           f"parameters within {error:.2g} relative of the run above")

@@ -267,25 +267,38 @@ struct ZBCheckpointBackwardPass final
   using Base::Base;
   void runOnOperation() override {
     WalkResult walk = getOperation().walk([&](PipelineOp pipeline) {
-      if (programOfPipeline(pipeline)) {
-        pipeline.emitOpError("has its zb.program already; checkpointing the "
-                             "backward changes the stash that program was "
-                             "proven for");
+      FailureOr<int> rewritten = checkpointBackward(pipeline, &numCloned);
+      if (failed(rewritten))
         return WalkResult::interrupt();
-      }
-      for (StageOp stage : pipeline.getBody().front().getOps<StageOp>()) {
-        FailureOr<int> cloned = checkpointStage(stage);
-        if (failed(cloned))
-          return WalkResult::interrupt();
-        numCloned += *cloned;
-        numStages += *cloned > 0;
-      }
+      numStages += *rewritten;
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
       signalPassFailure();
   }
 
+  /// checkpointBackward, counting the ops cloned.
+  static FailureOr<int> checkpointBackward(PipelineOp pipeline,
+                                           llvm::Statistic *cloned) {
+    if (programOfPipeline(pipeline))
+      return pipeline.emitOpError(
+          "has its zb.program already; checkpointing the backward changes "
+          "the stash that program was proven for");
+    int stages = 0;
+    for (StageOp stage : pipeline.getBody().front().getOps<StageOp>()) {
+      FailureOr<int> ops = checkpointStage(stage);
+      if (failed(ops))
+        return failure();
+      if (cloned)
+        *cloned += *ops;
+      stages += *ops > 0;
+    }
+    return stages;
+  }
 };
 
 } // namespace
+
+FailureOr<int> zbc::checkpointBackward(PipelineOp pipeline) {
+  return ZBCheckpointBackwardPass::checkpointBackward(pipeline, nullptr);
+}

@@ -56,6 +56,9 @@ struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
   /// This pass's options at an activation budget, without a memory limit:
   /// one try of the fit (Note [Rank budget]).
   LogicalResult scheduleAtBudget(ModuleOp target, double budget);
+  /// The longest predicted makespan of the pipelines of a copy of `target`
+  /// scheduled at `budget` (the simulator's, with this pass's costs).
+  FailureOr<double> makespanAt(ModuleOp target, double budget);
 };
 
 /// FLOPs as a schedule time. An F with no FLOPs (a stage of data movement
@@ -357,6 +360,38 @@ LogicalResult ZBSchedulePass::scheduleAtBudget(ModuleOp target,
   return pm.run(target);
 }
 
+FailureOr<double> ZBSchedulePass::makespanAt(ModuleOp target,
+                                             double budget) {
+  OwningOpRef<ModuleOp> copy = target.clone();
+  if (failed(scheduleAtBudget(*copy, budget)))
+    return failure();
+  double longest = 0;
+  for (PipelineOp pipeline : copy->getOps<PipelineOp>()) {
+    ProgramOp program = programOfPipeline(pipeline);
+    if (!program)
+      return failure();
+    sched::ScheduleTable table = tableOfProgram(program);
+    int64_t stages = llvm::range_size(
+        pipeline.getBody().front().getOps<StageOp>());
+    FailureOr<sched::Problem> problem = schedulingProblemOf(
+        pipeline, stages / std::max<int64_t>(program.getNumRanks(), 1),
+        program.getMicrobatches(), comm, std::nullopt);
+    if (failed(problem))
+      return failure();
+    problem->copyBandwidth = copyBandwidth;
+    if (!costFile.empty() &&
+        failed(applyCostFile(pipeline, costFile, *problem)))
+      return failure();
+    llvm::Expected<sched::SimResult> sim = sched::simulate(*problem, table);
+    if (!sim) {
+      llvm::consumeError(sim.takeError());
+      return failure();
+    }
+    longest = std::max(longest, sim->makespan);
+  }
+  return longest;
+}
+
 void ZBSchedulePass::runOnOperation() {
   ModuleOp module = getOperation();
   SmallVector<PipelineOp> pipelines(module.getOps<PipelineOp>());
@@ -407,29 +442,101 @@ void ZBSchedulePass::runOnOperation() {
              });
     };
     FailureOr<RankBudget> fitted = fit();
+    std::string askedRecompute = recompute, askedOffload = offload;
     // Note [Levers never lose]: an `auto` lever chooses among orders with
     // and without it at one activation budget, but the fit of a whole
     // rank's limit may find no budget where the orders it chose fit while
     // the plain order fits: then the plain order it is.
     bool automatic = recompute == "auto" || offload == "auto";
+    bool fellBackToPlain = false; // said below, unless checkpoints win
     if (automatic && !fitsLimit(fitted)) {
-      std::string asked = recompute, askedOffload = offload;
       recompute = "none";
       offload = "none";
       FailureOr<RankBudget> plain = fit();
       if (fitsLimit(plain)) {
         fitted = plain;
-        for (PipelineOp pipeline : pipelines)
-          emitRemark(pipeline.getLoc())
-              << "zb-schedule: no order with recompute=" << asked
-              << " offload=" << askedOffload << " fits memory-limit "
-              << static_cast<int64_t>(memoryLimit)
-              << "; the order without the levers does";
+        fellBackToPlain = true;
       } else {
-        recompute = asked;
+        recompute = askedRecompute;
         offload = askedOffload;
       }
     }
+    // Note [Checkpoints as a candidate]: with recompute=auto the
+    // checkpointed backward (Note [Checkpointed backward]) is one more
+    // candidate, fitted to the limit on a copy of the module: it is taken
+    // where nothing else fits (below every order's least limit a backward
+    // holds its microbatch's whole stash, R ops or not) and where it plans
+    // a shorter step (a smaller stash leaves room for more microbatches in
+    // flight). A cost file's figures are measured for the stages as they
+    // are, so with one it is taken only where nothing else fits.
+    if (askedRecompute == "auto") {
+      // What the fit above settled on, for its makespan; the candidate
+      // with the levers as asked.
+      std::string keptRecompute = recompute, keptOffload = offload;
+      recompute = askedRecompute;
+      offload = askedOffload;
+      OwningOpRef<ModuleOp> trial = module.clone();
+      FailureOr<RankBudget> checkpointed = failure();
+      {
+        // A pipeline it cannot rewrite (one with its program) only means
+        // no such candidate.
+        ScopedDiagnosticHandler quiet(module.getContext(),
+                                      [](Diagnostic &) { return success(); });
+        if (llvm::all_of(trial->getOps<PipelineOp>(), [](PipelineOp pipeline) {
+              return succeeded(checkpointBackward(pipeline));
+            }))
+          checkpointed = fitActivationBudget(
+              *trial, memoryLimit, [&](ModuleOp target, double bytes) {
+                return scheduleAtBudget(target, bytes);
+              });
+      }
+      std::optional<std::pair<double, double>> spans; // checkpointed, not
+      bool take = fitsLimit(checkpointed) && !fitsLimit(fitted);
+      if (fitsLimit(checkpointed) && fitsLimit(fitted) && costFile.empty()) {
+        FailureOr<double> with = makespanAt(*trial, checkpointed->activations);
+        std::swap(recompute, keptRecompute);
+        std::swap(offload, keptOffload);
+        FailureOr<double> without = makespanAt(module, fitted->activations);
+        std::swap(recompute, keptRecompute);
+        std::swap(offload, keptOffload);
+        if (succeeded(with) && succeeded(without)) {
+          spans = {*with, *without};
+          take = *with < *without;
+        }
+      }
+      if (take) {
+        for (PipelineOp pipeline : pipelines) {
+          (void)checkpointBackward(pipeline); // as on the copy
+          std::string text;
+          llvm::raw_string_ostream os(text);
+          os << "zb-schedule: ";
+          if (spans)
+            os << "the backward checkpointed plans a makespan of "
+               << llvm::format("%.4g", spans->first) << " within memory-limit "
+               << static_cast<int64_t>(memoryLimit) << ", against "
+               << llvm::format("%.4g", spans->second)
+               << " with the stash kept, recomputed or offloaded";
+          else
+            os << "no order fits memory-limit "
+               << static_cast<int64_t>(memoryLimit)
+               << " with the stash kept, recomputed or offloaded";
+          os << "; the backward is checkpointed (zb-checkpoint-backward)";
+          emitRemark(pipeline.getLoc()) << text;
+        }
+        fitted = checkpointed;
+        fellBackToPlain = false;
+      } else {
+        recompute = keptRecompute;
+        offload = keptOffload;
+      }
+    }
+    if (fellBackToPlain)
+      for (PipelineOp pipeline : pipelines)
+        emitRemark(pipeline.getLoc())
+            << "zb-schedule: no order with recompute=" << askedRecompute
+            << " offload=" << askedOffload << " fits memory-limit "
+            << static_cast<int64_t>(memoryLimit)
+            << "; the order without the levers does";
     if (succeeded(fitted))
       *budget = builtAt = fitted->activations;
   }

@@ -66,6 +66,12 @@ schedulingProblemOf(zb::PipelineOp pipeline, int64_t virtualStages,
 mlir::LogicalResult applyCostFile(zb::PipelineOp pipeline, llvm::StringRef path,
                                   sched::Problem &problem);
 
+/// Note [Checkpointed backward] (CheckpointBackward.cpp), on every stage of
+/// `pipeline`, which must have no zb.program yet: returns the stages
+/// rewritten (0: none had a stash to rebuild). zb-checkpoint-backward runs
+/// it; so does zb-schedule recompute=auto where nothing else fits.
+mlir::FailureOr<int> checkpointBackward(zb::PipelineOp pipeline);
+
 } // namespace zbc
 
 #endif // ZBC_PASSES_PASSES_H

@@ -153,7 +153,9 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     passes/include/zbc/Analysis/ProgramMemory.h). What an R rebuilds is each
     stage's `rebuilt` policy (Note [Selective recomputation] in
     RecomputePlan.h): absent, every `F.i`; `selective` writes the cheap ones
-    (no matmul-class FLOPs to rebuild) on every stage without a policy. `offload=full|auto` lets
+    (no matmul-class FLOPs to rebuild) on every stage without a policy;
+    under a `memory-limit` no order fits, `auto` checkpoints the backward
+    (zb-checkpoint-backward) and fits again. `offload=full|auto` lets
     it copy stashes to host memory and back: a `zb.offload` after a
     microbatch's F and a `zb.reload` before its backward (Note [Offload in
     the IR]).
@@ -205,7 +207,9 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
            "(every microbatch, each stage's R rebuilding only what costs "
            "no matmul-class FLOPs); auto (the stages and microbatches to "
            "recompute that give the shortest schedule within the "
-           "activation budget)">,
+           "activation budget; under a memory-limit nothing else fits, "
+           "the backward checkpointed first, as zb-checkpoint-backward "
+           "does)">,
     Option<"offload", "offload", "std::string", /*default=*/"\"none\"",
            "Offload as scheduled copies (Note [Offload in the IR]): none; "
            "full (every microbatch's stash goes to host memory after its F "
