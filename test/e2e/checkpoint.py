@@ -21,9 +21,9 @@ import os
 import re
 import sys
 
-from zbc_e2e import fresh_dir, run
-from zbc_models import schedules
-from recompute import _source, _recomputes, train_against_same_order, without_ops
+from zbc_e2e import run
+from recompute import (_recomputes, each_lever_case, train_against_same_order,
+                       without_ops)
 
 
 def stash_keys(program_text):
@@ -49,23 +49,13 @@ def equivalence(args):
     zbc = os.path.join(args.bin, "zbc")
     zbc_opt = os.path.join(args.bin, "zbc-opt")
     reference = os.path.join(args.bin, "zbc-reference")
-    cases = [(name, v, p, model) for name, v in schedules(zbc)
-             for p in (2, 4) for model in ("gpt", "llama")]
-    tensors, lower = 0, 0
-    for name, v, p, model in cases:
-        case = f"{name}-p{p}-{model}"
-        work = fresh_dir(args.work, case)
-        source = os.path.join(work, "model.mlir")
-        with open(source, "w") as f:
-            f.write(_source(args, model, v * p))
-        m = 2 * p
-        full = os.path.join(work, "full")
-        run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
-             str(m), "--schedule", name, "--recompute", "checkpoint", "-o",
-             full])
+    tensors, lower, cases = 0, 0, 0
+    for case, p, work, full, source, stages in each_lever_case(
+            args, ["--recompute", "checkpoint"]):
+        cases += 1
         with open(os.path.join(full, "program.mlir")) as f:
             checkpointed = f.read()
-        plain_text = plain_pipeline_with_order(zbc_opt, source, v * p,
+        plain_text = plain_pipeline_with_order(zbc_opt, source, stages,
                                                checkpointed)
         kept, stashed = stash_keys(checkpointed), stash_keys(plain_text)
         if not kept < stashed:
@@ -82,10 +72,10 @@ def equivalence(args):
         print(f"ok {case}: F.I {kept} of {stashed}; bitwise equal to the "
               f"order without checkpoints; peaks {peaks_full} vs "
               f"{peaks_plain}; {summary}", flush=True)
-    print(f"{len(cases)} of {len(cases)} checkpointed pipelines train bitwise "
+    print(f"{cases} of {cases} checkpointed pipelines train bitwise "
           f"as the same orders without checkpoints ({tensors} tensors against "
           f"the reference); measured peak = predicted on every rank; the "
-          f"largest rank peak lower in {lower} of {len(cases)}")
+          f"largest rank peak lower in {lower} of {cases}")
 
 
 MODES = {"checkpoint-equivalence": equivalence}

@@ -31,10 +31,9 @@ import os
 import re
 import sys
 
-from recompute import (_recomputes, _source, train_against_same_order,
-                       without_ops)
+from recompute import (_recomputes, _source, each_lever_case,
+                       train_against_same_order, without_ops)
 from zbc_e2e import fresh_dir, run
-from zbc_models import schedules
 
 # Bytes per unit of schedule time: any positive speed gives the same order
 # of copies under --offload full; a fast one keeps the planned makespan near
@@ -49,20 +48,10 @@ def _copies(reports):
 def equivalence(args):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
-    cases = [(name, v, p, model) for name, v in schedules(zbc)
-             for p in (2, 4) for model in ("gpt", "llama")]
-    tensors = 0
-    for name, v, p, model in cases:
-        case = f"{name}-p{p}-{model}"
-        work = fresh_dir(args.work, case)
-        source = os.path.join(work, "model.mlir")
-        with open(source, "w") as f:
-            f.write(_source(args, model, v * p))
-        m = 2 * p
-        full = os.path.join(work, "full")
-        run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
-             str(m), "--schedule", name, "--offload", "full",
-             "--copy-bandwidth", COPY_BANDWIDTH, "-o", full])
+    tensors, cases = 0, 0
+    for case, p, work, full, _, _ in each_lever_case(
+            args, ["--offload", "full", "--copy-bandwidth", COPY_BANDWIDTH]):
+        cases += 1
         with open(os.path.join(full, "program.mlir")) as f:
             plain_text, copies = without_ops(f.read(), "offload|reload")
         if copies == 0 or copies % 2:
@@ -82,7 +71,7 @@ def equivalence(args):
         print(f"ok {case}: {copies} copies; bitwise equal to the order "
               f"without them; device peaks {device} vs {device_plain}, host "
               f"peaks {host}; {summary}", flush=True)
-    print(f"{len(cases)} of {len(cases)} offloading pipelines train bitwise "
+    print(f"{cases} of {cases} offloading pipelines train bitwise "
           f"as their orders without copies ({tensors} tensors against the "
           f"reference); measured device and host peaks = predicted on every "
           f"rank")

@@ -141,6 +141,27 @@ def train_against_same_order(zbc, reference, full, work, p, plain_text,
     return reports_full, reports_plain, result.stdout.strip().splitlines()[-1]
 
 
+def each_lever_case(args, lever):
+    """The cases of the lever equivalence tests: every registered schedule,
+    p in {2, 4}, the example GPT and Llama (one block or layer per stage),
+    m = 2p, each compiled with the options `lever` into `full`. Yields
+    (case, p, work, full, source, stages) after the compile: the model
+    source it wrote and its stages."""
+    zbc = os.path.join(args.bin, "zbc")
+    for name, v, p, model in [(name, v, p, model)
+                              for name, v in schedules(zbc)
+                              for p in (2, 4) for model in ("gpt", "llama")]:
+        case = f"{name}-p{p}-{model}"
+        work = fresh_dir(args.work, case)
+        source = os.path.join(work, "model.mlir")
+        with open(source, "w") as f:
+            f.write(_source(args, model, v * p))
+        full = os.path.join(work, "full")
+        run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
+             str(2 * p), "--schedule", name, *lever, "-o", full])
+        yield case, p, work, full, source, v * p
+
+
 def _recomputes(reports):
     return sum(c["count"] for rep in reports
                for c in rep["profile"]["computes"] if c["kind"] == "R")
@@ -175,19 +196,10 @@ def _selective_policy(out, case):
 def equivalence(args, mode="full"):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
-    cases = [(name, v, p, model) for name, v in schedules(zbc)
-             for p in (2, 4) for model in ("gpt", "llama")]
-    tensors, lower = 0, 0
-    for name, v, p, model in cases:
-        case = f"{name}-p{p}-{model}"
-        work = fresh_dir(args.work, case)
-        source = os.path.join(work, "model.mlir")
-        with open(source, "w") as f:
-            f.write(_source(args, model, v * p))
-        m = 2 * p
-        full = os.path.join(work, "full")
-        run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
-             str(m), "--schedule", name, "--recompute", mode, "-o", full])
+    tensors, lower, cases = 0, 0, 0
+    for case, p, work, full, _, stages in each_lever_case(
+            args, ["--recompute", mode]):
+        cases += 1
         ops = ""
         if mode == "selective":
             counts = _selective_policy(full, case)
@@ -195,9 +207,9 @@ def equivalence(args, mode="full"):
                    f"{sum(f for _, f in counts)}; ")
         with open(os.path.join(full, "program.mlir")) as f:
             plain_text, recomputed = without_recompute(f.read())
-        if recomputed != v * p * m:
+        if recomputed != stages * 2 * p:
             sys.exit(f"FAILED: {case}: {recomputed} R ops, want one per "
-                     f"(stage, microbatch), {v * p * m}")
+                     f"(stage, microbatch), {stages * 2 * p}")
         reports_full, reports_plain, summary = train_against_same_order(
             zbc, reference, full, work, p, plain_text, "R")
         if _recomputes(reports_full) != recomputed or _recomputes(reports_plain):
@@ -211,10 +223,24 @@ def equivalence(args, mode="full"):
         print(f"ok {case}: {recomputed} R; {ops}bitwise equal to the order "
               f"without them; peaks {peaks_full} vs {peaks_plain}; {summary}",
               flush=True)
-    print(f"{len(cases)} of {len(cases)} pipelines recomputed ({mode}) train bitwise "
+    print(f"{cases} of {cases} pipelines recomputed ({mode}) train bitwise "
           f"as their orders without R ({tensors} tensors against the "
           f"reference); measured peak = predicted on every rank; the largest "
-          f"rank peak lower in {lower} of {len(cases)}")
+          f"rank peak lower in {lower} of {cases}")
+
+
+def _train_within(out, work, name, limit_bytes):
+    """One step of the program compiled in `out`: every rank's measured
+    peak must be the one report.json predicts, and within `limit_bytes`.
+    Returns the saved parameters, the ranks' reports and the peaks."""
+    with open(os.path.join(out, "report.json")) as f:
+        predicted = [r["peak_bytes"] for r in json.load(f)["memory"]]
+    saved, reports = _train(out, work, name)
+    measured = [rep["measured_peak_bytes"] for rep in reports]
+    if measured != predicted or max(measured) > limit_bytes:
+        sys.exit(f"FAILED: {name}: measured peaks {measured}, predicted "
+                 f"{predicted}, limit {limit_bytes}")
+    return saved, reports, measured
 
 
 def limit(args):
@@ -255,13 +281,8 @@ def limit(args):
     if plain is None or recomputed is None or not recomputed < plain:
         sys.exit(f"FAILED: at --mem-limit {bytes_limit} the predicted makespan "
                  f"is {recomputed} with --recompute auto, {plain} without")
-    with open(os.path.join(out, "report.json")) as f:
-        predicted = [r["peak_bytes"] for r in json.load(f)["memory"]]
-    saved, reports = _train(out, args.work, "auto")
-    measured = [rep["measured_peak_bytes"] for rep in reports]
-    if measured != predicted or max(measured) > bytes_limit:
-        sys.exit(f"FAILED: measured peaks {measured}, predicted {predicted}, "
-                 f"limit {bytes_limit}")
+    saved, reports, measured = _train_within(out, args.work, "auto",
+                                             bytes_limit)
     result = run([reference, os.path.join(out, "program.mlir"), "--steps",
                   "1", "--compare", saved])
     print(f"ok: zb-auto fits no less than {high} bytes per rank; at "
@@ -289,13 +310,8 @@ def limit(args):
     if checkpointed is None:
         sys.exit(f"FAILED: --mem-limit {below} does not compile with "
                  f"--recompute checkpoint")
-    with open(os.path.join(out, "report.json")) as f:
-        predicted = [r["peak_bytes"] for r in json.load(f)["memory"]]
-    saved_checkpointed, reports = _train(out, args.work, "checkpoint")
-    measured = [rep["measured_peak_bytes"] for rep in reports]
-    if measured != predicted or max(measured) > below:
-        sys.exit(f"FAILED: checkpointed, measured peaks {measured}, "
-                 f"predicted {predicted}, limit {below}")
+    saved_checkpointed, _, measured = _train_within(out, args.work,
+                                                    "checkpoint", below)
     # Against the step above, which the reference checked: another order
     # sums the microbatches' gradients in another order, so to rounding.
     # (The reference interpreter would rebuild every segment op by op,

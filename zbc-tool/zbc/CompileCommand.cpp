@@ -118,7 +118,8 @@ cl::opt<std::string> recomputeOpt(
              "stage's R rebuilding only what costs no matmul-class FLOPs: "
              "F keeps the rest), auto (the stages and "
              "microbatches that give the shortest schedule within the "
-             "memory; checkpoint where nothing else fits) or checkpoint (F keeps only the points where the "
+             "memory; the backward checkpointed where that is shorter or "
+             "alone fits) or checkpoint (F keeps only the points where the "
              "forward narrows to one tensor; each backward rebuilds the "
              "rest one segment at a time, no R ops)"),
     cl::value_desc("mode"), cl::init("none"), BOTH, cl::cat(zbcCategory));

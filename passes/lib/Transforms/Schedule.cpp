@@ -56,6 +56,21 @@ struct ZBSchedulePass final : zbc::impl::ZBSchedulePassBase<ZBSchedulePass> {
   /// This pass's options at an activation budget, without a memory limit:
   /// one try of the fit (Note [Rank budget]).
   LogicalResult scheduleAtBudget(ModuleOp target, double budget);
+  /// The problem of `pipeline` at `v` stages per rank and `budget` with
+  /// this pass's costs: the stage analysis', the copy bandwidth, and the
+  /// cost file's figures over them where there is one.
+  FailureOr<sched::Problem> problemWithCosts(PipelineOp pipeline, int64_t v,
+                                             std::optional<double> budget) {
+    FailureOr<sched::Problem> problem =
+        schedulingProblemOf(pipeline, v, microbatches, comm, budget);
+    if (failed(problem))
+      return failure();
+    problem->copyBandwidth = copyBandwidth;
+    if (!costFile.empty() &&
+        failed(applyCostFile(pipeline, costFile, *problem)))
+      return failure();
+    return problem;
+  }
   /// The longest predicted makespan of the pipelines of a copy of `target`
   /// scheduled at `budget` (the simulator's, with this pass's costs).
   FailureOr<double> makespanAt(ModuleOp target, double budget);
@@ -240,17 +255,7 @@ LogicalResult ZBSchedulePass::schedulePipeline(PipelineOp pipeline,
   };
   if (recompute == "selective")
     setPolicy(true);
-  auto problemOf = [&]() -> FailureOr<sched::Problem> {
-    FailureOr<sched::Problem> problem =
-        schedulingProblemOf(pipeline, v, microbatches, comm, budget);
-    if (failed(problem))
-      return failure();
-    problem->copyBandwidth = copyBandwidth;
-    if (!costFile.empty() &&
-        failed(applyCostFile(pipeline, costFile, *problem)))
-      return failure();
-    return problem;
-  };
+  auto problemOf = [&] { return problemWithCosts(pipeline, v, budget); };
   FailureOr<sched::Problem> problem = problemOf();
   if (failed(problem))
     return failure();
@@ -373,14 +378,10 @@ FailureOr<double> ZBSchedulePass::makespanAt(ModuleOp target,
     sched::ScheduleTable table = tableOfProgram(program);
     int64_t stages = llvm::range_size(
         pipeline.getBody().front().getOps<StageOp>());
-    FailureOr<sched::Problem> problem = schedulingProblemOf(
+    FailureOr<sched::Problem> problem = problemWithCosts(
         pipeline, stages / std::max<int64_t>(program.getNumRanks(), 1),
-        program.getMicrobatches(), comm, std::nullopt);
+        std::nullopt);
     if (failed(problem))
-      return failure();
-    problem->copyBandwidth = copyBandwidth;
-    if (!costFile.empty() &&
-        failed(applyCostFile(pipeline, costFile, *problem)))
       return failure();
     llvm::Expected<sched::SimResult> sim = sched::simulate(*problem, table);
     if (!sim) {

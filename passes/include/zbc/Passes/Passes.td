@@ -154,8 +154,9 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     stage's `rebuilt` policy (Note [Selective recomputation] in
     RecomputePlan.h): absent, every `F.i`; `selective` writes the cheap ones
     (no matmul-class FLOPs to rebuild) on every stage without a policy;
-    under a `memory-limit` no order fits, `auto` checkpoints the backward
-    (zb-checkpoint-backward) and fits again. `offload=full|auto` lets
+    under a `memory-limit`, `auto` also fits the limit with the backward
+    checkpointed (zb-checkpoint-backward) and takes that where nothing else
+    fits or it plans a shorter step (Note [Checkpoints as a candidate]). `offload=full|auto` lets
     it copy stashes to host memory and back: a `zb.offload` after a
     microbatch's F and a `zb.reload` before its backward (Note [Offload in
     the IR]).
@@ -207,9 +208,9 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
            "(every microbatch, each stage's R rebuilding only what costs "
            "no matmul-class FLOPs); auto (the stages and microbatches to "
            "recompute that give the shortest schedule within the "
-           "activation budget; under a memory-limit nothing else fits, "
-           "the backward checkpointed first, as zb-checkpoint-backward "
-           "does)">,
+           "activation budget; under a memory-limit also the backward "
+           "checkpointed, as zb-checkpoint-backward does, where nothing "
+           "else fits or it plans a shorter step)">,
     Option<"offload", "offload", "std::string", /*default=*/"\"none\"",
            "Offload as scheduled copies (Note [Offload in the IR]): none; "
            "full (every microbatch's stash goes to host memory after its F "
