@@ -82,16 +82,19 @@ llvm::DenseSet<Value> checkpointsOf(PhaseOp forward) {
     ops.push_back(&op);
   }
   int n = static_cast<int>(ops.size());
-  // crossing[i]: activations made at or before op i and read after it.
+  // crossing[i]: activations made at or before op i and read after it,
+  // each counted over [where it is made, its last reader) by differences.
   std::vector<int> crossing(n + 1, 0);
   auto count = [&](Value value, int madeAt) {
     int lastRead = madeAt;
     for (Operation *user : value.getUsers())
       if (auto it = position.find(user); it != position.end())
         lastRead = std::max(lastRead, it->second);
-    // Live over positions [max(madeAt, 0), lastRead).
-    for (int i = std::max(madeAt, 0); i < lastRead; ++i)
-      ++crossing[i];
+    int from = std::max(madeAt, 0);
+    if (from < lastRead) {
+      ++crossing[from];
+      --crossing[lastRead];
+    }
   };
   for (auto [arg, key] : llvm::zip(body.getArguments(), forward.getArgKeyList()))
     if (kindOf(key) == KeyKind::In)
@@ -99,6 +102,8 @@ llvm::DenseSet<Value> checkpointsOf(PhaseOp forward) {
   for (auto [i, op] : llvm::enumerate(ops))
     for (Value result : op->getResults())
       count(result, static_cast<int>(i));
+  for (int i = 1; i <= n; ++i)
+    crossing[i] += crossing[i - 1];
   llvm::DenseSet<Value> checkpoints;
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (op->getNumResults() != 1 || crossing[i] != 1)
