@@ -31,7 +31,7 @@ import os
 import re
 import sys
 
-from recompute import (_recomputes, _source, each_lever_case,
+from recompute import (_recomputes, case_model, each_lever_case,
                        train_against_same_order, without_ops)
 from zbc_e2e import fresh_dir, run
 
@@ -105,10 +105,7 @@ def mixed_equivalence(args):
     p = 4
     for name, v, model in cases:
         case = f"{name}-p{p}-{model}"
-        work = fresh_dir(args.work, case)
-        source = os.path.join(work, "model.mlir")
-        with open(source, "w") as f:
-            f.write(_source(args, model, v * p))
+        work, source = case_model(args, case, model, v * p)
         costs = os.path.join(work, "costs.json")
         with open(costs, "w") as f:
             json.dump(MIXED_COSTS, f)

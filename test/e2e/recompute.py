@@ -63,6 +63,16 @@ def without_recompute(program_text):
     return without_ops(program_text, "compute R")
 
 
+def case_model(args, case, model, stages):
+    """A fresh work folder for `case` holding the example `model` ("gpt" or
+    "llama") cut into `stages`: returns the folder and the model's path."""
+    work = fresh_dir(args.work, case)
+    source = os.path.join(work, "model.mlir")
+    with open(source, "w") as f:
+        f.write(_source(args, model, stages))
+    return work, source
+
+
 def _source(args, model, stages):
     if model == "gpt":
         return gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages)
@@ -152,10 +162,7 @@ def each_lever_case(args, lever):
                               for name, v in schedules(zbc)
                               for p in (2, 4) for model in ("gpt", "llama")]:
         case = f"{name}-p{p}-{model}"
-        work = fresh_dir(args.work, case)
-        source = os.path.join(work, "model.mlir")
-        with open(source, "w") as f:
-            f.write(_source(args, model, v * p))
+        work, source = case_model(args, case, model, v * p)
         full = os.path.join(work, "full")
         run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
              str(2 * p), "--schedule", name, *lever, "-o", full])
