@@ -267,43 +267,45 @@ FailureOr<int> checkpointStage(StageOp stage) {
   return cloned;
 }
 
+/// Every stage of `pipeline` (zbc::checkpointBackward), adding the ops
+/// cloned into its backward phases to `clonedOps`.
+FailureOr<int> checkpointPipeline(PipelineOp pipeline, int64_t &clonedOps) {
+  if (programOfPipeline(pipeline))
+    return pipeline.emitOpError(
+        "has its zb.program already; checkpointing the backward changes "
+        "the stash that program was proven for");
+  int stages = 0;
+  for (StageOp stage : pipeline.getBody().front().getOps<StageOp>()) {
+    FailureOr<int> ops = checkpointStage(stage);
+    if (failed(ops))
+      return failure();
+    clonedOps += *ops;
+    stages += *ops > 0;
+  }
+  return stages;
+}
+
 struct ZBCheckpointBackwardPass final
     : zbc::impl::ZBCheckpointBackwardPassBase<ZBCheckpointBackwardPass> {
   using Base::Base;
   void runOnOperation() override {
     WalkResult walk = getOperation().walk([&](PipelineOp pipeline) {
-      FailureOr<int> rewritten = checkpointBackward(pipeline, &numCloned);
+      int64_t cloned = 0;
+      FailureOr<int> rewritten = checkpointPipeline(pipeline, cloned);
       if (failed(rewritten))
         return WalkResult::interrupt();
       numStages += *rewritten;
+      numCloned += cloned;
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
       signalPassFailure();
-  }
-
-  /// checkpointBackward, counting the ops cloned.
-  static FailureOr<int> checkpointBackward(PipelineOp pipeline,
-                                           llvm::Statistic *cloned) {
-    if (programOfPipeline(pipeline))
-      return pipeline.emitOpError(
-          "has its zb.program already; checkpointing the backward changes "
-          "the stash that program was proven for");
-    int stages = 0;
-    for (StageOp stage : pipeline.getBody().front().getOps<StageOp>()) {
-      FailureOr<int> ops = checkpointStage(stage);
-      if (failed(ops))
-        return failure();
-      if (cloned)
-        *cloned += *ops;
-      stages += *ops > 0;
-    }
-    return stages;
   }
 };
 
 } // namespace
 
 FailureOr<int> zbc::checkpointBackward(PipelineOp pipeline) {
-  return ZBCheckpointBackwardPass::checkpointBackward(pipeline, nullptr);
+  int64_t cloned = 0;
+  return checkpointPipeline(pipeline, cloned);
 }

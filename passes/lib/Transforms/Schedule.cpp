@@ -430,8 +430,8 @@ void ZBSchedulePass::runOnOperation() {
     builtAt = **budget;
   if (memoryLimit > 0 && toSchedule) {
     *budget = static_cast<double>(memoryLimit);
-    auto fit = [&] {
-      return fitActivationBudget(module, memoryLimit,
+    auto fit = [&](ModuleOp candidate) {
+      return fitActivationBudget(candidate, memoryLimit,
                                  [&](ModuleOp target, double bytes) {
                                    return scheduleAtBudget(target, bytes);
                                  });
@@ -442,7 +442,7 @@ void ZBSchedulePass::runOnOperation() {
                return peak <= memoryLimit;
              });
     };
-    FailureOr<RankBudget> fitted = fit();
+    FailureOr<RankBudget> fitted = fit(module);
     std::string askedRecompute = recompute, askedOffload = offload;
     // Note [Levers never lose]: an `auto` lever chooses among orders with
     // and without it at one activation budget, but the fit of a whole
@@ -453,7 +453,7 @@ void ZBSchedulePass::runOnOperation() {
     if (automatic && !fitsLimit(fitted)) {
       recompute = "none";
       offload = "none";
-      FailureOr<RankBudget> plain = fit();
+      FailureOr<RankBudget> plain = fit(module);
       if (fitsLimit(plain)) {
         fitted = plain;
         fellBackToPlain = true;
@@ -486,10 +486,7 @@ void ZBSchedulePass::runOnOperation() {
         if (llvm::all_of(trial->getOps<PipelineOp>(), [](PipelineOp pipeline) {
               return succeeded(checkpointBackward(pipeline));
             }))
-          checkpointed = fitActivationBudget(
-              *trial, memoryLimit, [&](ModuleOp target, double bytes) {
-                return scheduleAtBudget(target, bytes);
-              });
+          checkpointed = fit(*trial);
       }
       std::optional<std::pair<double, double>> spans; // checkpointed, not
       bool take = fitsLimit(checkpointed) && !fitsLimit(fitted);

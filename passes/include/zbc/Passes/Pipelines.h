@@ -28,13 +28,13 @@ struct BackwardPipelineOptions {
 void buildBackwardPipeline(mlir::OpPassManager &pm,
                            const BackwardPipelineOptions &options);
 
-/// The lowering of a model to a proven, planned program: what `zbc
-/// compile` runs before code generation (and, with convert-zb-to-emitc
-/// after it, codegen's zb-lower-to-cpp). The options are zb-schedule's.
 /// The recompute mode that rebuilds inside the backward (Note [Checkpointed
 /// backward] in CheckpointBackward.cpp) rather than by scheduled R ops.
 inline constexpr const char *kCheckpointBackward = "checkpoint";
 
+/// The lowering of a model to a proven, planned program: what `zbc
+/// compile` runs before code generation (and, with convert-zb-to-emitc
+/// after it, codegen's zb-lower-to-cpp). The options are zb-schedule's.
 struct LowerToProgramOptions {
   int64_t stages = 0; // as BackwardPipelineOptions::stages
   std::string schedule = "1f1b";
@@ -56,8 +56,8 @@ struct LowerToProgramOptions {
 };
 
 /// zb.pipeline (with or without its zb.program) -> a proven, planned
-/// program: zb-checkpoint-backward (recompute=checkpoint), zb-schedule (a pipeline that has its program keeps it),
-/// zb-insert-p2p (a program with transfers keeps them), zb-plan-memory.
+/// program: zb-checkpoint-backward (recompute=checkpoint), zb-schedule (a
+/// pipeline that has its program keeps it), zb-insert-p2p (a program with transfers keeps them), zb-plan-memory.
 void buildScheduleToProgramPipeline(mlir::OpPassManager &pm,
                                     const LowerToProgramOptions &options);
 
