@@ -18,8 +18,12 @@ ZBC_PACKAGES=(
   cmake ninja-build g++ python3 pkg-config
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev coinor-libcbc-dev
-  libfmt-dev libopenblas-dev libopenmpi-dev openmpi-bin
+  libfmt-dev libopenblas-dev libopenmpi-dev openmpi-bin ccache
 )
+# ccache (CMakeLists.txt uses it when found): checkouts anywhere under the
+# checkout's parent share one cache, so a fresh clone of sources built
+# before compiles little.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$ZBC_ROOT")}
 
 zbc_install_packages() {
   local missing=()
