@@ -34,7 +34,7 @@ echo "== Backward of the GPT split into B (input gradient) and W (weight gradien
 echo
 echo "== The GPT scheduled with zb-auto (8 microbatches), per-rank work:"
 "$bin/zbc-opt" examples/gpt.mlir --zb-backward \
-  --zb-schedule="kind=zb-auto microbatches=8 report=true" -o "$out/gpt-scheduled.mlir"
+  --zb-schedule="schedule=zb-auto microbatches=8 report=true" -o "$out/gpt-scheduled.mlir"
 "$bin/zbc" check "$out/gpt-scheduled.mlir" | sed -n '/^program/,$p'
 
 echo

@@ -448,13 +448,22 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
   }
   // Note [Selective recomputation]: an R reads what a kept F.I holds from
   // its buffer.
-  if (kept == YieldsKept::OnlyRebuilt)
-    for (const auto &[value, key] : plan->readFromKept) {
+  // In the kept keys' order: the map's own order follows the values'
+  // addresses, which differ from run to run.
+  if (kept == YieldsKept::OnlyRebuilt) {
+    SmallVector<std::pair<std::string, Value>> readKept;
+    for (const auto &[value, key] : plan->readFromKept)
+      readKept.push_back({key, value});
+    llvm::sort(readKept, [](const auto &a, const auto &b) {
+      return a.first < b.first;
+    });
+    for (const auto &[key, value] : readKept) {
       Slot slot;
       slot.stage = stage;
       slot.key = key;
       layout.slotOf[value] = push(slot);
     }
+  }
   YieldOp yield = phase.getYield();
   for (auto [key, value] : llvm::zip(yield.getKeyList(), yield.getValues())) {
     // A yield this compute drops (Note [Recomputation in the IR]) stays in

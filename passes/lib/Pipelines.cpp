@@ -26,25 +26,14 @@ void zbc::buildBackwardPipeline(OpPassManager &pm,
 }
 
 void zbc::buildScheduleToProgramPipeline(OpPassManager &pm,
-                                         const LowerToProgramOptions &options) {
-  // Checkpoints before the schedule: it plans with the stash and backward
-  // costs they leave.
-  bool checkpoint = options.recompute == kCheckpointBackward;
-  if (checkpoint)
-    pm.addPass(createZBCheckpointBackwardPass());
-  // The order per rank, fitted to a memory limit where there is one.
-  ZBSchedulePassOptions schedule;
-  schedule.kind = options.schedule;
-  schedule.microbatches = options.microbatches;
-  schedule.virtualStages = options.virtualStages;
-  schedule.optimizer = options.optimizer;
-  schedule.costFile = options.costFile;
-  schedule.recompute = checkpoint ? "none" : options.recompute;
-  schedule.offload = options.offload;
-  schedule.copyBandwidth = options.copyBandwidth;
-  schedule.memoryLimit = options.memoryLimit;
-  schedule.activationBudget = options.activationBudget;
-  pm.addPass(createZBSchedulePass(schedule));
+                                         const CompileOptions &options) {
+  // The costs the order is planned with, where every step after reads
+  // them (Note [Costs in the IR]).
+  pm.addPass(createZBStageCostsPass(options));
+  // The order per rank, its levers fitted to a memory limit where there is
+  // one; checkpoints first where asked, as the order plans with the stash
+  // and backward costs they leave.
+  pm.addPass(createZBSchedulePass(options));
   // The transfers the order implies.
   pm.addPass(createZBInsertP2PPass());
   // Proves the program first: nothing unverified reaches code generation.
@@ -52,27 +41,16 @@ void zbc::buildScheduleToProgramPipeline(OpPassManager &pm,
 }
 
 void zbc::buildLowerToProgramPipeline(OpPassManager &pm,
-                                      const LowerToProgramOptions &options) {
+                                      const CompileOptions &options) {
   BackwardPipelineOptions backward;
   backward.stages = options.stages;
   buildBackwardPipeline(pm, backward);
   buildScheduleToProgramPipeline(pm, options);
 }
 
-zbc::LowerToProgramOptions zbc::LowerToProgramCLOptions::options() const {
-  LowerToProgramOptions o;
-  o.stages = stages;
-  o.schedule = schedule;
-  o.microbatches = microbatches;
-  o.virtualStages = virtualStages;
-  o.optimizer = optimizer;
-  o.costFile = costFile;
-  o.recompute = recompute;
-  o.offload = offload;
-  o.copyBandwidth = copyBandwidth;
-  o.memoryLimit = memoryLimit;
-  o.activationBudget = activationBudget;
-  return o;
+zbc::CompileOptions zbc::LowerToProgramCLOptions::options() const {
+  binder.read();
+  return values;
 }
 
 namespace {

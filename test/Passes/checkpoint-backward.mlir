@@ -22,11 +22,11 @@
 // RUN: zbc-opt %examples/gpt.mlir --zb-backward --zb-checkpoint-backward -o %t.mlir
 // RUN: FileCheck %s --check-prefix=STAGE1 < %t.mlir
 // RUN: zbc-opt %t.mlir --zb-checkpoint-backward | diff - %t.mlir
-// RUN: zbc-opt %t.mlir --zb-schedule="kind=1f1b microbatches=4" --zb-insert-p2p --zb-verify-schedule=report=true -o %t.program.mlir 2>&1 | FileCheck %s --check-prefix=VERIFIED
+// RUN: zbc-opt %t.mlir --zb-schedule="schedule=1f1b microbatches=4" --zb-insert-p2p --zb-verify-schedule=report=true -o %t.program.mlir 2>&1 | FileCheck %s --check-prefix=VERIFIED
 // RUN: not zbc-opt %t.program.mlir --zb-checkpoint-backward -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROGRAM
-// RUN: not zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="kind=zb-auto microbatches=4 memory-limit=1500000" --zb-insert-p2p --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
-// RUN: not zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="kind=zb-auto microbatches=4 memory-limit=1500000 recompute=full" --zb-insert-p2p --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=FULL
-// RUN: zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="kind=zb-auto microbatches=4 memory-limit=1500000 recompute=auto" --zb-insert-p2p --zb-verify-schedule=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
+// RUN: not zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="schedule=zb-auto microbatches=4 memory-limit=1500000" --zb-insert-p2p --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: not zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="schedule=zb-auto microbatches=4 memory-limit=1500000 recompute=full" --zb-insert-p2p --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=FULL
+// RUN: zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="schedule=zb-auto microbatches=4 memory-limit=1500000 recompute=auto" --zb-insert-p2p --zb-verify-schedule=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
 
 // STAGE1-LABEL: zb.stage 1 {
 // STAGE1:         %6 = zb.add %in.0, %5

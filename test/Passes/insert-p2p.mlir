@@ -1,5 +1,5 @@
-// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=1f1b microbatches=2" --zb-insert-p2p --zb-verify-schedule | FileCheck %s
-// RUN: zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="kind=zb-v microbatches=2" --zb-insert-p2p --zb-verify-schedule | FileCheck %s --check-prefix=V
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=1f1b microbatches=2" --zb-insert-p2p --zb-verify-schedule | FileCheck %s
+// RUN: zbc-opt %examples/gpt.mlir --zb-backward --zb-schedule="schedule=zb-v microbatches=2" --zb-insert-p2p --zb-verify-schedule | FileCheck %s --check-prefix=V
 // RUN: not zbc-opt %s --split-input-file --zb-insert-p2p 2>&1 | FileCheck %s --check-prefix=ERR
 
 // Tests where zb-insert-p2p puts each transfer under 1F1B on the MLP: a

@@ -19,7 +19,7 @@
 // schedules the plain order (Note [Levers never lose] in Schedule.cpp). zbc check counts and
 // simulates the copies.
 //
-// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=1f1b microbatches=4 offload=full copy-bandwidth=1" --zb-insert-p2p --zb-verify-schedule=report=true -o %t.mlir 2>&1 | FileCheck %s --check-prefix=FULL
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-stage-costs="copy-bandwidth=1" --zb-schedule="schedule=1f1b microbatches=4 offload=full" --zb-insert-p2p --zb-verify-schedule=report=true -o %t.mlir 2>&1 | FileCheck %s --check-prefix=FULL
 // RUN: FileCheck %s --check-prefix=ORDER < %t.mlir
 // RUN: zbc-opt %t.mlir --zb-plan-memory=report=true -o - 2>&1 | FileCheck %s --check-prefix=PLAN
 // RUN: zbc check %t.mlir | FileCheck %s --check-prefix=CHECK-TOOL
@@ -29,9 +29,9 @@
 // RUN: sed -e '/%%reload0_3 = /{h;d}' -e '/%%BW0_3 = /G' -e 's/after(%%reload0_3, /after(/' %t.mlir | not zbc-opt --zb-verify-schedule -o /dev/null 2>&1 | FileCheck %s --check-prefix=LATE
 // RUN: zbc-opt %t.mlir --zb-plan-memory --convert-zb-to-emitc -o %t.emitc.mlir
 // RUN: mlir-translate --mlir-to-cpp --file-id=rank0 %t.emitc.mlir | FileCheck %s --check-prefix=CODEGEN
-// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=1f1b microbatches=4 offload=full" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOLINK
-// RUN: zbc-opt %examples/gpt-small.mlir --zb-backward="stages=4" --zb-schedule="kind=zb-auto microbatches=8 memory-limit=44000000 offload=auto copy-bandwidth=1e12" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEVERLOSE
-// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=1f1b microbatches=4 offload=often copy-bandwidth=1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MODE
+// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=1f1b microbatches=4 offload=full" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOLINK
+// RUN: zbc-opt %examples/gpt-small.mlir --zb-backward="stages=4" --zb-stage-costs="copy-bandwidth=1e12" --zb-schedule="schedule=zb-auto microbatches=8 memory-limit=44000000 offload=auto" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEVERLOSE
+// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-stage-costs="copy-bandwidth=1" --zb-schedule="schedule=1f1b microbatches=4 offload=often" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MODE
 
 // FULL: remark: verified: 2 ranks, 48 ops, peak bytes per rank [101376, 87492], host peak bytes per rank [12288, 4352]
 
@@ -77,4 +77,4 @@
 // CODEGEN-NEXT: // BW(0,0): stage 0, microbatch 0
 // CODEGEN-NEXT: ZBC_RT_CALL(zbc_rt_wait, v1, 7);
 // NOLINK: error: 'zb.pipeline' op offload=full needs the copy queues' speed: give copy-bandwidth
-// MODE: error: 'zb.pipeline' op offload: {{.*}}often
+// MODE: error: zb-schedule option offload: offload mode must be 'none', 'full' or 'auto', got 'often'

@@ -8,8 +8,8 @@
 // what W needs packs without a gap: its weight gradient reuses the bytes of
 // out.0, whose send completed, and of F's temporaries).
 //
-// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory=report=true -o - 2>&1 | FileCheck %s
-// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1 optimizer=adamw" --zb-insert-p2p --zb-plan-memory -o - 2>&1 | FileCheck %s --check-prefix=ADAMW
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory=report=true -o - 2>&1 | FileCheck %s
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1 optimizer=adamw" --zb-insert-p2p --zb-plan-memory -o - 2>&1 | FileCheck %s --check-prefix=ADAMW
 // RUN: not zbc-opt %s --split-input-file --zb-plan-memory -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR
 
 // CHECK: remark: memory plan of @mlp_zb_h1: rank 0: arena 94720, peak 94720 (1.000x); rank 1: arena 81472, peak 81284 (1.002x)

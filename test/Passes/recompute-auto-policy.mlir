@@ -4,10 +4,10 @@
 // kept; on a chain of matmuls, whose every stashed value costs matmul FLOPs
 // to rebuild, the selective build would be the plain one, so there is none.
 
-// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=1f1b microbatches=4 recompute=auto report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MLP
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=1f1b microbatches=4 recompute=auto report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MLP
 // MLP: remark: schedule '1f1b': {{.*}}; recompute auto: the selective policy gives makespan {{[0-9.e+]+}}, rebuilding every stash {{[0-9.e+]+}}; kept {{full|selective}}
 
-// RUN: zbc-opt %s --zb-backward --zb-schedule="kind=1f1b microbatches=4 recompute=auto report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MATMULS
+// RUN: zbc-opt %s --zb-backward --zb-schedule="schedule=1f1b microbatches=4 recompute=auto report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MATMULS
 // MATMULS: remark: schedule '1f1b': {{.*}}; recompute auto: no stage of 2
 // MATMULS-NOT: selective policy
 

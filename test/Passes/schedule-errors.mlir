@@ -1,9 +1,9 @@
-// RUN: not zbc-opt %s --zb-backward --zb-schedule="kind=zb-h7 microbatches=4" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
-// RUN: not zbc-opt %s --zb-backward --zb-schedule="kind=zb-v microbatches=4" 2>&1 | FileCheck %s --check-prefix=V
-// RUN: not zbc-opt %s --zb-autodiff --zb-schedule="kind=1f1b microbatches=4" 2>&1 | FileCheck %s --check-prefix=FUSED
-// RUN: not zbc-opt %s --zb-backward --zb-schedule="kind=1f1b" 2>&1 | FileCheck %s --check-prefix=MB
-// RUN: not zbc-opt %s --zb-backward --zb-schedule="kind=zb-auto microbatches=4 activation-budget=1" 2>&1 | FileCheck %s --check-prefix=LIMIT
-// RUN: not zbc-opt %s --zb-schedule="kind=1f1b microbatches=4" 2>&1 | FileCheck %s --check-prefix=NOPIPE
+// RUN: not zbc-opt %s --zb-backward --zb-schedule="schedule=zb-h7 microbatches=4" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not zbc-opt %s --zb-backward --zb-schedule="schedule=zb-v microbatches=4" 2>&1 | FileCheck %s --check-prefix=V
+// RUN: not zbc-opt %s --zb-autodiff --zb-schedule="schedule=1f1b microbatches=4" 2>&1 | FileCheck %s --check-prefix=FUSED
+// RUN: not zbc-opt %s --zb-backward --zb-schedule="schedule=1f1b" 2>&1 | FileCheck %s --check-prefix=MB
+// RUN: not zbc-opt %s --zb-backward --zb-schedule="schedule=zb-auto microbatches=4 activation-budget=1" 2>&1 | FileCheck %s --check-prefix=LIMIT
+// RUN: not zbc-opt %s --zb-schedule="schedule=1f1b microbatches=4" 2>&1 | FileCheck %s --check-prefix=NOPIPE
 
 // Tests the errors of zb-schedule: an unknown schedule (the error lists the
 // registered ones), a V schedule on an odd number of stages, a pipeline

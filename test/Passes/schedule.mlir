@@ -1,6 +1,6 @@
-// RUN: zbc-opt %s --zb-backward --zb-schedule="kind=zb-h1 microbatches=4" | FileCheck %s --check-prefix=H1
-// RUN: zbc-opt %s --zb-backward --zb-schedule="kind=1f1b microbatches=3" | FileCheck %s --check-prefix=ONE
-// RUN: zbc-opt %s --zb-backward --zb-schedule="kind=zb-h1 microbatches=4 report=true" 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: zbc-opt %s --zb-backward --zb-schedule="schedule=zb-h1 microbatches=4" | FileCheck %s --check-prefix=H1
+// RUN: zbc-opt %s --zb-backward --zb-schedule="schedule=1f1b microbatches=3" | FileCheck %s --check-prefix=ONE
+// RUN: zbc-opt %s --zb-backward --zb-schedule="schedule=zb-h1 microbatches=4 report=true" 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // Tests that zb-schedule turns a split pipeline into a zb.program with each
 // rank's computes in the schedule's order: ZB-H1 warms rank 0 up with
@@ -19,9 +19,12 @@ zb.model @mlp {
   zb.loss %l : tensor<f32>
 }
 
-// The pipeline stays: the program's computes run its phases.
-// H1:          zb.pipeline @mlp
-// H1-LABEL:    zb.program @mlp_zb_h1 microbatches(4) placement [0, 1] attributes {optimizer = "sgd", pipeline = @mlp, schedule = "zb-h1"}
+// The pipeline stays, with the costs the order was planned with (Note
+// [Costs in the IR]): the program's computes run its phases. The program
+// records what it is predicted to take and the levers it was built with.
+// H1:          zb.pipeline @mlp attributes {costs = {comm = 0 : i64, copy_bandwidth = 0 : i64, unit = "FLOPs"}}
+// H1:          zb.stage 0 attributes {costs = {B = 0 : i64, F = 1088 : i64, M_B = 384 : i64, M_W = 640 : i64, M_keep = 128 : i64, M_offload = 256 : i64, R = 1024 : i64, W = 1088 : i64}}
+// H1-LABEL:    zb.program @mlp_zb_h1 microbatches(4) placement [0, 1] attributes {levers = {backward = "stored", offload = "none", recompute = "none"}, optimizer = "sgd", pipeline = @mlp, predicted_bubble_rate = 0.000000e+00 : f64, predicted_makespan = 8704 : i64, schedule = "zb-h1"}
 // H1:          zb.rank 0 {
 // H1-NEXT:       %[[F0:.+]] = zb.compute F stage 0 mb 0
 // H1-NEXT:       %[[F1:.+]] = zb.compute F stage 0 mb 1

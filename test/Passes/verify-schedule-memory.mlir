@@ -2,8 +2,8 @@
 // on the example MLP under ZB-H1 with one microbatch, every byte named, and
 // that a limit one byte lower is refused at the op where it is crossed.
 //
-// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --zb-verify-schedule=report=true -o /dev/null 2>&1 | FileCheck %s
-// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --zb-verify-schedule=memory-limit=94719 -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-verify-schedule=report=true -o /dev/null 2>&1 | FileCheck %s
+// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-verify-schedule=memory-limit=94719 -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
 //
 // Rank 0 (stage 0: fc0, fc1) runs recv d_in.0, F, send out.0, B, W.
 //   parameters 20992 (fc0 16x64 + 64, fc1 64x64 + 64, f32), gradients

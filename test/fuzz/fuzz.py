@@ -5,7 +5,7 @@ Each test case is one execution of a built tool on a mutated input:
 
   mlir-check     zbc check FILE.mlir
   mlir-opt       zbc-opt FILE.mlir
-  mlir-schedule  zbc-opt FILE.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=4"
+  mlir-schedule  zbc-opt FILE.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=4"
   mlir-split     zbc split FILE.mlir
   cost           zbc schedule --cost-file FILE.json [--schedule NAME]
   csv            zbc schedule --import FILE.csv --ranks P --microbatches M [--virtual V] [--placement K]
@@ -636,7 +636,7 @@ MLIR_TARGETS = {
     "mlir-check": ["zbc", "check", INPUT],
     "mlir-opt": ["zbc-opt", INPUT],
     "mlir-schedule": ["zbc-opt", INPUT, "--zb-backward",
-                      "--zb-schedule=kind=zb-h1 microbatches=4"],
+                      "--zb-schedule=schedule=zb-h1 microbatches=4"],
     "mlir-split": ["zbc", "split", INPUT],
     "mlir-verify": ["zbc", "verify", INPUT],
 }

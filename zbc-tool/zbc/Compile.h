@@ -11,6 +11,7 @@
 #include "LaunchFiles.h"
 #include "ScheduleFile.h"
 
+#include "zbc/Options/CompileOptions.h"
 #include "zbc/Schedule/Simulator.h"
 #include "zbc/contracts/DataFile.h"
 
@@ -23,33 +24,30 @@
 #include <vector>
 
 namespace zbc {
+namespace zb {
+class PipelineOp;
+class ProgramOp;
+} // namespace zb
 
+/// What `zbc compile` and `zbc run` are asked to do: the compile itself as
+/// typed options (CompileOptions.h: its microbatches are one replica's),
+/// and what only the tool decides (the model file, the ranks, the
+/// replicas, the backend, the output directory, the hosts).
 struct Request {
-  std::string input, costFile; // the model; a cost file or ""
-  std::string recompute = "none"; // --recompute: none, full or auto
-  std::string offload = "none";   // --offload: none, full or auto
-  double copyBandwidth = 0;       // --copy-bandwidth (0: not given)
-  int64_t ranks = 0, microbatches = 0;
-  /// Stages per rank: --virtual, checked against the schedule; unset for an
-  /// interleaved schedule without it, which takes the model's stages over
-  /// the ranks (1 for a model zbc cuts itself).
-  std::optional<int64_t> virtualStages;
-  /// Data-parallel replicas of the pipeline; `microbatches` is each one's
-  /// (the job's batch is replicas x microbatches).
+  std::string input; // the model
+  CompileOptions options;
+  int64_t ranks = 0;
+  /// Data-parallel replicas of the pipeline; `options.microbatches` is
+  /// each one's (the job's batch is replicas x microbatches).
   int64_t replicas = 1;
-  /// Note [Two memory limits]: --mem-limit, a rank's whole memory in
-  /// bytes (0: none, and no default budget either), or --activation-budget,
-  /// what the schedule keeps in flight (nullopt: the schedule's default).
-  std::optional<int64_t> memoryLimit;
-  std::optional<double> activationBudget;
-  /// `schedule`: a registered schedule's name, or a schedule file's name.
-  std::string schedule, optimizer, dir;
   /// --schedule-file (or a model file that holds its zb.program): where
-  /// the order comes from instead of the registry (ScheduleFile.h).
+  /// the order comes from instead of the registry (ScheduleFile.h);
+  /// `options.schedule` is then the file's name.
   std::optional<ScheduleFile> scheduleFile;
   /// Which runtime the rank programs link: "cpu" (OpenBLAS, MPI) or
   /// "cuda" (a GPU per rank, NCCL; built where nvcc and NCCL were found).
   std::string backend = "cpu";
+  std::string dir;
   /// Print nothing but errors (zbc run --quiet): no banner.
   bool quiet = false;
   /// --hosts: where the processes run, in blocks (LaunchFiles.h); empty:
@@ -62,23 +60,32 @@ struct Timings {
   double passes = 0, codegen = 0, hostCompile = 0;
 };
 
+/// What compiling a request made, as its program records it (Note [Costs
+/// in the IR], zb.program's predictions and levers): read, not recomputed.
 struct Compiled {
   int ranks = 0, stages = 0;
   std::string model, modelHash; // zb::modelHashOf
   std::vector<int64_t> peak, arena;
   /// Per rank: the offloaded stashes' host peak and arena (0 without).
   std::vector<int64_t> hostPeak, hostArena;
-  /// With --mem-limit: the activation budget the schedule was built at
-  /// (Note [Rank budget], RankBudget.h).
+  /// The activation budget the schedule was built at (given, or fitted to
+  /// the memory limit: Note [Rank budget]).
   std::optional<double> activationBudget;
   double makespan = 0, bubbleRate = 0;
+  /// The memory levers the order was built with (zb.program's `levers`):
+  /// the backward checkpointed, and what recomputes and offloads.
+  bool checkpointed = false;
   /// Where the order came from: "" for a registered schedule, else the
   /// file and its format ("PyTorch CSV, compute+comms 'x.csv'").
   std::string scheduleSource;
   Timings seconds;
-  /// The schedule and the costs it was built with (the picture's).
-  std::optional<sched::Problem> problem;
+  /// The costs the schedule was built with (the stages' on the IR) and
+  /// the schedule: the picture's, the measured picture's, the profile's.
+  sched::Problem problem;
+  std::string timeUnit; // the costs': "FLOPs" or "ms"
   sched::ScheduleTable table;
+  /// The order's timeline as predicted, for the picture.
+  sched::SimResult predicted;
   /// The model's data keys (inputs and labels), as the ranks read them.
   std::vector<rt::DataKey> dataKeys;
   std::set<std::string> paramNames; // every zb.param of the model
@@ -102,6 +109,22 @@ llvm::Error claimOutputDirectory(const std::string &dir);
 
 /// `zbc compile`, into request.dir (claimed first); prints the summary.
 llvm::Expected<Compiled> compile(const Request &request);
+
+/// What the passes recorded on `program` (its pipeline `pipeline`) into
+/// `compiled`: every rank's peak and arena, the budget, the prediction and
+/// the levers, the order and its costs (CompileReport.cpp).
+llvm::Error readProgram(zb::ProgramOp program, zb::PipelineOp pipeline,
+                        Compiled &compiled);
+/// schedule.svg: the predicted timeline of `compiled`.
+void writePredictedSVG(const Compiled &compiled, llvm::raw_ostream &os,
+                       llvm::StringRef title);
+/// report.json and the banner `zbc compile` prints (CompileReport.cpp).
+llvm::Error writeReport(const Request &request, const Compiled &compiled);
+void printBanner(const Request &request, const Compiled &compiled);
+
+/// Writes the file `path` with `body`; an error names the path.
+llvm::Error writeFile(const std::string &path,
+                      llvm::function_ref<void(llvm::raw_ostream &)> body);
 
 } // namespace zbc
 

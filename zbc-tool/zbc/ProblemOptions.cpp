@@ -10,7 +10,7 @@
 
 #include "ProblemOptions.h"
 
-#include "Numbers.h"
+#include "zbc/Options/OptionValues.h"
 #include "Options.h"
 
 #include "zbc/Schedule/CostFile.h"

@@ -22,7 +22,7 @@
 #include "Compile.h"
 #include "Launch.h"
 #include "MeasuredTimeline.h"
-#include "Numbers.h"
+#include "zbc/Options/OptionValues.h"
 #include "Options.h"
 
 #include "zbc/contracts/Files.h"
@@ -132,15 +132,15 @@ Error profile() {
   Request request;
   request.input = modelFile;
   request.ranks = *stages;
-  request.microbatches = 2 * *stages;
+  request.options.microbatches = 2 * *stages;
   if (microbatchesOpt.getNumOccurrences()) {
     Expected<int64_t> m = parseInteger("--microbatches", microbatchesOpt, 1, 4096);
     if (!m)
       return m.takeError();
-    request.microbatches = *m;
+    request.options.microbatches = *m;
   }
-  request.schedule = "zb-h1";
-  request.optimizer = "sgd";
+  request.options.schedule = "zb-h1";
+  request.options.optimizer = Optimizer::SGD;
   SmallString<128> dir;
   if (std::error_code ec = sys::fs::createUniqueDirectory("zbc-profile", dir))
     return fail("cannot make a build directory: " + ec.message());
@@ -148,12 +148,10 @@ Error profile() {
   Expected<Compiled> compiled = compile(request);
   if (!compiled)
     return compiled.takeError();
-  if (!compiled->problem)
-    return fail("the model has no cost model to start from");
 
   outs() << formatv("zbc: profiling {0} stages: {1} warm-up and {2} recorded "
                     "steps of {3} microbatches\n",
-                    *stages, kWarmUpSteps, *steps, request.microbatches);
+                    *stages, kWarmUpSteps, *steps, request.options.microbatches);
   outs().flush();
   Expected<MeasuredRun> run = runTraced(request.dir, compiled->ranks,
                                         kWarmUpSteps + *steps, *steps);
@@ -171,7 +169,7 @@ Error profile() {
         else
           durations[{e.stage, e.what}].push_back(ms);
       }
-  const sched::Problem &problem = *compiled->problem;
+  const sched::Problem &problem = compiled->problem;
   json::Array F, B, W, memB, memW;
   for (int s = 0; s < problem.numStages(); ++s) {
     double f = median(durations[{s, "F"}]), b = median(durations[{s, "B"}]),
@@ -192,8 +190,8 @@ Error profile() {
   // The copy queues' speed: the same stages with every stash offloaded, a
   // step of warm-up and two recorded.
   Request copying = request;
-  copying.offload = "full";
-  copying.copyBandwidth = 1; // any: every stash is copied whatever it is
+  copying.options.offload = OffloadLever::Full;
+  copying.options.copyBandwidth = 1; // any: every stash is copied whatever it is
   copying.dir = request.dir + "/copies";
   Expected<Compiled> offloading = compile(copying);
   if (!offloading)

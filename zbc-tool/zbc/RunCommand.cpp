@@ -21,7 +21,7 @@
 #include "Compile.h"
 #include "Launch.h"
 #include "MeasuredTimeline.h"
-#include "Numbers.h"
+#include "zbc/Options/OptionValues.h"
 #include "Options.h"
 
 #include "zbc/Schedule/Export.h"
@@ -422,8 +422,8 @@ void printSummary(const std::string &dir, const std::string &reportDir,
     if (!ec)
       writeMeasuredTrace(*run, trace);
     raw_fd_ostream svg(dir + "/timeline.svg", ec);
-    if (!ec && compiled.problem)
-      sched::writeSVG(*compiled.problem, compiled.table, run->lastStep, svg,
+    if (!ec)
+      sched::writeSVG(compiled.problem, compiled.table, run->lastStep, svg,
                       compiled.scheduleSource.empty()
                           ? "measured"
                           : "measured, " + compiled.scheduleSource,

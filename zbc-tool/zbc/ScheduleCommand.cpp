@@ -16,8 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Numbers.h"
+#include "zbc/Options/OptionValues.h"
 #include "Options.h"
+#include "CompileFlags.h"
 #include "ProblemOptions.h"
 
 #include "zbc/Schedule/CostFile.h"
@@ -40,36 +41,16 @@ using namespace zbc::sched;
 namespace {
 using zbc::zbcCategory;
 
-cl::opt<std::string> scheduleName("schedule",
-                                  cl::desc("Registered schedule to build"),
-                                  cl::value_desc("name"), cl::init("1f1b"),
-                                  cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 cl::opt<bool> listSchedules("list", cl::desc("List the registered schedules"),
                             cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
-cl::opt<std::string> exactOpt(
-    "exact",
-    cl::desc("zb-auto: refine with the ILP (CBC) for at most this many "
-             "seconds (0: off); report bound and gap"),
-    cl::value_desc("seconds"), cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
-cl::opt<std::string> recomputeOpt(
-    "recompute",
-    cl::desc("Activation recomputation: 'none'; 'full' (every forward "
-             "keeps M_keep and an R rebuilds its stash right before the "
-             "backward; the builder plans for it); 'selective' (as full, "
-             "the costs' R and M_keep being a policy that rebuilds part of "
-             "the stash); 'auto' (the stages to "
-             "recompute that give the shortest schedule within the budget)"),
-    cl::value_desc("mode"), cl::init("none"), cl::sub(zbc::scheduleCommand()),
-    cl::cat(zbcCategory));
-cl::opt<std::string> offloadOpt(
-    "offload",
-    cl::desc("Activation offload to host memory (needs --copy-bandwidth): "
-             "'none'; 'full' (every stash is copied to the host after its "
-             "F and back before its backward, the copies hidden behind "
-             "compute where the order allows); 'auto' (the microbatches to "
-             "offload that give the shortest schedule within the budget)"),
-    cl::value_desc("mode"), cl::init("none"), cl::sub(zbc::scheduleCommand()),
-    cl::cat(zbcCategory));
+/// The order's flags, as `zbc compile` has them (CompileOptions.h): the
+/// schedule, --exact, --recompute and --offload.
+zbc::CompileFlags &orderFlags() {
+  static zbc::CompileFlags flags(
+      cl::SubCommandGroup({&zbc::scheduleCommand()}), zbc::OrderGroup);
+  return flags;
+}
+[[maybe_unused]] zbc::CompileFlags &registered = orderFlags();
 cl::opt<std::string> importFile(
     "import",
     cl::desc("Simulate and check this schedule CSV (PyTorch pipelining "
@@ -114,13 +95,9 @@ Error run() {
     if (!csv)
       return fail(error);
     inferred = zbc::inferImportShape(csv->getBuffer());
-    for (const cl::Option *ignored :
-         {static_cast<const cl::Option *>(&scheduleName),
-          static_cast<const cl::Option *>(&exactOpt),
-          static_cast<const cl::Option *>(&recomputeOpt),
-          static_cast<const cl::Option *>(&offloadOpt)})
-      if (ignored->getNumOccurrences())
-        errs() << "zbc: warning: --" << ignored->ArgStr
+    for (StringRef ignored : {"schedule", "exact", "recompute", "offload"})
+      if (orderFlags().given(ignored))
+        errs() << "zbc: warning: " << orderFlags().flagOf(ignored)
                << " is ignored with --import (the CSV is the schedule)\n";
   }
   Expected<Problem> problem = zbc::readProblem(inferred);
@@ -145,23 +122,19 @@ Error run() {
       return fail(importFile + ": " + toString(simulated.takeError()));
     built.sim = std::move(*simulated);
   } else {
+    Expected<zbc::CompileOptions> order = orderFlags().read();
+    if (!order)
+      return order.takeError();
+    // Checkpoints rewrite a model's stages, which zbc schedule has not.
+    if (order->recompute == zbc::RecomputeLever::Checkpoint)
+      return fail("--recompute checkpoint rewrites a model's backward: "
+                  "zbc compile MODEL --recompute checkpoint");
     BuildOptions options;
-    if (exactOpt.getNumOccurrences()) {
-      Expected<double> seconds = zbc::parseNumber(
-          "--exact", exactOpt, 0, zbc::limits::kMaxSolverSeconds);
-      if (!seconds)
-        return seconds.takeError();
-      options.exactSeconds = *seconds;
-    }
-    Expected<RecomputeMode> recompute = parseRecomputeMode(recomputeOpt);
-    if (!recompute)
-      return fail("--recompute: " + toString(recompute.takeError()));
-    options.recompute = *recompute;
-    Expected<OffloadMode> offload = parseOffloadMode(offloadOpt);
-    if (!offload)
-      return fail("--offload: " + toString(offload.takeError()));
-    options.offload = *offload;
-    Expected<BuiltSchedule> result = buildSchedule(scheduleName, *problem, options);
+    options.exactSeconds = order->exactSeconds;
+    options.recompute = zbc::scheduleModeOf(order->recompute);
+    options.offload = order->offload;
+    Expected<BuiltSchedule> result =
+        buildSchedule(order->schedule, *problem, options);
     if (!result)
       return result.takeError();
     built = std::move(*result);

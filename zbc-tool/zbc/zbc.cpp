@@ -22,7 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Input.h"
-#include "Numbers.h"
+#include "zbc/Options/OptionValues.h"
 #include "Options.h"
 #include "SchedulePlugins.h"
 #include "SplitReport.h"

@@ -257,7 +257,8 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
       b, loc, b.getStringAttr(name), b.getI64IntegerAttr(table.microbatches),
       b.getDenseI64ArrayAttr(placement),
       /*memory_limit=*/IntegerAttr(), b.getStringAttr(optimizer),
-      /*activation_budget=*/IntegerAttr());
+      /*activation_budget=*/IntegerAttr(), /*predicted_makespan=*/FloatAttr(),
+      /*predicted_bubble_rate=*/FloatAttr(), /*levers=*/DictionaryAttr());
   program->setAttr("pipeline",
                    FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
   program->setAttr("schedule", b.getStringAttr(schedule));

@@ -300,7 +300,8 @@ void StageBuilder::finishForward(OpBuilder &b) {
 
 LogicalResult StageBuilder::build(OpBuilder &b) {
   Location loc = model.getLoc();
-  auto stage = StageOp::create(b, loc, slice.index, /*rebuilt=*/ArrayAttr());
+  auto stage = StageOp::create(b, loc, slice.index, /*rebuilt=*/ArrayAttr(),
+                               /*costs=*/DictionaryAttr());
   b.setInsertionPointToStart(&stage.getBody().emplaceBlock());
   collectExternals();
   // Declarations first, in model order, so the stage says what to load.
@@ -355,8 +356,9 @@ void ZBAutodiffPass::runOnOperation() {
   SmallVector<ModelOp> models(getOperation().getOps<ModelOp>());
   for (ModelOp model : models) {
     OpBuilder b(model);
-    auto pipeline = PipelineOp::create(b, model.getLoc(), model.getSymNameAttr(),
-                                      model.getHfConfigAttr());
+    auto pipeline =
+        PipelineOp::create(b, model.getLoc(), model.getSymNameAttr(),
+                           model.getHfConfigAttr(), /*costs=*/DictionaryAttr());
     b.setInsertionPointToStart(&pipeline.getBody().emplaceBlock());
     SmallVector<StageSlice> slices = sliceStages(model);
     for (StageSlice &slice : slices) {

@@ -23,7 +23,9 @@ using namespace zbc;
 namespace {
 
 /// Every rank's whole peak (Note [Program memory]) of `module` scheduled at
-/// `budget`, proven without a limit; fails where the schedule does.
+/// `budget`, proven without a limit; fails where the schedule does. The
+/// proof's peaks are the memory plan's (zb-plan-memory writes them as
+/// peak_bytes), without the plan's packing.
 FailureOr<std::vector<int64_t>>
 peaksAt(ModuleOp module, double budget,
         llvm::function_ref<LogicalResult(ModuleOp, double)> schedule) {
@@ -32,13 +34,15 @@ peaksAt(ModuleOp module, double budget,
     return failure();
   PassManager pm(module.getContext());
   pm.addPass(createZBInsertP2PPass());
-  pm.addPass(createZBPlanMemoryPass());
   if (failed(pm.run(*copy)))
     return failure();
   std::vector<int64_t> peaks;
-  for (zb::ProgramOp program : copy->getOps<zb::ProgramOp>())
-    for (zb::RankOp rank : program.getBody().front().getOps<zb::RankOp>())
-      peaks.push_back(rank.getPeakBytesAttr().getInt());
+  for (zb::ProgramOp program : copy->getOps<zb::ProgramOp>()) {
+    ScheduleProof proof;
+    if (failed(verifyScheduleProgram(program, &proof)))
+      return failure();
+    peaks.insert(peaks.end(), proof.peakBytes.begin(), proof.peakBytes.end());
+  }
   return peaks;
 }
 

@@ -7,13 +7,13 @@
 // gradient before its F, waits for it (and for its send) before B, and
 // steps each parameter after its last W.
 //
-// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory --convert-zb-to-emitc | FileCheck %s
-// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --convert-zb-to-emitc -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNPLANNED
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory --convert-zb-to-emitc | FileCheck %s
+// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --convert-zb-to-emitc -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNPLANNED
 // The MLP in f64, which the IR takes (the interpreter's gradient checks run
 // in it) and the runtime has no kernels for: refused, naming the element
 // types the ABI's table has.
 // RUN: sed 's/xf32>/xf64>/g; s/tensor<f32>/tensor<f64>/g' %examples/mlp.mlir > %t.f64.mlir
-// RUN: not zbc-opt %t.f64.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory --convert-zb-to-emitc -o /dev/null 2>&1 | FileCheck %s --check-prefix=F64
+// RUN: not zbc-opt %t.f64.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory --convert-zb-to-emitc -o /dev/null 2>&1 | FileCheck %s --check-prefix=F64
 // F64: error: 'zb.phase' op reads 'input.x' as 'tensor<8x16xf64>'; the runtime has kernels for f32, i32, i64, bf16 only (floats f32 and bf16, integer indices)
 
 // CHECK-NOT: zb.

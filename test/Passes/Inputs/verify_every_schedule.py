@@ -52,9 +52,10 @@ for name, v in schedules(ZBC):
 
 def prove(case):
     name, v, p, m, model = case
-    offload = " offload=full copy-bandwidth=0.01" if OFFLOAD else ""
-    cmd = [ZBC_OPT, models[(model, v * p)],
-           f"--zb-schedule=kind={name} microbatches={m} virtual={v}{offload}",
+    offload = " offload=full" if OFFLOAD else ""
+    costs = ["--zb-stage-costs=copy-bandwidth=0.01"] if OFFLOAD else []
+    cmd = [ZBC_OPT, models[(model, v * p)], *costs,
+           f"--zb-schedule=schedule={name} microbatches={m} virtual={v}{offload}",
            "--zb-insert-p2p", "--zb-verify-schedule"]
     cmd += ["--zb-plan-memory", "-o", "-"] if OFFLOAD else ["-o", os.devnull]
     run = subprocess.run(cmd, text=True, capture_output=True)

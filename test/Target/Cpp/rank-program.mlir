@@ -6,7 +6,7 @@
 // it receives the activation, runs F (loading its label), B, sends the
 // input gradient, waits for it before W, and steps its parameters.
 //
-// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="kind=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory --convert-zb-to-emitc | mlir-translate --mlir-to-cpp --file-id=rank1 | FileCheck %s
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory --convert-zb-to-emitc | mlir-translate --mlir-to-cpp --file-id=rank1 | FileCheck %s
 
 // CHECK: // Rank 1 of 2: mlp under zb-h1, 1 microbatches per step, sgd.
 // CHECK: #include "zbc/runtime/zbc_runtime.h"

@@ -12,4 +12,4 @@
 # |  #4 0x00007ff2b20a8eec __pthread_kill_implementation ./nptl/./nptl/pthread_kill.c:44:76
 # |  #5 0x00007ff2b2059fb2 raise ./signal/../sysdeps/posix/raise.c:27:6
 # |  #6 0x00007ff2b2044472 abort ./stdlib/./stdlib/abort.c:81:7
-zbc-opt @INPUT@ --zb-backward '--zb-schedule=kind=zb-h1 microbatches=4'
+zbc-opt @INPUT@ --zb-backward '--zb-schedule=schedule=zb-h1 microbatches=4'

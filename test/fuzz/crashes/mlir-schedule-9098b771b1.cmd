@@ -12,4 +12,4 @@
 # |  #6 0x00005618139eb72e zbc::zb::verifyTensorSize(mlir::Operation*, mlir::RankedTensorType, llvm::StringRef) (/work/wt-fuzz/build/bin/zbc-opt+0x6c72e)
 # |  #7 0x0000561813a0de75 zbc::zb::PhaseOp::verify() (/work/wt-fuzz/build/bin/zbc-opt+0x8ee75)
 # |  #8 0x00005618139db107 mlir::Op<zbc::zb::PhaseOp, mlir::OpTrait::OneRegion, mlir::OpTrait::ZeroResults, mlir::OpTrait::ZeroSuccessors, mlir::OpTrait::ZeroOperands, mlir::OpTrait::HasParent<zbc::zb::St
-zbc-opt @INPUT@ --zb-backward '--zb-schedule=kind=zb-h1 microbatches=4'
+zbc-opt @INPUT@ --zb-backward '--zb-schedule=schedule=zb-h1 microbatches=4'

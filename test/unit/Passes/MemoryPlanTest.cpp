@@ -12,6 +12,7 @@
 #include "zbc/Analysis/MemoryPlan.h"
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBDialect.h"
+#include "zbc/Options/CompileOptions.h"
 #include "zbc/Passes/Passes.h"
 #include "zbc/Passes/Pipelines.h"
 #include "zbc/Schedule/Registry.h"
@@ -83,15 +84,15 @@ TEST(MemoryPlan, EveryScheduleIsOverlapFree) {
         continue;
       int p = c.stages / v;
       for (int m : {p, 2 * p})
-        for (const char *optimizer : {"sgd", "adamw"}) {
+        for (Optimizer optimizer : {Optimizer::SGD, Optimizer::AdamW}) {
           OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, &context);
           ASSERT_TRUE(module) << path;
           PassManager pm(&context);
           buildBackwardPipeline(pm, {});
-          ZBSchedulePassOptions schedule;
-          schedule.kind = info.name;
+          CompileOptions schedule;
+          schedule.schedule = info.name;
           schedule.microbatches = m;
-          schedule.virtualStages = v;
+          schedule.stagesPerRank = v;
           schedule.optimizer = optimizer;
           pm.addPass(createZBSchedulePass(schedule));
           pm.addPass(createZBInsertP2PPass());
@@ -108,13 +109,13 @@ TEST(MemoryPlan, EveryScheduleIsOverlapFree) {
           for (size_t r = 0; r < plans.size(); ++r) {
             EXPECT_EQ(problemsOf(plans[r], (*memory)[r]), "")
                 << c.model << " " << info.name << " m=" << m << " "
-                << optimizer << " rank " << r;
+                << optimizerName(optimizer) << " rank " << r;
             double ratio =
                 double(plans[r].arenaBytes) / double(plans[r].peakBytes);
             if (ratio > worst) {
               worst = ratio;
               worstName = std::string(c.model) + " " + info.name +
-                          " m=" + std::to_string(m) + " " + optimizer +
+                          " m=" + std::to_string(m) + " " + optimizerName(optimizer) +
                           " rank " + std::to_string(r);
             }
           }

@@ -15,13 +15,11 @@
 #include <vector>
 
 namespace zbc {
+struct CompileOptions;
 namespace zb {
 class PipelineOp;
 class ProgramOp;
 } // namespace zb
-namespace sched {
-struct Problem;
-} // namespace sched
 
 #define GEN_PASS_DECL
 #include "zbc/Passes/Passes.h.inc"
@@ -48,23 +46,13 @@ mlir::LogicalResult verifyScheduleProgram(zb::ProgramOp program,
                                           ScheduleProof *proof = nullptr,
                                           int64_t memoryLimit = 0);
 
-/// The scheduling problem zb-schedule solves for a split pipeline: per stage,
-/// FLOPs as the F/B/W times and the activation bytes after F and after B
-/// (StageAnalysis.h); `virtualStages` stages per rank; `activationBudget`
-/// bytes per rank (Note [Two memory limits]; 0: none; nullopt: the
-/// schedule's default). For tools that simulate or draw the program
-/// zb-schedule made (`zbc compile`).
-mlir::FailureOr<sched::Problem>
-schedulingProblemOf(zb::PipelineOp pipeline, int64_t virtualStages,
-                    int64_t microbatches, double comm,
-                    std::optional<double> activationBudget);
-
-/// Replaces `problem`'s stage costs with those of the JSON cost file at
-/// `path` (zb-schedule's cost-file): each list one value for every stage or
-/// one per stage, comm if given; its sizes, if it gives them, must be the
-/// pipeline's. Errors go to the pipeline.
-mlir::LogicalResult applyCostFile(zb::PipelineOp pipeline, llvm::StringRef path,
-                                  sched::Problem &problem);
+/// zb-schedule and zb-stage-costs with typed options (CompileOptions.h),
+/// as the pipelines of Pipelines.h build them; `report` asks zb-schedule
+/// for its remark.
+std::unique_ptr<mlir::Pass> createZBSchedulePass(const CompileOptions &options,
+                                                 bool report = false);
+std::unique_ptr<mlir::Pass>
+createZBStageCostsPass(const CompileOptions &options);
 
 /// Note [Checkpointed backward] (CheckpointBackward.cpp), on every stage of
 /// `pipeline`, which must have no zb.program yet: returns the stages

@@ -126,19 +126,46 @@ def ZBCheckpointBackwardPass
   ];
 }
 
+def ZBStageCostsPass : Pass<"zb-stage-costs", "::mlir::ModuleOp"> {
+  let summary = "Write on each stage the costs a schedule plans with";
+  let description = [{
+    Note [Costs in the IR] (passes/include/zbc/Analysis/StageCosts.h): for
+    each split `zb.pipeline`, every stage's F, B, W and R times and its
+    M_B, M_W, M_keep and M_offload bytes (the cost model's: FLOPs as time,
+    StageAnalysis's bytes; or a cost file's figures over them), and on the
+    pipeline the transfer cost, the copy bandwidth and the times' unit.
+    zb-schedule, the fit of a memory limit and `zbc compile`'s picture read
+    them; zb-schedule writes the cost model's itself on a pipeline without
+    them.
+
+    ```mlir
+    zb.pipeline @mlp attributes {costs = {comm = 0.000000e+00, copy_bandwidth = 0.000000e+00, unit = "FLOPs"}} {
+      zb.stage 0 attributes {costs = {B = 6.144000e+04, F = 8.192000e+04, M_B = 4.096000e+03, ...}} {
+    ```
+
+    Options (CompileOptions.h, the costs group): `cost-file`, `comm`,
+    `copy-bandwidth`. A cost file measured on another model (its
+    `model_hash`) or with lists of the wrong length is an error on the
+    pipeline.
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+}
+
 def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
   let summary = "Order the F/B/W work of every rank by a named schedule";
   let description = [{
     For each split `zb.pipeline`, builds the named schedule from the
-    registry (passes/include/zbc/Schedule/Registry.h) with the stages' real
-    costs and activation memory (StageAnalysis: FLOPs as time, bytes after
-    F and after B as M_B and M_W), simulates and checks it, and writes a
+    registry (passes/include/zbc/Schedule/Registry.h) with the stages'
+    costs (Note [Costs in the IR]: those zb-stage-costs wrote, else the
+    cost model's, which it writes), simulates and checks it, and writes a
     `zb.program` next to the pipeline: one `zb.rank` per rank with its
-    `zb.compute` ops in execution order. Dependencies between ops of the
-    same rank become `after(...)` tokens; those across ranks are
-    zb-insert-p2p's to make explicit. An unknown schedule name is an error
-    that lists the registered ones. A pipeline that already has its program
-    (a user's, from a schedule file) keeps it.
+    `zb.compute` ops in execution order, and what it predicts of them
+    (`predicted_makespan`, `predicted_bubble_rate`, `levers`). Dependencies
+    between ops of the same rank become `after(...)` tokens; those across
+    ranks are zb-insert-p2p's to make explicit. An unknown schedule name is
+    an error that lists the registered ones. A pipeline that already has
+    its program (a user's, from a schedule file) keeps it, with its
+    prediction recorded.
 
     Two limits, two names: `activation-budget` is what the schedule keeps
     in flight (its M_B and M_W), `memory-limit` a rank's whole memory,
@@ -154,12 +181,18 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     stage's `rebuilt` policy (Note [Selective recomputation] in
     RecomputePlan.h): absent, every `F.i`; `selective` writes the cheap ones
     (no matmul-class FLOPs to rebuild) on every stage without a policy;
-    under a `memory-limit`, `auto` also fits the limit with the backward
-    checkpointed (zb-checkpoint-backward) and takes that where nothing else
-    fits or it plans a shorter step (Note [Checkpoints as a candidate]). `offload=full|auto` lets
-    it copy stashes to host memory and back: a `zb.offload` after a
-    microbatch's F and a `zb.reload` before its backward (Note [Offload in
-    the IR]).
+    `checkpoint` rewrites the stages first (zb-checkpoint-backward) and
+    places no R; under a `memory-limit`, `auto` also fits the limit with
+    the backward checkpointed and takes that where nothing else fits or it
+    plans a shorter step (Note [Choosing the levers] in
+    ScheduleDriver.cpp). `offload=full|auto` lets it copy stashes to host
+    memory and back: a `zb.offload` after a microbatch's F and a
+    `zb.reload` before its backward (Note [Offload in the IR]).
+
+    Options (CompileOptions.h, the order and schedule groups): `schedule`,
+    `microbatches`, `virtual`, `exact`, `recompute`, `offload`,
+    `activation-budget`, `memory-limit`, `optimizer`; and `report`, a
+    remark with the simulated makespan, bubble and memory.
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] attributes {...} {
@@ -171,59 +204,6 @@ def ZBSchedulePass : Pass<"zb-schedule", "::mlir::ModuleOp"> {
     ```
   }];
   let dependentDialects = ["::zbc::zb::ZBDialect"];
-  let options = [
-    Option<"kind", "kind", "std::string", /*default=*/"\"1f1b\"",
-           "Registered schedule name: gpipe, 1f1b, zb-h1, zb-auto, ...">,
-    Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
-           "Microbatches per training step (required; 1 to 2^20)">,
-    Option<"virtualStages", "virtual", "int64_t", /*default=*/"1",
-           "Stages per rank for interleaved-1f1b (V schedules use 2)">,
-    Option<"activationBudget", "activation-budget", "std::string",
-           /*default=*/"\"default\"",
-           "The activations (M_B, M_W) each rank may keep, in bytes: "
-           "'default' (the schedule's own, e.g. zb-auto's 2p max(M_B, M_W)), "
-           "'none', or a number">,
-    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
-           "Bytes each rank may hold in all (parameters, gradients, "
-           "optimizer state, temporaries and activations; 0: none): the "
-           "schedule is built at the largest activation budget whose proven "
-           "program fits (Note [Rank budget]), and the program carries the "
-           "limit for the proof">,
-    Option<"comm", "comm", "double", /*default=*/"0",
-           "Cost of a cross-rank transfer, in FLOP-equivalents">,
-    Option<"exactSeconds", "exact", "double", /*default=*/"0",
-           "zb-auto: refine with the ILP for at most this many seconds "
-           "(0: off; at most 86400)">,
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"sgd\"",
-           "The optimizer the program trains with, which decides its "
-           "state's memory: sgd (with momentum: one copy) or adamw (two)">,
-    Option<"costFile", "cost-file", "std::string", /*default=*/"\"\"",
-           "A JSON cost file (as `zbc schedule --cost-file` reads): its F, "
-           "B, W, M_B and M_W lists (one value, or one per stage) and comm "
-           "replace the cost model's figures, e.g. with measured times">,
-    Option<"recompute", "recompute", "std::string", /*default=*/"\"none\"",
-           "Recomputation as scheduled R ops (Note [Recomputation in the "
-           "IR]): none; full (every microbatch's F keeps only its inputs "
-           "and an R before its backward restores the rest); selective "
-           "(every microbatch, each stage's R rebuilding only what costs "
-           "no matmul-class FLOPs); auto (the stages and microbatches to "
-           "recompute that give the shortest schedule within the "
-           "activation budget; under a memory-limit also the backward "
-           "checkpointed, as zb-checkpoint-backward does, where nothing "
-           "else fits or it plans a shorter step)">,
-    Option<"offload", "offload", "std::string", /*default=*/"\"none\"",
-           "Offload as scheduled copies (Note [Offload in the IR]): none; "
-           "full (every microbatch's stash goes to host memory after its F "
-           "and comes back before its backward); auto (the microbatches to "
-           "offload that fit the activation budget in the shortest "
-           "schedule). Needs copy-bandwidth">,
-    Option<"copyBandwidth", "copy-bandwidth", "double", /*default=*/"0",
-           "Bytes a copy queue moves per unit of schedule time "
-           "(FLOP-equivalents, or the cost file's unit); a cost file's "
-           "copy_bandwidth overrides it">,
-    Option<"report", "report", "bool", /*default=*/"false",
-           "Emit a remark with the simulated makespan, bubble and memory">,
-  ];
 }
 
 

@@ -65,13 +65,17 @@ struct ScheduleInfo {
   const char *defaultBudgetRule = nullptr;
 };
 
-/// The stages per rank `info` runs given `requested` (--virtual; unset: the
-/// schedule's own): 1 for a linear schedule, 2 for a V, and for an
-/// interleaved one what was requested (unset stays unset: the caller
-/// decides, e.g. from the model's stages). A request a linear or V schedule
-/// cannot run is an error that says what it runs.
-llvm::Expected<std::optional<int64_t>>
-stagesPerRank(const ScheduleInfo &info, std::optional<int64_t> requested);
+/// Note [Stages per rank]
+/// The stages each rank holds under `info`, decided here alone: 1 for a
+/// linear schedule, 2 for a V; for an interleaved one what was `requested`
+/// (--virtual), else the model's `modelStages` shared evenly by `ranks`
+/// where both are known, else 1. A request the schedule cannot run, and
+/// model stages the ranks cannot share, are errors that say why ("has 6
+/// stages, which 4 ranks ...": the caller names the model).
+llvm::Expected<int64_t>
+resolveStagesPerRank(const ScheduleInfo &info, std::optional<int64_t> requested,
+                     std::optional<int64_t> modelStages = std::nullopt,
+                     std::optional<int64_t> ranks = std::nullopt);
 
 /// All registered schedules, sorted by name: zbc's own and those added by
 /// registerSchedule.

@@ -139,24 +139,39 @@ const ScheduleInfo *zbc::sched::lookupSchedule(llvm::StringRef name) {
   return nullptr;
 }
 
-llvm::Expected<std::optional<int64_t>>
-zbc::sched::stagesPerRank(const ScheduleInfo &info,
-                          std::optional<int64_t> requested) {
+llvm::Expected<int64_t>
+zbc::sched::resolveStagesPerRank(const ScheduleInfo &info,
+                                 std::optional<int64_t> requested,
+                                 std::optional<int64_t> modelStages,
+                                 std::optional<int64_t> ranks) {
   switch (info.placement) {
   case Placement::Linear:
     if (requested && *requested != 1)
       return fail("schedule '" + llvm::Twine(info.name) +
                   "' runs one stage per rank; got " + llvm::Twine(*requested) +
                   " virtual stages per rank");
-    return std::optional<int64_t>(1);
+    return 1;
   case Placement::V:
     if (requested && *requested != 2)
       return fail("schedule '" + llvm::Twine(info.name) +
                   "' places two stages per rank in a V (--virtual 2); got " +
                   llvm::Twine(*requested));
-    return std::optional<int64_t>(2);
+    return 2;
   case Placement::Interleaved:
-    return requested;
+    if (requested)
+      return *requested;
+    if (!modelStages || !ranks)
+      return 1;
+    // Without --virtual each rank takes an equal share of the model's
+    // stages.
+    if (*modelStages % *ranks != 0)
+      return fail("has " + llvm::Twine(*modelStages) + " stages, which " +
+                  llvm::Twine(*ranks) + " ranks under '" + info.name +
+                  "' cannot share evenly: cut the model into a multiple of " +
+                  llvm::Twine(*ranks) + " stages, or give it no zb.cut and "
+                  "pass --virtual V: zbc cuts it into " + llvm::Twine(*ranks) +
+                  "V stages");
+    return std::max<int64_t>(*modelStages / *ranks, 1);
   }
   llvm_unreachable("every placement is handled above");
 }
@@ -173,7 +188,7 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
   }
   if (llvm::Error error = problem.validate())
     return std::move(error);
-  if (auto v = stagesPerRank(*info, problem.virtualStages); !v)
+  if (auto v = resolveStagesPerRank(*info, problem.virtualStages); !v)
     return v.takeError();
 
   BuiltSchedule built;

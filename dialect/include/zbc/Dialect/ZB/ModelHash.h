@@ -1,6 +1,7 @@
 //===- ModelHash.h - a name for a model that changes with it ------*- C++ -*-===//
 //
-// FNV-1a-64 of a zb.pipeline as printed (without locations), in hex: what
+// FNV-1a-64 of a zb.pipeline as printed (without locations and without the
+// costs a schedule plans with, Note [Costs in the IR]), in hex: what
 // a checkpoint and a measured cost file name their model by, so that one
 // made for another model, or for this one changed, is refused even under
 // the same name. The passes after the split (zb-schedule, zb-insert-p2p,

@@ -23,6 +23,14 @@ def ZB_PipelineOp : ZB_Op<"pipeline", [IsolatedFromAbove, Symbol, SingleBlock,
     which write it into what they save, so that `zbc export-hf` can write a
     Hugging Face checkpoint from the saved weights alone.
 
+    `costs`, optional, is what a schedule plans with beside each stage's
+    own (Note [Costs in the IR] in passes/include/zbc/Analysis/StageCosts.h,
+    written by zb-stage-costs): `comm` (a transfer's time), `copy_bandwidth`
+    (bytes a copy queue moves per unit of time), `unit` ("FLOPs" for the
+    cost model's times, "ms" for a cost file's), and where a cost file gave
+    the stages' costs, its path (`cost_file`) and the shape it was measured
+    for (`file_ranks`, `file_virtual`).
+
     ```mlir
     zb.pipeline @mlp {
       zb.stage 0 { ... }
@@ -31,7 +39,8 @@ def ZB_PipelineOp : ZB_Op<"pipeline", [IsolatedFromAbove, Symbol, SingleBlock,
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       OptionalAttr<StrAttr>:$hf_config);
+                       OptionalAttr<StrAttr>:$hf_config,
+                       OptionalAttr<DictionaryAttr>:$costs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;
@@ -68,9 +77,15 @@ def ZB_StageOp : ZB_Op<"stage", [HasParent<"PipelineOp">, SingleBlock,
     rebuilds for a microbatch whose F did not keep its stash. Absent, every
     `F.i` (full recomputation); `zb-schedule recompute=selective` writes
     the cheap ones.
+
+    `costs`, optional, is what a schedule plans with for this stage (Note
+    [Costs in the IR]): the times `F`, `B`, `W` and `R` and the bytes `M_B`
+    (held after F), `M_W` (after B), `M_keep` (after a recomputed F) and
+    `M_offload` (what an offload moves), as f64; zb-stage-costs writes them.
   }];
   let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index,
-                       OptionalAttr<StrArrayAttr>:$rebuilt);
+                       OptionalAttr<StrArrayAttr>:$rebuilt,
+                       OptionalAttr<DictionaryAttr>:$costs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$index attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;

@@ -26,6 +26,14 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
     optional `activation_budget` (bytes) records the activations the
     schedule was built to keep, as given to zb-schedule or fitted to a
     `memory_limit` (Note [Two memory limits], Note [Rank budget]).
+    zb-schedule records what it predicts of the program, so that no tool
+    simulates it again: `predicted_makespan` and `predicted_bubble_rate`
+    (in the unit of the pipeline's costs, Note [Costs in the IR]: an
+    integer where it is one, as the costs are written), and
+    `levers`, the memory levers the order was built with: `recompute` and
+    `offload` (the modes: none, full, selective, auto) and `backward`
+    ("checkpointed" where zb-checkpoint-backward rewrote the stages, else
+    "stored").
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] {
@@ -47,7 +55,10 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
                        DenseI64ArrayAttr:$placement,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$memory_limit,
                        OptionalAttr<StrAttr>:$optimizer,
-                       OptionalAttr<I64Attr>:$activation_budget);
+                       OptionalAttr<I64Attr>:$activation_budget,
+                       OptionalAttr<AnyAttrOf<[I64Attr, F64Attr]>>:$predicted_makespan,
+                       OptionalAttr<F64Attr>:$predicted_bubble_rate,
+                       OptionalAttr<DictionaryAttr>:$levers);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `microbatches` `(` $microbatches `)` `placement` $placement
