@@ -11,7 +11,10 @@
      no backend: nothing under runtime/src/cpu or runtime/src/cuda, no
      CUDA, NCCL, MPI or OpenBLAS header.
   3. The dialect includes nothing of the passes, the code generator or the
-     runtime's sources (zbc/Support is the shared bottom).
+     runtime's sources (zbc/Support is the shared bottom); of the runtime
+     only its kernel table (zbc/runtime/KernelTable.h), which holds the
+     kernel ops' shapes to their rows (KernelShape.h) and includes nothing
+     but <stdint.h>.
   4. The contracts the tools and the ranks share (runtime/contracts) include
      only themselves, the runtime's C ABI (zbc/runtime/zbc_runtime.h), fmt
      and the C/C++ and POSIX headers: no runtime source, backend, LLVM or
@@ -43,6 +46,7 @@ FORMATS = ("zbc/Schedule/TorchCSV.h", "zbc/Schedule/Export.h",
 
 RUNTIME_CORE = "runtime/src"  # its files, not its backend folders
 SEAMS = ["runtime/src/Device.h", "runtime/src/Transport.h"]
+KERNEL_TABLE = "runtime/include/zbc/runtime/KernelTable.h"
 # What a contract may include besides the standard and POSIX headers
 # (<...> without a slash, or sys/).
 CONTRACT_ALLOWED = re.compile(r"^(zbc/contracts/|zbc/runtime/zbc_runtime\.h$"
@@ -102,6 +106,15 @@ def main():
                                 "zbc/Analysis/", "zbc/Codegen/")):
                 broken.append(f"{path}:{number}: the dialect includes "
                               f"'{name}' from a layer above it")
+            elif (name.startswith(("zbc/runtime/", "zbc/contracts/"))
+                  or "runtime/" in name) and name != "zbc/runtime/KernelTable.h":
+                broken.append(f"{path}:{number}: the dialect includes "
+                              f"'{name}'; of the runtime it may include only "
+                              "zbc/runtime/KernelTable.h")
+    for number, name in includes(KERNEL_TABLE):
+        if name != "stdint.h":
+            broken.append(f"{KERNEL_TABLE}:{number}: the kernel table, which "
+                          f"the dialect includes, includes '{name}'")
     contracts = sources("runtime/contracts")
     if not contracts:
         broken.append("found no sources under runtime/contracts")
