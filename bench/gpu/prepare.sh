@@ -7,9 +7,10 @@
 # itself stays here: the bundle holds CUDA-backend rank executables built
 # by `zbc compile --backend cuda`, the CPU backend's results for the same
 # programs (the oracle, computed here), the text they train on, the kernel
-# check, the CUDA allocation counter, and the shared libraries the
-# executables need that a GPU machine may lack (fmt, Open MPI's; CUDA,
-# cuBLASLt and NCCL are that machine's own).
+# check, the kernel conformance suite built for the CUDA device (it links
+# the interpreter's kernels, not LLVM), the CUDA allocation counter, and the
+# shared libraries the executables need that a GPU machine may lack (fmt,
+# Open MPI's; CUDA, cuBLASLt and NCCL are that machine's own).
 #
 # Cases (the example GPT, zbc-dsl-gpt, one block per stage, zb-h1, m = 2p):
 #   gpt-p{2,4}-{f32,bf16}   one SGD step on the GPL-3 text: the parameters
@@ -41,12 +42,14 @@ SGD=(--lr 0.1)
 
 grep -q "ZBC_HAVE_CUDA:INTERNAL=ON\|zbc_runtime_cuda" "$BUILD/build.ninja" \
   || { echo "prepare.sh: $BUILD has no CUDA backend (configure with nvcc and NCCL)" >&2; exit 1; }
-ninja -C "$BUILD" -j2 zbc zbc-dsl-gpt zbc-cuda-kernel-check zbc_cuda_alloc_counter >/dev/null
+ninja -C "$BUILD" -j2 zbc zbc-dsl-gpt zbc-cuda-kernel-check \
+  zbc-kernel-conformance-cuda zbc_cuda_alloc_counter >/dev/null
 
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/lib" "$BUNDLE/bin"
 cp "$TEXT" "$BUNDLE/text"
 cp "$BUILD/bin/zbc-cuda-kernel-check" "$BUNDLE/bin/"
+cp "$BUILD/test/Runtime/zbc-kernel-conformance-cuda" "$BUNDLE/bin/"
 cp "$BUILD/lib/libzbc_cuda_alloc_counter.so" "$BUNDLE/lib/"
 
 for p in 2 4; do

@@ -18,6 +18,11 @@
 #                ZBC_RANK and ZBC_RANKS (no MPI at all), and the table says so.
 #   kernels      bin/zbc-cuda-kernel-check: every CUDA kernel against the CPU
 #                kernels, fp32 and bf16.
+#   conformance  bin/zbc-kernel-conformance-cuda: the kernel conformance
+#                suite (test/Runtime/KernelConformanceTest.cpp, the CPU's in
+#                ctest) against the CUDA Device, fp32, against the reference
+#                interpreter; its index-error tests skip (kernel-check has
+#                them).
 #   equal        gpt-p{2,4}-{f32,bf16}: one SGD step on the GPU equals the
 #                CPU backend's (saved by prepare.sh) to 1e-5 / 2e-2.
 #   trains       gpt-p2-{f32,bf16}, 50 steps: the loss falls; with the
@@ -106,6 +111,17 @@ if [ $status = 0 ]; then
   record "kernels" ok "$(grep -c PASS "$OUT/kernel-check.log") checks passed"
 else
   record "kernels" FAIL "exit $status: $(grep -c FAIL "$OUT/kernel-check.log") failed; $(tail -1 "$OUT/kernel-check.log")"
+fi
+
+#--- conformance -------------------------------------------------------------
+timeout 300 "$BUNDLE/bin/zbc-kernel-conformance-cuda" >"$OUT/conformance.log" 2>&1
+status=$?
+passed=$(grep -o '\[  PASSED  \] [0-9]* test' "$OUT/conformance.log" | grep -o '[0-9]*')
+skipped=$(grep -o '\[  SKIPPED \] [0-9]* test' "$OUT/conformance.log" | grep -o '[0-9]*')
+if [ $status = 0 ] && ! grep -q "no CUDA device" "$OUT/conformance.log"; then
+  record "conformance" ok "${passed:-0} tests passed, ${skipped:-0} skipped"
+else
+  record "conformance" FAIL "exit $status: $(grep -c '^\[  FAILED  \] KernelConformance' "$OUT/conformance.log") failed ($OUT/conformance.log)"
 fi
 
 #--- equal -------------------------------------------------------------------

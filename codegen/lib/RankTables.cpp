@@ -523,7 +523,8 @@ LogicalResult RankBuilder::layOut(int stage, PhaseOp phase, ComputeKind kind,
       slot.value = result;
       layout.slotOf[result] = push(slot);
     }
-    if (workspaceBytes(&op)) {
+    auto kernel = dyn_cast<KernelOpInterface>(&op);
+    if (kernel && kernel.getWorkspaceBytes()) {
       Slot slot;
       slot.source = Slot::Workspace;
       slot.op = &op;
@@ -588,7 +589,7 @@ FailureOr<int> RankBuilder::frameOf(const PhaseLayout &layout, int microbatch,
       buffer.name = llvm::formatv("slot {0} of {1} ({2})", index, opName,
                                   op->getName());
     } else {
-      buffer.bytes = workspaceBytes(op);
+      buffer.bytes = cast<KernelOpInterface>(op).getWorkspaceBytes();
       buffer.kind = BufferKind::Workspace;
       buffer.name = llvm::formatv("workspace of {0} ({1})", opName,
                                   op->getName());

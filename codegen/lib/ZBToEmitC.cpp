@@ -14,6 +14,7 @@
 #include "RankTables.h"
 
 #include "zbc/Analysis/ProgramTable.h"
+#include "zbc/Dialect/ZB/KernelShape.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Passes/Passes.h"
@@ -96,21 +97,13 @@ std::string shapeList(ArrayRef<int64_t> shape) {
   return out + "}";
 }
 
-int64_t numel(Value v) { return cast<RankedTensorType>(v.getType()).getNumElements(); }
-int64_t dim(Value v, int fromEnd) {
-  ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
-  return shape[shape.size() - 1 - fromEnd];
-}
-/// The product of all but the last dimension.
-int64_t rows(Value v) { return numel(v) / std::max<int64_t>(dim(v, 0), 1); }
-
 /// The operands of one kernel call (Note [Kernel table]), in order, and
 /// their kinds: 'b' a buffer id (a frame slot or a table's buffer), 'd' a
 /// dim, 'r' a real.
 struct KernelOperands {
   KernelOperands(OpBuilder &b, llvm::function_ref<FailureOr<Attribute>(Value)> idOf,
-                 Attribute workspaceSlot, Value y)
-      : b(b), idOf(idOf), workspaceSlot(workspaceSlot), y(y) {}
+                 Attribute workspaceSlot)
+      : b(b), idOf(idOf), workspaceSlot(workspaceSlot) {}
   void id(Value v) {
     FailureOr<Attribute> a = idOf(v);
     bad |= failed(a);
@@ -135,57 +128,18 @@ struct KernelOperands {
   OpBuilder &b;
   llvm::function_ref<FailureOr<Attribute>(Value)> idOf;
   Attribute workspaceSlot;
-  Value y; // the op's result
   SmallVector<Attribute> args;
   std::string kinds;
   bool bad = false;
 };
 
-// Each op's operands, in the order of its row of the kernel table; `rows`
-// is the product of the leading dims, dim(v, i) counts from the last.
-void operandsOf(LinearOp o, KernelOperands &k) {
-  k.id(o.getInput()), k.id(o.getWeight()), k.id(k.y);
-  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)), k.n(dim(k.y, 0)),
-      k.n(o.getWeightOutIn() ? 1 : 0);
-}
+/// The reals of an op's kernel call (its attributes), in its row's order;
+/// none for most ops.
+template <typename OpT> void realsOf(OpT, KernelOperands &) {}
 
-void operandsOf(MatmulOp o, KernelOperands &k) {
-  Value a = o.getLhs();
-  k.id(a), k.id(o.getRhs()), k.id(k.y);
-  k.n(numel(a) / (dim(a, 1) * dim(a, 0))), k.n(dim(a, 1)), k.n(dim(a, 0)),
-      k.n(dim(o.getRhs(), 0));
-}
-
-void operandsOf(BiasAddOp o, KernelOperands &k) {
-  k.id(o.getInput()), k.id(o.getBias()), k.id(k.y);
-  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0));
-}
-
-void operandsOf(AddOp o, KernelOperands &k) {
-  k.id(o.getLhs()), k.id(o.getRhs()), k.id(k.y), k.n(numel(k.y));
-}
-
-void operandsOf(ReluOp o, KernelOperands &k) {
-  k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
-}
-
-void operandsOf(TransposeOp o, KernelOperands &k) {
-  // dim counts from the last: rows, then columns.
-  k.id(o.getInput()), k.id(k.y), k.n(dim(o.getInput(), 1)),
-      k.n(dim(o.getInput(), 0));
-}
-
-void operandsOf(GeluOp o, KernelOperands &k) {
-  k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
-}
-
-// RoPE's operands (rope and rope_grad share a row's shape): the rotated
-// tensor, the positions, the result; rows, width, head_dim; theta and the
+// RoPE's reals (rope and rope_grad share a row's shape): theta and the
 // Llama 3 scaling, 0 for each when the op has none.
-template <typename RopeLike>
-void ropeOperands(RopeLike o, Value x, KernelOperands &k) {
-  k.id(x), k.id(o.getPositions()), k.id(k.y);
-  k.n(rows(x)), k.n(dim(x, 0)), k.n(static_cast<int64_t>(o.getHeadDim()));
+template <typename RopeLike> void ropeReals(RopeLike o, KernelOperands &k) {
   k.real(o.getTheta().convertToDouble());
   auto real = [](std::optional<APFloat> v) {
     return v ? v->convertToDouble() : 0.0;
@@ -195,158 +149,32 @@ void ropeOperands(RopeLike o, Value x, KernelOperands &k) {
   std::optional<uint64_t> original = o.getLlama3OriginalMaxPositions();
   k.real(original ? static_cast<double>(*original) : 0.0);
 }
+void realsOf(RopeOp o, KernelOperands &k) { ropeReals(o, k); }
+void realsOf(RopeGradOp o, KernelOperands &k) { ropeReals(o, k); }
 
-void operandsOf(RopeOp o, KernelOperands &k) {
-  ropeOperands(o, o.getInput(), k);
+/// The norms' epsilon.
+template <typename NormLike> void epsilonOf(NormLike o, KernelOperands &k) {
+  k.real(o.getEpsilon().convertToDouble());
+}
+void realsOf(LayerNormOp o, KernelOperands &k) { epsilonOf(o, k); }
+void realsOf(LayerNormGradInputOp o, KernelOperands &k) { epsilonOf(o, k); }
+void realsOf(LayerNormGradGammaOp o, KernelOperands &k) { epsilonOf(o, k); }
+void realsOf(RmsNormOp o, KernelOperands &k) { epsilonOf(o, k); }
+void realsOf(RmsNormGradInputOp o, KernelOperands &k) { epsilonOf(o, k); }
+void realsOf(RmsNormGradWeightOp o, KernelOperands &k) { epsilonOf(o, k); }
+
+void realsOf(FillOp o, KernelOperands &k) {
+  k.real(o.getValue().convertToDouble());
 }
 
-void operandsOf(RopeGradOp o, KernelOperands &k) {
-  ropeOperands(o, o.getResultGrad(), k);
-}
-
-void operandsOf(LayerNormOp o, KernelOperands &k) {
-  k.id(o.getInput()), k.id(o.getGamma()), k.id(o.getBeta()), k.id(k.y);
-  k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
-}
-
-void operandsOf(SwiGluOp o, KernelOperands &k) {
-  k.id(o.getGate()), k.id(o.getUp()), k.id(k.y), k.n(numel(k.y));
-}
-
-void operandsOf(SwiGluGradGateOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getGate()), k.id(o.getUp()), k.id(k.y),
-      k.n(numel(k.y));
-}
-
-void operandsOf(SwiGluGradUpOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getGate()), k.id(k.y), k.n(numel(k.y));
-}
-
-void operandsOf(RmsNormOp o, KernelOperands &k) {
-  k.id(o.getInput()), k.id(o.getWeight()), k.id(k.y);
-  k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
-}
-
-void operandsOf(RmsNormGradInputOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(o.getWeight()), k.id(k.y);
-  k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
-}
-
-void operandsOf(RmsNormGradWeightOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(k.y);
-  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)),
-      k.real(o.getEpsilon().convertToDouble());
-}
-
-void operandsOf(EmbeddingOp o, KernelOperands &k) {
-  k.id(o.getIndices()), k.id(o.getTable()), k.id(k.y);
-  k.n(numel(o.getIndices())), k.n(dim(o.getTable(), 1)),
-      k.n(dim(o.getTable(), 0));
-}
-
-void operandsOf(CausalAttentionOp o, KernelOperands &k) {
-  Value qkv = o.getQkv();
-  k.id(qkv), k.id(k.y), k.workspace();
-  k.n(numel(qkv) / (dim(qkv, 1) * dim(qkv, 0))), k.n(dim(qkv, 1)),
-      k.n(dim(k.y, 0)), k.n(static_cast<int64_t>(o.getHeads()));
-}
-
-/// zb.attention's and zb.attention_grad's dims: batch, seq, heads,
-/// kv_heads, head_dim.
-template <typename AttentionLike>
-void groupedAttentionDims(AttentionLike o, KernelOperands &k) {
-  auto q = cast<RankedTensorType>(o.getQ().getType());
-  int64_t heads = static_cast<int64_t>(o.getHeads());
-  k.n(q.getDimSize(0)), k.n(q.getDimSize(1)), k.n(heads),
-      k.n(static_cast<int64_t>(o.getKvHeads())), k.n(q.getDimSize(2) / heads);
-}
-
-void operandsOf(AttentionOp o, KernelOperands &k) {
-  k.id(o.getQ()), k.id(o.getK()), k.id(o.getV()), k.id(k.y), k.workspace();
-  groupedAttentionDims(o, k);
-}
-
-void operandsOf(AttentionGradOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getQ()), k.id(o.getK()), k.id(o.getV());
-  k.id(o.getDq()), k.id(o.getDk()), k.id(o.getDv()), k.workspace();
-  groupedAttentionDims(o, k);
-}
-
-void operandsOf(CrossEntropyOp o, KernelOperands &k) {
-  k.id(o.getLogits()), k.id(o.getLabels()), k.id(k.y);
-  k.n(numel(o.getLabels())), k.n(dim(o.getLogits(), 0));
-}
-
-void operandsOf(FillOp o, KernelOperands &k) {
-  k.id(k.y), k.n(numel(k.y)), k.real(o.getValue().convertToDouble());
-}
-
-void operandsOf(LinearGradInputOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getWeight()), k.id(k.y);
-  k.n(rows(o.getResultGrad())), k.n(dim(k.y, 0)),
-      k.n(dim(o.getResultGrad(), 0)), k.n(o.getWeightOutIn() ? 1 : 0);
-}
-
-void operandsOf(LinearGradWeightOp o, KernelOperands &k) {
-  k.id(o.getInput()), k.id(o.getResultGrad()), k.id(k.y);
-  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)),
-      k.n(dim(o.getResultGrad(), 0)), k.n(o.getWeightOutIn() ? 1 : 0);
-}
-
-void operandsOf(MatmulGradLhsOp o, KernelOperands &k) {
-  Value dc = o.getResultGrad(), rhs = o.getRhs();
-  k.id(dc), k.id(rhs), k.id(k.y);
-  k.n(numel(dc) / (dim(dc, 1) * dim(dc, 0))), k.n(dim(dc, 1)),
-      k.n(dim(rhs, 1)), k.n(dim(dc, 0));
-}
-
-void operandsOf(MatmulGradRhsOp o, KernelOperands &k) {
-  Value a = o.getLhs(), dc = o.getResultGrad();
-  k.id(a), k.id(dc), k.id(k.y);
-  k.n(numel(a) / (dim(a, 1) * dim(a, 0))), k.n(dim(a, 1)), k.n(dim(a, 0)),
-      k.n(dim(dc, 0));
-}
-
-void operandsOf(BiasGradOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(k.y);
-  k.n(rows(o.getResultGrad())), k.n(dim(o.getResultGrad(), 0));
-}
-
-void operandsOf(ReluGradOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
-}
-
-void operandsOf(GeluGradOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(k.y), k.n(numel(k.y));
-}
-
-void operandsOf(LayerNormGradInputOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(o.getGamma()), k.id(k.y);
-  k.n(rows(k.y)), k.n(dim(k.y, 0)), k.real(o.getEpsilon().convertToDouble());
-}
-
-void operandsOf(LayerNormGradGammaOp o, KernelOperands &k) {
-  k.id(o.getResultGrad()), k.id(o.getInput()), k.id(k.y);
-  k.n(rows(o.getInput())), k.n(dim(o.getInput(), 0)),
-      k.real(o.getEpsilon().convertToDouble());
-}
-
-void operandsOf(EmbeddingGradOp o, KernelOperands &k) {
-  k.id(o.getIndices()), k.id(o.getResultGrad()), k.id(k.y);
-  k.n(numel(o.getIndices())), k.n(static_cast<int64_t>(o.getVocab())),
-      k.n(dim(o.getResultGrad(), 0));
-}
-
-void operandsOf(CausalAttentionGradOp o, KernelOperands &k) {
-  Value qkv = o.getQkv();
-  k.id(o.getResultGrad()), k.id(qkv), k.id(k.y), k.workspace();
-  k.n(numel(qkv) / (dim(qkv, 1) * dim(qkv, 0))), k.n(dim(qkv, 1)),
-      k.n(dim(o.getResultGrad(), 0)), k.n(static_cast<int64_t>(o.getHeads()));
-}
-
-void operandsOf(CrossEntropyGradOp o, KernelOperands &k) {
-  k.id(o.getLogits()), k.id(o.getLabels()), k.id(o.getLossGrad()), k.id(k.y);
-  k.n(numel(o.getLabels())), k.n(dim(o.getLogits(), 0));
+/// The operands of op `o`'s kernel call: its kernel shape's buffers (the
+/// workspace as its frame slot) and dims (KernelShape.h), then its reals.
+template <typename OpT> void operandsOf(OpT o, KernelOperands &k) {
+  KernelShape<OpT> shape = kernelShapeOf(o);
+  for (Value buffer : shape.buffers)
+    buffer ? k.id(buffer) : k.workspace();
+  shape.dims.forEach([&](int64_t dim) { k.n(dim); });
+  realsOf(o, k);
 }
 
 /// Writes one rank's file.
@@ -582,8 +410,7 @@ LogicalResult FileWriter::writeKernel(const PhaseLayout &layout, Operation *op) 
   KernelOperands k(
       b, idOfValue,
       opaque(llvm::formatv("ZBC_RT_FRAME({0})", layout.workspaceSlotOf.lookup(op))
-                 .str()),
-      op->getNumResults() ? op->getResult(0) : Value());
+                 .str()));
   // Note [Kernel table]: the row's op becomes the row's call, with the
   // operands operandsOf computes, which must be the row's kinds in order.
   StringRef expected;

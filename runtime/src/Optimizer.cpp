@@ -16,7 +16,7 @@
 
 #include "Rank.h"
 
-#include "cpu/kernels/Kernels.h"
+#include "zbc/contracts/OptimizerConfig.h"
 #include "zbc/contracts/OptimizerSchedule.h"
 
 #include <fmt/format.h>

@@ -36,6 +36,7 @@
 #include "CudaKernels.h"
 #include "Kernels.h"
 #include "zbc/contracts/BFloat16.h"
+#include "zbc/runtime/KernelTable.h"
 
 #include <cuda_runtime.h>
 
@@ -544,13 +545,16 @@ void checkAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
   roundFor(dt, qkv), roundFor(dt, dout);
   std::unique_ptr<Buffer> dQkv(upload(dt, qkv)), dDout(upload(dt, dout));
   Buffer out(B * S * H * 4), dqkv(B * S * 3 * H * 4);
-  const int64_t wsBytes = 2 * S * S * gpu::bytesOf(dt);
+  // The kernel table's workspaces (KernelTable.h), as the runtime passes them.
+  const int64_t fwdBytes = zbc_rt_causal_attention_workspace(S, gpu::bytesOf(dt)),
+                wsBytes =
+                    zbc_rt_causal_attention_grad_workspace(S, gpu::bytesOf(dt));
   Buffer ws(wsBytes);
   std::vector<float> cpuWs(cpu::causalAttentionGradWorkspace(S));
   std::vector<float> ref(B * S * H), refD(B * S * 3 * H);
   CHECK_CUDA(cudaMemset(dqkv.ptr, 0xff, B * S * 3 * H * gpu::bytesOf(dt)));
   cudaError_t e = gpu::causalAttention(dt, dQkv->ptr, out.ptr, ws.ptr,
-                                       S * S * gpu::bytesOf(dt), B, S, H, heads,
+                                       fwdBytes, B, S, H, heads,
                                        stream);
   cpu::causalAttention(qkv.data(), ref.data(), cpuWs.data(), B, S, H, heads);
   report("causalAttention" + at, dt, e, download(dt, out.ptr, B * S * H), ref,
@@ -585,8 +589,8 @@ void checkGroupedAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
       gv(B * S * KV * 4);
   // The kernel table's workspaces (KernelTable.h).
   const int64_t e = gpu::bytesOf(dt);
-  const int64_t fwdBytes = (S * S + 3 * B * S * H + 64) * e,
-                gradBytes = 2 * fwdBytes;
+  const int64_t fwdBytes = zbc_rt_attention_workspace(B, S, heads, d, e),
+                gradBytes = zbc_rt_attention_grad_workspace(B, S, heads, d, e);
   Buffer ws(gradBytes);
   std::vector<float> cpuWs(cpu::causalAttentionGradWorkspace(S));
   std::vector<float> ref(B * S * H), refDq(B * S * H), refDk(B * S * KV),
@@ -741,20 +745,22 @@ void timeLayer() {
   }
   auto qkv = random(rng, S * 3 * h, -1, 1), dout = random(rng, S * h, -1, 1);
   std::unique_ptr<Buffer> dQkv(upload(dt, qkv)), dDout(upload(dt, dout));
-  Buffer out(S * h * 2), dqkv(S * 3 * h * 2), ws(2 * S * S * 2);
+  const int64_t fwdBytes = zbc_rt_causal_attention_workspace(S, 2),
+                gradBytes = zbc_rt_causal_attention_grad_workspace(S, 2);
+  Buffer out(S * h * 2), dqkv(S * 3 * h * 2), ws(gradBytes);
   // Causal: half the S x S products, 2 GEMMs forward, 5 backward (dQ, dK,
   // dV, dP, and S recomputed; this implementation runs 7).
   const double gemmFlops = 2.0 * S * S * (h / heads) * heads / 2;
   printTime("causalAttention B1 S2048 H4096 heads32",
             timeMs([&] {
               return gpu::causalAttention(dt, dQkv->ptr, out.ptr, ws.ptr,
-                                          S * S * 2, 1, S, h, heads, stream);
+                                          fwdBytes, 1, S, h, heads, stream);
             }),
             2 * gemmFlops);
   printTime("causalAttentionGrad B1 S2048 H4096 heads32",
             timeMs([&] {
               return gpu::causalAttentionGrad(dt, dDout->ptr, dQkv->ptr,
-                                              dqkv.ptr, ws.ptr, 2 * S * S * 2,
+                                              dqkv.ptr, ws.ptr, gradBytes,
                                               1, S, h, heads, stream);
             }),
             5 * gemmFlops);

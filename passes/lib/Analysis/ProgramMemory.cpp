@@ -27,31 +27,6 @@ using namespace mlir;
 using namespace zbc;
 using namespace zbc::zb;
 
-int64_t zbc::workspaceBytes(Operation *op) {
-  auto scoreMatrix = [](Value qkv) {
-    auto type = cast<RankedTensorType>(qkv.getType());
-    int64_t s = type.getDimSize(1);
-    return s * s * getNumBytes(RankedTensorType::get({}, type.getElementType()));
-  };
-  if (auto attention = dyn_cast<CausalAttentionOp>(op))
-    return scoreMatrix(attention.getQkv());
-  if (auto grad = dyn_cast<CausalAttentionGradOp>(op))
-    return 2 * scoreMatrix(grad.getQkv());
-  // zb.attention: the score matrix (CPU) and packed q | k | v (the CUDA
-  // backend's GroupedAttention.cu) with 64 elements to align what follows;
-  // the gradient twice that (KernelTable.h).
-  auto scoresAndPacked = [&](Value q) {
-    auto type = cast<RankedTensorType>(q.getType());
-    int64_t element = getNumBytes(RankedTensorType::get({}, type.getElementType()));
-    return scoreMatrix(q) + 3 * getNumBytes(type) + 64 * element;
-  };
-  if (auto attention = dyn_cast<AttentionOp>(op))
-    return scoresAndPacked(attention.getQ());
-  if (auto grad = dyn_cast<AttentionGradOp>(op))
-    return 2 * scoresAndPacked(grad.getQ());
-  return 0;
-}
-
 ParamHolding zbc::paramHoldingOf(Type paramType) {
   auto type = cast<RankedTensorType>(paramType);
   ParamHolding holding;
@@ -367,8 +342,9 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
           values.push_back(v);
         }
       }
-      if (int64_t bytes = workspaceBytes(&op))
-        values.push_back({label, index, -1, from, from, bytes});
+      if (auto kernel = dyn_cast<KernelOpInterface>(&op))
+        if (int64_t bytes = kernel.getWorkspaceBytes())
+          values.push_back({label, index, -1, from, from, bytes});
       ++index;
     }
   }

@@ -4,16 +4,16 @@
 // of the API by a caller (a value list of the wrong length, a negative
 // dimension, an out-of-range flat index) is a programming error and stops
 // the program with a message; errors in the data a model is run on are the
-// interpreter's to report, through MLIR diagnostics, never here.
+// interpreter's to report, through MLIR diagnostics, never here. Links no
+// LLVM library (ZBCInterpreterKernels, CMakeLists.txt).
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Interpreter/Tensor.h"
 
-#include "llvm/ADT/Twine.h"
-#include "llvm/Support/ErrorHandling.h"
-
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -22,7 +22,8 @@ namespace zbc::interp {
 
 /// Stops on a misuse of the Tensor API (a caller bug, not bad data).
 [[noreturn]] static void misuse(const std::string &what) {
-  llvm::report_fatal_error(llvm::Twine("zbc::interp::Tensor: ") + what);
+  std::fprintf(stderr, "zbc::interp::Tensor: %s\n", what.c_str());
+  std::abort();
 }
 
 static int64_t countElements(const Shape &shape) {

@@ -2,7 +2,9 @@
 //
 // Checks that the cost model reproduces the Zero Bubble paper's matmul FLOP
 // accounting for a GPT layer (F = sbh(24h + 4s)) over several shapes, that
-// the backward matmul ops cost what the paper's B and W terms need, and that
+// the backward matmul ops cost what the paper's B and W terms need, that the
+// attention kernels state their workspaces and every kernel op is held to
+// its kernel table row (KernelOpInterface), and that
 // zb-partition balances GPT-like models (every stage within one layer of the
 // ideal, only the residual stream crossing each cut) and finds the optimal
 // partition of MLPs, compared against exhaustive search.
@@ -15,6 +17,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -369,6 +372,86 @@ TEST_F(CostModel, SaturatesInsteadOfOverflowing) {
                            builder.getF64FloatAttr(0.0));
   auto big = LinearOp::create(builder, loc, type({1 << 22, 1 << 22}), x, w);
   EXPECT_EQ(getOpCost(big).matmulFlops, std::numeric_limits<int64_t>::max());
+}
+
+/// The attention kernels' workspaces (KernelOpInterface::getWorkspaceBytes,
+/// what the memory plan reserves): causal attention one S x S score matrix
+/// of its element type, its gradient two; zb.attention the score matrix and
+/// the packed q | k | v with 64 elements to spare, its gradient twice that.
+/// Every other kernel needs none.
+TEST_F(CostModel, WorkspaceBytesOfTheAttentionKernels) {
+  OpBuilder builder(&context);
+  Location loc = builder.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(module->getBody());
+  auto fill = [&](ArrayRef<int64_t> shape, Type element) {
+    return FillOp::create(builder, loc, RankedTensorType::get(shape, element),
+                          builder.getF64FloatAttr(0.0))
+        .getResult();
+  };
+  for (Type element : {Type(builder.getF32Type()), Type(builder.getBF16Type())}) {
+    SCOPED_TRACE(element.isF32() ? "f32" : "bf16");
+    int64_t bytes = element.isF32() ? 4 : 2;
+    auto type = [&](ArrayRef<int64_t> shape) {
+      return RankedTensorType::get(shape, element);
+    };
+    // qkv [B=2, S=128, 3H = 3*96], 4 heads.
+    Value qkv = fill({2, 128, 288}, element), dout = fill({2, 128, 96}, element);
+    auto causal =
+        CausalAttentionOp::create(builder, loc, type({2, 128, 96}), qkv, 4);
+    auto causalGrad = CausalAttentionGradOp::create(
+        builder, loc, type({2, 128, 288}), dout, qkv, 4);
+    EXPECT_EQ(causal.getWorkspaceBytes(), 128 * 128 * bytes);
+    EXPECT_EQ(causalGrad.getWorkspaceBytes(), 2 * 128 * 128 * bytes);
+    // q [B=2, S=16, 4 heads of 16], k and v [2, 16, 2 kv heads of 16].
+    Value q = fill({2, 16, 64}, element), k = fill({2, 16, 32}, element),
+          v = fill({2, 16, 32}, element), dy = fill({2, 16, 64}, element);
+    auto grouped =
+        AttentionOp::create(builder, loc, type({2, 16, 64}), q, k, v, 4, 2);
+    auto groupedGrad = AttentionGradOp::create(
+        builder, loc, type({2, 16, 64}), type({2, 16, 32}), type({2, 16, 32}),
+        dy, q, k, v, 4, 2);
+    int64_t packed = 16 * 16 + 3 * 2 * 16 * 64 + 64;
+    EXPECT_EQ(grouped.getWorkspaceBytes(), packed * bytes);
+    EXPECT_EQ(groupedGrad.getWorkspaceBytes(), 2 * packed * bytes);
+    auto linear = LinearOp::create(builder, loc, type({2, 16, 64}), q,
+                                   fill({64, 64}, element));
+    EXPECT_EQ(cast<KernelOpInterface>(linear.getOperation()).getWorkspaceBytes(),
+              0);
+  }
+}
+
+/// KernelOpInterface's verifier holds an op's tensors to its kernel table
+/// row at the op's dims: a zb.linear whose result has a column too few
+/// (built unverified) makes its weight [8, 16] disagree with the row's
+/// w = in * out = 8 * 15.
+TEST_F(CostModel, KernelShapesAreHeldToTheirRows) {
+  OpBuilder builder(&context);
+  Location loc = builder.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(module->getBody());
+  auto type = [&](ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, builder.getF32Type());
+  };
+  auto fill = [&](ArrayRef<int64_t> shape) {
+    return FillOp::create(builder, loc, type(shape),
+                          builder.getF64FloatAttr(0.0))
+        .getResult();
+  };
+  Value x = fill({4, 8}), w = fill({8, 16});
+  std::string message;
+  ScopedDiagnosticHandler capture(&context, [&](Diagnostic &diag) {
+    message = diag.str();
+    return success();
+  });
+  auto fits = LinearOp::create(builder, loc, type({4, 16}), x, w);
+  EXPECT_TRUE(succeeded(verifyKernelShape(fits)));
+  EXPECT_EQ(message, "");
+  auto bad = LinearOp::create(builder, loc, type({4, 15}), x, w);
+  EXPECT_TRUE(failed(verifyKernelShape(bad)));
+  EXPECT_EQ(message, "'zb.linear' op does not fit its kernel row zbc_rt_linear: "
+                     "buffer 'w' has 128 elements, the row states 120 at the "
+                     "op's dims (a compiler bug)");
 }
 
 //===----------------------------------------------------------------------===//

@@ -28,10 +28,11 @@
 // and, during a compute op, its phase's own temporaries: the largest set of
 // values of the phase body live at once (a value from its op to its last
 // use; a yielded value the op keeps past its end, from its op to the end of
-// the op), plus the workspace of the op that needs one (workspaceBytes). A
-// fused BW of a split stage runs B's body, then W's, as one sequence: what B
-// hands to W (B.I) lives from its op in B to its last use in W, and what B
-// yields for later (d_in.I) through W to the end of the op.
+// the op), plus the workspace of the op that needs one (KernelOpInterface's
+// getWorkspaceBytes). A fused BW of a split stage runs B's body, then W's,
+// as one sequence: what B hands to W (B.I) lives from its op in B to its
+// last use in W, and what B yields for later (d_in.I) through W to the end
+// of the op.
 // A microbatch that is recomputed changes three things (Note [Recomputation
 // in the IR] below).
 // Depends on this note: ProgramMemory.cpp, zb-verify-schedule, the memory
@@ -218,11 +219,6 @@ std::vector<BodyValue> bodyValuesOf(llvm::ArrayRef<zb::PhaseOp> phases,
 /// True for the keys whose yielded value goes straight into a buffer of
 /// Note [Program memory] (out.I, d_in.I, F.I, B.I) rather than into scratch.
 bool isYieldedIntoBuffer(llvm::StringRef key);
-
-/// The scratch a kernel needs beside its operands and result, in bytes:
-/// causal attention keeps one S x S score matrix (its gradient two), as the
-/// CPU runtime's kernels do; 0 for every other op.
-int64_t workspaceBytes(mlir::Operation *op);
 
 /// Optimizer state per parameter byte: "sgd" (momentum) 1, "adamw" 2.
 /// Fails on another name.

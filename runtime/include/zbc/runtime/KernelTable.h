@@ -11,9 +11,14 @@
  *    KernelCalls.cpp);
  *  - the Device's virtual, METHOD(element, pointers..., dims..., reals as
  *    float) (runtime/src/Device.h), which each backend overrides;
+ *  - the op's kernel shape (KernelShape.h, dialect/lib/ZBKernelShapes.cpp):
+ *    OP's buffers in the row's order and its dims, each read once from its
+ *    types; the op's verifier checks that every buffer's element count is
+ *    the row's at those dims, and the cost model's FLOPs and the memory
+ *    plan's workspace bytes (KernelOpInterface) are computed from them;
  *  - the code generator's op switch: which MLIR op (OP, a zb dialect class)
- *    becomes which call, and a check that the operands it computes for
- *    the call are, in order, the row's buffers, dims and reals
+ *    becomes which call, with the kernel shape's buffers and dims and the
+ *    op's reals, checked to be, in order, the row's kinds
  *    (codegen/lib/ZBToEmitC.cpp).
  * A row is ZBC_RT_KERNEL_ROW(NAME, METHOD, OP, SIGNATURE), SIGNATURE a macro
  * SIGNATURE(BUF, DIM, REAL) listing, in the call's order:
@@ -24,13 +29,45 @@
  *    `call.elementBytes()` is the call's float element size);
  *  - REAL(name): a double in the ABI, a float for the device.
  * Adding an op's kernel is one row here, one override per backend, and the
- * op's operands in ZBToEmitC.cpp (dialect/docs/ZB.md: Adding an op).
- * Plain C preprocessor: the C ABI header, the runtime and the code
- * generator include it; the OP names mean something to the last only.
+ * op's kernel shape (dialect/docs/ZB.md: Adding an op).
+ * Plain C: the C ABI header, the runtime, the dialect and the code
+ * generator include it; the OP names mean something to the last two only.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef ZBC_RUNTIME_KERNELTABLE_H
 #define ZBC_RUNTIME_KERNELTABLE_H
+
+#include <stdint.h>
+
+/* The workspaces (scratch) of the attention kernels, in bytes: the rows'
+ * Workspace sizes, and the dialect's KernelOpInterface::getWorkspaceBytes,
+ * which the memory plan reserves (one statement for both sides). causal
+ * attention keeps one S x S score matrix, its gradient two (the CPU's
+ * kernels; the GPU's use less). zb.attention's is the score matrix the CPU
+ * uses and the packed q | k | v the CUDA backend builds for its causal
+ * kernels (GroupedAttention.cu), with 64 elements to spare for aligning
+ * what follows the packed tensor; its gradient's twice that. */
+static inline int64_t zbc_rt_causal_attention_workspace(int64_t seq,
+                                                        int64_t element_bytes) {
+  return seq * seq * element_bytes;
+}
+static inline int64_t
+zbc_rt_causal_attention_grad_workspace(int64_t seq, int64_t element_bytes) {
+  return 2 * zbc_rt_causal_attention_workspace(seq, element_bytes);
+}
+static inline int64_t zbc_rt_attention_workspace(int64_t batch, int64_t seq,
+                                                 int64_t heads,
+                                                 int64_t head_dim,
+                                                 int64_t element_bytes) {
+  return (seq * seq + 3 * batch * seq * heads * head_dim + 64) *
+         element_bytes;
+}
+static inline int64_t
+zbc_rt_attention_grad_workspace(int64_t batch, int64_t seq, int64_t heads,
+                                int64_t head_dim, int64_t element_bytes) {
+  return 2 * zbc_rt_attention_workspace(batch, seq, heads, head_dim,
+                                        element_bytes);
+}
 
 /* Signatures, one per kernel. */
 /* weight_out_in: 1 if w is [out, in] (PyTorch's layout), 0 if [in, out]. */
@@ -67,21 +104,19 @@
       D(count) D(vocab) D(h)
 #define ZBC_RT_SIG_CAUSAL_ATTENTION(B, D, R)                                   \
   B(In, qkv, batch * seq * 3 * hidden) B(Out, out, batch * seq * hidden)       \
-      B(Workspace, workspace, seq * seq * call.elementBytes()) D(batch)        \
-          D(seq) D(hidden) D(heads)
-/* Grouped-query attention on separate q, k, v. The workspace is the
- * score matrix the CPU uses and the packed q | k | v the CUDA backend
- * builds for its causal kernels (GroupedAttention.cu), with 64 elements to
- * spare for aligning what follows the packed tensor. */
+      B(Workspace, workspace,                                                  \
+        zbc_rt_causal_attention_workspace(seq, call.elementBytes()))           \
+          D(batch) D(seq) D(hidden) D(heads)
+/* Grouped-query attention on separate q, k, v. */
 #define ZBC_RT_SIG_ATTENTION(B, D, R)                                          \
   B(In, q, batch * seq * heads * head_dim)                                     \
       B(In, k, batch * seq * kv_heads * head_dim)                              \
           B(In, v, batch * seq * kv_heads * head_dim)                          \
               B(Out, out, batch * seq * heads * head_dim)                      \
                   B(Workspace, workspace,                                      \
-                    (seq * seq + 3 * batch * seq * heads * head_dim + 64) *    \
-                        call.elementBytes()) D(batch) D(seq) D(heads)          \
-                      D(kv_heads) D(head_dim)
+                    zbc_rt_attention_workspace(batch, seq, heads, head_dim,    \
+                                               call.elementBytes()))           \
+                      D(batch) D(seq) D(heads) D(kv_heads) D(head_dim)
 #define ZBC_RT_SIG_CROSS_ENTROPY(B, D, R)                                      \
   B(In, logits, rows * classes) B(Indices, labels, rows) B(Out, loss, 1)       \
       D(rows) D(classes)
@@ -126,7 +161,8 @@
 #define ZBC_RT_SIG_CAUSAL_ATTENTION_GRAD(B, D, R)                              \
   B(In, dout, batch * seq * hidden) B(In, qkv, batch * seq * 3 * hidden)       \
       B(Out, dqkv, batch * seq * 3 * hidden)                                   \
-          B(Workspace, workspace, 2 * seq * seq * call.elementBytes())         \
+          B(Workspace, workspace,                                              \
+            zbc_rt_causal_attention_grad_workspace(seq, call.elementBytes()))  \
               D(batch) D(seq) D(hidden) D(heads)
 #define ZBC_RT_SIG_ATTENTION_GRAD(B, D, R)                                     \
   B(In, dout, batch * seq * heads * head_dim)                                  \
@@ -137,10 +173,11 @@
                       B(Out, dk, batch * seq * kv_heads * head_dim)            \
                           B(Out, dv, batch * seq * kv_heads * head_dim)        \
                               B(Workspace, workspace,                          \
-                                2 * (seq * seq +                               \
-                                     3 * batch * seq * heads * head_dim + 64) * \
-                                    call.elementBytes()) D(batch) D(seq)       \
-                                  D(heads) D(kv_heads) D(head_dim)
+                                zbc_rt_attention_grad_workspace(               \
+                                    batch, seq, heads, head_dim,               \
+                                    call.elementBytes()))                      \
+                                  D(batch) D(seq) D(heads) D(kv_heads)         \
+                                      D(head_dim)
 #define ZBC_RT_SIG_CROSS_ENTROPY_GRAD(B, D, R)                                 \
   B(In, logits, rows * classes) B(Indices, labels, rows) B(In, dloss, 1)       \
       B(Out, dlogits, rows * classes) D(rows) D(classes)

@@ -10,9 +10,13 @@
 
 let opDocGroup = ZB_BackwardGroup in {
 
-class ZB_BackwardOp<string mnemonic, list<Trait> traits = []>
+// Each runs as one kernel (KernelOpInterface, as ZB_TensorOp).
+class ZB_BackwardOp<string mnemonic, list<Trait> traits = [],
+                    list<string> kernelMethods = []>
     : ZB_Op<mnemonic, !listconcat([HasParent<"PhaseOp">, Pure,
-                                   ZB_KnownAttributes], traits)> {
+        ZB_KnownAttributes,
+        DeclareOpInterfaceMethods<ZB_KernelOpInterface, kernelMethods>],
+        traits)> {
   let hasVerifier = 1;
 }
 
@@ -33,7 +37,8 @@ class ZB_BinaryBackwardOp<string mnemonic, string lhs, string rhs,
   }];
 }
 
-def ZB_FillOp : ZB_Op<"fill", [HasParent<"PhaseOp">, Pure]> {
+def ZB_FillOp : ZB_Op<"fill", [HasParent<"PhaseOp">, Pure,
+    DeclareOpInterfaceMethods<ZB_KernelOpInterface>]> {
   let summary = "a tensor with every element equal to a constant";
   let description = [{
     zb-autodiff seeds the backward of the last stage with the gradient of
@@ -302,7 +307,8 @@ def ZB_EmbeddingGradOp : ZB_BackwardOp<"embedding_grad"> {
   }];
 }
 
-def ZB_CausalAttentionGradOp : ZB_BackwardOp<"causal_attention_grad"> {
+def ZB_CausalAttentionGradOp
+    : ZB_BackwardOp<"causal_attention_grad", [], ["getWorkspaceBytes"]> {
   let summary = "the gradient of zb.causal_attention w.r.t. its packed qkv";
   let description = [{
     Recomputes the attention probabilities from `qkv`, then
@@ -321,7 +327,8 @@ def ZB_CausalAttentionGradOp : ZB_BackwardOp<"causal_attention_grad"> {
   }];
 }
 
-def ZB_AttentionGradOp : ZB_BackwardOp<"attention_grad"> {
+def ZB_AttentionGradOp
+    : ZB_BackwardOp<"attention_grad", [], ["getWorkspaceBytes"]> {
   let summary = "the gradients of zb.attention w.r.t. q, k and v";
   let description = [{
     Recomputes each query head's probabilities from `q` and `k`, then

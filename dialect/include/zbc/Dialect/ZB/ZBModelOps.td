@@ -158,11 +158,16 @@ def ZB_LossOp : ZB_ModelLevelOp<"loss", [Terminator]> {
 // build the op, so both report a shape error the same way.
 //
 // Tensor ops appear in a model and, cloned by zb-autodiff, in the phases of
-// its stages. Each has a gradient rule (ZBGradients.cpp).
-class ZB_TensorOp<string mnemonic, list<Trait> traits = []>
+// its stages. Each has a gradient rule (ZBGradients.cpp) and runs as one
+// kernel (KernelOpInterface: ZBCosts.cpp; `kernelMethods` names the
+// interface's methods with a default that the op overrides).
+class ZB_TensorOp<string mnemonic, list<Trait> traits = [],
+                  list<string> kernelMethods = []>
     : ZB_Op<mnemonic, !listconcat([ParentOneOf<["ModelOp", "PhaseOp"]>, Pure,
         ZB_KnownAttributes,
-        DeclareOpInterfaceMethods<ZB_DifferentiableOpInterface>], traits)> {
+        DeclareOpInterfaceMethods<ZB_DifferentiableOpInterface>,
+        DeclareOpInterfaceMethods<ZB_KernelOpInterface, kernelMethods>],
+        traits)> {
   let hasVerifier = 1;
 }
 
@@ -430,7 +435,8 @@ def ZB_RmsNormOp : ZB_TensorOp<"rmsnorm"> {
   }];
 }
 
-def ZB_CausalAttentionOp : ZB_TensorOp<"causal_attention"> {
+def ZB_CausalAttentionOp
+    : ZB_TensorOp<"causal_attention", [], ["getWorkspaceBytes"]> {
   let summary = "multi-head causal self-attention over packed q, k, v";
   let description = [{
     Input `[B, S, 3H]` holds q, k and v side by side (the output of one
@@ -456,7 +462,8 @@ def ZB_CausalAttentionOp : ZB_TensorOp<"causal_attention"> {
   }];
 }
 
-def ZB_AttentionOp : ZB_TensorOp<"attention"> {
+def ZB_AttentionOp
+    : ZB_TensorOp<"attention", [], ["getWorkspaceBytes"]> {
   let summary = "causal grouped-query attention on separate q, k and v";
   let description = [{
     `q [B, S, heads * d]`, `k` and `v [B, S, kv_heads * d]` (the outputs of

@@ -20,6 +20,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include "zbc/Dialect/ZB/OpCost.h"
 #include "zbc/Dialect/ZB/ZBDialect.h"
 #include "zbc/Dialect/ZB/ZBTypes.h"
 
@@ -43,6 +44,11 @@ public:
     return verifyKnownAttributes(op);
   }
 };
+
+/// KernelOpInterface's verifier: every buffer of the op's kernel shape has
+/// the element count its kernel table row states at the shape's dims
+/// (dialect/lib/ZBKernelShapes.cpp).
+mlir::LogicalResult verifyKernelShape(mlir::Operation *op);
 } // namespace zbc::zb
 
 #include "zbc/Dialect/ZB/ZBInterfaces.h.inc"
