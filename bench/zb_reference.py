@@ -11,7 +11,7 @@ and zbc are measured by one rule. Its memory model is the paper's: F adds
 M_B, B adds M_W - M_B, W frees M_W, the limit per stage.
 
 On stages of uneven cost the reference heuristic can plan an F before the
-stage above has produced its input (../shared/SCHEDULES.md): a variant that
+stage above has produced its input (ZB.md, "zb-auto"): a variant that
 does so fails its own final asserts and is skipped, and an order that zbc's
 simulator finds over the limit counts as no schedule. The best of the
 variants that pass is the reference's result, as in initial_solution.

@@ -6,7 +6,7 @@
 // so that neighbouring stages share a host and only a block's edge crosses
 // the network) and writes the files that start them: DIR/launch.sh (mpirun
 // MPMD; with --hosts, over DIR/hostfile) and DIR/launch-slurm.sh (srun
-// --multi-prog, inside a Slurm allocation). README, "On two or more hosts".
+// --multi-prog, inside a Slurm allocation). docs/user-guide.md, "On two or more hosts".
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_TOOL_LAUNCHFILES_H

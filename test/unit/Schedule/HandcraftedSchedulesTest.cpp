@@ -2,7 +2,7 @@
 //
 // Builds the handcrafted schedules through buildSchedule (validation, the
 // builder, ScheduleTable::verify, the simulator) and checks them against the
-// closed forms of ../shared/SCHEDULES.md, measured as the simulator does:
+// Zero Bubble paper's closed forms (ZB.md's schedule table), measured thus:
 // bubble = makespan - m * (the busiest rank's F+B+W per microbatch), the
 // makespan being the longest rank span, with stages of equal cost and no
 // comm unless a test says otherwise.

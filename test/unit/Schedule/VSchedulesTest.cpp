@@ -2,7 +2,7 @@
 //
 // Builds the V-placement schedules through buildSchedule (validation, the
 // builder, ScheduleTable::verify, the simulator) and checks them against
-// ../shared/SCHEDULES.md. Costs are per chunk (half a rank's layers); a
+// ZB.md's schedule table. Costs are per chunk (half a rank's layers); a
 // "full-stage microbatch" of activations is one chunk-0 plus one chunk-1
 // activation, 2 chunk M_B with equal chunks. Checked:
 //  - zb-v: exactly zero bubble with F = B = W, no comm and m >= 2p - 1 (the

@@ -5,7 +5,7 @@
 // memory, the communication delay and the per-rank activation budget. Plain C++:
 // nothing here touches IR, so schedules are fast and unit-testable.
 //
-// Memory follows the Zero Bubble paper's accounting (../shared/SCHEDULES.md):
+// Memory follows the Zero Bubble paper's accounting (Qi et al., ICLR 2024):
 // a microbatch's F on a stage adds memB (M_B); its B adds memW - memB, so the
 // microbatch then holds memW (M_W); its W frees memW. A fused BW frees memB.
 // A recomputed microbatch (Note [Recomputation as an action]) keeps only

@@ -7,7 +7,7 @@
 // `fill` T_W long (W has no successor, so a gap is filled once its length
 // is known) or when memory is full. An F is planned only once the upstream
 // stage has produced its input, at its real time: the reference
-// heuristic's failure with uneven stages (../shared/SCHEDULES.md) cannot
+// heuristic's failure with uneven stages (ZB.md, "zb-auto") cannot
 // happen. W's left at the end run back to back.
 //
 //===----------------------------------------------------------------------===//

@@ -10,7 +10,7 @@
 //   other  text: each byte is a token (the identity tokenizer, vocabulary
 //          256).
 // No tokenizer runs inside zbc: a user writes the ids with the model's own
-// tokenizer (README). Every id must lie in [0, vocabulary) of the model (an
+// tokenizer (docs/user-guide.md). Every id must lie in [0, vocabulary) of the model (an
 // id outside is refused naming its position), checked once when the file
 // is opened, before the first step.
 //
