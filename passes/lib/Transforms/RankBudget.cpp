@@ -23,34 +23,36 @@ using namespace zbc;
 namespace {
 
 /// Every rank's whole peak (Note [Program memory]) of `module` scheduled at
-/// `budget`, proven without a limit; fails where the schedule does. The
-/// proof's peaks are the memory plan's (zb-plan-memory writes them as
-/// peak_bytes), without the plan's packing.
-FailureOr<std::vector<int64_t>>
+/// `budget`, proven without a limit, and the order's makespan; fails where
+/// the schedule does. The proof's peaks are the memory plan's
+/// (zb-plan-memory writes them as peak_bytes), without the plan's packing.
+FailureOr<RankBudget>
 peaksAt(ModuleOp module, double budget,
-        llvm::function_ref<LogicalResult(ModuleOp, double)> schedule) {
+        llvm::function_ref<FailureOr<double>(ModuleOp, double)> schedule) {
   OwningOpRef<ModuleOp> copy(module.clone());
-  if (failed(schedule(*copy, budget)))
+  FailureOr<double> makespan = schedule(*copy, budget);
+  if (failed(makespan))
     return failure();
   PassManager pm(module.getContext());
   pm.addPass(createZBInsertP2PPass());
   if (failed(pm.run(*copy)))
     return failure();
-  std::vector<int64_t> peaks;
+  RankBudget at{budget, {}, 0, *makespan};
   for (zb::ProgramOp program : copy->getOps<zb::ProgramOp>()) {
     ScheduleProof proof;
     if (failed(verifyScheduleProgram(program, &proof)))
       return failure();
-    peaks.insert(peaks.end(), proof.peakBytes.begin(), proof.peakBytes.end());
+    at.peaks.insert(at.peaks.end(), proof.peakBytes.begin(),
+                    proof.peakBytes.end());
   }
-  return peaks;
+  return at;
 }
 
 } // namespace
 
 FailureOr<RankBudget> zbc::fitActivationBudget(
     ModuleOp module, int64_t limit,
-    llvm::function_ref<LogicalResult(ModuleOp, double)> schedule) {
+    llvm::function_ref<FailureOr<double>(ModuleOp, double)> schedule) {
   // The attempts' errors (an infeasible budget) are the fit's business; the
   // final lowering reports what matters.
   ScopedDiagnosticHandler quiet(module.getContext(),
@@ -71,17 +73,18 @@ FailureOr<RankBudget> zbc::fitActivationBudget(
   for (double budget = static_cast<double>(limit);
        attempts < kRankBudgetAttempts && budget > 0;) {
     ++attempts;
-    FailureOr<std::vector<int64_t>> peaks = peaksAt(module, budget, schedule);
-    if (failed(peaks))
+    FailureOr<RankBudget> at = peaksAt(module, budget, schedule);
+    if (failed(at))
       break; // below what the schedule can run: keep the closest miss
-    int64_t over = excess(*peaks);
+    at->attempts = attempts;
+    int64_t over = excess(at->peaks);
     if (over <= 0) {
-      fits = RankBudget{budget, *peaks, attempts};
+      fits = *at;
       break;
     }
-    bool unchanged = closest && closest->peaks == *peaks;
+    bool unchanged = closest && closest->peaks == at->peaks;
     step = unchanged ? 2 * step : static_cast<double>(over);
-    closest = RankBudget{budget, *peaks, attempts};
+    closest = *at;
     miss = budget;
     budget -= step;
   }
@@ -97,9 +100,9 @@ FailureOr<RankBudget> zbc::fitActivationBudget(
          miss - fits->activations > 1) {
     ++attempts;
     double budget = std::floor((fits->activations + miss) / 2);
-    FailureOr<std::vector<int64_t>> peaks = peaksAt(module, budget, schedule);
-    if (succeeded(peaks) && excess(*peaks) <= 0)
-      fits = RankBudget{budget, *peaks, attempts};
+    FailureOr<RankBudget> at = peaksAt(module, budget, schedule);
+    if (succeeded(at) && excess(at->peaks) <= 0)
+      fits = *at;
     else
       miss = budget;
   }

@@ -238,15 +238,6 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
            llvm::all_of(fitted->peaks,
                         [&](int64_t peak) { return peak <= limit; });
   };
-  // The longest makespan of `candidate`'s pipelines ordered with `levers`
-  // at `budget`, on a copy.
-  auto makespanAt = [&](ModuleOp candidate, Levers levers, double budget) {
-    OwningOpRef<ModuleOp> copy = candidate.clone();
-    ScopedDiagnosticHandler quiet(module.getContext(),
-                                  [](Diagnostic &) { return success(); });
-    return scheduleModule(*copy, request, levers, budget);
-  };
-
   Levers asked{request.recompute == RecomputeLever::Checkpoint
                    ? RecomputeLever::None
                    : request.recompute,
@@ -277,15 +268,10 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
     }
     std::optional<std::pair<double, double>> spans; // checkpointed, not
     bool take = fits(checkpointed) && !fits(fitted);
+    // Each fit knows the makespan of its order at the budget it found.
     if (fits(checkpointed) && fits(fitted) && request.costFile.empty()) {
-      FailureOr<double> with =
-          makespanAt(*trial, asked, checkpointed->activations);
-      FailureOr<double> without =
-          makespanAt(module, choice.levers, fitted->activations);
-      if (succeeded(with) && succeeded(without)) {
-        spans = {*with, *without};
-        take = *with < *without;
-      }
+      spans = {checkpointed->makespan, fitted->makespan};
+      take = spans->first < spans->second;
     }
     if (take) {
       (void)checkpointModule(module); // as on the copy

@@ -20,11 +20,13 @@
 namespace zbc {
 
 /// What the fit found: the activation budget to schedule with, the
-/// whole-rank peaks the schedule built at it gives, and the tries it took.
+/// whole-rank peaks the schedule built at it gives, the tries it took, and
+/// the makespan the schedule predicts at it.
 struct RankBudget {
   double activations = 0;
   std::vector<int64_t> peaks;
   int attempts = 0;
+  double makespan = 0;
 };
 
 /// Note [Rank budget]
@@ -49,13 +51,15 @@ struct RankBudget {
 /// one schedule and one memory plan of the model.
 constexpr int kRankBudgetAttempts = 16;
 
-/// `schedule(module, budget)` runs the schedule pass on `module` (a copy of
-/// the pipeline without a program) at an activation budget in bytes. Fails
-/// only if the schedule refuses the whole limit as a budget; the
-/// diagnostics of the tries are not shown.
+/// `schedule(module, budget)` orders `module` (a copy of the pipeline
+/// without a program) at an activation budget in bytes, writing its
+/// program, and returns the order's predicted makespan. Fails only if the
+/// schedule refuses the whole limit as a budget; the diagnostics of the
+/// tries are not shown.
 llvm::FailureOr<RankBudget> fitActivationBudget(
     mlir::ModuleOp module, int64_t limit,
-    llvm::function_ref<mlir::LogicalResult(mlir::ModuleOp, double)> schedule);
+    llvm::function_ref<llvm::FailureOr<double>(mlir::ModuleOp, double)>
+        schedule);
 
 } // namespace zbc
 
