@@ -1,7 +1,7 @@
 //===- Input.h - reading IR files for zbc's subcommands ------------*- C++ -*-===//
 //
 // One way in for every subcommand that reads a .mlir file: the zb context
-// and a parser whose errors carry file:line:col (defined in zbc.cpp).
+// and a parser whose errors carry file:line:col (Input.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_TOOL_INPUT_H

@@ -65,30 +65,6 @@ static cl::list<std::string> checkInputs(cl::Positional, cl::OneOrMore,
                                          cl::sub(checkCommand),
                                          cl::cat(zbcCategory));
 
-/// Parses and verifies `path`; diagnostics go to stderr with file:line:col.
-OwningOpRef<ModuleOp> zbc::parseInputFile(StringRef path, MLIRContext &context,
-                                          llvm::SourceMgr &sourceMgr) {
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
-  if (!file) {
-    llvm::errs() << "zbc: error: " << error << "\n";
-    return {};
-  }
-  // MLIR's parser recurses per bracket: refuse absurd nesting first.
-  if (failed(zbc::checkIRNesting(*file, path)))
-    return {};
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  return parseSourceFile<ModuleOp>(sourceMgr, &context);
-}
-
-/// A context for the zb dialect whose diagnostics read well on a terminal.
-void zbc::setUpContext(MLIRContext &context) {
-  context.loadDialect<zbc::zb::ZBDialect>();
-  // The located message says what is wrong; the generic form of the op only
-  // repeats it less readably.
-  context.printOpOnDiagnostic(false);
-}
-
 static int runCheck() {
   MLIRContext context;
   zbc::setUpContext(context);
