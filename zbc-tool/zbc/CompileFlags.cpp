@@ -4,6 +4,8 @@
 
 #include "Options.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 using namespace llvm;
 using namespace zbc;
 
@@ -20,9 +22,13 @@ CompileFlags::Flag &CompileFlags::declare(const OptionInfo &info,
                                           const std::string &defaultText) {
   Flag flag;
   flag.name = info.name;
-  // The help says the default where there is one to say.
+  // The help says the default where there is one to say (a count's 0 is
+  // "not given", outside its bounds).
   flag.help = std::make_unique<std::string>(info.help);
-  if (!defaultText.empty())
+  double number = 0;
+  bool outOfBounds = info.bounds && to_float(defaultText, number) &&
+                     (number < info.bounds->min || number > info.bounds->max);
+  if (!defaultText.empty() && defaultText != "default" && !outOfBounds)
     *flag.help += " (default: " + defaultText + ")";
   // Read as text, so that a bad value gets zbc's words, not llvm::cl's.
   flag.option = std::make_unique<cl::opt<std::string>>(

@@ -120,9 +120,11 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
                     "none; full (every microbatch's stash, back before its "
                     "backward); auto (those that give the shortest schedule "
                     "within the memory). Needs copy-bandwidth"});
-  binder(microbatches, OptionInfo{"microbatches", ScheduleGroup, "M",
-                                  "Microbatches per training step",
-                                  Bounds{1, limits::kMaxMicrobatches}});
+  binder(microbatches,
+         OptionInfo{"microbatches", ScheduleGroup, "M",
+                    "Microbatches per training step (with data-parallel "
+                    "replicas, of all of them together)",
+                    Bounds{1, limits::kMaxMicrobatches}});
   binder(stagesPerRank,
          OptionInfo{"virtual", ScheduleGroup, "V",
                     "Stages per rank (interleaved schedules; a V schedule "
