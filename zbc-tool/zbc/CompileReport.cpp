@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Compile.h"
+#include "Options.h"
 #include "SchedulePlugins.h"
 
 #include "zbc/Analysis/ProgramTable.h"
@@ -28,9 +29,6 @@ using namespace zbc;
 
 namespace {
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// The stages rank `r` holds, as "stage 0" or "stages 0, 7".
 std::string stagesText(const sched::ScheduleTable &table, int r) {

@@ -88,9 +88,6 @@ cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
                                cl::cat(zbcCategory));
 #undef BOTH
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// The schedule file the run takes its order from: --schedule-file, or the
 /// model file itself when it holds a zb.program; none otherwise.

@@ -59,9 +59,6 @@ cl::opt<std::string> dtypeOpt("dtype", cl::init("f32"),
                               cl::sub(zbc::exportHFCommand()),
                               cl::cat(zbcCategory));
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// One rank's saved file.
 struct RankFile {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HostCompiler.h"
+#include "Options.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -26,12 +27,10 @@
 #include <vector>
 
 using namespace llvm;
+using zbc::fail;
 
 namespace {
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 std::string hostCompiler() {
   if (const char *cxx = std::getenv("ZBC_CXX"); cxx && *cxx)
@@ -62,7 +61,7 @@ RuntimeDirs runtimeDirs() {
 }
 
 /// The command that builds rank `rank` of `dir` against `backend`.
-std::vector<std::string> compileCommand(StringRef dir, int rank,
+std::vector<std::string> hostCompilerCommand(StringRef dir, int rank,
                                         StringRef backend) {
   RuntimeDirs runtime = runtimeDirs();
   const std::string &lib = runtime.lib;
@@ -148,7 +147,7 @@ Error zbc::buildRankExecutables(StringRef dir, int ranks, StringRef backend) {
            !failure) {
       Job job;
       job.rank = next++;
-      job.args = compileCommand(dir, job.rank, backend);
+      job.args = hostCompilerCommand(dir, job.rank, backend);
       job.logPath = formatv("{0}/.build-rank{1}.log", dir, job.rank).str();
       SmallVector<StringRef> argv(job.args.begin(), job.args.end());
       std::optional<StringRef> redirects[] = {std::nullopt, StringRef(job.logPath),

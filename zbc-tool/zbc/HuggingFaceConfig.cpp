@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HuggingFaceConfig.h"
+#include "Options.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
@@ -23,9 +24,6 @@ using namespace zbc;
 
 namespace {
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// A JSON value as config.json writes it, for messages (a number in its
 /// shortest form that reads back the same: 0.1, not 0.10000000000000001).

@@ -58,9 +58,6 @@ cl::opt<std::string> dataDtypeOpt("data-dtype",
                                   cl::sub(zbc::inspectCommand()),
                                   cl::cat(zbcCategory));
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 std::string shapeOf(const rt::StoredTensor &t) {
   std::string shape;

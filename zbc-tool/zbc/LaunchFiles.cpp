@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LaunchFiles.h"
+#include "Options.h"
 #include "HostCompiler.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -21,9 +22,6 @@ using namespace zbc;
 
 namespace {
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// Writes `text` to DIR/NAME, executable when `script`.
 Error writeFileIn(StringRef dir, StringRef name, StringRef text, bool script) {

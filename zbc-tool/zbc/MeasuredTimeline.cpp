@@ -1,6 +1,7 @@
 //===- MeasuredTimeline.cpp - what a run's ranks recorded, merged ---------===//
 
 #include "MeasuredTimeline.h"
+#include "Options.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -14,9 +15,6 @@ using namespace zbc;
 
 namespace {
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 bool isCompute(const TraceEvent &e) {
   return e.what == "F" || e.what == "B" || e.what == "W" || e.what == "BW" ||

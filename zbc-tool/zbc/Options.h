@@ -3,8 +3,15 @@
 #define ZBC_TOOL_OPTIONS_H
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
 
 namespace zbc {
+/// An error of the tool's saying `message` (printed as "zbc: error:
+/// MESSAGE" by the subcommand that returns it).
+inline llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 /// The category every zbc option belongs to; `--help` shows only these.
 extern llvm::cl::OptionCategory zbcCategory;
 

@@ -26,6 +26,7 @@
 #include <tuple>
 
 using namespace llvm;
+using zbc::fail;
 using namespace zbc::sched;
 using zbc::ImportShape;
 
@@ -86,9 +87,6 @@ cl::opt<std::string> placementOpt(
              "interleaved when --virtual > 1)"),
     cl::value_desc("kind"), cl::sub(zbc::scheduleCommand()), cl::sub(zbc::verifyCommand()), cl::cat(zbcCategory));
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// Parses "K=v,K=v" into numbers in [0, kMaxAmount]; keys outside
 /// `allowed` are errors.

@@ -72,9 +72,6 @@ cl::opt<std::string> outputFile("o", cl::desc("The cost file (default "
 
 constexpr int kWarmUpSteps = 3;
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// Milliseconds to a tenth of a microsecond: what the clock resolves.
 double rounded(double ms) { return std::round(ms * 1e4) / 1e4; }

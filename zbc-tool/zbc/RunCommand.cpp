@@ -142,9 +142,6 @@ RankOption *const kRankOptions[] = {
     &checkpointDirOpt, &resumeOpt,      &initOpt,       &timeoutOpt,
     &saveOpt,         &saveInitOpt,     &reportOpt};
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// Where this run writes checkpoints: --checkpoint-dir, else DIR/checkpoints
 /// when it writes any; "" when it writes none.

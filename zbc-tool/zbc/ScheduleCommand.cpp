@@ -36,6 +36,7 @@
 #include <optional>
 
 using namespace llvm;
+using zbc::fail;
 using namespace zbc::sched;
 
 namespace {
@@ -72,9 +73,6 @@ cl::opt<std::string> outputFile("o", cl::desc("Write here instead of stdout"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 void printList(raw_ostream &os) {
   for (const ScheduleInfo &info : registeredSchedules()) {

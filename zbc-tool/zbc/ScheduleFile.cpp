@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ScheduleFile.h"
+#include "Options.h"
 
 #include "Input.h"
 
@@ -30,9 +31,6 @@ using namespace zbc;
 
 namespace {
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 bool isProgramFile(StringRef path) { return path.ends_with(".mlir"); }
 

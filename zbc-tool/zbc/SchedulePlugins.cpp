@@ -16,6 +16,7 @@
 #include <string>
 
 using namespace llvm;
+using zbc::fail;
 
 namespace {
 
@@ -28,9 +29,6 @@ cl::list<std::string> pluginOpt(
     cl::sub(zbc::compileCommand()), cl::sub(zbc::runCommand()),
     cl::sub(zbc::profileCommand()), cl::cat(zbc::zbcCategory));
 
-Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message);
-}
 
 /// Each schedule a plugin registered, and the plugin.
 std::map<std::string, std::string> &pluginOfSchedule() {
