@@ -13,8 +13,6 @@ CompileFlags::CompileFlags(cl::SubCommandGroup commands, unsigned groups,
                            CompileOptions defaults)
     : commands(std::move(commands)), groups(groups),
       values(std::move(defaults)) {
-  // The flags live as long as the tool: reserved so that none moves.
-  flags.reserve(32);
   values.bind(*this);
 }
 

@@ -70,21 +70,23 @@ public:
         std::conditional_t<std::is_base_of_v<mlir::Pass, Parent>,
                            mlir::Pass::Option<std::string, Parser>,
                            mlir::detail::PassOptions::Option<std::string, Parser>>;
+    std::string defaultText = optionValueText(field);
     auto option = std::make_unique<Option>(
         parent, info.name, llvm::cl::desc(info.help),
-        llvm::cl::value_desc(info.valueName),
-        llvm::cl::init(optionValueText(field)));
+        llvm::cl::value_desc(info.valueName), llvm::cl::init(defaultText));
     option->getParser().bounds = info.bounds;
     // A pass reports a refusal itself (initializeOptions); a pipeline's
     // options leave it to llvm::cl.
     if constexpr (std::is_base_of_v<mlir::Pass, Parent>)
       option->getParser().refusal = &refused;
     Option *text = option.get();
-    readers.push_back([text, &field, bounds = info.bounds] {
-      // Checked when parsed; a default is the text of a valid value.
-      llvm::cantFail(readOptionValue(text->getValue(), field, bounds));
+    readers.push_back([text, &field, bounds = info.bounds,
+                       defaultText = std::move(defaultText)] {
+      // A default stays the field's own (a count's 0 is "not given",
+      // outside its bounds); a text given was checked when parsed.
+      if (text->getValue() != defaultText)
+        llvm::cantFail(readOptionValue(text->getValue(), field, bounds));
     });
-    writers.push_back([text, &field] { *text = optionValueText(field); });
     options.push_back(std::shared_ptr<void>(std::move(option)));
   }
 
@@ -97,19 +99,13 @@ public:
     for (const std::function<void()> &reader : readers)
       reader();
   }
-  /// The bound fields into the options' texts (a pass made from a struct,
-  /// so that it prints what it runs with).
-  void write() {
-    for (const std::function<void()> &writer : writers)
-      writer();
-  }
 
 private:
   Parent &parent;
   unsigned groups;
   std::string refused;
   std::vector<std::shared_ptr<void>> options;
-  std::vector<std::function<void()>> readers, writers;
+  std::vector<std::function<void()>> readers;
 };
 
 } // namespace zbc
