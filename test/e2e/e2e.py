@@ -42,6 +42,12 @@ Modes (one ctest test each, see test/CMakeLists.txt):
   hosts           deployment: launch.sh over --hosts' hostfile and
                   launch-slurm.sh's --multi-prog file train as one host does
                   (test/e2e/hosts.py).
+  levers          each lever mode above in turn (recompute full and
+                  selective, checkpoint, offload, both levers mixed); with
+                  --cases representative (e2e-levers-quick, the quick loop's
+                  and the sanitizer run's) a linear, an interleaved and a V
+                  schedule each; the normal run's lever tests take
+                  --cases rest.
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse
@@ -289,6 +295,13 @@ def bad_input(args):
                    "rank1")
 
 
+# The lever equivalence modes, which `levers` runs one after another (with
+# --cases representative: e2e-levers-quick).
+LEVER_MODES = ("recompute-equivalence", "recompute-selective-equivalence",
+               "checkpoint-equivalence", "offload-equivalence",
+               "levers-mixed-equivalence")
+
+
 def main():
     parser = argparse.ArgumentParser()
     modes = {"every-schedule": every_schedule,
@@ -299,7 +312,14 @@ def main():
              **failures.MODES, **backends.MODES, **schedule_files.MODES,
              **hosts.MODES, **recompute.MODES, **offload.MODES,
              **checkpoint.MODES}
+    modes["levers"] = lambda a: [modes[m](a) for m in LEVER_MODES]
     parser.add_argument("mode", choices=sorted(modes))
+    parser.add_argument("--cases", choices=("all", "representative", "rest"),
+                        default="all",
+                        help="of the lever modes' cases: all, the "
+                             "representative ones (recompute.REPRESENTATIVE: "
+                             "the quick loop's and the sanitizer run's) or "
+                             "the rest")
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)
     parser.add_argument("--work", required=True)

@@ -31,9 +31,9 @@ import os
 import re
 import sys
 
-from recompute import (_recomputes, case_model, each_lever_case,
-                       train_against_same_order, without_ops)
-from zbc_e2e import fresh_dir, run
+from recompute import (_recomputes, case_model, chosen_cases,
+                       each_lever_case, train_against_same_order, without_ops)
+from zbc_e2e import fresh_dir, run, schedule_only
 
 # Bytes per unit of schedule time: any positive speed gives the same order
 # of copies under --offload full; a fast one keeps the planned makespan near
@@ -99,10 +99,12 @@ def mixed_equivalence(args):
     reference = os.path.join(args.bin, "zbc-reference")
     # p = 4: at p = 2 a rank holds at most two microbatches in flight, and
     # one relief, which ever lever is cheaper for it, is all a budget needs.
-    cases = [(name, v, model) for name, v in (("zb-auto", 1), ("1f1b", 1),
-                                               ("zb-v", 2))
-             for model in ("gpt", "llama")]
     p = 4
+    cases = chosen_cases(args, [(name, v, model)
+                                for name, v in (("zb-auto", 1), ("1f1b", 1),
+                                                ("zb-v", 2))
+                                for model in ("gpt", "llama")],
+                         lambda c: (c[0], p, c[2]))
     for name, v, model in cases:
         case = f"{name}-p{p}-{model}"
         work, source = case_model(args, case, model, v * p)
@@ -110,13 +112,19 @@ def mixed_equivalence(args):
         with open(costs, "w") as f:
             json.dump(MIXED_COSTS, f)
         out = os.path.join(work, "mixed")
-        for budget in MIXED_BUDGETS:
+
+        def compile_at(budget, env=None):
             fresh_dir(out)
-            if run([zbc, "compile", source, "--ranks", str(p),
-                    "--microbatches", str(2 * p), "--schedule", name,
-                    "--cost-file", costs, "--activation-budget", str(budget),
-                    "--recompute", "auto", "--offload", "auto", "-o", out],
-                   check=False).returncode:
+            return run([zbc, "compile", source, "--ranks", str(p),
+                        "--microbatches", str(2 * p), "--schedule", name,
+                        "--cost-file", costs, "--activation-budget",
+                        str(budget), "--recompute", "auto", "--offload",
+                        "auto", "-o", out], check=False, env=env).returncode
+
+        # The budgets are probed without building executables, then the
+        # one found is compiled whole.
+        for budget in MIXED_BUDGETS:
+            if compile_at(budget, schedule_only()):
                 continue  # below one microbatch's stash
             with open(os.path.join(out, "program.mlir")) as f:
                 text = f.read()
@@ -127,6 +135,13 @@ def mixed_equivalence(args):
         else:
             sys.exit(f"FAILED: {case}: no budget of {MIXED_BUDGETS} gave a "
                      "schedule with both R ops and copies")
+        if compile_at(budget):
+            sys.exit(f"FAILED: {case}: activation budget {budget} compiled "
+                     "as a probe, not whole")
+        with open(os.path.join(out, "program.mlir")) as f:
+            if f.read() != text:
+                sys.exit(f"FAILED: {case}: the program at activation budget "
+                         f"{budget} differs between two compiles")
         # report.json names each rank's levers: an R per recomputed
         # microbatch, an offload and a reload per offloaded one.
         with open(os.path.join(out, "report.json")) as f:

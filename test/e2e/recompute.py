@@ -16,7 +16,9 @@
                   every stage states what its R rebuilds (the cheap part of
                   its stash, Note [Selective recomputation]), each R runs
                   fewer ops than its F, and the F keeps the rest.
-  recompute-limit  gpt-small on 4 ranks, zb-auto, m = 8: the least
+  recompute-limit  gpt-small's six blocks at the example GPT's sizes
+                  (zbc-dsl-gpt --layers 6 --no-cuts) on 4 ranks, zb-auto,
+                  m = 8: the least
                   --mem-limit it fits without recomputation (to 5%,
                   searched upwards), then 5% above it: with --recompute auto the planned
                   makespan is strictly shorter than without, and it
@@ -37,7 +39,7 @@ import re
 import struct
 import sys
 
-from zbc_e2e import EXAMPLES, fresh_dir, run
+from zbc_e2e import fresh_dir, run, schedule_only
 from zbc_models import gpt, llama, schedules
 
 
@@ -151,16 +153,45 @@ def train_against_same_order(zbc, reference, full, work, p, plain_text,
     return reports_full, reports_plain, result.stdout.strip().splitlines()[-1]
 
 
+# The lever cases of the sanitizer run and of the quick loop (ctest -L
+# quick, test e2e-levers-quick): a linear, an interleaved and a V schedule,
+# both models and both p among them. e2e.py's --cases representative runs
+# only these, --cases rest every other case; the normal run has both (in
+# different tests), so no case runs twice.
+REPRESENTATIVE = [("zb-h1", 4, "gpt"), ("interleaved-1f1b", 2, "llama"),
+                  ("zb-v", 4, "llama")]
+
+
+def chosen_cases(args, cases, key):
+    """The cases of `cases` that e2e.py's --cases asks for; key(case) is its
+    (schedule, p, model)."""
+    which = getattr(args, "cases", "all")
+    if which == "all":
+        return cases
+    picked = [c for c in cases if (key(c) in REPRESENTATIVE) ==
+              (which == "representative")]
+    if which == "representative" and not picked:
+        sys.exit(f"FAILED: none of the representative cases {REPRESENTATIVE} "
+                 "is among this test's")
+    return picked
+
+
 def each_lever_case(args, lever):
     """The cases of the lever equivalence tests: every registered schedule,
     p in {2, 4}, the example GPT and Llama (one block or layer per stage),
-    m = 2p, each compiled with the options `lever` into `full`. Yields
-    (case, p, work, full, source, stages) after the compile: the model
-    source it wrote and its stages."""
+    m = 2p (those e2e.py's --cases asks for), each compiled with the options
+    `lever` into `full`. Yields (case, p, work, full, source, stages) after
+    the compile: the model source it wrote and its stages."""
     zbc = os.path.join(args.bin, "zbc")
-    for name, v, p, model in [(name, v, p, model)
-                              for name, v in schedules(zbc)
-                              for p in (2, 4) for model in ("gpt", "llama")]:
+    cases = chosen_cases(args, [(name, v, p, model)
+                                for name, v in schedules(zbc)
+                                for p in (2, 4) for model in ("gpt", "llama")],
+                         lambda c: (c[0], c[2], c[3]))
+    if getattr(args, "cases", "all") == "representative" and \
+            len(cases) != len(REPRESENTATIVE):
+        sys.exit(f"FAILED: the representative cases {REPRESENTATIVE} are not "
+                 "all registered schedules' cases")
+    for name, v, p, model in cases:
         case = f"{name}-p{p}-{model}"
         work, source = case_model(args, case, model, v * p)
         full = os.path.join(work, "full")
@@ -253,17 +284,26 @@ def _train_within(out, work, name, limit_bytes):
 def limit(args):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
-    model = os.path.join(EXAMPLES, "gpt-small.mlir")
+    # gpt-small's six blocks at the example GPT's sizes (hidden 64,
+    # sequences of 32): zbc-reference's step of gpt-small itself took two
+    # minutes, of this one a second.
+    os.makedirs(args.work, exist_ok=True)
+    model = os.path.join(args.work, "gpt-6.mlir")
+    with open(model, "w") as f:
+        f.write(run([os.path.join(args.bin, "zbc-dsl-gpt"), "--layers", "6",
+                     "--no-cuts"]).stdout)
     shape = ["--ranks", "4", "--microbatches", "8", "--schedule", "zb-auto"]
     out = os.path.join(args.work, "probe")
 
     last_compile = [""]  # what the last compile said
 
-    def compiles(limit_bytes, mode):
+    def compiles(limit_bytes, mode, train=False):
+        """The predicted makespan of `mode` at `limit_bytes`, or None if it
+        does not compile; the rank executables are built only to `train`."""
         fresh_dir(out)
         result = run([zbc, "compile", model, *shape, "--mem-limit",
                       str(limit_bytes), "--recompute", mode, "-o", out],
-                     check=False)
+                     check=False, env=None if train else schedule_only())
         last_compile[0] = result.stdout + result.stderr
         if result.returncode != 0:
             return None
@@ -277,14 +317,15 @@ def limit(args):
     # has the fewest microbatches in flight.
     fresh_dir(out)
     run([zbc, "compile", model, "--ranks", "4", "--microbatches", "8",
-         "--schedule", "1f1b", "--recompute", "full", "-o", out])
+         "--schedule", "1f1b", "--recompute", "full", "-o", out],
+        env=schedule_only())
     with open(os.path.join(out, "report.json")) as f:
         high = max(r["peak_bytes"] for r in json.load(f)["memory"]) // 2
     while compiles(high, "none") is None:
         high = int(high * 1.05)
     bytes_limit = int(high * 1.05)
     plain = compiles(bytes_limit, "none")
-    recomputed = compiles(bytes_limit, "auto")
+    recomputed = compiles(bytes_limit, "auto", train=True)
     if plain is None or recomputed is None or not recomputed < plain:
         sys.exit(f"FAILED: at --mem-limit {bytes_limit} the predicted makespan "
                  f"is {recomputed} with --recompute auto, {plain} without")
@@ -313,7 +354,7 @@ def limit(args):
             not in last_compile[0]:
         sys.exit(f"FAILED: --mem-limit {below} with --recompute auto does "
                  f"not compile checkpointed: {last_compile[0]}")
-    checkpointed = compiles(below, "checkpoint")
+    checkpointed = compiles(below, "checkpoint", train=True)
     if checkpointed is None:
         sys.exit(f"FAILED: --mem-limit {below} does not compile with "
                  f"--recompute checkpoint")
