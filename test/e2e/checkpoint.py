@@ -51,7 +51,7 @@ def equivalence(args):
     reference = os.path.join(args.bin, "zbc-reference")
     tensors, lower, cases = 0, 0, 0
     for case, p, work, full, source, stages in each_lever_case(
-            args, ["--recompute", "checkpoint"]):
+            args, ["--recompute", "checkpoint"], 0):
         cases += 1
         with open(os.path.join(full, "program.mlir")) as f:
             checkpointed = f.read()

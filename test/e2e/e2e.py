@@ -47,7 +47,8 @@ Modes (one ctest test each, see test/CMakeLists.txt):
                   --cases representative (e2e-levers-quick, the quick loop's
                   and the sanitizer run's) a linear, an interleaved and a V
                   schedule each; the normal run's lever tests take
-                  --cases rest.
+                  --cases covering (recompute.py: half of every lever's
+                  cases, every schedule, p and model still under each).
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse
@@ -314,12 +315,13 @@ def main():
              **checkpoint.MODES}
     modes["levers"] = lambda a: [modes[m](a) for m in LEVER_MODES]
     parser.add_argument("mode", choices=sorted(modes))
-    parser.add_argument("--cases", choices=("all", "representative", "rest"),
+    parser.add_argument("--cases",
+                        choices=("all", "representative", "covering"),
                         default="all",
                         help="of the lever modes' cases: all, the "
-                             "representative ones (recompute.REPRESENTATIVE: "
-                             "the quick loop's and the sanitizer run's) or "
-                             "the rest")
+                             "representative ones (the quick loop's and the "
+                             "sanitizer run's) or CI's covering without them "
+                             "(recompute.chosen_cases)")
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)
     parser.add_argument("--work", required=True)

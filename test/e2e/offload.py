@@ -50,7 +50,8 @@ def equivalence(args):
     reference = os.path.join(args.bin, "zbc-reference")
     tensors, cases = 0, 0
     for case, p, work, full, _, _ in each_lever_case(
-            args, ["--offload", "full", "--copy-bandwidth", COPY_BANDWIDTH]):
+            args, ["--offload", "full", "--copy-bandwidth", COPY_BANDWIDTH],
+            1):
         cases += 1
         with open(os.path.join(full, "program.mlir")) as f:
             plain_text, copies = without_ops(f.read(), "offload|reload")

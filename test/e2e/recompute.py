@@ -153,40 +153,57 @@ def train_against_same_order(zbc, reference, full, work, p, plain_text,
     return reports_full, reports_plain, result.stdout.strip().splitlines()[-1]
 
 
-# The lever cases of the sanitizer run and of the quick loop (ctest -L
-# quick, test e2e-levers-quick): a linear, an interleaved and a V schedule,
-# both models and both p among them. e2e.py's --cases representative runs
-# only these, --cases rest every other case; the normal run has both (in
-# different tests), so no case runs twice.
+# Which lever cases run (e2e.py's --cases; every case is a registered
+# schedule, p in {2, 4} and the example GPT or Llama):
+#   all             every case: each schedule at both p with both models
+#                   (40 per lever; by hand, as a thorough check);
+#   representative  REPRESENTATIVE: a linear, an interleaved and a V
+#                   schedule, both models and both p among them
+#                   (e2e-levers-quick: the quick loop and the sanitizer run);
+#   covering        half of `all`, as CI's lever tests run it: each schedule
+#                   at p = 2 with one model and at p = 4 with the other,
+#                   alternating with the schedule and the lever's `turn`, so
+#                   that each lever meets every schedule at both p and with
+#                   both models, and every (p, model) pair; the two levers
+#                   of each turn together run every case of `all` (recompute
+#                   full and selective; checkpoint and offload). Less the
+#                   representative cases, which e2e-levers-quick runs.
 REPRESENTATIVE = [("zb-h1", 4, "gpt"), ("interleaved-1f1b", 2, "llama"),
                   ("zb-v", 4, "llama")]
+_HALVES = (((2, "gpt"), (4, "llama")), ((2, "llama"), (4, "gpt")))
 
 
-def chosen_cases(args, cases, key):
-    """The cases of `cases` that e2e.py's --cases asks for; key(case) is its
-    (schedule, p, model)."""
+def chosen_cases(args, cases, key, turn=None):
+    """The cases of `cases` (all of them) that e2e.py's --cases asks for;
+    key(case) is its (schedule, p, model); `turn` (0 or 1) chooses the
+    covering's half, None all but the representative cases."""
     which = getattr(args, "cases", "all")
     if which == "all":
         return cases
-    picked = [c for c in cases if (key(c) in REPRESENTATIVE) ==
-              (which == "representative")]
-    if which == "representative" and not picked:
-        sys.exit(f"FAILED: none of the representative cases {REPRESENTATIVE} "
-                 "is among this test's")
-    return picked
+    if which == "representative":
+        picked = [c for c in cases if key(c) in REPRESENTATIVE]
+        if not picked:
+            sys.exit(f"FAILED: none of the representative cases "
+                     f"{REPRESENTATIVE} is among this test's")
+        return picked
+    order = list(dict.fromkeys(key(c)[0] for c in cases))
+    return [c for c in cases if key(c) not in REPRESENTATIVE and
+            (turn is None or key(c)[1:] in
+             _HALVES[(order.index(key(c)[0]) + turn) % 2])]
 
 
-def each_lever_case(args, lever):
-    """The cases of the lever equivalence tests: every registered schedule,
-    p in {2, 4}, the example GPT and Llama (one block or layer per stage),
-    m = 2p (those e2e.py's --cases asks for), each compiled with the options
-    `lever` into `full`. Yields (case, p, work, full, source, stages) after
-    the compile: the model source it wrote and its stages."""
+def each_lever_case(args, lever, turn):
+    """The cases of the lever equivalence tests that e2e.py's --cases asks
+    for (chosen_cases; `turn` chooses the covering's half): registered
+    schedules, p in {2, 4}, the example GPT and Llama (one block or layer per
+    stage), m = 2p, each compiled with the options `lever` into `full`.
+    Yields (case, p, work, full, source, stages) after the compile: the
+    model source it wrote and its stages."""
     zbc = os.path.join(args.bin, "zbc")
     cases = chosen_cases(args, [(name, v, p, model)
                                 for name, v in schedules(zbc)
                                 for p in (2, 4) for model in ("gpt", "llama")],
-                         lambda c: (c[0], c[2], c[3]))
+                         lambda c: (c[0], c[2], c[3]), turn)
     if getattr(args, "cases", "all") == "representative" and \
             len(cases) != len(REPRESENTATIVE):
         sys.exit(f"FAILED: the representative cases {REPRESENTATIVE} are not "
@@ -236,7 +253,7 @@ def equivalence(args, mode="full"):
     reference = os.path.join(args.bin, "zbc-reference")
     tensors, lower, cases = 0, 0, 0
     for case, p, work, full, _, stages in each_lever_case(
-            args, ["--recompute", mode]):
+            args, ["--recompute", mode], 0 if mode == "full" else 1):
         cases += 1
         ops = ""
         if mode == "selective":
