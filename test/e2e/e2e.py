@@ -45,10 +45,11 @@ Modes (one ctest test each, see test/CMakeLists.txt):
   levers          each lever mode above in turn (recompute full and
                   selective, checkpoint, offload, both levers mixed); with
                   --cases representative (e2e-levers-quick, the quick loop's
-                  and the sanitizer run's) a linear, an interleaved and a V
-                  schedule each; the normal run's lever tests take
-                  --cases covering (recompute.py: half of every lever's
-                  cases, every schedule, p and model still under each).
+                  and the sanitizer run's) one case each, a linear, an
+                  interleaved and a V schedule among them; the normal run's
+                  lever tests take --cases covering (recompute.py: half of
+                  every lever's cases, every schedule, p and model still
+                  under each).
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse

@@ -1,8 +1,10 @@
 """The e2e mode of activation offload as scheduled copies (driven by
 e2e.py).
 
-  offload-equivalence  every registered schedule, p in {2, 4}, the example
-                  GPT and Llama (one block or layer per stage), m = 2p, SGD,
+  offload-equivalence  (the cases --cases asks for, as
+                  recompute-equivalence) every registered schedule, p in
+                  {2, 4}, the example GPT and Llama (one block or layer
+                  per stage), m = 2p, SGD,
                   compiled with --offload full: every microbatch's stash
                   goes to the host arena after its F (a zb.offload on the
                   rank's copy queue) and comes back before its backward (a
@@ -15,7 +17,8 @@ e2e.py).
                   live bytes equal the verifier's, and the ranks ran every
                   copy.
 
-  levers-mixed-equivalence  both levers in one schedule: zb-auto, 1F1B and
+  levers-mixed-equivalence  (--cases covering: all but the representative
+                  zb-v Llama) both levers in one schedule: zb-auto, 1F1B and
                   zb-v, p = 4, the example GPT and Llama, m = 8, compiled
                   with --recompute auto --offload auto on a cost file whose
                   R costs an F and whose copies take about one (so neither
@@ -51,7 +54,7 @@ def equivalence(args):
     tensors, cases = 0, 0
     for case, p, work, full, _, _ in each_lever_case(
             args, ["--offload", "full", "--copy-bandwidth", COPY_BANDWIDTH],
-            1):
+            "offload-full", 1):
         cases += 1
         with open(os.path.join(full, "program.mlir")) as f:
             plain_text, copies = without_ops(f.read(), "offload|reload")
@@ -105,7 +108,7 @@ def mixed_equivalence(args):
                                 for name, v in (("zb-auto", 1), ("1f1b", 1),
                                                 ("zb-v", 2))
                                 for model in ("gpt", "llama")],
-                         lambda c: (c[0], p, c[2]))
+                         lambda c: (c[0], p, c[2]), "mixed")
     for name, v, model in cases:
         case = f"{name}-p{p}-{model}"
         work, source = case_model(args, case, model, v * p)

@@ -1,8 +1,10 @@
 """The e2e modes of recomputation as scheduled R ops (driven by e2e.py).
 
-  recompute-equivalence  every registered schedule, p in {2, 4}, the
-                  example GPT and Llama (one block or layer per stage),
-                  m = 2p, SGD, compiled with --recompute full: every
+  recompute-equivalence  (the cases that --cases asks for, chosen_cases
+                  below: all of them by hand, CI a covering and the
+                  representative cases) every registered schedule, p in
+                  {2, 4}, the example GPT and Llama (one block or layer
+                  per stage), m = 2p, SGD, compiled with --recompute full: every
                   microbatch's F keeps only its inputs and a zb.compute R
                   before its backward runs it again (Note [Recomputation in
                   the IR]). The same order with its R ops taken out is
@@ -157,9 +159,10 @@ def train_against_same_order(zbc, reference, full, work, p, plain_text,
 # schedule, p in {2, 4} and the example GPT or Llama):
 #   all             every case: each schedule at both p with both models
 #                   (40 per lever; by hand, as a thorough check);
-#   representative  REPRESENTATIVE: a linear, an interleaved and a V
-#                   schedule, both models and both p among them
-#                   (e2e-levers-quick: the quick loop and the sanitizer run);
+#   representative  the lever's one case in REPRESENTATIVE: among the
+#                   levers a linear, an interleaved and a V schedule, both
+#                   models and both p (e2e-levers-quick: the quick loop and
+#                   the sanitizer run);
 #   covering        half of `all`, as CI's lever tests run it: each schedule
 #                   at p = 2 with one model and at p = 4 with the other,
 #                   alternating with the schedule and the lever's `turn`, so
@@ -167,47 +170,49 @@ def train_against_same_order(zbc, reference, full, work, p, plain_text,
 #                   both models, and every (p, model) pair; the two levers
 #                   of each turn together run every case of `all` (recompute
 #                   full and selective; checkpoint and offload). Less the
-#                   representative cases, which e2e-levers-quick runs.
-REPRESENTATIVE = [("zb-h1", 4, "gpt"), ("interleaved-1f1b", 2, "llama"),
-                  ("zb-v", 4, "llama")]
+#                   lever's representative case, which e2e-levers-quick runs.
+REPRESENTATIVE = {"recompute-full": ("zb-h1", 4, "gpt"),
+                  "recompute-selective": ("interleaved-1f1b", 2, "llama"),
+                  "checkpoint": ("zb-v", 4, "llama"),
+                  "offload-full": ("interleaved-1f1b", 4, "gpt"),
+                  "mixed": ("zb-v", 4, "llama")}
 _HALVES = (((2, "gpt"), (4, "llama")), ((2, "llama"), (4, "gpt")))
 
 
-def chosen_cases(args, cases, key, turn=None):
+def chosen_cases(args, cases, key, lever, turn=None):
     """The cases of `cases` (all of them) that e2e.py's --cases asks for;
-    key(case) is its (schedule, p, model); `turn` (0 or 1) chooses the
-    covering's half, None all but the representative cases."""
+    key(case) is its (schedule, p, model), `lever` names its representative
+    case in REPRESENTATIVE; `turn` (0 or 1) chooses the covering's half,
+    None all but the representative case."""
     which = getattr(args, "cases", "all")
     if which == "all":
         return cases
+    representative = REPRESENTATIVE[lever]
     if which == "representative":
-        picked = [c for c in cases if key(c) in REPRESENTATIVE]
-        if not picked:
-            sys.exit(f"FAILED: none of the representative cases "
-                     f"{REPRESENTATIVE} is among this test's")
+        picked = [c for c in cases if key(c) == representative]
+        if len(picked) != 1:
+            sys.exit(f"FAILED: the representative case {representative} of "
+                     f"{lever} is not among its cases")
         return picked
     order = list(dict.fromkeys(key(c)[0] for c in cases))
-    return [c for c in cases if key(c) not in REPRESENTATIVE and
+    return [c for c in cases if key(c) != representative and
             (turn is None or key(c)[1:] in
              _HALVES[(order.index(key(c)[0]) + turn) % 2])]
 
 
-def each_lever_case(args, lever, turn):
+def each_lever_case(args, lever, lever_name, turn):
     """The cases of the lever equivalence tests that e2e.py's --cases asks
-    for (chosen_cases; `turn` chooses the covering's half): registered
-    schedules, p in {2, 4}, the example GPT and Llama (one block or layer per
-    stage), m = 2p, each compiled with the options `lever` into `full`.
-    Yields (case, p, work, full, source, stages) after the compile: the
-    model source it wrote and its stages."""
+    for (chosen_cases: `lever_name` names it in REPRESENTATIVE, `turn`
+    chooses the covering's half): registered schedules, p in {2, 4}, the
+    example GPT and Llama (one block or layer per stage), m = 2p, each
+    compiled with the options `lever` into `full`. Yields (case, p, work,
+    full, source, stages) after the compile: the model source it wrote and
+    its stages."""
     zbc = os.path.join(args.bin, "zbc")
     cases = chosen_cases(args, [(name, v, p, model)
                                 for name, v in schedules(zbc)
                                 for p in (2, 4) for model in ("gpt", "llama")],
-                         lambda c: (c[0], c[2], c[3]), turn)
-    if getattr(args, "cases", "all") == "representative" and \
-            len(cases) != len(REPRESENTATIVE):
-        sys.exit(f"FAILED: the representative cases {REPRESENTATIVE} are not "
-                 "all registered schedules' cases")
+                         lambda c: (c[0], c[2], c[3]), lever_name, turn)
     for name, v, p, model in cases:
         case = f"{name}-p{p}-{model}"
         work, source = case_model(args, case, model, v * p)
@@ -253,7 +258,8 @@ def equivalence(args, mode="full"):
     reference = os.path.join(args.bin, "zbc-reference")
     tensors, lower, cases = 0, 0, 0
     for case, p, work, full, _, stages in each_lever_case(
-            args, ["--recompute", mode], 0 if mode == "full" else 1):
+            args, ["--recompute", mode], f"recompute-{mode}",
+            0 if mode == "full" else 1):
         cases += 1
         ops = ""
         if mode == "selective":
