@@ -1,8 +1,9 @@
 """The e2e mode of the checkpointed backward (driven by e2e.py).
 
-  checkpoint-equivalence  every registered schedule, p in {2, 4}, the
-                  example GPT and Llama (one block or layer per stage),
-                  m = 2p, SGD, compiled with --recompute checkpoint: each
+  checkpoint-equivalence  (the cases --cases asks for, as
+                  recompute-equivalence) every registered schedule, p in
+                  {2, 4}, the example GPT and Llama (one block or layer
+                  per stage), m = 2p, SGD, compiled with --recompute checkpoint: each
                   stage's F keeps only its checkpoints and its backward
                   phases rebuild the rest (Note [Checkpointed backward] in
                   CheckpointBackward.cpp). The same order is compiled for
@@ -14,8 +15,8 @@
                   both the measured peak live bytes equal the verifier's
                   prediction, and the checkpointed pipelines stash fewer
                   F.I than the plain ones.
-(Below the least limit of every plain order, gpt-small p = 4: the mode
-recompute-limit in recompute.py.)
+(Below the least limit of every plain order, a six-block GPT at p = 4: the
+mode recompute-limit in recompute.py.)
 """
 import os
 import re
@@ -51,7 +52,7 @@ def equivalence(args):
     reference = os.path.join(args.bin, "zbc-reference")
     tensors, lower, cases = 0, 0, 0
     for case, p, work, full, source, stages in each_lever_case(
-            args, ["--recompute", "checkpoint"]):
+            args, ["--recompute", "checkpoint"], "checkpoint", 0):
         cases += 1
         with open(os.path.join(full, "program.mlir")) as f:
             checkpointed = f.read()

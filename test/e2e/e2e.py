@@ -42,6 +42,14 @@ Modes (one ctest test each, see test/CMakeLists.txt):
   hosts           deployment: launch.sh over --hosts' hostfile and
                   launch-slurm.sh's --multi-prog file train as one host does
                   (test/e2e/hosts.py).
+  levers          each lever mode above in turn (recompute full and
+                  selective, checkpoint, offload, both levers mixed); with
+                  --cases representative (e2e-levers-quick, the quick loop's
+                  and the sanitizer run's) one case each, a linear, an
+                  interleaved and a V schedule among them; the normal run's
+                  lever tests take --cases covering (recompute.py: half of
+                  every lever's cases, every schedule, p and model still
+                  under each).
 Every command runs under a timeout, so a hang fails the test.
 """
 import argparse
@@ -289,6 +297,13 @@ def bad_input(args):
                    "rank1")
 
 
+# The lever equivalence modes, which `levers` runs one after another (with
+# --cases representative: e2e-levers-quick).
+LEVER_MODES = ("recompute-equivalence", "recompute-selective-equivalence",
+               "checkpoint-equivalence", "offload-equivalence",
+               "levers-mixed-equivalence")
+
+
 def main():
     parser = argparse.ArgumentParser()
     modes = {"every-schedule": every_schedule,
@@ -299,7 +314,15 @@ def main():
              **failures.MODES, **backends.MODES, **schedule_files.MODES,
              **hosts.MODES, **recompute.MODES, **offload.MODES,
              **checkpoint.MODES}
+    modes["levers"] = lambda a: [modes[m](a) for m in LEVER_MODES]
     parser.add_argument("mode", choices=sorted(modes))
+    parser.add_argument("--cases",
+                        choices=("all", "representative", "covering"),
+                        default="all",
+                        help="of the lever modes' cases: all, the "
+                             "representative ones (the quick loop's and the "
+                             "sanitizer run's) or CI's covering without them "
+                             "(recompute.chosen_cases)")
     parser.add_argument("--bin", required=True)
     parser.add_argument("--lib", required=True)
     parser.add_argument("--work", required=True)

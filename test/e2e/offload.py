@@ -1,8 +1,10 @@
 """The e2e mode of activation offload as scheduled copies (driven by
 e2e.py).
 
-  offload-equivalence  every registered schedule, p in {2, 4}, the example
-                  GPT and Llama (one block or layer per stage), m = 2p, SGD,
+  offload-equivalence  (the cases --cases asks for, as
+                  recompute-equivalence) every registered schedule, p in
+                  {2, 4}, the example GPT and Llama (one block or layer
+                  per stage), m = 2p, SGD,
                   compiled with --offload full: every microbatch's stash
                   goes to the host arena after its F (a zb.offload on the
                   rank's copy queue) and comes back before its backward (a
@@ -15,7 +17,8 @@ e2e.py).
                   live bytes equal the verifier's, and the ranks ran every
                   copy.
 
-  levers-mixed-equivalence  both levers in one schedule: zb-auto, 1F1B and
+  levers-mixed-equivalence  (--cases covering: all but the representative
+                  zb-v Llama) both levers in one schedule: zb-auto, 1F1B and
                   zb-v, p = 4, the example GPT and Llama, m = 8, compiled
                   with --recompute auto --offload auto on a cost file whose
                   R costs an F and whose copies take about one (so neither
@@ -31,9 +34,9 @@ import os
 import re
 import sys
 
-from recompute import (_recomputes, case_model, each_lever_case,
-                       train_against_same_order, without_ops)
-from zbc_e2e import fresh_dir, run
+from recompute import (_recomputes, case_model, chosen_cases,
+                       each_lever_case, train_against_same_order, without_ops)
+from zbc_e2e import fresh_dir, run, schedule_only
 
 # Bytes per unit of schedule time: any positive speed gives the same order
 # of copies under --offload full; a fast one keeps the planned makespan near
@@ -50,7 +53,8 @@ def equivalence(args):
     reference = os.path.join(args.bin, "zbc-reference")
     tensors, cases = 0, 0
     for case, p, work, full, _, _ in each_lever_case(
-            args, ["--offload", "full", "--copy-bandwidth", COPY_BANDWIDTH]):
+            args, ["--offload", "full", "--copy-bandwidth", COPY_BANDWIDTH],
+            "offload-full", 1):
         cases += 1
         with open(os.path.join(full, "program.mlir")) as f:
             plain_text, copies = without_ops(f.read(), "offload|reload")
@@ -99,10 +103,12 @@ def mixed_equivalence(args):
     reference = os.path.join(args.bin, "zbc-reference")
     # p = 4: at p = 2 a rank holds at most two microbatches in flight, and
     # one relief, which ever lever is cheaper for it, is all a budget needs.
-    cases = [(name, v, model) for name, v in (("zb-auto", 1), ("1f1b", 1),
-                                               ("zb-v", 2))
-             for model in ("gpt", "llama")]
     p = 4
+    cases = chosen_cases(args, [(name, v, model)
+                                for name, v in (("zb-auto", 1), ("1f1b", 1),
+                                                ("zb-v", 2))
+                                for model in ("gpt", "llama")],
+                         lambda c: (c[0], p, c[2]), "mixed")
     for name, v, model in cases:
         case = f"{name}-p{p}-{model}"
         work, source = case_model(args, case, model, v * p)
@@ -110,13 +116,19 @@ def mixed_equivalence(args):
         with open(costs, "w") as f:
             json.dump(MIXED_COSTS, f)
         out = os.path.join(work, "mixed")
-        for budget in MIXED_BUDGETS:
+
+        def compile_at(budget, env=None):
             fresh_dir(out)
-            if run([zbc, "compile", source, "--ranks", str(p),
-                    "--microbatches", str(2 * p), "--schedule", name,
-                    "--cost-file", costs, "--activation-budget", str(budget),
-                    "--recompute", "auto", "--offload", "auto", "-o", out],
-                   check=False).returncode:
+            return run([zbc, "compile", source, "--ranks", str(p),
+                        "--microbatches", str(2 * p), "--schedule", name,
+                        "--cost-file", costs, "--activation-budget",
+                        str(budget), "--recompute", "auto", "--offload",
+                        "auto", "-o", out], check=False, env=env).returncode
+
+        # The budgets are probed without building executables, then the
+        # one found is compiled whole.
+        for budget in MIXED_BUDGETS:
+            if compile_at(budget, schedule_only()):
                 continue  # below one microbatch's stash
             with open(os.path.join(out, "program.mlir")) as f:
                 text = f.read()
@@ -127,6 +139,13 @@ def mixed_equivalence(args):
         else:
             sys.exit(f"FAILED: {case}: no budget of {MIXED_BUDGETS} gave a "
                      "schedule with both R ops and copies")
+        if compile_at(budget):
+            sys.exit(f"FAILED: {case}: activation budget {budget} compiled "
+                     "as a probe, not whole")
+        with open(os.path.join(out, "program.mlir")) as f:
+            if f.read() != text:
+                sys.exit(f"FAILED: {case}: the program at activation budget "
+                         f"{budget} differs between two compiles")
         # report.json names each rank's levers: an R per recomputed
         # microbatch, an offload and a reload per offloaded one.
         with open(os.path.join(out, "report.json")) as f:

@@ -1,8 +1,10 @@
 """The e2e modes of recomputation as scheduled R ops (driven by e2e.py).
 
-  recompute-equivalence  every registered schedule, p in {2, 4}, the
-                  example GPT and Llama (one block or layer per stage),
-                  m = 2p, SGD, compiled with --recompute full: every
+  recompute-equivalence  (the cases that --cases asks for, chosen_cases
+                  below: all of them by hand, CI a covering and the
+                  representative cases) every registered schedule, p in
+                  {2, 4}, the example GPT and Llama (one block or layer
+                  per stage), m = 2p, SGD, compiled with --recompute full: every
                   microbatch's F keeps only its inputs and a zb.compute R
                   before its backward runs it again (Note [Recomputation in
                   the IR]). The same order with its R ops taken out is
@@ -16,7 +18,9 @@
                   every stage states what its R rebuilds (the cheap part of
                   its stash, Note [Selective recomputation]), each R runs
                   fewer ops than its F, and the F keeps the rest.
-  recompute-limit  gpt-small on 4 ranks, zb-auto, m = 8: the least
+  recompute-limit  gpt-small's six blocks at the example GPT's sizes
+                  (zbc-dsl-gpt --layers 6 --no-cuts) on 4 ranks, zb-auto,
+                  m = 8: the least
                   --mem-limit it fits without recomputation (to 5%,
                   searched upwards), then 5% above it: with --recompute auto the planned
                   makespan is strictly shorter than without, and it
@@ -37,7 +41,7 @@ import re
 import struct
 import sys
 
-from zbc_e2e import EXAMPLES, fresh_dir, run
+from zbc_e2e import fresh_dir, run, schedule_only
 from zbc_models import gpt, llama, schedules
 
 
@@ -151,16 +155,65 @@ def train_against_same_order(zbc, reference, full, work, p, plain_text,
     return reports_full, reports_plain, result.stdout.strip().splitlines()[-1]
 
 
-def each_lever_case(args, lever):
-    """The cases of the lever equivalence tests: every registered schedule,
-    p in {2, 4}, the example GPT and Llama (one block or layer per stage),
-    m = 2p, each compiled with the options `lever` into `full`. Yields
-    (case, p, work, full, source, stages) after the compile: the model
-    source it wrote and its stages."""
+# Which lever cases run (e2e.py's --cases; every case is a registered
+# schedule, p in {2, 4} and the example GPT or Llama):
+#   all             every case: each schedule at both p with both models
+#                   (40 per lever; by hand, as a thorough check);
+#   representative  the lever's one case in REPRESENTATIVE: among the
+#                   levers a linear, an interleaved and a V schedule, both
+#                   models and both p (e2e-levers-quick: the quick loop and
+#                   the sanitizer run);
+#   covering        half of `all`, as CI's lever tests run it: each schedule
+#                   at p = 2 with one model and at p = 4 with the other,
+#                   alternating with the schedule and the lever's `turn`, so
+#                   that each lever meets every schedule at both p and with
+#                   both models, and every (p, model) pair; the two levers
+#                   of each turn together run every case of `all` (recompute
+#                   full and selective; checkpoint and offload). Less the
+#                   lever's representative case, which e2e-levers-quick runs.
+REPRESENTATIVE = {"recompute-full": ("zb-h1", 4, "gpt"),
+                  "recompute-selective": ("interleaved-1f1b", 2, "llama"),
+                  "checkpoint": ("zb-v", 4, "llama"),
+                  "offload-full": ("interleaved-1f1b", 4, "gpt"),
+                  "mixed": ("zb-v", 4, "llama")}
+_HALVES = (((2, "gpt"), (4, "llama")), ((2, "llama"), (4, "gpt")))
+
+
+def chosen_cases(args, cases, key, lever, turn=None):
+    """The cases of `cases` (all of them) that e2e.py's --cases asks for;
+    key(case) is its (schedule, p, model), `lever` names its representative
+    case in REPRESENTATIVE; `turn` (0 or 1) chooses the covering's half,
+    None all but the representative case."""
+    which = getattr(args, "cases", "all")
+    if which == "all":
+        return cases
+    representative = REPRESENTATIVE[lever]
+    if which == "representative":
+        picked = [c for c in cases if key(c) == representative]
+        if len(picked) != 1:
+            sys.exit(f"FAILED: the representative case {representative} of "
+                     f"{lever} is not among its cases")
+        return picked
+    order = list(dict.fromkeys(key(c)[0] for c in cases))
+    return [c for c in cases if key(c) != representative and
+            (turn is None or key(c)[1:] in
+             _HALVES[(order.index(key(c)[0]) + turn) % 2])]
+
+
+def each_lever_case(args, lever, lever_name, turn):
+    """The cases of the lever equivalence tests that e2e.py's --cases asks
+    for (chosen_cases: `lever_name` names it in REPRESENTATIVE, `turn`
+    chooses the covering's half): registered schedules, p in {2, 4}, the
+    example GPT and Llama (one block or layer per stage), m = 2p, each
+    compiled with the options `lever` into `full`. Yields (case, p, work,
+    full, source, stages) after the compile: the model source it wrote and
+    its stages."""
     zbc = os.path.join(args.bin, "zbc")
-    for name, v, p, model in [(name, v, p, model)
-                              for name, v in schedules(zbc)
-                              for p in (2, 4) for model in ("gpt", "llama")]:
+    cases = chosen_cases(args, [(name, v, p, model)
+                                for name, v in schedules(zbc)
+                                for p in (2, 4) for model in ("gpt", "llama")],
+                         lambda c: (c[0], c[2], c[3]), lever_name, turn)
+    for name, v, p, model in cases:
         case = f"{name}-p{p}-{model}"
         work, source = case_model(args, case, model, v * p)
         full = os.path.join(work, "full")
@@ -205,7 +258,8 @@ def equivalence(args, mode="full"):
     reference = os.path.join(args.bin, "zbc-reference")
     tensors, lower, cases = 0, 0, 0
     for case, p, work, full, _, stages in each_lever_case(
-            args, ["--recompute", mode]):
+            args, ["--recompute", mode], f"recompute-{mode}",
+            0 if mode == "full" else 1):
         cases += 1
         ops = ""
         if mode == "selective":
@@ -253,17 +307,26 @@ def _train_within(out, work, name, limit_bytes):
 def limit(args):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
-    model = os.path.join(EXAMPLES, "gpt-small.mlir")
+    # gpt-small's six blocks at the example GPT's sizes (hidden 64,
+    # sequences of 32): zbc-reference's step of gpt-small itself took two
+    # minutes, of this one a second.
+    os.makedirs(args.work, exist_ok=True)
+    model = os.path.join(args.work, "gpt-6.mlir")
+    with open(model, "w") as f:
+        f.write(run([os.path.join(args.bin, "zbc-dsl-gpt"), "--layers", "6",
+                     "--no-cuts"]).stdout)
     shape = ["--ranks", "4", "--microbatches", "8", "--schedule", "zb-auto"]
     out = os.path.join(args.work, "probe")
 
     last_compile = [""]  # what the last compile said
 
-    def compiles(limit_bytes, mode):
+    def compiles(limit_bytes, mode, train=False):
+        """The predicted makespan of `mode` at `limit_bytes`, or None if it
+        does not compile; the rank executables are built only to `train`."""
         fresh_dir(out)
         result = run([zbc, "compile", model, *shape, "--mem-limit",
                       str(limit_bytes), "--recompute", mode, "-o", out],
-                     check=False)
+                     check=False, env=None if train else schedule_only())
         last_compile[0] = result.stdout + result.stderr
         if result.returncode != 0:
             return None
@@ -277,14 +340,15 @@ def limit(args):
     # has the fewest microbatches in flight.
     fresh_dir(out)
     run([zbc, "compile", model, "--ranks", "4", "--microbatches", "8",
-         "--schedule", "1f1b", "--recompute", "full", "-o", out])
+         "--schedule", "1f1b", "--recompute", "full", "-o", out],
+        env=schedule_only())
     with open(os.path.join(out, "report.json")) as f:
         high = max(r["peak_bytes"] for r in json.load(f)["memory"]) // 2
     while compiles(high, "none") is None:
         high = int(high * 1.05)
     bytes_limit = int(high * 1.05)
     plain = compiles(bytes_limit, "none")
-    recomputed = compiles(bytes_limit, "auto")
+    recomputed = compiles(bytes_limit, "auto", train=True)
     if plain is None or recomputed is None or not recomputed < plain:
         sys.exit(f"FAILED: at --mem-limit {bytes_limit} the predicted makespan "
                  f"is {recomputed} with --recompute auto, {plain} without")
@@ -313,7 +377,7 @@ def limit(args):
             not in last_compile[0]:
         sys.exit(f"FAILED: --mem-limit {below} with --recompute auto does "
                  f"not compile checkpointed: {last_compile[0]}")
-    checkpointed = compiles(below, "checkpoint")
+    checkpointed = compiles(below, "checkpoint", train=True)
     if checkpointed is None:
         sys.exit(f"FAILED: --mem-limit {below} does not compile with "
                  f"--recompute checkpoint")
