@@ -234,7 +234,7 @@ def _selective_policy(out, case):
     with open(os.path.join(out, "program.mlir")) as f:
         program = f.read()
     stages = len(re.findall(r"^\s*zb\.stage \d+", program, re.M))
-    policies = re.findall(r"zb\.stage \d+ attributes \{rebuilt = \[", program)
+    policies = re.findall(r"zb\.stage \d+ attributes \{[^\n]*rebuilt = \[", program)
     if len(policies) != stages:
         sys.exit(f"FAILED: {case}: {len(policies)} of {stages} stages state "
                  f"what their R rebuilds")
