@@ -217,6 +217,11 @@ bool zbc::hasCosts(PipelineOp pipeline) {
                       [](StageOp stage) { return costsOf(stage); });
 }
 
+bool zbc::hasMeasuredCosts(PipelineOp pipeline) {
+  DictionaryAttr costs = costsOf(pipeline);
+  return costs && costs.get(kCostFile);
+}
+
 std::string zbc::costUnitOf(PipelineOp pipeline) {
   DictionaryAttr costs = costsOf(pipeline);
   auto unit = costs ? costs.getAs<StringAttr>(kUnit) : StringAttr();

@@ -195,7 +195,7 @@ FailureOr<BuiltOrder> zbc::orderAtBudget(PipelineOp pipeline,
   bool anyCheapKey = llvm::any_of(withoutPolicy, [](StageOp stage) {
     return !selectiveRebuiltKeys(stage).empty();
   });
-  if (levers.recompute != RecomputeLever::Auto || !request.costFile.empty() ||
+  if (levers.recompute != RecomputeLever::Auto || hasMeasuredCosts(pipeline) ||
       !anyCheapKey)
     return order;
   if (failed(setCheapPolicy(pipeline, withoutPolicy, true)))
@@ -269,7 +269,8 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
     std::optional<std::pair<double, double>> spans; // checkpointed, not
     bool take = fits(checkpointed) && !fits(fitted);
     // Each fit knows the makespan of its order at the budget it found.
-    if (fits(checkpointed) && fits(fitted) && request.costFile.empty()) {
+    bool measured = llvm::any_of(module.getOps<PipelineOp>(), hasMeasuredCosts);
+    if (fits(checkpointed) && fits(fitted) && !measured) {
       spans = {checkpointed->makespan, fitted->makespan};
       take = spans->first < spans->second;
     }

@@ -65,6 +65,11 @@ mlir::LogicalResult refreshCosts(zb::PipelineOp pipeline);
 /// Whether `pipeline` carries its costs.
 bool hasCosts(zb::PipelineOp pipeline);
 
+/// Whether `pipeline`'s costs came from a cost file: measured for its
+/// stages as they are, so a rewrite of them (another recompute policy, the
+/// checkpointed backward) cannot be judged with them.
+bool hasMeasuredCosts(zb::PipelineOp pipeline);
+
 /// The unit of the costs' times, for a picture's axis: "FLOPs" (the cost
 /// model's) or "ms" (a cost file's: zbc profile measures milliseconds).
 std::string costUnitOf(zb::PipelineOp pipeline);
