@@ -8,6 +8,7 @@
 
 #include "zbc/Analysis/MemoryPlan.h"
 
+#include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Analysis/StageAnalysis.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Support/StageBoundary.h"
@@ -38,26 +39,31 @@ struct Item {
 /// Places `items` in `order`, each at the lowest aligned offset where it
 /// overlaps, in time, nothing placed in the bytes it would take. Returns
 /// the extent of the layout.
+///
+/// What is placed is kept in order of offset, so an item reads it from the
+/// bottom and stops at the first gap it fits: a rank of a large model
+/// places tens of thousands of values among thousands of stashed buffers,
+/// and the memory fit plans more than once (Note [Rank budget]).
 int64_t packInOrder(std::vector<Item> &items, const std::vector<size_t> &order) {
-  std::vector<size_t> placed;
-  std::vector<std::pair<int64_t, int64_t>> taken; // [offset, end) in time
+  std::vector<size_t> placed; // by offset
   int64_t extent = 0;
   for (size_t i : order) {
     Item &item = items[i];
-    taken.clear();
-    for (size_t j : placed)
-      if (items[j].from < item.until && item.from < items[j].until)
-        taken.push_back({items[j].offset, items[j].offset + items[j].bytes});
-    std::sort(taken.begin(), taken.end());
     int64_t offset = 0;
-    for (auto [begin, end] : taken) {
-      if (begin >= offset + item.bytes)
-        break;
-      offset = std::max(offset, alignUp(end));
+    for (size_t j : placed) {
+      const Item &other = items[j];
+      if (other.offset >= offset + item.bytes)
+        break; // nothing from here up is below the gap: it fits
+      if (other.from < item.until && item.from < other.until)
+        offset = std::max(offset, alignUp(other.offset + other.bytes));
     }
     item.offset = offset;
     extent = std::max(extent, offset + item.bytes);
-    placed.push_back(i);
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), i,
+                                   [&](size_t a, size_t b) {
+                                     return items[a].offset < items[b].offset;
+                                   }),
+                  i);
   }
   return alignUp(extent);
 }
@@ -271,4 +277,18 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     plan.hostPeakBytes = memory[r].hostPeak;
   }
   return plans;
+}
+
+FailureOr<std::vector<RankPlan>> zbc::planProgramMemory(ProgramOp program) {
+  PipelineOp pipeline = pipelineOfProgram(program);
+  if (!pipeline)
+    return program.emitError("zb-plan-memory needs the program's pipeline "
+                             "(its tensors) to plan its memory; the program "
+                             "names none");
+  ProgramModel model = modelOfProgram(program, pipeline);
+  FailureOr<std::vector<RankMemory>> memory =
+      analyzeProgramMemory(program, pipeline, model);
+  if (failed(memory))
+    return failure();
+  return planProgramMemory(program, pipeline, model, *memory);
 }

@@ -59,21 +59,24 @@ void ZBPlanMemoryPass::runOnOperation() {
     return signalPassFailure();
   }
   for (ProgramOp program : programs) {
-    PipelineOp pipeline = pipelineOfProgram(program);
-    if (!pipeline) {
-      program.emitError("zb-plan-memory needs the program's pipeline (its "
-                        "tensors) to plan its memory; the program names none");
-      return signalPassFailure();
-    }
     if (failed(verifyScheduleProgram(program)))
       return signalPassFailure();
-    ProgramModel model = modelOfProgram(program, pipeline);
-    FailureOr<std::vector<RankMemory>> memory =
-        analyzeProgramMemory(program, pipeline, model);
-    if (failed(memory))
+    FailureOr<std::vector<RankPlan>> planned = planProgramMemory(program);
+    if (failed(planned))
       return signalPassFailure();
-    std::vector<RankPlan> plans =
-        planProgramMemory(program, pipeline, model, *memory);
+    std::vector<RankPlan> &plans = *planned;
+    // The limit bounds what a rank allocates (Note [Rank budget]): the
+    // proof held the peak to it, the packing may add to it.
+    if (std::optional<uint64_t> limit = program.getMemoryLimit())
+      for (auto [r, plan] : llvm::enumerate(plans))
+        if (plan.arenaBytes > static_cast<int64_t>(*limit)) {
+          program.emitError("rank ")
+              << r << "'s arena of " << plan.arenaBytes
+              << " bytes is over the memory limit of " << *limit
+              << ": its peak is " << plan.peakBytes << " and the memory "
+              << "plan's packing adds " << plan.arenaBytes - plan.peakBytes;
+          return signalPassFailure();
+        }
 
     Builder b(program.getContext());
     std::string summary;

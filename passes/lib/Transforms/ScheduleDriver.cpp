@@ -234,9 +234,7 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
                                });
   };
   auto fits = [&](const FailureOr<RankBudget> &fitted) {
-    return succeeded(fitted) &&
-           llvm::all_of(fitted->peaks,
-                        [&](int64_t peak) { return peak <= limit; });
+    return succeeded(fitted) && fitted->withinLimit;
   };
   Levers asked{request.recompute == RecomputeLever::Checkpoint
                    ? RecomputeLever::None

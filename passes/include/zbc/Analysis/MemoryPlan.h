@@ -39,6 +39,7 @@
 
 #include "zbc/Analysis/ProgramMemory.h"
 
+#include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -98,6 +99,11 @@ std::vector<RankPlan> planProgramMemory(zb::ProgramOp program,
                                         zb::PipelineOp pipeline,
                                         const ProgramModel &model,
                                         const std::vector<RankMemory> &memory);
+
+/// The plan of every rank of a verified `program`, its memory accounted
+/// here; fails (with an error on the program) where it names no pipeline
+/// or its memory cannot be accounted.
+llvm::FailureOr<std::vector<RankPlan>> planProgramMemory(zb::ProgramOp program);
 
 } // namespace zbc
 

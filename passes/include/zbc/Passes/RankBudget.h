@@ -20,11 +20,15 @@
 namespace zbc {
 
 /// What the fit found: the activation budget to schedule with, the
-/// whole-rank peaks the schedule built at it gives, the tries it took, and
-/// the makespan the schedule predicts at it.
+/// whole-rank peaks the schedule built at it gives and the arenas its
+/// memory plan allocates (Note [Memory plan]; empty where it was not
+/// planned), whether every arena is within the limit, the tries it took,
+/// and the makespan the schedule predicts at it.
 struct RankBudget {
   double activations = 0;
   std::vector<int64_t> peaks;
+  std::vector<int64_t> arenas;
+  bool withinLimit = false;
   int attempts = 0;
   double makespan = 0;
 };
@@ -33,23 +37,32 @@ struct RankBudget {
 /// A schedule's memory limit counts the activations it keeps; a rank holds
 /// more besides (its parameters, their gradients and optimizer state, the
 /// running op's temporaries, buffers in flight), and how much more depends
-/// on the rank and a little on the order. So zb-schedule schedules a copy of
-/// the module at a budget, proves it without a limit to learn every rank's
-/// peak, and lowers the budget by the worst rank's excess, from the whole
-/// limit down, until every rank fits or the schedule refuses the budget
-/// (where a step changes no peak, the budget did not bind, and the next step
-/// is twice as long). Activations come a
-/// microbatch at a time, so that step may overshoot: the tries left bisect
-/// between the fit and the miss above it, keeping the largest budget that
-/// fits; kRankBudgetAttempts tries in all. The lowering then runs once more
-/// at the budget found (or, where none fits, the closest miss), with the
-/// limit on the program, so the proof holds it or names the rank, the op and
-/// what it holds. *Why 16:* the last excess before a fit may be far below
-/// one microbatch's stash (60 KB against 2 MB for gpt-small at 64 MiB), and
-/// the doubling steps from it need about as many tries as the ratio has
-/// bits; with 8, a limit could fail where a smaller one fitted. Each try is
-/// one schedule and one memory plan of the model.
+/// on the rank and a little on the order; and what a rank allocates is its
+/// arena, the peak plus what the memory plan loses to packing (Note [Memory
+/// plan]). The limit bounds the arena: that is the one allocation a rank
+/// makes, at start-up. So zb-schedule schedules a copy of the module at a
+/// budget, proves it without a limit to learn every rank's peak, and lowers
+/// the budget by the worst rank's excess, from the whole limit down, until
+/// every rank fits or the schedule refuses the budget (where a step changes
+/// no peak, the budget did not bind, and the next step is twice as long).
+/// Activations come a microbatch at a time, so that step may overshoot: the
+/// tries left bisect between the fit and the miss above it, keeping the
+/// largest budget that fits. Planning is the costly part of a try (a
+/// second and more for a Llama-3-8B shape), so tries count peaks plus each
+/// rank's packing loss as the last plan measured it (none at first), and
+/// only the budget a round settles on is planned: where an arena is then
+/// over the limit, the next round goes on from there with the loss that
+/// plan showed; at most kRankBudgetRounds rounds of kRankBudgetAttempts
+/// tries.
+/// The lowering then runs once more at the budget found (or, where none
+/// fits, the closest miss), with the limit on the program, so the proof
+/// holds the peak to it and zb-plan-memory the arena, or they name the rank.
+/// *Why 16:* the last excess before a fit may be far below one microbatch's
+/// stash (60 KB against 2 MB for gpt-small at 64 MiB), and the doubling
+/// steps from it need about as many tries as the ratio has bits; with 8, a
+/// limit could fail where a smaller one fitted.
 constexpr int kRankBudgetAttempts = 16;
+constexpr int kRankBudgetRounds = 4;
 
 /// `schedule(module, budget)` orders `module` (a copy of the pipeline
 /// without a program) at an activation budget in bytes, writing its

@@ -1,0 +1,17 @@
+// Tests that a memory limit bounds what a rank allocates, its arena (Note
+// [Rank budget], Note [Memory plan]), not only its peak: the plan's packing
+// adds to the peak, and the arena is the one allocation a rank makes.
+//
+// The fit plans the budget it settles on and goes on below it where an
+// arena is over: gpt-small on 4 ranks under zb-auto at 120,000,000 bytes
+// fitted the peaks alone to rank 3's 119,871,492, whose arena was
+// 120,920,128. zb-plan-memory holds every arena to the program's limit, so
+// this compile fails where the fit forgets the packing.
+// RUN: zbc-opt %examples/gpt-small.mlir --zb-backward="stages=4" --zb-stage-costs --zb-schedule="schedule=zb-auto microbatches=8 memory-limit=120000000" --zb-insert-p2p --zb-plan-memory=report=true -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIT
+// FIT: remark: memory plan of @gpt_zb_auto: rank 0: arena {{[0-9]+}}, peak
+// FIT-NOT: error
+
+// zb-h1 keeps what it keeps whatever the budget: its peak fits 100,000,000
+// and its arena does not, and the plan names the rank.
+// RUN: not zbc-opt %examples/gpt-small.mlir --zb-backward="stages=4" --zb-stage-costs --zb-schedule="schedule=zb-h1 microbatches=8 memory-limit=100000000" --zb-insert-p2p --zb-plan-memory -o /dev/null 2>&1 | FileCheck %s --check-prefix=OVER
+// OVER: error: rank 3's arena of 100472896 bytes is over the memory limit of 100000000: its peak is 99948548 and the memory plan's packing adds 524348
