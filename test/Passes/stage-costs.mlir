@@ -14,7 +14,17 @@
 // MODEL: zb.stage 1 attributes {costs = {B = 74625 : i64, F = 75136 : i64, M_B = 6464 : i64, M_W = 6400 : i64, M_keep = 2112 : i64, M_offload = 4352 : i64, R = 74816 : i64, W = 74304 : i64}}
 
 // FILE: zb.pipeline @mlp attributes {costs = {comm = 5.000000e-01 : f64, copy_bandwidth = 0 : i64, cost_file = "{{.*}}unit-costs-2.json", unit = "ms"}}
-// FILE: zb.stage 0 attributes {costs = {B = 1 : i64, F = 1 : i64, M_B = 6656 : i64, M_W = 8704 : i64, M_keep = 512 : i64, M_offload = 6144 : i64, R = 83456 : i64, W = 1 : i64}}
+// The file gives no R: R is the stage's recomputed FLOPs at the rate its F
+// ran at (Note [Measured costs]), 83456 / 83968 of F's 1 ms, never FLOPs
+// beside milliseconds; the figures as measured and the model's of that
+// moment stay on the stage for a rewrite to start from.
+// FILE: zb.stage 0 attributes {costs = {B = 1 : i64, F = 1 : i64, M_B = 6656 : i64, M_W = 8704 : i64, M_keep = 512 : i64, M_offload = 6144 : i64, R = 0.99390243902439{{[0-9]*}} : f64, W = 1 : i64, measured = {B = 1 : i64, F = 1 : i64,
+// FILE-SAME: measured_model = {B = 0 : i64, F = 83968 : i64,
+
+// Times without F have no unit to meet the model's in.
+// RUN: echo '{"B": [1, 1], "W": 1}' > %t-nof.json
+// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-stage-costs="cost-file=%t-nof.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOF
+// NOF: error: 'zb.pipeline' op cost file '{{.*}}-nof.json' gives times but no F: each stage's F sets the unit its other times are read and derived in (Note [Measured costs]); give F for every stage
 
 // EDITED: remark: schedule 'zb-h1': makespan 11, bubble rate 0.0909
 // SAME: makespan 11 (longest rank span)

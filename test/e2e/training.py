@@ -49,6 +49,7 @@
                         or size named) before any rank starts.
 """
 import json
+import re
 import os
 import struct
 import shutil
@@ -429,6 +430,75 @@ def profile(args):
           f"{measured['copy_bandwidth']} bytes/ms; {len(events)} events on "
           f"{len(tracks)} tracks;{bubble.split('bubble rate')[1]}; the copies "
           f"of an offloading run on their own track", flush=True)
+    _measured_levers(args, source, costs, work)
+
+
+def _lowered(args, source, options):
+    """The zb.program attributes of `source` lowered with `options` (as
+    zbc compile lowers it), or the error."""
+    result = subprocess.run(
+        [os.path.join(args.bin, "zbc-opt"), source,
+         f"--zb-lower-to-program=stages=2 schedule=zb-h1 microbatches=4 "
+         f"{options}", "-o", "-"], capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        return None, result.stderr
+    span = re.search(r"predicted_makespan = ([0-9.e+-]+)", result.stdout)
+    bubble = re.search(r"predicted_bubble_rate = ([0-9.e+-]+)", result.stdout)
+    levers = re.search(r"levers = \{([^}]*)\}", result.stdout)
+    return (float(span.group(1)), float(bubble.group(1)),
+            levers.group(1)), result.stderr
+
+
+def _measured_levers(args, source, costs, work):
+    """A profile's cost file under every memory lever (Note [Measured
+    costs]): each compiles (the file's model hash is checked on the model
+    as profiled, not as a lever rewrote it), plans in the file's unit (the
+    lever-free makespan is zbc schedule's on the file; the others within a
+    small factor of it, where R in FLOPs made them 10^5 times longer), and
+    under --recompute auto fits the least limit that fits without it."""
+    out = subprocess.run(
+        [os.path.join(args.bin, "zbc"), "schedule", "--cost-file", costs,
+         "--schedule", "zb-h1", "--ranks", "2", "--microbatches", "4"],
+        capture_output=True, text=True, timeout=60, check=True).stdout
+    expected = float(re.search(r"makespan ([0-9.e+-]+)", out).group(1))
+    plain, _ = _lowered(args, source, f"cost-file={costs}")
+    if plain is None or abs(plain[0] - expected) > 1e-3 * expected:
+        sys.exit(f"FAILED: with the profile, zbc compile plans a makespan "
+                 f"of {plain and plain[0]}; zbc schedule on the file says "
+                 f"{expected}")
+    levers = [(recompute, "none") for recompute in
+              ("none", "full", "selective", "checkpoint", "auto")]
+    levers += [("none", "full"), ("none", "auto"), ("auto", "auto")]
+    for recompute, offload in levers:
+        options = (f"cost-file={costs} recompute={recompute} "
+                   f"offload={offload}")
+        lowered, error = _lowered(args, source, options)
+        if lowered is None:
+            sys.exit(f"FAILED: {options} refused:\n{error}")
+        span, rate, _ = lowered
+        if not (0.5 * expected < span < 3 * expected and rate < 0.9):
+            sys.exit(f"FAILED: {options} plans a makespan of {span} "
+                     f"(bubble rate {rate}) against {expected} without "
+                     f"levers: not in the file's unit")
+    # The least limit --recompute auto fits without the cost file (a
+    # bisection), and the cost file fits it too.
+    low, high = 1, 1 << 34
+    while high - low > max(4096, low // 200):
+        middle = (low + high) // 2
+        fitted, _ = _lowered(args, source,
+                             f"recompute=auto memory-limit={middle}")
+        if fitted is None:
+            low = middle
+        else:
+            high, chosen = middle, fitted[2]
+    fitted, error = _lowered(
+        args, source, f"recompute=auto memory-limit={high} cost-file={costs}")
+    if fitted is None:
+        sys.exit(f"FAILED: --recompute auto fits {high} bytes per rank "
+                 f"without the profile ({chosen}), not with it:\n{error}")
+    print(f"ok: the profile under {len(levers)} lever pairs, in its unit (makespan "
+          f"{expected:.4g} ms without levers); --recompute auto fits "
+          f"{high} bytes with and without it ({fitted[2]})", flush=True)
 
 
 def tied(args):

@@ -30,16 +30,22 @@ namespace {
 struct CostKey {
   const char *name;
   double sched::StageCost::*member;
+  bool time; // else bytes
 };
 constexpr CostKey kStageKeys[] = {
-    {"F", &sched::StageCost::F},
-    {"B", &sched::StageCost::B},
-    {"W", &sched::StageCost::W},
-    {"R", &sched::StageCost::recompute},
-    {"M_B", &sched::StageCost::memB},
-    {"M_W", &sched::StageCost::memW},
-    {"M_keep", &sched::StageCost::memKeep},
-    {"M_offload", &sched::StageCost::memOffload}};
+    {"F", &sched::StageCost::F, true},
+    {"B", &sched::StageCost::B, true},
+    {"W", &sched::StageCost::W, true},
+    {"R", &sched::StageCost::recompute, true},
+    {"M_B", &sched::StageCost::memB, false},
+    {"M_W", &sched::StageCost::memW, false},
+    {"M_keep", &sched::StageCost::memKeep, false},
+    {"M_offload", &sched::StageCost::memOffload, false}};
+
+// A stage's figures as a cost file measured them and the cost model's at
+// that moment (Note [Measured costs]), inside its `costs`.
+constexpr const char *kMeasured = "measured";
+constexpr const char *kMeasuredModel = "measured_model";
 
 // The pipeline's `costs`: the figures every stage shares and where the
 // stages' came from.
@@ -93,11 +99,14 @@ FailureOr<sched::StageCost> modelCostOf(StageOp stage) {
   return cost;
 }
 
-/// The cost file's figures over `costs` (one value for every stage, or
-/// one per stage), and its pipeline-wide ones over `pipelineCosts`.
-LogicalResult applyCostFile(PipelineOp pipeline, StringRef path,
-                            std::vector<sched::StageCost> &costs,
-                            NamedAttrList &pipelineCosts) {
+/// The stages' figures as the cost file at `path` measured them (Note
+/// [Measured costs]): its own where it gives them, the rest derived from
+/// `model`, the cost model's figures of the same stages; its pipeline-wide
+/// figures go to `pipelineCosts`.
+FailureOr<std::vector<sched::StageCost>>
+measuredCostsOf(PipelineOp pipeline, StringRef path,
+                const std::vector<sched::StageCost> &model,
+                NamedAttrList &pipelineCosts) {
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
   if (!file)
@@ -112,30 +121,52 @@ LogicalResult applyCostFile(PipelineOp pipeline, StringRef path,
            << parsed->model.value_or("?") << "' (IR hash " << *parsed->modelHash
            << "); this pipeline is '" << pipeline.getSymName() << "' (IR hash "
            << modelHashOf(pipeline) << ")";
-  size_t stages = costs.size();
+  size_t stages = model.size();
   struct Field {
     const char *name;
     const std::vector<double> &values;
-    double sched::StageCost::*member;
   };
-  for (const Field &field :
-       {Field{"F", parsed->F, &sched::StageCost::F},
-        Field{"B", parsed->B, &sched::StageCost::B},
-        Field{"W", parsed->W, &sched::StageCost::W},
-        Field{"R", parsed->R, &sched::StageCost::recompute},
-        Field{"M_B", parsed->memB, &sched::StageCost::memB},
-        Field{"M_W", parsed->memW, &sched::StageCost::memW},
-        Field{"M_keep", parsed->memKeep, &sched::StageCost::memKeep},
-        Field{"M_offload", parsed->memOffload, &sched::StageCost::memOffload}}) {
-    if (field.values.empty())
-      continue;
-    if (field.values.size() != 1 && field.values.size() != stages)
+  const Field fields[] = {{"F", parsed->F},       {"B", parsed->B},
+                          {"W", parsed->W},       {"R", parsed->R},
+                          {"M_B", parsed->memB},  {"M_W", parsed->memW},
+                          {"M_keep", parsed->memKeep},
+                          {"M_offload", parsed->memOffload}};
+  bool anyTime = false;
+  for (auto [key, field] : llvm::zip(kStageKeys, fields)) {
+    if (field.values.size() > 1 && field.values.size() != stages)
       return pipeline.emitOpError("cost file '")
              << path << "' gives " << field.values.size() << " " << field.name
              << " values; the pipeline has " << stages << " stages (give one "
              << "for all, or one per stage)";
-    for (size_t s = 0; s < stages; ++s)
-      costs[s].*field.member = field.values[field.values.size() == 1 ? 0 : s];
+    anyTime |= key.time && !field.values.empty();
+  }
+  if (anyTime && parsed->F.empty())
+    return pipeline.emitOpError("cost file '")
+           << path << "' gives times but no F: each stage's F sets the unit "
+           << "its other times are read and derived in (Note [Measured "
+           << "costs]); give F for every stage";
+  std::vector<sched::StageCost> measured = model;
+  for (size_t s = 0; s < stages; ++s) {
+    auto given = [&](const std::vector<double> &values) -> std::optional<double> {
+      if (values.empty())
+        return std::nullopt;
+      return values[values.size() == 1 ? 0 : s];
+    };
+    // The stage's rate: its measured F over its FLOPs (1 without times).
+    double rate = 1;
+    if (std::optional<double> f = given(parsed->F)) {
+      if (!(*f > 0))
+        return pipeline.emitOpError("cost file '")
+               << path << "' gives stage " << s << " an F of " << *f
+               << "; an F must be above 0";
+      rate = *f / model[s].F;
+    }
+    for (auto [key, field] : llvm::zip(kStageKeys, fields)) {
+      std::optional<double> value = given(field.values);
+      measured[s].*key.member =
+          value ? *value
+                : (key.time ? model[s].*key.member * rate : model[s].*key.member);
+    }
   }
   Builder b(pipeline.getContext());
   if (parsed->comm)
@@ -146,7 +177,48 @@ LogicalResult applyCostFile(PipelineOp pipeline, StringRef path,
     pipelineCosts.set(kFileRanks, b.getI64IntegerAttr(*parsed->ranks));
   if (parsed->virtualStages)
     pipelineCosts.set(kFileVirtual, b.getI64IntegerAttr(*parsed->virtualStages));
-  return success();
+  if (anyTime)
+    pipelineCosts.set(kUnit, b.getStringAttr("ms"));
+  return measured;
+}
+
+/// The figures of `cost` as a dictionary, by kStageKeys.
+DictionaryAttr dictionaryOf(Builder &b, const sched::StageCost &cost) {
+  NamedAttrList entries;
+  for (const CostKey &key : kStageKeys)
+    entries.set(key.name, costAttr(b, cost.*key.member));
+  return entries.getDictionary(b.getContext());
+}
+
+sched::StageCost costOfDictionary(DictionaryAttr dict) {
+  sched::StageCost cost;
+  for (const CostKey &key : kStageKeys)
+    cost.*key.member = numberIn(dict, key.name);
+  return cost;
+}
+
+/// The cost model's figures of every stage of `pipeline`.
+FailureOr<std::vector<sched::StageCost>> modelCostsOf(PipelineOp pipeline) {
+  std::vector<sched::StageCost> costs;
+  for (StageOp stage : pipeline.getBody().front().getOps<StageOp>()) {
+    FailureOr<sched::StageCost> cost = modelCostOf(stage);
+    if (failed(cost))
+      return failure();
+    costs.push_back(*cost);
+  }
+  return costs;
+}
+
+/// Writes `costs` on `stage`, with what it was measured as where it was.
+void setStageCosts(StageOp stage, const sched::StageCost &costs,
+                   DictionaryAttr measured, DictionaryAttr measuredModel) {
+  Builder b(stage.getContext());
+  NamedAttrList entries(dictionaryOf(b, costs));
+  if (measured) {
+    entries.set(kMeasured, measured);
+    entries.set(kMeasuredModel, measuredModel);
+  }
+  stage->setAttr("costs", entries.getDictionary(stage.getContext()));
 }
 
 } // namespace
@@ -171,55 +243,69 @@ CostSource zbc::costSourceOf(const CompileOptions &options) {
 
 LogicalResult zbc::attachCosts(PipelineOp pipeline, const CostSource &source) {
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
-  std::vector<sched::StageCost> costs;
-  for (StageOp stage : stages) {
-    FailureOr<sched::StageCost> cost = modelCostOf(stage);
-    if (failed(cost))
-      return failure();
-    costs.push_back(*cost);
-  }
+  FailureOr<std::vector<sched::StageCost>> model = modelCostsOf(pipeline);
+  if (failed(model))
+    return failure();
   Builder b(pipeline.getContext());
   NamedAttrList pipelineCosts;
   pipelineCosts.set(kComm, costAttr(b, source.comm));
   pipelineCosts.set(kCopyBandwidth, costAttr(b, source.copyBandwidth));
   pipelineCosts.set(kUnit, b.getStringAttr("FLOPs"));
-  if (!source.costFile.empty()) {
-    if (failed(applyCostFile(pipeline, source.costFile, costs, pipelineCosts)))
+  if (source.costFile.empty()) {
+    for (auto [stage, cost] : llvm::zip(stages, *model))
+      setStageCosts(stage, cost, {}, {});
+  } else {
+    FailureOr<std::vector<sched::StageCost>> measured =
+        measuredCostsOf(pipeline, source.costFile, *model, pipelineCosts);
+    if (failed(measured))
       return failure();
-    pipelineCosts.set(kUnit, b.getStringAttr("ms"));
     pipelineCosts.set(kCostFile, b.getStringAttr(source.costFile));
-  }
-  for (auto [stage, cost] : llvm::zip(stages, costs)) {
-    NamedAttrList entries;
-    for (const CostKey &key : kStageKeys)
-      entries.set(key.name, costAttr(b, cost.*key.member));
-    stage->setAttr("costs", entries.getDictionary(pipeline.getContext()));
+    for (auto [stage, cost, asModel] : llvm::zip(stages, *measured, *model))
+      setStageCosts(stage, cost, dictionaryOf(b, cost), dictionaryOf(b, asModel));
   }
   pipeline->setAttr("costs", pipelineCosts.getDictionary(pipeline.getContext()));
   return success();
 }
 
 LogicalResult zbc::refreshCosts(PipelineOp pipeline) {
-  DictionaryAttr costs = costsOf(pipeline);
-  CostSource source;
-  if (costs) {
-    source.comm = numberIn(costs, kComm);
-    source.copyBandwidth = numberIn(costs, kCopyBandwidth);
-    if (auto file = costs.getAs<StringAttr>(kCostFile))
-      source.costFile = file.str();
+  if (!costsOf(pipeline))
+    return attachCosts(pipeline, CostSource());
+  SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
+  FailureOr<std::vector<sched::StageCost>> model = modelCostsOf(pipeline);
+  if (failed(model))
+    return failure();
+  for (auto [stage, now] : llvm::zip(stages, *model)) {
+    DictionaryAttr previous = costsOf(stage);
+    auto measured = previous ? previous.getAs<DictionaryAttr>(kMeasured)
+                             : DictionaryAttr();
+    auto measuredModel = previous
+                             ? previous.getAs<DictionaryAttr>(kMeasuredModel)
+                             : DictionaryAttr();
+    if (!measured || !measuredModel) {
+      setStageCosts(stage, now, {}, {});
+      continue;
+    }
+    // What the rewrite changed in the model, at the stage's measured rate
+    // (Note [Measured costs]).
+    sched::StageCost asMeasured = costOfDictionary(measured);
+    sched::StageCost thenModel = costOfDictionary(measuredModel);
+    double rate = asMeasured.F / thenModel.F;
+    sched::StageCost cost;
+    for (const CostKey &key : kStageKeys) {
+      double change = now.*key.member - thenModel.*key.member;
+      cost.*key.member = std::max(
+          0.0, asMeasured.*key.member + (key.time ? change * rate : change));
+    }
+    cost.F = std::max(cost.F, asMeasured.F * 1e-9); // an F is never 0
+    setStageCosts(stage, cost, measured, measuredModel);
   }
-  return attachCosts(pipeline, source);
+  return success();
 }
 
 bool zbc::hasCosts(PipelineOp pipeline) {
   return costsOf(pipeline) &&
          llvm::all_of(pipeline.getBody().front().getOps<StageOp>(),
                       [](StageOp stage) { return costsOf(stage); });
-}
-
-bool zbc::hasMeasuredCosts(PipelineOp pipeline) {
-  DictionaryAttr costs = costsOf(pipeline);
-  return costs && costs.get(kCostFile);
 }
 
 std::string zbc::costUnitOf(PipelineOp pipeline) {

@@ -17,9 +17,9 @@
 //   candidate, fitted on a copy of the module: it is taken where nothing
 //   else fits (below every order's least limit a backward holds its
 //   microbatch's whole stash, R ops or not) and where it plans a shorter
-//   step (a smaller stash leaves room for more microbatches in flight). A
-//   cost file's figures are measured for the stages as they are, so with
-//   one it is taken only where nothing else fits.
+//   step (a smaller stash leaves room for more microbatches in flight).
+//   With a cost file every candidate is costed in its unit (Note [Measured
+//   costs]) and judged the same way.
 // Each candidate says so in a remark on the pipeline where it wins.
 //
 //===----------------------------------------------------------------------===//
@@ -195,8 +195,7 @@ FailureOr<BuiltOrder> zbc::orderAtBudget(PipelineOp pipeline,
   bool anyCheapKey = llvm::any_of(withoutPolicy, [](StageOp stage) {
     return !selectiveRebuiltKeys(stage).empty();
   });
-  if (levers.recompute != RecomputeLever::Auto || hasMeasuredCosts(pipeline) ||
-      !anyCheapKey)
+  if (levers.recompute != RecomputeLever::Auto || !anyCheapKey)
     return order;
   if (failed(setCheapPolicy(pipeline, withoutPolicy, true)))
     return failure();
@@ -267,8 +266,7 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
     std::optional<std::pair<double, double>> spans; // checkpointed, not
     bool take = fits(checkpointed) && !fits(fitted);
     // Each fit knows the makespan of its order at the budget it found.
-    bool measured = llvm::any_of(module.getOps<PipelineOp>(), hasMeasuredCosts);
-    if (fits(checkpointed) && fits(fitted) && !measured) {
+    if (fits(checkpointed) && fits(fitted)) {
       spans = {checkpointed->makespan, fitted->makespan};
       take = spans->first < spans->second;
     }

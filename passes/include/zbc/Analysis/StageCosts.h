@@ -12,12 +12,32 @@
 //     zb.stage 0 attributes {costs = {B = ..., F = ..., M_B = ..., ...}} {
 //
 // Their source is the cost model (StageAnalysis: FLOPs as time, an F never
-// 0) or a cost file's figures over it (measured times, `zbc profile`). A
-// rewrite of the stages (a recompute policy, the checkpointed backward)
-// refreshes them from the same source, which the pipeline's `costs`
-// records. zb-schedule plans with them, the fit of a memory limit tries
-// budgets with them, and `zbc compile` draws the predicted program with
-// them: nobody derives costs twice.
+// 0) or a cost file's figures over it (measured times, `zbc profile`: Note
+// [Measured costs]). A rewrite of the stages (a recompute policy, the
+// checkpointed backward) refreshes them. zb-schedule plans with them, the
+// fit of a memory limit tries budgets with them, and `zbc compile` draws
+// the predicted program with them: nobody derives costs twice.
+//
+// Note [Measured costs]
+// A cost file gives times in its own unit (zbc profile: milliseconds) for
+// the stages as they were measured; the cost model gives FLOPs and bytes
+// for the stages as they are. The two meet once, when zb-stage-costs
+// applies the file, and are never mixed after:
+// - each stage's rate, its measured F over its F in FLOPs, converts every
+//   time the file leaves out from the model's FLOPs: R (zbc profile
+//   measures none) is the stage's recomputed FLOPs at the rate F ran at;
+//   a file that gives B, W or R without F is refused, as its times would
+//   have no unit to meet the model's in;
+// - the file's bytes stand where it gives them (zbc profile writes the
+//   compiler's M_B and M_W), the model's elsewhere; comm and
+//   copy_bandwidth are in its time unit (copy_bandwidth: bytes per unit);
+// - the model hash is checked then, on the stages as measured; each stage
+//   keeps its figures as measured and the model's of that moment in its
+//   `costs` (`measured`, `measured_model`), and a rewrite since (a recompute
+//   policy, the checkpointed backward) changes its costs by what it changes
+//   in the model: FLOPs at the stage's rate, bytes as they are.
+// So every lever is planned in the file's unit, and `zbc schedule` on the
+// same file predicts in the same unit.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_ANALYSIS_STAGECOSTS_H
@@ -57,18 +77,14 @@ CostSource costSourceOf(const CompileOptions &options);
 mlir::LogicalResult attachCosts(zb::PipelineOp pipeline,
                                 const CostSource &source);
 
-/// The pipeline's costs again from the source they were attached from,
-/// after its stages changed (a recompute policy, checkpoints); the cost
-/// model's if none were attached yet.
+/// The stages' costs again after they changed (a recompute policy,
+/// checkpoints): the cost model's, or as measured plus what the change
+/// changed (Note [Measured costs]); the cost model's if none were
+/// attached yet.
 mlir::LogicalResult refreshCosts(zb::PipelineOp pipeline);
 
 /// Whether `pipeline` carries its costs.
 bool hasCosts(zb::PipelineOp pipeline);
-
-/// Whether `pipeline`'s costs came from a cost file: measured for its
-/// stages as they are, so a rewrite of them (another recompute policy, the
-/// checkpointed backward) cannot be judged with them.
-bool hasMeasuredCosts(zb::PipelineOp pipeline);
 
 /// The unit of the costs' times, for a picture's axis: "FLOPs" (the cost
 /// model's) or "ms" (a cost file's: zbc profile measures milliseconds).
