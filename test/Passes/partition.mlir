@@ -96,24 +96,29 @@ zb.model @user_cut {
 
 // -----
 
-// Tests that a transformer is cut only where the residual stream alone
-// crosses: inside a block the residual and the layernormed copy (or the
-// attention output) are both live, so every cut lands on a residual add and
-// passes a single [b, s, h] tensor. Two stages split between the blocks;
-// three split after each block's attention half (embedding + attention,
-// MLP + attention, MLP + head).
+// Tests that a transformer is cut where the residual stream alone crosses:
+// inside a block the residual and the layernormed copy (or the attention
+// output) are both live, so such cuts land on a residual add and pass a
+// single [b, s, h] tensor. Two stages split between the blocks. Three would
+// split after each block's attention half (embedding + attention, MLP +
+// attention, MLP + head), the largest stage 1.39 of the ideal: there a gap
+// crossed by one value more is worth it (Note [Wider gaps]), and the cuts
+// fall inside block 0's MLP (the residual and the MLP's hidden layer) and
+// after block 1's second layernorm (the residual and its normed copy), the
+// largest 1.07 of the ideal.
 // CHECK-LABEL: zb.model @two_blocks
 // CHECK-NOT:     zb.cut
 // CHECK:         zb.causal_attention
 // S2-NOT:        zb.cut
-// S3:            %[[R:.+]] = zb.add
-// S3-NEXT:       zb.cut %[[R]] : tensor<2x8x16xf32>
+// S3:            %[[H:.+]] = zb.bias_add %{{.+}}, %h0.fc.b
+// S3-NEXT:       zb.cut %{{.+}}, %[[H]] : tensor<2x8x16xf32>, tensor<2x8x64xf32>
 // CHECK:         zb.gelu
 // S2:            %[[X1:.+]] = zb.add
 // S2-NEXT:       zb.cut %[[X1]] : tensor<2x8x16xf32>
 // CHECK:         zb.causal_attention
 // S3:            %[[R:.+]] = zb.add
-// S3-NEXT:       zb.cut %[[R]] : tensor<2x8x16xf32>
+// S3-NEXT:       %[[N:.+]] = zb.layernorm %[[R]]
+// S3-NEXT:       zb.cut %[[R]], %[[N]] : tensor<2x8x16xf32>, tensor<2x8x16xf32>
 // CHECK-NOT:     zb.cut
 // CHECK:         zb.loss
 zb.model @two_blocks {
@@ -178,3 +183,10 @@ zb.model @two_blocks {
   %loss = zb.cross_entropy %logits, %targets : (tensor<2x8x32xf32>, tensor<2x8xi64>) -> tensor<f32>
   zb.loss %loss : tensor<f32>
 }
+
+// Tests Note [Wider gaps]: 2 Llama layers on 4 stages are five units
+// between the cheap gaps (the best cut of them leaves 6.2 of 14.6 MFLOPs
+// in one stage, 1.70 of the ideal); a gap crossed by one value more splits
+// the largest and brings it to 1.33.
+// RUN: zbc-dsl-llama --layers 2 --no-cuts | zbc-opt --zb-partition="stages=4 report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WIDER
+// WIDER: remark: imbalance 1.333 (largest stage / ideal

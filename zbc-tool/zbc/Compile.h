@@ -73,8 +73,9 @@ struct Compiled {
   std::optional<double> activationBudget;
   double makespan = 0, bubbleRate = 0;
   /// The memory levers the order was built with (zb.program's `levers`):
-  /// the backward checkpointed, and what recomputes and offloads.
-  bool checkpointed = false;
+  /// recompute and offload as chosen ("none", "full", "selective", "auto")
+  /// and the backward "stored" or "checkpointed".
+  std::string recompute = "none", offload = "none", backward = "stored";
   /// Where the order came from: "" for a registered schedule, else the
   /// file and its format ("PyTorch CSV, compute+comms 'x.csv'").
   std::string scheduleSource;

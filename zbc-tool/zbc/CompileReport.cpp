@@ -64,8 +64,12 @@ Error zbc::readProgram(zb::ProgramOp program, zb::PipelineOp pipeline,
   }
   compiled.ranks = static_cast<int>(compiled.peak.size());
   if (DictionaryAttr levers = program.getLeversAttr())
-    if (auto backward = levers.getAs<StringAttr>("backward"))
-      compiled.checkpointed = backward.getValue() == "checkpointed";
+    for (auto [key, field] :
+         {std::pair{"recompute", &compiled.recompute},
+          std::pair{"offload", &compiled.offload},
+          std::pair{"backward", &compiled.backward}})
+      if (auto value = levers.getAs<StringAttr>(key))
+        *field = value.str();
   compiled.table = tableOfProgram(program);
   compiled.timeUnit = costUnitOf(pipeline);
   FailureOr<sched::Problem> problem = problemOfCosts(
@@ -123,12 +127,25 @@ Error zbc::writeReport(const Request &request, const Compiled &c) {
       j.attribute("microbatches", options.microbatches);
       j.attribute("optimizer", optimizerName(options.optimizer));
       j.attribute("predicted_makespan", c.makespan);
+      // The busiest rank's rate (zb.program's), and against the whole
+      // pipeline's time with each rank's share (Simulator.h).
       j.attribute("predicted_bubble_rate", c.bubbleRate);
+      j.attribute("predicted_pipeline_bubble_rate",
+                  c.predicted.pipelineBubbleRate);
+      j.attributeArray("predicted_idle_share", [&] {
+        for (double share : c.predicted.idleShare)
+          j.value(share);
+      });
       if (options.memoryLimit > 0)
         j.attribute("memory_limit_bytes", options.memoryLimit);
       if (c.activationBudget)
         j.attribute("activation_budget_bytes",
                     static_cast<int64_t>(*c.activationBudget));
+      j.attributeObject("levers", [&] {
+        j.attribute("recompute", c.recompute);
+        j.attribute("offload", c.offload);
+        j.attribute("backward", c.backward);
+      });
       j.attributeArray("memory", [&] {
         for (int r = 0; r < c.ranks; ++r)
           j.object([&] {
@@ -188,15 +205,40 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
                       request.replicas, request.replicas * compiled.ranks,
                       options.microbatches,
                       request.replicas * options.microbatches);
-  outs() << formatv("  predicted bubble rate {0:F4}\n", compiled.bubbleRate);
-  if (compiled.activationBudget && options.memoryLimit > 0)
-    outs() << formatv("  memory limit {0} bytes per rank: the schedule keeps "
-                      "at most {1} bytes of activations\n",
+  std::string shares;
+  for (double share : compiled.predicted.idleShare)
+    shares += formatv(" {0:F2}", share).str();
+  outs() << formatv("  predicted bubble rate {0:F4} on the busiest rank, "
+                    "{1:F4} of the pipeline's time (idle share per rank{2})\n",
+                    compiled.bubbleRate,
+                    compiled.predicted.pipelineBubbleRate, shares);
+  if (compiled.activationBudget && options.memoryLimit > 0) {
+    // A budget that did not bind is the whole limit (Note [Rank budget]):
+    // say so rather than let it read as what the order keeps.
+    auto budget = static_cast<int64_t>(*compiled.activationBudget);
+    outs() << formatv("  memory limit {0} bytes per rank, the largest arena "
+                      "{1}: {2}\n",
                       options.memoryLimit,
-                      static_cast<int64_t>(*compiled.activationBudget));
+                      *llvm::max_element(compiled.arena),
+                      budget >= options.memoryLimit
+                          ? std::string("the order fits with the whole limit "
+                                        "as its activation budget")
+                          : formatv("the schedule keeps at most {0} bytes of "
+                                    "activations", budget)
+                                .str());
+  }
   else if (compiled.activationBudget)
     outs() << formatv("  activation budget {0} bytes per rank\n",
                       static_cast<int64_t>(*compiled.activationBudget));
+  if (compiled.recompute != "none" || compiled.offload != "none" ||
+      compiled.backward != "stored")
+    outs() << formatv("  levers: recompute {0}, offload {1}, the backward "
+                      "{2}\n",
+                      compiled.recompute, compiled.offload,
+                      compiled.backward == "checkpointed"
+                          ? "checkpointed (F keeps only its checkpoints; "
+                            "each backward rebuilds the rest)"
+                          : "stored");
   // What the levers do on a rank: microbatches recomputed, and offloaded
   // with the host memory they take.
   auto levers = [&](int r) {

@@ -11,10 +11,15 @@
 // an O fences the compute action after it, a restored backward waits for
 // its L).
 // It reports the makespan (the longest rank's span, first start to last
-// end), the bubble rate (makespan - m * busiest rank's F+B+W per
-// microbatch) / makespan (the Zero Bubble paper's definition, so time spent
-// recomputing counts as bubble: it is not the step's work), per-rank peak
-// memory and idle time. A schedule that breaks an invariant, deadlocks (no
+// end), two bubble rates and per-rank peak memory and idle time. The
+// bubble rate is the busiest rank's, (makespan - m * busiest rank's F+B+W
+// per microbatch) / makespan (the Zero Bubble paper's definition, so time
+// spent recomputing counts as bubble: it is not the step's work); with
+// uneven stages it can be 0 while the other ranks wait, so beside it come
+// each rank's idle share, 1 - m * its F+B+W / makespan, and their mean,
+// the pipeline's bubble rate: idle over p x makespan, the rate the
+// pipeline papers quote against the whole pipeline's time (equal to the
+// busiest rank's when the stages are even). A schedule that breaks an invariant, deadlocks (no
 // rank can start its next action) or exceeds the activation budget is an error
 // that names the rank, the action and the microbatch.
 //
@@ -41,7 +46,9 @@ struct TimedAction {
 struct SimResult {
   std::vector<std::vector<TimedAction>> timeline; // per rank, in order
   double makespan = 0;
-  double bubbleRate = 0;
+  double bubbleRate = 0;          // the busiest rank's
+  double pipelineBubbleRate = 0;  // idle over p x makespan
+  std::vector<double> idleShare;  // per rank: 1 - its work / makespan
   std::vector<double> peakMemory; // per rank, on the device
   /// Per rank, what offloaded microbatches hold in host memory at most;
   /// empty when nothing is offloaded (Note [Offload as actions]).

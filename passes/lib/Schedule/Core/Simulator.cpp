@@ -366,6 +366,16 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
     result.bubbleRate =
         std::max(0.0, (result.makespan - problem.microbatches * busiest) /
                           result.makespan);
+    // Against the whole pipeline's time: each rank's share of the step
+    // without its own work, and their mean (idle over p x makespan).
+    result.idleShare.resize(sim.numRanks);
+    double sum = 0;
+    for (int r = 0; r < sim.numRanks; ++r) {
+      result.idleShare[r] = std::max(
+          0.0, 1.0 - problem.microbatches * work[r] / result.makespan);
+      sum += result.idleShare[r];
+    }
+    result.pipelineBubbleRate = sum / sim.numRanks;
   }
   return std::move(result);
 }
