@@ -15,3 +15,14 @@
 // and its arena does not, and the plan names the rank.
 // RUN: not zbc-opt %examples/gpt-small.mlir --zb-backward="stages=4" --zb-stage-costs --zb-schedule="schedule=zb-h1 microbatches=8 memory-limit=100000000" --zb-insert-p2p --zb-plan-memory -o /dev/null 2>&1 | FileCheck %s --check-prefix=OVER
 // OVER: error: rank 3's arena of 100472896 bytes is over the memory limit of 100000000: its peak is 99948548 and the memory plan's packing adds 524348
+
+// Where nothing fits, zb-schedule says what would: each lever's least arena
+// (its order at the smallest budget the schedule takes, planned) and what a
+// rank holds before any activation. Each figure is a limit that fits: the
+// last two RUNs compile at them.
+// RUN: not zbc-opt %examples/llama.mlir "--zb-lower-to-program=stages=4 schedule=zb-auto microbatches=4 memory-limit=1300000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WOULD
+// WOULD: remark: zb-schedule: no order fits memory-limit 1300000; the least arena each lever allocates: without levers 1429312, --recompute full 1437504, --recompute selective 1429760, --recompute checkpoint 1387840; a rank holds up to 715012 bytes of parameters, gradients and optimizer state before any activation{{$}}
+// RUN: not zbc-opt %examples/llama.mlir "--zb-lower-to-program=stages=4 schedule=zb-auto microbatches=4 memory-limit=700000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALONE
+// ALONE: a rank holds up to 715012 bytes of parameters, gradients and optimizer state before any activation, more than the limit alone
+// RUN: zbc-opt %examples/llama.mlir "--zb-lower-to-program=stages=4 schedule=zb-auto microbatches=4 memory-limit=1429312" -o /dev/null
+// RUN: zbc-opt %examples/llama.mlir "--zb-lower-to-program=stages=4 schedule=zb-auto microbatches=4 memory-limit=1387840 recompute=checkpoint" -o /dev/null

@@ -49,7 +49,7 @@ FailureOr<RankBudget> tryBudget(ModuleOp module, double budget,
   auto scheduled = scheduledAt(module, budget, schedule);
   if (failed(scheduled))
     return failure();
-  RankBudget at{budget, {}, {}, false, 0, scheduled->second};
+  RankBudget at{budget, {}, {}, {}, false, 0, scheduled->second};
   for (zb::ProgramOp program : scheduled->first->getOps<zb::ProgramOp>()) {
     ScheduleProof proof;
     if (failed(verifyScheduleProgram(program, &proof)))
@@ -61,8 +61,13 @@ FailureOr<RankBudget> tryBudget(ModuleOp module, double budget,
     FailureOr<std::vector<RankPlan>> plans = planProgramMemory(program);
     if (failed(plans))
       return failure();
-    for (const RankPlan &rank : *plans)
+    for (const RankPlan &rank : *plans) {
       at.arenas.push_back(rank.arenaBytes);
+      at.persistent.push_back(
+          rank.persistent.empty()
+              ? 0
+              : rank.persistent.back().offset + rank.persistent.back().bytes);
+    }
   }
   return at;
 }
@@ -152,5 +157,35 @@ zbc::fitActivationBudget(ModuleOp module, int64_t limit, ScheduleFn schedule) {
   }
   if (!closest)
     return failure();
+  // What the closest miss allocates, for the error that says what fits.
+  if (closest->arenas.empty())
+    if (FailureOr<RankBudget> planned =
+            tryBudget(module, closest->activations, schedule, true);
+        succeeded(planned)) {
+      planned->attempts = closest->attempts;
+      closest = *planned;
+    }
   return *closest;
+}
+
+FailureOr<RankBudget> zbc::leastArena(ModuleOp module, int64_t start,
+                                      ScheduleFn schedule) {
+  ScopedDiagnosticHandler quiet(module.getContext(),
+                                [](Diagnostic &) { return success(); });
+  auto takes = [&](double budget) {
+    OwningOpRef<ModuleOp> copy(module.clone());
+    return succeeded(schedule(*copy, budget));
+  };
+  double high = static_cast<double>(std::max<int64_t>(start, 1));
+  for (int doubling = 0; !takes(high); ++doubling) {
+    if (doubling == 8)
+      return failure();
+    high *= 2;
+  }
+  double low = 0; // taken as refused: a schedule keeps something
+  while (high - low > std::max(1.0, high / 100)) {
+    double middle = std::floor((low + high) / 2);
+    (takes(middle) ? high : low) = middle;
+  }
+  return tryBudget(module, high, schedule, true);
 }

@@ -20,7 +20,9 @@
 //   step (a smaller stash leaves room for more microbatches in flight).
 //   With a cost file every candidate is costed in its unit (Note [Measured
 //   costs]) and judged the same way.
-// Each candidate says so in a remark on the pipeline where it wins.
+// Each candidate says so in a remark on the pipeline where it wins. Where
+// none fits, a remark says what would (whatWouldFit): each lever's least
+// arena the fit reached, and what a rank holds before any activation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -116,6 +118,60 @@ LogicalResult checkpointModule(ModuleOp module) {
     if (failed(checkpointBackward(pipeline)) || failed(refreshCosts(pipeline)))
       return failure();
   return success();
+}
+
+/// The remark where nothing fits `limit`: for each lever alone, the
+/// largest arena of its order at the smallest budget it takes
+/// (leastArena), or that it fits; and the most a rank holds before any
+/// activation (parameters, gradients, optimizer state), which no lever
+/// lowers.
+std::string whatWouldFit(ModuleOp module, const CompileOptions &request,
+                         int64_t limit) {
+  struct Candidate {
+    const char *name;
+    Levers levers;
+    bool checkpointed;
+  };
+  const Candidate candidates[] = {
+      {"without levers", {}, false},
+      {"--recompute full", {RecomputeLever::Full, OffloadLever::None}, false},
+      {"--recompute selective",
+       {RecomputeLever::Selective, OffloadLever::None},
+       false},
+      {"--recompute checkpoint", {}, true},
+      {"--offload full", {RecomputeLever::None, OffloadLever::Full}, false}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "zb-schedule: no order fits memory-limit " << limit
+     << "; the least arena each lever allocates:";
+  int64_t before = 0;
+  bool first = true;
+  for (const Candidate &candidate : candidates) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    FailureOr<RankBudget> least = failure();
+    {
+      ScopedDiagnosticHandler quiet(module.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      if (!candidate.checkpointed || succeeded(checkpointModule(*copy)))
+        least = leastArena(*copy, limit, [&](ModuleOp target, double bytes) {
+          return scheduleModule(target, request, candidate.levers, bytes);
+        });
+    }
+    if (failed(least) || least->arenas.empty())
+      continue; // the lever does not apply (no copy bandwidth, ...)
+    os << (first ? " " : ", ") << candidate.name << " "
+       << *llvm::max_element(least->arenas);
+    first = false;
+    for (int64_t bytes : least->persistent)
+      before = std::max(before, bytes);
+  }
+  if (first)
+    os << " none could be scheduled";
+  os << "; a rank holds up to " << before
+     << " bytes of parameters, gradients and optimizer state before any "
+        "activation"
+     << (before > limit ? ", more than the limit alone" : "");
+  return text;
 }
 
 } // namespace
@@ -302,6 +358,11 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
           << " fits memory-limit " << limit
           << "; the order without the levers does";
   if (succeeded(fitted))
-    choice.fitted = fitted->activations;
+    choice.fitted = fitted->activations; // the closest miss, where none fits
+  if (!fits(fitted)) {
+    std::string said = whatWouldFit(module, request, limit);
+    for (PipelineOp pipeline : module.getOps<PipelineOp>())
+      emitRemark(pipeline.getLoc()) << said;
+  }
   return choice;
 }

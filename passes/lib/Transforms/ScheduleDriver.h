@@ -43,8 +43,7 @@ struct BuiltOrder {
 /// attached, Note [Costs in the IR]) at `budget` (nullopt: the schedule's
 /// default; 0: none) with `levers`: recompute=selective gives every stage
 /// without a policy the cheap one (Note [Selective recomputation]);
-/// recompute=auto, without a cost file (its R and M_keep are measured for
-/// one policy), also tries that and keeps the shorter. The stages are left
+/// recompute=auto also tries that and keeps the shorter. The stages are left
 /// with the policy chosen and their costs refreshed. Errors go to the
 /// pipeline (the request is checked first: checkScheduleRequest).
 mlir::FailureOr<BuiltOrder> orderAtBudget(zb::PipelineOp pipeline,

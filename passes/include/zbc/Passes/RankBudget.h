@@ -22,12 +22,16 @@ namespace zbc {
 /// What the fit found: the activation budget to schedule with, the
 /// whole-rank peaks the schedule built at it gives and the arenas its
 /// memory plan allocates (Note [Memory plan]; empty where it was not
-/// planned), whether every arena is within the limit, the tries it took,
-/// and the makespan the schedule predicts at it.
+/// planned; where nothing fits, the closest miss is planned too), whether
+/// every arena is within the limit, the tries it took, and the makespan
+/// the schedule predicts at it.
 struct RankBudget {
   double activations = 0;
   std::vector<int64_t> peaks;
   std::vector<int64_t> arenas;
+  /// Per rank, where planned: its parameters, gradients, optimizer state
+  /// and loss, the arena's part for the whole run.
+  std::vector<int64_t> persistent;
   bool withinLimit = false;
   int attempts = 0;
   double makespan = 0;
@@ -71,6 +75,16 @@ constexpr int kRankBudgetRounds = 4;
 /// tries are not shown.
 llvm::FailureOr<RankBudget> fitActivationBudget(
     mlir::ModuleOp module, int64_t limit,
+    llvm::function_ref<llvm::FailureOr<double>(mlir::ModuleOp, double)>
+        schedule);
+
+/// Where no budget fits a limit, what would: `module` at the smallest
+/// activation budget `schedule` takes (bisected to within 1% of it, up
+/// from 0 and, where it refuses `start`, beyond), planned: its arenas are
+/// the least that order allocates, its persistent bytes what no budget
+/// lowers. Fails where the schedule takes no budget up to 256 x `start`.
+llvm::FailureOr<RankBudget> leastArena(
+    mlir::ModuleOp module, int64_t start,
     llvm::function_ref<llvm::FailureOr<double>(mlir::ModuleOp, double)>
         schedule);
 
