@@ -328,10 +328,27 @@ std::optional<json::Value> readJson(const std::string &path) {
   return std::move(*value);
 }
 
+/// The buffers a Hugging Face checkpoint may hold beside its parameters,
+/// which transformers itself ignores on load, by the end of their names;
+/// each with why it is no parameter, for the note that skips it.
+struct KnownBuffer {
+  const char *suffix;
+  const char *why;
+};
+constexpr KnownBuffer kKnownBuffers[] = {
+    {".attn.bias", "GPT-2's causal masks"},
+    {".attn.masked_bias", "GPT-2's causal masks"},
+    {".rotary_emb.inv_freq",
+     "rotary frequencies, saved by transformers before 4.31 and computed "
+     "from the config"},
+};
+
 /// --init's checkpoint against the whole model (Note [Initial weights]):
 /// the ranks check their own tensors; here every tensor of the checkpoint
 /// must be a parameter of the model, or one of the buffers transformers
-/// itself ignores on load (GPT-2's attention masks, a tied head's copy).
+/// itself ignores on load (kKnownBuffers: skipped with a note), a tied
+/// head's copy, or a layer import-hf --layers left out. Anything else is
+/// an error: a checkpoint of another model.
 Error checkInitCheckpoint(const Compiled &compiled) {
   rt::CheckpointLayout layout;
   if (std::string e = rt::readCheckpointLayout(initOpt.opt, layout); !e.empty())
@@ -350,23 +367,41 @@ Error checkInitCheckpoint(const Compiled &compiled) {
   std::set<std::string> layers;
   for (const std::string &name : compiled.paramNames)
     layers.insert(layerOf(name));
-  auto ignored = [&](StringRef name) {
+  auto leftOut = [&](StringRef name) {
     std::string layer = layerOf(name);
-    return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
-           (name == "lm_head.weight" && !compiled.paramNames.count(name.str())) ||
+    return (name == "lm_head.weight" && !compiled.paramNames.count(name.str())) ||
            (!layer.empty() && !layers.count(layer));
   };
+  // Buffers skipped, by kind: how many, and the first's name.
+  std::map<const KnownBuffer *, std::pair<int64_t, std::string>> skipped;
   for (const std::string &file : layout.files()) {
     std::map<std::string, rt::TensorLocation> tensors;
     if (std::string e = rt::readSafeTensorsHeader(file, tensors); !e.empty())
       return fail(e);
-    for (const auto &entry : tensors)
-      if (!compiled.paramNames.count(entry.first) && !ignored(entry.first))
+    for (const auto &entry : tensors) {
+      StringRef name = entry.first;
+      if (compiled.paramNames.count(entry.first) || leftOut(name))
+        continue;
+      const KnownBuffer *buffer = nullptr;
+      for (const KnownBuffer &known : kKnownBuffers)
+        if (name.ends_with(known.suffix))
+          buffer = &known;
+      if (!buffer)
         return fail(formatv("--init: tensor '{0}' in '{1}' is not a "
                             "parameter of model '{2}' (a checkpoint of "
                             "another model?)",
                             entry.first, file, compiled.model));
+      auto &[count, first] = skipped[buffer];
+      if (count++ == 0)
+        first = entry.first;
+    }
   }
+  if (!quietOpt)
+    for (const auto &[buffer, seen] : skipped)
+      errs() << formatv("zbc: note: --init: skipped {0} buffer{1} named "
+                        "*{2} ({3}; no parameter), e.g. '{4}'\n",
+                        seen.first, seen.first == 1 ? "" : "s",
+                        buffer->suffix, buffer->why, seen.second);
   return Error::success();
 }
 
