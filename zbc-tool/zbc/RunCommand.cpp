@@ -30,6 +30,7 @@
 #include "zbc/contracts/DataFile.h"
 #include "zbc/contracts/Files.h"
 #include "zbc/contracts/HuggingFaceCheckpoint.h"
+#include "zbc/contracts/OptimizerConfig.h"
 #include "zbc/contracts/TokenData.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -42,6 +43,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <limits>
@@ -328,6 +330,31 @@ std::optional<json::Value> readJson(const std::string &path) {
   return std::move(*value);
 }
 
+/// The update the ranks train with, as the banner says it: the optimizer
+/// compiled in and each hyperparameter as given, else its default
+/// (OptimizerConfig.h), so that a run with neither --optimizer nor
+/// --momentum says what it trains with.
+std::string optimizerLine(Optimizer optimizer) {
+  auto value = [](const RankOption &option, double fallback) {
+    if (option.opt.getNumOccurrences())
+      return std::string(option.opt);
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", fallback);
+    return std::string(text);
+  };
+  if (optimizer == Optimizer::AdamW) {
+    rt::AdamWConfig d;
+    return formatv("adamw: lr {0}, betas {1} {2}, eps {3}, weight decay {4}",
+                   value(lrOpt, d.lr), value(beta1Opt, d.beta1),
+                   value(beta2Opt, d.beta2), value(epsOpt, d.epsilon),
+                   value(weightDecayOpt, d.weightDecay));
+  }
+  rt::SgdConfig d;
+  return formatv("sgd: lr {0}, momentum {1}, weight decay {2}",
+                 value(lrOpt, d.lr), value(momentumOpt, d.momentum),
+                 value(weightDecayOpt, d.weightDecay));
+}
+
 /// The buffers a Hugging Face checkpoint may hold beside its parameters,
 /// which transformers itself ignores on load, by the end of their names;
 /// each with why it is no parameter, for the note that skips it.
@@ -509,6 +536,9 @@ int zbc::runRunCommand() {
       return error(std::move(e));
   if (Error e = checkRankOptions(request->dir, *rankArgs))
     return error(std::move(e));
+  if (!quietOpt)
+    outs() << "  trains with " << optimizerLine(request->options.optimizer)
+           << "\n";
   std::string statusDir = request->dir + "/status";
   // The ranks' reports feed the summary: to --report DIR where given
   // (rankArguments passed it on), else OUT/run.

@@ -145,8 +145,9 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
                     Bounds{0, static_cast<double>(limits::kMaxTensorBytes)},
                     /*toolName=*/"mem-limit"});
   binder(optimizer, OptionInfo{"optimizer", ScheduleGroup, "name",
-                               "sgd (with momentum: one copy of the "
-                               "parameters) or adamw (two)"});
+                               "sgd (momentum 0 unless --momentum, as "
+                               "PyTorch's; its momentum buffer, one copy of "
+                               "the parameters, is planned) or adamw (two)"});
   binder(costFile, OptionInfo{"cost-file", CostsGroup, "file",
                               "JSON cost file whose F/B/W/R/M_B/M_W lists, "
                               "comm and copy_bandwidth replace the cost "
