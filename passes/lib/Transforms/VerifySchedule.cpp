@@ -145,11 +145,11 @@ void ZBVerifySchedulePass::runOnOperation() {
   }
   for (ProgramOp program : programs) {
     ScheduleProof proof;
-    Expected<int64_t> memoryLimit =
+    llvm::Expected<int64_t> memoryLimit =
         parseByteAmount(memoryLimitText, limits::kMaxTensorBytes);
     if (!memoryLimit) {
       program.emitError("zb-verify-schedule option memory-limit: ")
-          << toString(memoryLimit.takeError());
+          << llvm::toString(memoryLimit.takeError());
       return signalPassFailure();
     }
     if (failed(verifyScheduleProgram(program, &proof, *memoryLimit)))

@@ -97,22 +97,24 @@ TEST(ByteAmount, Refusals) {
         << bad;
 }
 
+/// Gives the byte options of CompileOptions::bind a byte amount with a unit.
+struct ByteOptionReader {
+  std::vector<std::string> errors;
+  template <typename T> void operator()(T &field, const OptionInfo &info) {
+    llvm::StringRef name = info.name;
+    const char *text = name == "memory-limit"        ? "80GiB"
+                       : name == "activation-budget" ? "1.5GB"
+                                                     : nullptr;
+    if (!text)
+      return;
+    if (llvm::Error e = readOptionValue(text, field, info.bounds))
+      errors.push_back(llvm::toString(std::move(e)));
+  }
+};
+
 TEST(ByteAmount, CompileOptionsReadThem) {
   CompileOptions options;
-  struct Reader {
-    CompileOptions &options;
-    std::vector<std::string> errors;
-    template <typename T> void operator()(T &field, const OptionInfo &info) {
-      llvm::StringRef name = info.name;
-      const char *text = name == "memory-limit"        ? "80GiB"
-                         : name == "activation-budget" ? "1.5GB"
-                                                       : nullptr;
-      if (!text)
-        return;
-      if (llvm::Error e = readOptionValue(text, field, info.bounds))
-        errors.push_back(llvm::toString(std::move(e)));
-    }
-  } reader{options, {}};
+  ByteOptionReader reader;
   options.bind(reader);
   EXPECT_TRUE(reader.errors.empty()) << reader.errors.front();
   EXPECT_EQ(options.memoryLimit, int64_t(80) << 30);
