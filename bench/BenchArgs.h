@@ -1,10 +1,11 @@
 //===- BenchArgs.h - the bench programs' positional numbers ----*- C++ -*-===//
 //
-// Every benchmark program takes a few positional counts (runs, sizes). This
-// reads them: `--help` (or -h) prints the usage and exits 0; a value that is
-// not a positive integer, or too many values, prints the usage to stderr
-// and exits 2. Header-only and free of LLVM, so the kernel benchmark, which
-// links no LLVM, uses it too.
+// Every benchmark program takes a few positional counts (runs, sizes) and
+// `--smoke` (one run at the smallest sizes, which ctest's bench family runs
+// so that no benchmark rots unseen). This reads them: `--help` (or -h)
+// prints the usage and exits 0; a value that is not a positive integer, or
+// too many values, prints the usage to stderr and exits 2. Header-only and
+// free of LLVM, so the kernel benchmark, which links no LLVM, uses it too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,22 @@
 #include <vector>
 
 namespace zbc::bench {
+
+/// Whether argv holds `flag`; takes it out of argv (and argc) so that
+/// positionalCounts, called after, sees only the counts.
+inline bool takeFlag(int &argc, char **argv, const char *flag) {
+  bool found = false;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], flag))
+      found = true;
+    else
+      argv[kept++] = argv[i];
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return found;
+}
 
 /// The positional values of argv, each a positive integer; `usage` is the
 /// whole usage text (its first line "usage: NAME ..."). At most `most`

@@ -12,7 +12,10 @@ prints each compile's predicted makespan (schedule time units: FLOPs) or
 programs and hold their measured peaks to the predicted ones.
 
 Usage: bench/checkpoint_limit.py [--zbc build/bin/zbc] [--model M]
-                                 [--ranks 4] [--microbatches 8]
+                                 [--ranks 4] [--microbatches 8] [--smoke]
+(--smoke: 2 ranks, 4 microbatches, the least limits to 5% from a bracket
+of 1 MiB to 256 MiB, and two fractions: a check that it runs, as ctest's
+bench family runs it.)
 """
 import argparse
 import json
@@ -23,6 +26,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODES = ["none", "auto", "checkpoint"]
 FRACTIONS = [0.70, 0.75, 0.80, 0.85, 0.90, 0.95, 1.00, 1.05, 1.15, 1.30]
+SMOKE_FRACTIONS = [0.95, 1.15]
 
 
 def compile_at(args, limit, mode, out):
@@ -40,10 +44,10 @@ def compile_at(args, limit, mode, out):
             max(r["peak_bytes"] for r in report["memory"]), checkpointed)
 
 
-def least_limit(args, mode, out):
-    """The least limit `mode` compiles at, by bisection to 0.1%."""
-    low, high = 1, 1 << 34
-    while high / low > 1.001:
+def least_limit(args, mode, out, tolerance=1.001, low=1, high=1 << 34):
+    """The least limit `mode` compiles at, by bisection to `tolerance`
+    (0.1%) between `low` and `high`."""
+    while high / low > tolerance:
         middle = (low + high) // 2
         if compile_at(args, middle, mode, out):
             high = middle
@@ -59,17 +63,25 @@ def main():
                         default=os.path.join(ROOT, "examples/gpt-small.mlir"))
     parser.add_argument("--ranks", type=int, default=4)
     parser.add_argument("--microbatches", type=int, default=8)
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 ranks, 4 microbatches, coarse: checks that it "
+                        "runs")
     args = parser.parse_args()
+    fractions, bisection = FRACTIONS, {}
+    if args.smoke:
+        args.ranks, args.microbatches = 2, 4
+        fractions = SMOKE_FRACTIONS
+        bisection = {"tolerance": 1.05, "low": 1 << 20, "high": 1 << 28}
     with tempfile.TemporaryDirectory() as work:
         out = os.path.join(work, "out")
-        least = {mode: least_limit(args, mode, out)
+        least = {mode: least_limit(args, mode, out, **bisection)
                  for mode in ("none", "checkpoint")}
         print(f"least --mem-limit: plain {least['none']} bytes, checkpointed "
               f"{least['checkpoint']} ({least['checkpoint'] / least['none']:.3f}"
               f" of plain)")
         print("| limit / plain least | limit (bytes) | none | auto | checkpoint |")
         print("|---|---|---|---|---|")
-        for fraction in FRACTIONS:
+        for fraction in fractions:
             limit = int(least["none"] * fraction)
             cells = []
             for mode in MODES:

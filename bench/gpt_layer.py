@@ -12,8 +12,10 @@ microbatch are the profile's seconds / count (wall time of each compute
 phase: the kernels and the runtime's checks).
 
 Fairness: 3 ranks on 2 cores would time-share, inflating compute wall times.
-So the measured run is launch.sh's own mpirun line with each rank under
-taskset: rank 1 alone on the last CPU, ranks 0 and 2 together on the first
+So the measured run is the generated launch.sh itself, started from a
+directory whose rankN wrappers exec the executables under taskset (so it
+never copies launch.sh's mpirun line, which has grown before): rank 1 alone
+on the last CPU, ranks 0 and 2 together on the first
 (with 3 or more CPUs, one each); rank 1's computes then never share a core,
 and its waits for the slower neighbours are comm, not compute. The torch
 script runs on rank 1's CPU, after it, alone. launch.sh as generated
@@ -22,22 +24,32 @@ one after another; the table gives medians over the rounds, and each ratio
 is the median of the per-round ratios.
 
 Usage: bench/gpt_layer.py [--rounds 5] [--steps 3] [--microbatches 4]
-       [--build build] [--work DIR]   (needs mpirun, taskset, Debian's
+       [--build build] [--work DIR] [--smoke]   (needs mpirun, taskset, Debian's
        python3-torch at /usr/bin/python3)
 """
 import argparse
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RANKS = 3
 SHAPE = ["--hidden", "512", "--seq", "256", "--batch", "4", "--heads", "8"]
 LLAMA_SHAPE = ["--intermediate", "1408", "--kv-heads", "2", "--max-positions",
                "256", "--no-rope-scaling"]
+# --smoke: the smallest block, one round of one step (ctest's bench family
+# runs it so that the benchmark cannot rot unseen; its times mean nothing).
+SMOKE_SHAPE = ["--hidden", "32", "--seq", "8", "--batch", "1", "--heads", "2"]
+SMOKE_LLAMA_SHAPE = ["--intermediate", "64", "--kv-heads", "1",
+                     "--max-positions", "8", "--no-rope-scaling"]
+SMOKE_TORCH = ["--hidden", "32", "--intermediate", "64", "--kv-heads", "1",
+               "--seq", "8", "--microbatch", "1", "--heads", "2", "--warmup",
+               "1", "--reps", "20"]
 
 
 def rank1_ms(report_dir):
@@ -48,23 +60,24 @@ def rank1_ms(report_dir):
             for c in profile["computes"] if c["stage"] == 1 and c["count"]}
 
 
-def pinned_command(out, run_args):
-    """launch.sh's mpirun line with every $here/rankN under taskset ($here
-    the output directory, $ZBC_MPIRUN_ARGS left out)."""
-    with open(os.path.join(out, "launch.sh")) as f:
-        line = next(l for l in f if l.startswith("exec "))
+def pinned_launcher(out, work):
+    """The generated launch.sh itself, run from a directory whose rankN are
+    wrappers that exec out/rankN under taskset: the job starts exactly as
+    launch.sh starts it (its mpirun line, whatever it holds), each rank
+    pinned. Returns the script and rank 1's CPU."""
     cpus = sorted(os.sched_getaffinity(0))
     cpu_of = (lambda r: cpus[r]) if len(cpus) >= 3 else \
         (lambda r: cpus[-1] if r == 1 else cpus[0])
-    command = []
-    for token in shlex.split(line)[1:]:
-        if token == "$ZBC_MPIRUN_ARGS":
-            continue
-        if token.startswith("$here/rank"):
-            token = os.path.join(out, token[len("$here/"):])
-            command += ["taskset", "-c", str(cpu_of(int(token.rsplit("rank", 1)[1])))]
-        command += run_args if token == "$@" else [token]
-    return command, cpu_of(1)
+    pinned = os.path.join(work, "pinned-launch")
+    os.makedirs(pinned, exist_ok=True)
+    shutil.copy(os.path.join(out, "launch.sh"), pinned)
+    for r in range(RANKS):
+        wrapper = os.path.join(pinned, f"rank{r}")
+        with open(wrapper, "w") as f:
+            f.write(f"#!/bin/sh\nexec taskset -c {cpu_of(r)} "
+                    f"{shlex.quote(os.path.join(out, f'rank{r}'))} \"$@\"\n")
+        os.chmod(wrapper, 0o755)
+    return os.path.join(pinned, "launch.sh"), cpu_of(1)
 
 
 def main():
@@ -75,25 +88,33 @@ def main():
     parser.add_argument("--microbatches", type=int, default=4)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--work", default=None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="one round of one step at the smallest sizes: "
+                        "checks that the benchmark runs")
     args = parser.parse_args()
+    shape, llama_shape, torch_shape = SHAPE, LLAMA_SHAPE, []
+    if args.smoke:
+        args.rounds, args.steps, args.microbatches = 1, 1, 3
+        shape, llama_shape, torch_shape = SMOKE_SHAPE, SMOKE_LLAMA_SHAPE, \
+            SMOKE_TORCH
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="zbc-gpt-layer-"))
     os.makedirs(work, exist_ok=True)
     binary = lambda name: os.path.join(args.build, "bin", name)
     model, out = os.path.join(work, "model3.mlir"), os.path.join(work, "out")
     llama = args.model == "llama"
     subprocess.run([binary("zbc-dsl-llama" if llama else "zbc-dsl-gpt"),
-                    "--layers", "3", "--vocab", "256", *SHAPE,
-                    *(LLAMA_SHAPE if llama else []), "-o", model], check=True)
-    subprocess.run([binary("zbc"), "compile", model, "--ranks", "3",
+                    "--layers", str(RANKS), "--vocab", "256", *shape,
+                    *(llama_shape if llama else []), "-o", model], check=True)
+    subprocess.run([binary("zbc"), "compile", model, "--ranks", str(RANKS),
                     "--microbatches", str(args.microbatches), "--schedule",
                     "zb-h1", "-o", out], check=True, stdout=subprocess.DEVNULL)
 
     samples = {"pinned": [], "unpinned": [], "torch": []}
     for r in range(args.rounds):
         rep = os.path.join(work, f"pinned{r}")
-        command, torch_cpu = pinned_command(
-            out, ["--steps", str(args.steps), "--report", rep, "--quiet"])
-        subprocess.run(command, cwd=out, check=True)
+        launcher, torch_cpu = pinned_launcher(out, work)
+        subprocess.run([launcher, "--steps", str(args.steps), "--report", rep,
+                        "--quiet"], check=True)
         samples["pinned"].append(rank1_ms(rep))
         rep = os.path.join(work, f"unpinned{r}")
         subprocess.run([os.path.join(out, "launch.sh"), "--steps",
@@ -102,7 +123,7 @@ def main():
         torch = subprocess.run(
             ["taskset", "-c", str(torch_cpu), "/usr/bin/python3",
              os.path.join(ROOT, "bench", "gpt_layer_torch.py"), "--model",
-             args.model],
+             args.model, *torch_shape],
             check=True, capture_output=True, text=True)
         t = json.loads(torch.stdout)
         samples["torch"].append({"F": t["F_ms"], "B": t["B_ms"],

@@ -8,9 +8,11 @@
 // (bench/gpt_layer_torch.py). Prints a markdown table: phase, kernel, shape,
 // median ms, GFLOP/s of the GEMMs, and the phase totals.
 //
-//   zbc-bench-gpt-layer-kernels [RUNS] [HIDDEN SEQ MICROBATCH HEADS]
+//   zbc-bench-gpt-layer-kernels [RUNS] [HIDDEN SEQ MICROBATCH HEADS] [--smoke]
 //   (default 21 runs at h = 512, S = 256, microbatch 4, 8 heads;
-//    pin it to a quiet core: taskset -c 1 ...)
+//    pin it to a quiet core: taskset -c 1 ...; --smoke: 1 run at h = 32,
+//    S = 8, microbatch 1, 2 heads, what ctest's bench family runs to check
+//    that it runs)
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,11 +68,15 @@ double medianMs(const std::function<void()> &call, int runs) {
 int main(int argc, char **argv) {
   const char *usage =
       "usage: zbc-bench-gpt-layer-kernels [RUNS] [HIDDEN SEQ MICROBATCH "
-      "HEADS]\n"
+      "HEADS] [--smoke]\n"
       "  times one GPT block's kernels (default 21 runs at h = 512, S = 256, "
-      "microbatch 4, 8 heads)\n";
+      "microbatch 4, 8 heads;\n"
+      "  --smoke: 1 run at h = 32, S = 8, microbatch 1, 2 heads)\n";
+  bool smoke = zbc::bench::takeFlag(argc, argv, "--smoke");
   std::vector<int64_t> args =
       zbc::bench::positionalCounts(argc, argv, usage, 5);
+  if (smoke)
+    args = {1, 32, 8, 1, 2};
   if (args.size() > 1 && args.size() < 5) {
     std::fprintf(stderr, "%s: error: give all of HIDDEN SEQ MICROBATCH "
                  "HEADS, or none\n%s", argv[0], usage);

@@ -9,8 +9,11 @@ h=512, S=256, microbatch 4, 8 heads; median of 21 calls after one untimed.
 Backwards are torch.autograd.grad for the op's input only, on a graph kept
 with retain_graph. Prints a markdown table.
 
-Usage: taskset -c 1 /usr/bin/python3 bench/gpt_layer_ops_torch.py
+Usage: taskset -c 1 /usr/bin/python3 bench/gpt_layer_ops_torch.py [--smoke]
+(--smoke: h=32, S=8, microbatch 1, 2 heads, 3 calls each: a check that it
+runs, as ctest's bench family runs it; its times mean nothing.)
 """
+import argparse
 import os
 import statistics
 import time
@@ -35,8 +38,15 @@ def median_ms(call, runs=21):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest sizes, 3 calls: checks that it runs")
+    args = parser.parse_args()
     torch.set_num_threads(1)
     h, S, B, heads = 512, 256, 4, 8
+    runs = 21
+    if args.smoke:
+        h, S, B, heads, runs = 32, 8, 1, 2, 3
     rows = B * S
     gen = torch.Generator().manual_seed(0)
     randn = lambda *shape: torch.randn(*shape, generator=gen) * 0.5
@@ -55,18 +65,19 @@ def main():
     attention = lambda t: causal_attention(t, heads, mask)
     qkv, dattn = randn(B, S, 3 * h), randn(B, S, h)
     ops = [
-        ("linear (fc) 1024x512 @ 512x2048", lambda: x @ w),
-        ("gelu (tanh) 2097152", lambda: gelu(f)),
-        ("gelu backward 2097152", backward(gelu, f, df)),
-        ("layer_norm 1024x512", lambda: layer_norm(x)),
-        ("layer_norm backward, input 1024x512", backward(layer_norm, x, dy)),
-        ("causal attention 4x256x1536, 8 heads", lambda: attention(qkv)),
+        (f"linear (fc) {rows}x{h} @ {h}x{4 * h}", lambda: x @ w),
+        (f"gelu (tanh) {rows * 4 * h}", lambda: gelu(f)),
+        (f"gelu backward {rows * 4 * h}", backward(gelu, f, df)),
+        (f"layer_norm {rows}x{h}", lambda: layer_norm(x)),
+        (f"layer_norm backward, input {rows}x{h}", backward(layer_norm, x, dy)),
+        (f"causal attention {B}x{S}x{3 * h}, {heads} heads",
+         lambda: attention(qkv)),
         ("causal attention backward", backward(attention, qkv, dattn)),
     ]
-    print(f"torch {torch.__version__}, 1 thread; median of 21 calls\n")
+    print(f"torch {torch.__version__}, 1 thread; median of {runs} calls\n")
     print("| op | ms |\n|---|---|")
     for name, call in ops:
-        print(f"| {name} | {median_ms(call):.3f} |")
+        print(f"| {name} | {median_ms(call, runs):.3f} |")
 
 
 if __name__ == "__main__":

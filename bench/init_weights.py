@@ -22,6 +22,10 @@ from disk is not measured here. The first run is the first mapping of each
 file by the ranks; the median of the rest follows.
 
 Usage: bench/init_weights.py [--runs 4] [--build build] [--work DIR]
+       [--smoke]
+(--smoke: the same on a Llama of hidden 64, 4 layers and vocabulary 256,
+two runs of each: a check that it runs and the reports parse, as ctest's
+bench family runs it; its times and sizes mean nothing.)
 """
 import argparse
 import json
@@ -44,6 +48,11 @@ CONFIG = {
     "max_position_embeddings": 2048, "rms_norm_eps": 1e-5,
     "rope_theta": 10000.0, "tie_word_embeddings": False, "hidden_act": "silu",
     "torch_dtype": "bfloat16"}
+# --smoke's checkpoint: the same architecture at the smallest sizes.
+SMOKE_CONFIG = dict(CONFIG, hidden_size=64, intermediate_size=128,
+                    num_hidden_layers=4, num_attention_heads=4,
+                    num_key_value_heads=2, vocab_size=256,
+                    max_position_embeddings=16)
 
 
 def shapes(c):
@@ -86,11 +95,11 @@ def write_shard(path, tensors, rng):
                     .tobytes())
 
 
-def write_checkpoint(hf):
+def write_checkpoint(hf, config=CONFIG):
     os.makedirs(hf, exist_ok=True)
     with open(os.path.join(hf, "config.json"), "w") as f:
-        json.dump(CONFIG, f)
-    all_shapes = shapes(CONFIG)
+        json.dump(config, f)
+    all_shapes = shapes(config)
     names = list(all_shapes)
     half = len(names) // 2
     parts = {"model-00001-of-00002.safetensors": names[:half],
@@ -132,11 +141,19 @@ def main():
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--work", default=None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="a tiny checkpoint, two runs: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 2
+    if args.runs < 2:
+        parser.error("--runs must be at least 2 (the first, then the median "
+                     "of the rest)")
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="zbc-init-"))
     zbc = os.path.join(args.build, "bin", "zbc")
     hf = os.path.join(work, "hf")
-    total, parameters = write_checkpoint(hf)
+    total, parameters = write_checkpoint(
+        hf, SMOKE_CONFIG if args.smoke else CONFIG)
     print(f"checkpoint: {parameters / 1e6:.0f}M parameters, {total / 1e9:.3f} "
           f"GB of bf16 in 2 shards ({hf})", flush=True)
     model = os.path.join(work, "model.mlir")

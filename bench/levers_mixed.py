@@ -17,23 +17,27 @@ H200-like link (50 GB/s each way), where copies mostly hide and offload
 alone is hard to beat; below 1 copies stall and R has to share the work.
 
 Usage: bench/levers_mixed.py [--zbc build/bin/zbc] [--seeds 2]
-                             [--link-scale 1] [--paper/--no-paper]
+                             [--link-scale 1] [--paper/--no-paper] [--smoke]
+(--smoke: the first paper row's costs and one uneven input, both at p = 4,
+m = 8, at one budget: a check that it runs, as ctest's bench family runs it;
+--seeds 1 alone still takes minutes.)
 """
 import argparse
 import os
+import sys
 
-from memory_levers import (FRACTIONS, PAPER_ROWS, ROOT, as_v, paper_input,
-                           run, uneven_input)
+from memory_levers import (FRACTIONS, PAPER_ROWS, ROOT, SMOKE_FRACTIONS, as_v,
+                           paper_input, run, smoke_row, uneven_input)
 
 LEVERS = [("R", ["--recompute", "auto"]), ("O", ["--offload", "auto"]),
           ("R+O", ["--recompute", "auto", "--offload", "auto"])]
 SCHEDULES = [("zb-auto", False), ("zb-v", True)]
 
 
-def rows(zbc, name, cost, tally):
+def rows(zbc, name, cost, tally, fractions=FRACTIONS):
     v_cost = as_v(cost)
     one_f1b = cost["ranks"] * max(cost["M_B"])
-    for fraction in FRACTIONS:
+    for fraction in fractions:
         budget = fraction * one_f1b
         cells, verdicts = [], []
         for schedule, v in SCHEDULES:
@@ -65,7 +69,14 @@ def main():
     parser.add_argument("--link-scale", type=float, default=1.0)
     parser.add_argument("--paper", action=argparse.BooleanOptionalAction,
                         default=True)
+    parser.add_argument("--smoke", action="store_true",
+                        help="two small inputs, one budget: checks that it "
+                        "runs")
     args = parser.parse_args()
+    paper_rows, sizes, fractions = PAPER_ROWS, (4, 8), FRACTIONS
+    if args.smoke:
+        paper_rows = [smoke_row(PAPER_ROWS[0])]
+        args.seeds, sizes, fractions = 1, (4,), SMOKE_FRACTIONS
     header = [f"{s}{'' if l == 'R' else ''} {l}" for s, _ in SCHEDULES
               for l, _ in LEVERS]
     print("| input | budget / 1F1B's | " + " | ".join(header) +
@@ -74,15 +85,19 @@ def main():
     inputs = []
     if args.paper:
         inputs += [(f"{model} p={p} m={m}", paper_input(p, m, *costs))
-                   for model, p, m, *costs in PAPER_ROWS]
+                   for model, p, m, *costs in paper_rows]
     inputs += [(f"uneven p={p} m={2 * p} seed {seed}",
                 uneven_input(p, 2 * p, seed))
-               for p in (4, 8) for seed in range(args.seeds)]
+               for p in sizes for seed in range(args.seeds)]
     tally = {}
     for name, cost in inputs:
         cost = dict(cost, copy_bandwidth=cost["copy_bandwidth"] * args.link_scale)
-        for line in rows(args.zbc, name, cost, tally):
+        for line in rows(args.zbc, name, cost, tally, fractions):
             print(line, flush=True)
+            # At 1F1B's memory every lever fits: a blank cell is a failed run.
+            if args.smoke and "|  |" in line:
+                sys.exit("levers_mixed.py --smoke: a schedule failed at "
+                         "1F1B's memory")
     print()
     print("mix against the better lever alone: " +
           ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))

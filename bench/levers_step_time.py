@@ -22,7 +22,10 @@ the largest host peak, and the R ops per step.
 
 Usage: bench/levers_step_time.py [--model examples/gpt-small.mlir]
        [--ranks 4] [--microbatches 8] [--schedule zb-h1] [--steps 10]
-       [--rounds 3] [--build build] [--work DIR]
+       [--rounds 3] [--build build] [--work DIR] [--smoke]
+(--smoke: examples/mlp.mlir on 2 ranks, 2 microbatches, one step, one round:
+a check that it runs and its reports parse, as ctest's bench family runs it;
+its times mean nothing.)
 """
 import argparse
 import json
@@ -76,7 +79,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--work", default=None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest model, one step, one round: checks "
+                        "that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.model = os.path.join(ROOT, "examples", "mlp.mlir")
+        args.ranks, args.microbatches, args.steps, args.rounds = 2, 2, 1, 1
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="zbc-levers-"))
     zbc = os.path.join(args.build, "bin", "zbc")
 

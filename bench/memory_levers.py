@@ -38,13 +38,16 @@ takes a tenth of F's time: the element-wise kernels are memory-bound, and
 their FLOPs (a few per element) would say less; an assumption, not a
 measurement.
 
-Usage: bench/memory_levers.py [--zbc build/bin/zbc] [--seeds 2]
+Usage: bench/memory_levers.py [--zbc build/bin/zbc] [--seeds 2] [--smoke]
+(--smoke: the first paper row's costs and one uneven input, both at p = 4,
+m = 8, at one budget: a check that it runs, as ctest's bench family runs it.)
 """
 import argparse
 import json
 import os
 import random
 import subprocess
+import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -61,6 +64,8 @@ SEQUENCE = 1024
 LINK_BYTES_PER_MS = 50e9 / 1000
 
 FRACTIONS = [0.25, 0.375, 0.5, 0.625, 0.75, 1.0, 1.25, 1.5, 2.0]
+# --smoke's budgets (here and in bench/levers_mixed.py).
+SMOKE_FRACTIONS = [1.0]
 
 # R under the selective policy, as a share of F's time (see above).
 SELECTIVE_R = 0.1
@@ -107,6 +112,13 @@ def uneven_input(p, m, seed):
             "copy_bandwidth": round(sum(mb) / sum(tf), 4), "rebuilt": 0.4}
 
 
+def smoke_row(row):
+    """A paper row's costs at --smoke's size, p = 4 and m = 8 (its own p
+    and m take minutes under the levers)."""
+    model, _, _, *costs = row
+    return (model, 4, 8, *costs)
+
+
 def selective(cost):
     """The costs under the cheap policy: F keeps all but the rebuilt share
     of its stash, and R takes SELECTIVE_R of F's time."""
@@ -144,10 +156,10 @@ def run(zbc, cost, schedule, lever, budget):
     return result["makespan"]
 
 
-def rows(zbc, name, cost):
+def rows(zbc, name, cost, fractions=FRACTIONS):
     v_cost = as_v(cost)
     one_f1b = cost["ranks"] * max(cost["M_B"])
-    for fraction in FRACTIONS:
+    for fraction in fractions:
         budget = fraction * one_f1b
         spans = [run(zbc, v_cost if v else cost, schedule, lever, budget)
                  for _, schedule, v, lever, _ in COLUMNS]
@@ -174,19 +186,32 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--zbc", default=os.path.join(ROOT, "build", "bin", "zbc"))
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true",
+                        help="two small inputs, one budget: checks that it "
+                        "runs")
     args = parser.parse_args()
+    fractions, paper_rows, sizes = FRACTIONS, PAPER_ROWS, (4, 8)
+    if args.smoke:
+        args.seeds, fractions, sizes = 1, SMOKE_FRACTIONS, (4,)
+        paper_rows = [smoke_row(PAPER_ROWS[0])]
     print("| input | budget / 1F1B's | " + " | ".join(c[0] for c in COLUMNS)
           + " | lever vs rest |")
     print("|---|---|" + "---|" * len(COLUMNS) + "---|")
-    for model, p, m, *costs in PAPER_ROWS:
+    lines = []
+    for model, p, m, *costs in paper_rows:
         for line in rows(args.zbc, f"{model} p={p} m={m}",
-                         paper_input(p, m, *costs)):
+                         paper_input(p, m, *costs), fractions):
             print(line, flush=True)
-    for p in (4, 8):
+            lines.append(line)
+    for p in sizes:
         for seed in range(args.seeds):
             for line in rows(args.zbc, f"uneven p={p} m={2 * p} seed {seed}",
-                             uneven_input(p, 2 * p, seed)):
+                             uneven_input(p, 2 * p, seed), fractions):
                 print(line, flush=True)
+                lines.append(line)
+    # At 1F1B's memory every column fits: a blank cell is a failed run.
+    if args.smoke and any("|  |" in line for line in lines):
+        sys.exit("memory_levers.py --smoke: a schedule failed at 1F1B's memory")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ FLOP: the paper's M_B = s b (34h + 5as) per layer (attention scores
 stored), and s b 34h (a fused attention kernel keeps no scores: what
 FlashAttention-style training stores).
 
-Usage: bench/offload_hidden.py [--zbc build/bin/zbc] [--jobs 2]
+Usage: bench/offload_hidden.py [--zbc build/bin/zbc] [--jobs 2] [--smoke]
+(--smoke: the first model's costs at p = 4, m = 8, the paper's stash only,
+budgets down to 85%: a check that it runs, as ctest's bench family runs it.)
 """
 import argparse
 import concurrent.futures
@@ -29,7 +31,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from memory_levers import LINK_BYTES_PER_MS, PAPER_ROWS, SEQUENCE  # noqa: E402
+from memory_levers import (LINK_BYTES_PER_MS, PAPER_ROWS, SEQUENCE,  # noqa: E402
+                           smoke_row)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = [round(1 - 0.05 * i, 2) for i in range(1, 20)]  # 0.95 .. 0.05
@@ -69,12 +72,12 @@ def run(zbc, cost, schedule, budget, offload):
     return result
 
 
-def measure(zbc, cost, schedule):
+def measure(zbc, cost, schedule, steps=STEPS):
     plain = run(zbc, cost, schedule, "default", "none")
     t0, p0 = plain["makespan"], max(plain["peak_memory"])
     best = None
     misses = 0
-    for step in STEPS:
+    for step in steps:
         result = run(zbc, cost, schedule, repr(step * p0), "auto")
         if result and result["makespan"] <= TOLERANCE * t0:
             best, misses = (step, result), 0
@@ -89,10 +92,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--zbc", default=os.path.join(ROOT, "build", "bin", "zbc"))
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true",
+                        help="one small input, three budgets: checks that it "
+                        "runs")
     args = parser.parse_args()
+    rows, stashes, steps = PAPER_ROWS, (True, False), STEPS
+    if args.smoke:
+        rows, stashes, steps = [smoke_row(PAPER_ROWS[0])], (True,), STEPS[:3]
     cases = []
-    for model, p, m, *costs in PAPER_ROWS:
-        for scores in (True, False):
+    for model, p, m, *costs in rows:
+        for scores in stashes:
             cost = cost_of(p, m, *costs, scores)
             copy_ms = cost["M_B"] / LINK_BYTES_PER_MS
             for schedule in ("1f1b", "zb-auto", "zb-v"):
@@ -105,7 +114,7 @@ def main():
           "device peak there (GB) | host peak there (GB) | removed |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(measure, args.zbc, cost, schedule)
+        futures = [pool.submit(measure, args.zbc, cost, schedule, steps)
                    for _, cost, schedule in cases]
         for (name, _, _), future in zip(cases, futures):
             t0, p0, best = future.result()

@@ -6,7 +6,10 @@
 // Zero Bubble paper's 28.3B row (p = 32) scaled to the problem; for the V
 // schedules, per-chunk costs are halved. Printed as a markdown table.
 //
-//   zbc-bench-schedules [RUNS]
+//   zbc-bench-schedules [RUNS] [--smoke]
+//
+// --smoke: one run of each case at p = 4, m = 8 (ctest's bench family: a
+// check that every schedule still builds here, not a timing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,12 +43,14 @@ static Problem paperProblem(int p, int m, int v) {
 }
 
 int main(int argc, char **argv) {
+  bool smoke = zbc::bench::takeFlag(argc, argv, "--smoke");
   std::vector<int64_t> args = zbc::bench::positionalCounts(
       argc, argv,
-      "usage: zbc-bench-schedules [RUNS]\n"
-      "  times buildSchedule on large problems (median of RUNS, default 5)\n",
+      "usage: zbc-bench-schedules [RUNS] [--smoke]\n"
+      "  times buildSchedule on large problems (median of RUNS, default 5;\n"
+      "  --smoke: one run of each at p = 4, m = 8, a check that it runs)\n",
       1);
-  int runs = args.empty() ? 5 : static_cast<int>(args[0]);
+  int runs = smoke ? 1 : args.empty() ? 5 : static_cast<int>(args[0]);
   struct Case {
     const char *schedule;
     int p, m, v;
@@ -57,7 +62,9 @@ int main(int argc, char **argv) {
   std::printf("| schedule | p | m | median seconds (of %d) | bubble rate |\n",
               runs);
   std::printf("|---|---|---|---|---|\n");
-  for (const Case &c : cases) {
+  for (Case c : cases) {
+    if (smoke)
+      c.p = 4, c.m = 8;
     Problem problem = paperProblem(c.p, c.m, c.v);
     std::vector<double> seconds;
     double bubble = 0;

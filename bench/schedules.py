@@ -8,8 +8,11 @@ largest rank's, in units of one full stage's M_B), beside the paper's
 published bubble rates where it gives them. The schedulers' speed is
 bench/schedule_speed.cpp's (zbc-bench-schedules).
 
-Usage: bench/schedules.py [path/to/zbc]   (after ./scripts/test.sh built it)
+Usage: bench/schedules.py [path/to/zbc] [--smoke]   (after ./scripts/test.sh
+       built it; --smoke: the first row only, and any cell's error fails the
+       run: ctest's bench family checks the script runs, not the numbers)
 """
+import argparse
 import json
 import os
 import subprocess
@@ -17,7 +20,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ZBC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "bin", "zbc")
+ZBC = os.path.join(ROOT, "build", "bin", "zbc")
 
 # model, p, m, T_F, T_B, T_W, T_comm, h, a
 ROWS = [
@@ -76,10 +79,17 @@ def run(schedule, p, m, v, tf, tb, tw, comm, mb, mw, limit):
 
 
 def main():
+    global ZBC
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("zbc", nargs="?", default=ZBC)
+    parser.add_argument("--smoke", action="store_true",
+                        help="the first row only; errors fail the run")
+    args = parser.parse_args()
+    ZBC = args.zbc
     print("| model | p | m | " + " | ".join(c[0] for c in COLUMNS) + " |")
     print("|---|---|---|" + "---|" * len(COLUMNS))
     errors = []
-    for model, p, m, tf, tb, tw, comm, h, a in ROWS:
+    for model, p, m, tf, tb, tw, comm, h, a in ROWS[:1] if args.smoke else ROWS:
         mb = 34 * h + 5 * a * 1024
         mw = 32 * h
         cells = []
@@ -99,7 +109,8 @@ def main():
         print(f"| {model} | {p} | {m} | " + " | ".join(cells) + " |")
     for e in errors:
         print(f"\nerror: {e}")
+    return 1 if args.smoke and errors else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,7 +2,7 @@
 """Trains gpt-small or llama-small on a text file with profiled costs.
 
 Usage: bench/train_text.py BUILD/bin OUT_DIR [--model gpt-small|llama-small]
-       [--steps N] [--text FILE]
+       [--steps N] [--text FILE] [--smoke]
 
 1. `zbc profile examples/MODEL.mlir --stages 2` measures each stage's F,
    B and W on this machine (OUT_DIR/costs.json);
@@ -14,6 +14,10 @@ Usage: bench/train_text.py BUILD/bin OUT_DIR [--model gpt-small|llama-small]
    OUT_DIR/loss.svg (the curves beside the entropy). The run's trace.json,
    timeline.svg and schedule.svg are in OUT_DIR/run.
 Standard library only (the SVG is written by hand).
+
+--smoke: 2 microbatches instead of 8, the profile with one recorded step,
+then 2 steps with the held-out loss and a checkpoint after each: a check that it runs and its report parses,
+as ctest's bench family runs it (its curves and times mean nothing).
 """
 import argparse
 import json
@@ -69,19 +73,30 @@ def main():
                         default="gpt-small")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--text", default="/usr/share/common-licenses/GPL-3")
+    parser.add_argument("--smoke", action="store_true",
+                        help="2 microbatches, 2 steps, evaluating and "
+                        "checkpointing after each: checks that it runs")
     args = parser.parse_args()
+    every = {"eval": 25, "checkpoint": 100, "warmup": 20}
+    microbatches, profile_steps = "8", []
+    if args.smoke:
+        args.steps = 2
+        every = {"eval": 1, "checkpoint": 1, "warmup": 1}
+        microbatches, profile_steps = "2", ["--steps", "1"]
     zbc = os.path.join(args.bin, "zbc")
     model = os.path.join(ROOT, "examples", args.model + ".mlir")
     os.makedirs(args.out, exist_ok=True)
     costs = os.path.join(args.out, "costs.json")
     subprocess.run([zbc, "profile", model, "--stages", "2", "--microbatches",
-                    "8", "--data", args.text, "-o", costs], check=True)
+                    microbatches, "--data", args.text, *profile_steps, "-o", costs],
+                   check=True)
     run_dir = os.path.join(args.out, "run")
-    cmd = [zbc, "run", model, "--ranks", "2", "--microbatches", "8",
+    cmd = [zbc, "run", model, "--ranks", "2", "--microbatches", microbatches,
            "--optimizer", "adamw", "--cost-file", costs, "--data", args.text,
-           "--steps", str(args.steps), "--lr", "1e-3", "--warmup", "20",
-           "--decay-steps", str(args.steps), "--clip-norm", "1",
-           "--eval-every", "25", "--checkpoint-every", "100", "-o", run_dir]
+           "--steps", str(args.steps), "--lr", "1e-3", "--warmup",
+           str(every["warmup"]), "--decay-steps", str(args.steps),
+           "--clip-norm", "1", "--eval-every", str(every["eval"]),
+           "--checkpoint-every", str(every["checkpoint"]), "-o", run_dir]
     print("$ " + " ".join(cmd), flush=True)
     begin = time.time()
     result = subprocess.run(cmd, text=True, capture_output=True)

@@ -13,7 +13,8 @@ and the critical-path bounds, lowerBound in ZBAuto/LowerBound.cpp) and the gap
 records its wall-clock seconds (the acceptance: every run within S + 1).
 
 Usage: bench/uneven_stages.py [--zbc build/bin/zbc] [--seeds 10]
-       [--exact SECONDS] [--json out.json]
+       [--exact SECONDS] [--json out.json] [--smoke]
+(--smoke: one seed of p = 4, m = 8 at both limits, a check that it runs.)
 Prints a markdown table (one row per p, m, limit: mean and worst gap) and
 the overall mean and worst.
 """
@@ -74,10 +75,14 @@ def main():
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--exact", type=float, default=0)
     parser.add_argument("--json")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one seed of p = 4, m = 8: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.seeds = 1
     rows, records = [], []
-    for p in (4, 8, 16):
-        for m in (2 * p, 4 * p):
+    for p in (4,) if args.smoke else (4, 8, 16):
+        for m in (2 * p,) if args.smoke else (2 * p, 4 * p):
             for factor, label in ((1, "p M_B"), (2, "2p M_B")):
                 gaps, slowest = [], 0.0
                 for seed in range(args.seeds):

@@ -34,6 +34,14 @@ limit: there no fixed pattern is the answer, and zb-v's building blocks
 
 Usage: bench/v_reference.py --ref GITDIR_OR_CHECKOUT [--zbc build/bin/zbc]
            [--json out.json] [--p 4,8,16] [--between "8:32:0.5:9,11;..."]
+           [--smoke]
+--smoke: p = 4, m = 8 only, a check that the script runs, as ctest's bench
+family runs it. --ref may then be left out (ctest has no checkout of the
+reference): a stand-in, each rank's phase order (every F, f, B, b, W, w in
+turn, a valid V order), takes the place of zbv_greedy's orders and the
+search is skipped, so everything but the reference's own code runs (zbc's
+v-half and v-min, the simulation of imported V orders, the table), and the
+comparison means nothing.
 The reference: `git clone https://github.com/sail-sg/zero-bubble-pipeline-parallelism`
 (measured at its commit 39f2c186).
 """
@@ -73,6 +81,14 @@ def greedy_order(zbv_greedy, p, m, mode, f, b, w):
     cost = [f, f, b, b, w, w]
     _, _, stage_order = graph.schedule_from_pattern(pattern, m, cost, do_reorder=True)
     return [[("FfBbWw"[t], mb) for t, mb in order] for order in stage_order]
+
+
+def stand_in_order(p, m):
+    """--smoke without --ref: each rank's phase order, in place of
+    zbv_greedy's (valid: each phase waits only on earlier phases or on its
+    neighbour in the same phase)."""
+    return [[(letter, mb) for letter in "FfBbWw" for mb in range(m)]
+            for _ in range(p)]
 
 
 def letter_of(node_type, chunk):
@@ -154,7 +170,7 @@ def between(args, v_auto):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ref", required=True, help="reference checkout or bare git dir")
+    parser.add_argument("--ref", help="reference checkout or bare git dir")
     parser.add_argument("--zbc", default=os.path.join(ROOT, "build", "bin", "zbc"))
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--p", default="4,8,16")
@@ -162,8 +178,23 @@ def main():
                         help="skip v_auto_schedule (the slow general search)")
     parser.add_argument("--between", metavar="P:M:W:L1,L2,..;...",
                         help="instead: the reference's search against zb-v at these limits")
+    parser.add_argument("--smoke", action="store_true",
+                        help="p = 4, m = 8: checks that it runs (without --ref, "
+                        "on a stand-in for the reference)")
     args = parser.parse_args()
-    zbv_greedy, v_auto = load_reference(args.ref)
+    if not args.ref and not args.smoke:
+        parser.error("--ref is required (only --smoke runs without it)")
+    if args.smoke:
+        args.p = "4"
+    if args.ref:
+        zbv_greedy, v_auto = load_reference(args.ref)
+    else:
+        if args.between:
+            parser.error("--between needs --ref")
+        print("--smoke without --ref: zbv_greedy's orders replaced by a stand-in, "
+              "no search; the comparison means nothing\n")
+        zbv_greedy, v_auto = None, None
+        args.no_search = True
     if args.between:
         results = between(args, v_auto)
         if args.json:
@@ -176,13 +207,14 @@ def main():
           "ref peak M_W=1 / 0.5 | zbc bubble | zbc peak M_W=1 / 0.5 |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for p in [int(x) for x in args.p.split(",")]:
-        for m in (2 * p, 4 * p):
+        for m in (2 * p,) if args.smoke else (2 * p, 4 * p):
             for w in (1.0, 0.5):
                 for name, mode, bound in (("v-half", "half", (p + 2) // 2),
                                           ("v-min", "min", (p + 4) // 3)):
                     row = {"schedule": name, "p": p, "m": m, "F": 1, "B": 1, "W": w}
                     # The reference's costs must be numbers its %d prints: scale by 2.
-                    greedy = greedy_order(zbv_greedy, p, m, mode, 2, 2, int(2 * w))
+                    greedy = (greedy_order(zbv_greedy, p, m, mode, 2, 2, int(2 * w))
+                              if zbv_greedy else stand_in_order(p, m))
                     row["greedy"] = {k: zbc_run(args.zbc, p, m, w, k, orders=greedy)
                                      for k in (1, 0.5)}
                     if not args.no_search:

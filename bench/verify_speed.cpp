@@ -7,7 +7,10 @@
 // zbc-bench-schedules builds them (the Zero Bubble paper's 28.3B costs).
 // Printed as a markdown table.
 //
-//   zbc-bench-verify [RUNS]
+//   zbc-bench-verify [RUNS] [--smoke]
+//
+// --smoke: one run of each case at p = 4, m = 8 (ctest's bench family: a
+// check that it runs, not a timing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,13 +46,15 @@ static double median(std::vector<double> xs) {
 }
 
 int main(int argc, char **argv) {
+  bool smoke = zbc::bench::takeFlag(argc, argv, "--smoke");
   std::vector<int64_t> args = zbc::bench::positionalCounts(
       argc, argv,
-      "usage: zbc-bench-verify [RUNS]\n"
+      "usage: zbc-bench-verify [RUNS] [--smoke]\n"
       "  times transfer insertion and the proof on large programs (median "
-      "of RUNS, default 5)\n",
+      "of RUNS, default 5;\n"
+      "  --smoke: one run of each at p = 4, m = 8, a check that it runs)\n",
       1);
-  int runs = args.empty() ? 5 : static_cast<int>(args[0]);
+  int runs = smoke ? 1 : args.empty() ? 5 : static_cast<int>(args[0]);
   struct Case {
     const char *schedule;
     int p, m, v;
@@ -60,7 +65,9 @@ int main(int argc, char **argv) {
                {"interleaved-1f1b", 32, 512, 2}};
   std::printf("| schedule | p | m | ops with transfers | insert seconds | "
               "verify seconds |\n|---|---|---|---|---|---|\n");
-  for (const Case &c : cases) {
+  for (Case c : cases) {
+    if (smoke)
+      c.p = 4, c.m = 8;
     llvm::Expected<BuiltSchedule> built =
         buildSchedule(c.schedule, paperProblem(c.p, c.m, c.v));
     if (!built) {

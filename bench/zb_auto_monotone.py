@@ -9,7 +9,8 @@ m = 128 and p = 64, m = 256, each at limits p M_B x (1, 1.02, ..., 1.22) of
 its heaviest stage, and prints every step up the ladder whose makespan is
 longer than the step before.
 
-Usage: bench/zb_auto_monotone.py [--zbc build/bin/zbc]
+Usage: bench/zb_auto_monotone.py [--zbc build/bin/zbc] [--smoke]
+(--smoke: p = 4, m = 8, three steps of the ladder: a check that it runs.)
 """
 import argparse
 import os
@@ -24,14 +25,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zbc", default=os.path.join(ROOT, "build", "bin", "zbc"))
+    parser.add_argument("--smoke", action="store_true",
+                        help="one small input, three steps: checks that it runs")
     args = parser.parse_args()
     steps = inversions = 0
     worst = 0.0
-    for p, m, seed in ((32, 128, 1), (32, 128, 2), (64, 256, 1)):
+    cases = ((4, 8, 1),) if args.smoke else \
+        ((32, 128, 1), (32, 128, 2), (64, 256, 1))
+    for p, m, seed in cases:
         cost = uneven_stages.problem(p, m, seed)
         base = p * max(cost["M_B"])
         previous = None
-        for k in range(12):
+        for k in range(3 if args.smoke else 12):
             limit = base * (1 + 0.02 * k)
             makespan, _, _ = uneven_stages.run(args.zbc, cost, limit, 0)
             if previous:

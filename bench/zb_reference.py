@@ -21,7 +21,14 @@ one's gap to it, and prints a table per row (mean and worst gap of each,
 and how many inputs each is shorter on).
 
 Usage: bench/zb_reference.py --ref GITDIR_OR_CHECKOUT [--zbc build/bin/zbc]
-           [--seeds 10] [--json out.json]
+           [--seeds 10] [--json out.json] [--smoke]
+
+--smoke: one seed of p = 4, m = 8 at both limits, a check that the script
+runs, as ctest's bench family runs it. --ref may then be left out (ctest has
+no checkout of the reference): a stand-in, each rank's GPipe order (every F,
+then every B, then every W), takes the place of the reference's orders, so
+everything but the reference's own code runs (zbc's schedules, the
+simulation of imported orders, the table), and the comparison means nothing.
 """
 import argparse
 import json
@@ -70,6 +77,14 @@ def reference_orders(zb, graph_mod, cost, limit):
     return orders
 
 
+def stand_in_orders(cost):
+    """--smoke without --ref: each rank's GPipe order, in place of the
+    reference's variants."""
+    m = cost["microbatches"]
+    return [[[(k, mb) for k in "FIW" for mb in range(m)]
+             for _ in range(cost["ranks"])]]
+
+
 def simulate(zbc, cost, limit, order):
     """zbc's makespan of `order`, or None if it breaks the limit."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -93,16 +108,29 @@ def simulate(zbc, cost, limit, order):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ref", required=True, help="reference checkout or bare git dir")
+    parser.add_argument("--ref", help="reference checkout or bare git dir")
     parser.add_argument("--zbc", default=os.path.join(ROOT, "build", "bin", "zbc"))
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--json")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one seed of p = 4, m = 8: checks that it runs "
+                        "(without --ref, on a stand-in for the reference)")
     args = parser.parse_args()
-    graph_mod, zb = reference.load(args.ref, ["graph", "zb"], stand_ins={"torch": {"Tensor": object}, "pulp": {}})
+    if not args.ref and not args.smoke:
+        parser.error("--ref is required (only --smoke runs without it)")
+    if args.ref:
+        graph_mod, zb = reference.load(args.ref, ["graph", "zb"], stand_ins={"torch": {"Tensor": object}, "pulp": {}})
+        orders_of = lambda cost, limit: reference_orders(zb, graph_mod, cost, limit)
+    else:
+        print("--smoke without --ref: the reference's orders replaced by a "
+              "GPipe stand-in; the comparison means nothing\n")
+        orders_of = lambda cost, limit: stand_in_orders(cost)
+    if args.smoke:
+        args.seeds = 1
 
     records, rows = [], []
-    for p in (4, 8, 16):
-        for m in (2 * p, 4 * p):
+    for p in (4,) if args.smoke else (4, 8, 16):
+        for m in (2 * p,) if args.smoke else (2 * p, 4 * p):
             for factor, label in ((1, "p M_B"), (2, "2p M_B")):
                 row = []
                 for seed in range(args.seeds):
@@ -110,7 +138,7 @@ def main():
                     limit = factor * p * max(cost["M_B"])
                     zbc_makespan, bound, _ = uneven_stages.run(args.zbc, cost, limit, 0)
                     made = [simulate(args.zbc, cost, limit, order)
-                            for order in reference_orders(zb, graph_mod, cost, limit)]
+                            for order in orders_of(cost, limit)]
                     made = [x for x in made if x is not None]
                     ref = min(made) if made else None
                     record = {"p": p, "m": m, "limit": label, "seed": seed,

@@ -10,7 +10,7 @@ set -euo pipefail
 source "$(dirname "$0")/setup.sh"
 cd "$ZBC_BUILD_DIR"
 families=(lit lint unit fuzz torch install e2e-schedules e2e-levers
-          e2e-training e2e-failures e2e-deploy quick)
+          e2e-training e2e-failures e2e-deploy bench quick)
 echo "$(date -u +%Y-%m-%d) $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| family | tests | wall (s) |"
 echo "|---|---:|---:|"

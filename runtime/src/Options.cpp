@@ -110,7 +110,7 @@ std::string optionsHelp(const char *program) {
       "  --lr X, --momentum X, --weight-decay X, --beta1 X, --beta2 X, "
       "--eps X\n"
       "                     optimizer hyperparameters (defaults: SGD lr "
-      "0.01 momentum 0.9;\n"
+      "0.01 momentum 0;\n"
       "                     AdamW lr 0.001 betas 0.9 0.999 eps 1e-8 weight "
       "decay 0.01)\n"
       "  --clip-norm X      clip the gradient's global norm (over all "

@@ -193,12 +193,52 @@ void tellLauncherDied() {
            ": the launcher (mpirun, srun) was killed, and the job with it");
 }
 
-void onTerminate(int) {
+/// A signal sent to this process by a process other than its launcher
+/// (`kill PID`, a user's or a supervisor's): this rank was stopped itself,
+/// and its peers are stopped because of it (by the launcher, once this
+/// rank exits). Says so as a failure naming this rank and the sender (Note
+/// [Lost ranks]), so that `zbc run` names it; returns true. The launcher's
+/// signals (its pid is the parent's) and the kernel's (a terminal's ^C to
+/// the whole process group, si_pid 0) are not this rank's alone.
+bool tellIfSignalledAlone(int signal, const siginfo_t *info) {
+  if (!info || (info->si_code != SI_USER && info->si_code != SI_QUEUE) ||
+      info->si_pid <= 0 || info->si_pid == ::getppid() ||
+      info->si_pid == ::getpid())
+    return false;
+  Watchdog::Snapshot s = gWatchdog->snapshot();
+  Message m;
+  m.add("rank ");
+  m.add(static_cast<int64_t>(gRank->program->rank));
+  m.add(" was sent ");
+  m.add(signal == SIGTERM  ? "SIGTERM"
+        : signal == SIGINT ? "SIGINT"
+                           : "a signal");
+  m.add(" by process ");
+  m.add(static_cast<int64_t>(info->si_pid));
+  m.add(" (not the launcher)");
+  describePlace(m, gRank, s.op, s.what, s.waiting);
+  m.add(": the launcher stops the other ranks");
+  Message err;
+  err.add("zbc rank ");
+  err.add(static_cast<int64_t>(gRank->program->rank));
+  err.add(": error: ");
+  err.add(m.text);
+  err.add("\n");
+  writeAll(2, err.text, err.size);
+  Message status;
+  status.add("failed: ");
+  status.add(m.text);
+  status.add("\n");
+  writeStatus(status.text, status.size);
+  return true;
+}
+
+void onTerminate(int signal, siginfo_t *info, void *) {
   if (launcherGone()) {
     tellLauncherDied();
     ::_exit(1);
   }
-  if (tellIfFrozen())
+  if (tellIfFrozen() || tellIfSignalledAlone(signal, info))
     ::_exit(1);
   // Said at once: a launcher stopping the job follows its SIGTERM with a
   // SIGKILL soon after.
@@ -256,11 +296,12 @@ void Watchdog::start(zbc_rt_rank *rank, int jobRank) {
   gLauncher = ::getppid();
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != gLauncher)
-    onTerminate(SIGTERM);
+    onTerminate(SIGTERM, nullptr, nullptr);
 #endif
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
-  action.sa_handler = onTerminate;
+  action.sa_sigaction = onTerminate; // the sender's pid: tellIfSignalledAlone
+  action.sa_flags = SA_SIGINFO;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);

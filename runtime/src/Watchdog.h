@@ -15,7 +15,10 @@
 // --timeout seconds, naming the step. A --timeout too large to count in
 // nanoseconds means "never".
 // The launcher's own death (kill -9 of mpirun) reaches each rank as SIGTERM
-// (PR_SET_PDEATHSIG), and the rank says that the launcher died.
+// (PR_SET_PDEATHSIG), and the rank says that the launcher died. A SIGTERM or
+// SIGINT that another process sent to one rank alone (`kill PID`: the
+// sender is not the launcher) is that rank's failure: it says so, naming
+// itself and the sender, and the others are then stopped by the launcher.
 // With --status-dir DIR each process keeps DIR/rankR.status (R its rank in
 // the job: with data parallelism, replica d's pipeline rank r is d P + r):
 // "running" from start-up, then "done", "failed: MESSAGE" or "stopped:

@@ -4,6 +4,10 @@
 //
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-verify-schedule=report=true -o /dev/null 2>&1 | FileCheck %s
 // RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-verify-schedule=memory-limit=94719 -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
+// The same limit as a byte amount with a unit (Note [Byte amounts]); a bad one is named.
+// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-verify-schedule=memory-limit=94.719kB -o /dev/null 2>&1 | FileCheck %s --check-prefix=LIMIT
+// RUN: not zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-verify-schedule=memory-limit=-1 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-LIMIT
+// BAD-LIMIT: error: zb-verify-schedule option memory-limit: '-1' is negative: a byte amount is 0 or more
 //
 // Rank 0 (stage 0: fc0, fc1) runs recv d_in.0, F, send out.0, B, W.
 //   parameters 20992 (fc0 16x64 + 64, fc1 64x64 + 64, f32), gradients

@@ -105,7 +105,8 @@ TEST(OptimizerConformance, DefaultsMatch) {
   EXPECT_EQ(adamw.epsilon, rtAdamw.epsilon);
   EXPECT_EQ(adamw.weightDecay, rtAdamw.weightDecay);
   EXPECT_EQ(sgd.lr, 0.01);
-  EXPECT_EQ(sgd.momentum, 0.9);
+  // PyTorch's default: plain SGD unless --momentum is given.
+  EXPECT_EQ(sgd.momentum, 0.0);
   EXPECT_EQ(sgd.weightDecay, 0.0);
   EXPECT_EQ(adamw.lr, 1e-3);
   EXPECT_EQ(adamw.beta1, 0.9);

@@ -21,7 +21,8 @@ silent, no orphans or hangs (issue 22's reproductions, each a check).
                         that refuses them not called lost); --timeout 1e10;
                         a file-size limit; zbc profile -o DIR; reports that
                         are strict JSON.
-  failures-hangs        SIGTERM to zbc run stops every rank; a rank frozen at
+  failures-hangs        SIGTERM to zbc run stops every rank; SIGTERM to one
+                        rank names it; a rank frozen at
                         start-up ends the job within its --timeout; a rank
                         frozen mid-step is the one named; kill -9 of mpirun
                         is said to be the launcher's death.
@@ -508,6 +509,24 @@ def hangs(args):
               text)
     print(f"ok: SIGTERM to zbc run: every rank gone after {seconds:.1f} s, "
           "exit 143", flush=True)
+
+    # Issue 43 (20): SIGTERM to one rank's process, not from the launcher:
+    # that rank is named (and the sender); the others are stopped.
+    out = os.path.join(work, "one-rank")
+    job = subprocess.Popen(base + ["-o", out], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    _wait_for(os.path.join(out, "status", "rank3.status"), job)
+    time.sleep(1)
+    os.kill(int(_job_pids(out, 2)[0]), signal.SIGTERM)
+    text, seconds = _ended(job, 60, "SIGTERM to rank 2")
+    named = f"zbc: error: rank 2 was sent SIGTERM by process {os.getpid()} " \
+            "(not the launcher)"
+    left = [p for r in range(4) for p in _job_pids(out, r)]
+    if job.returncode == 0 or left or named not in text:
+        _fail(f"SIGTERM to rank 2: exit {job.returncode}, ranks left {left}",
+              text)
+    print("ok: SIGTERM to rank 2: " + next(
+        l for l in text.splitlines() if l.startswith(named)), flush=True)
 
     # 19: kill -9 of mpirun: the launcher's death, not four lost ranks.
     out = os.path.join(work, "launcher")

@@ -111,6 +111,14 @@ def equivalence(args):
                       str(2 * p * d), "--data-parallel", str(d), "--schedule",
                       schedule, "--steps", "3", "--save", saved, "-o", out]
                      + options)
+        # The banner says what the ranks train with; SGD's defaults are
+        # PyTorch's (momentum 0), the reference's too.
+        said = ("trains with adamw: lr 3e-3, betas 0.9 0.999, eps 1e-4, "
+                "weight decay 0.01" if "--optimizer" in options else
+                "trains with sgd: lr 0.01, momentum 0, weight decay 0")
+        if said not in result.stdout:
+            sys.exit(f"FAILED: {case}: the banner does not say '{said}':\n"
+                     f"{result.stdout}")
         if "--clip-norm" in options and "norm" not in result.stdout:
             sys.exit(f"FAILED: {case}: no gradient norm in the progress "
                      f"lines:\n{result.stdout}")

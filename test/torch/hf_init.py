@@ -18,7 +18,8 @@ Then each bad checkpoint is refused before the first step, with the tensor
 and the file named: a missing tensor, a shape mismatch, an integer dtype, a
 header whose offsets lie, a truncated file, a shard missing from the index,
 --init together with --resume, and (zbc run, before any rank starts) a
-tensor that is not a parameter of the model.
+tensor that is not a parameter of the model. The rotary_emb.inv_freq buffers
+of checkpoints saved by transformers before 4.31 are skipped with a note.
 """
 import argparse
 import importlib.util
@@ -320,8 +321,33 @@ def main():
     run([os.path.join(args.bin, "zbc"), "run", one_layer, "--ranks", "2",
          "--microbatches", str(SAMPLES), "--init", good, "--data", data,
          "--steps", "2", "-o", os.path.join(bad, "one-layer-out")])
+    # A checkpoint saved by transformers before 4.31 holds each layer's
+    # rotary_emb.inv_freq buffer, which transformers ignores on load: zbc run
+    # skips them with a note, and the ranks (launch.sh) read the same
+    # parameters as from the checkpoint without them.
+    old = os.path.join(bad, "inv-freq.safetensors")
+    head_dim = config["hidden_size"] // config["num_attention_heads"]
+    write_safetensors(old, {**state, **{
+        f"model.layers.{i}.self_attn.rotary_emb.inv_freq":
+            torch.rand(head_dim // 2, dtype=torch.float64)
+        for i in range(config["num_hidden_layers"])}})
+    result = run([os.path.join(args.bin, "zbc"), "run", model, "--ranks", "2",
+                  "--microbatches", str(SAMPLES), "--init", old, "--data",
+                  data, "--steps", "1", "-o", os.path.join(bad, "inv-freq-out")])
+    note = (f"zbc: note: --init: skipped {config['num_hidden_layers']} "
+            "buffers named *.rotary_emb.inv_freq")
+    if note not in result.stderr:
+        sys.exit(f"FAILED: no note on the skipped inv_freq buffers:\n"
+                 f"{result.stdout}{result.stderr}")
+    print(f"skipped: {note}")
+    with_buffers = zbc_loss(out, old, data, os.path.join(bad, "inv-freq"))
+    without = zbc_loss(out, good, data, os.path.join(bad, "good"))
+    if with_buffers != without:
+        sys.exit(f"FAILED: the ranks' first loss with the inv_freq buffers, "
+                 f"{with_buffers}, is not the loss without them, {without}")
     print("8 of 8 bad checkpoints refused before the first step; the first "
-          "layer of a two-layer checkpoint trains")
+          "layer of a two-layer checkpoint trains; rotary_emb.inv_freq "
+          "buffers are skipped")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@
 #include "Options.h"
 
 #include "zbc/Options/OptionValues.h"
+#include "zbc/Schedule/CostFile.h"
 #include "zbc/Schedule/Registry.h"
 #include "zbc/Support/Limits.h"
 
@@ -169,6 +170,37 @@ Error takeScheduleFile(Request &request, const ScheduleFile &file) {
   return Error::success();
 }
 
+/// An offload needs the speed of the copy queues, which nothing can guess:
+/// --copy-bandwidth or the cost file's copy_bandwidth (zbc profile measures
+/// it). Refused here, naming the flag and its unit, before any pass runs.
+Error checkCopyBandwidth(const CompileOptions &options) {
+  if (options.offload == OffloadLever::None || options.copyBandwidth > 0)
+    return Error::success();
+  if (!options.costFile.empty()) {
+    // A cost file that cannot be read is the cost pass's to report.
+    ErrorOr<std::unique_ptr<MemoryBuffer>> text =
+        MemoryBuffer::getFile(options.costFile);
+    if (!text)
+      return Error::success();
+    Expected<sched::CostFile> costs =
+        sched::parseCostFile((*text)->getBuffer(), options.costFile);
+    if (!costs) {
+      consumeError(costs.takeError());
+      return Error::success();
+    }
+    if (costs->copyBandwidth.value_or(0) > 0)
+      return Error::success();
+  }
+  return fail(formatv(
+      "--offload {0} needs --copy-bandwidth X: the bytes a rank copies "
+      "between device and host memory per unit of schedule time, each way "
+      "(bytes per FLOP under the cost model; bytes per millisecond with a "
+      "measured --cost-file, whose copy_bandwidth gives it). `zbc profile "
+      "MODEL --stages N -o costs.json` measures it; then pass --cost-file "
+      "costs.json",
+      optionValueText(options.offload)));
+}
+
 } // namespace
 
 Expected<Request> zbc::readRequest(bool outputRequired) {
@@ -243,6 +275,8 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
     if (Error e = takeScheduleFile(request, *schedule))
       return std::move(e);
   } else {
+    if (Error e = checkCopyBandwidth(compile))
+      return std::move(e);
     const sched::ScheduleInfo *info = sched::lookupSchedule(compile.schedule);
     if (!info) {
       std::string names;

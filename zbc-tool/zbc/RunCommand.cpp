@@ -30,6 +30,7 @@
 #include "zbc/contracts/DataFile.h"
 #include "zbc/contracts/Files.h"
 #include "zbc/contracts/HuggingFaceCheckpoint.h"
+#include "zbc/contracts/OptimizerConfig.h"
 #include "zbc/contracts/TokenData.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -42,6 +43,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <limits>
@@ -328,10 +330,52 @@ std::optional<json::Value> readJson(const std::string &path) {
   return std::move(*value);
 }
 
+/// The update the ranks train with, as the banner says it: the optimizer
+/// compiled in and each hyperparameter as given, else its default
+/// (OptimizerConfig.h), so that a run with neither --optimizer nor
+/// --momentum says what it trains with.
+std::string optimizerLine(Optimizer optimizer) {
+  auto value = [](const RankOption &option, double fallback) {
+    if (option.opt.getNumOccurrences())
+      return std::string(option.opt);
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", fallback);
+    return std::string(text);
+  };
+  if (optimizer == Optimizer::AdamW) {
+    rt::AdamWConfig d;
+    return formatv("adamw: lr {0}, betas {1} {2}, eps {3}, weight decay {4}",
+                   value(lrOpt, d.lr), value(beta1Opt, d.beta1),
+                   value(beta2Opt, d.beta2), value(epsOpt, d.epsilon),
+                   value(weightDecayOpt, d.weightDecay));
+  }
+  rt::SgdConfig d;
+  return formatv("sgd: lr {0}, momentum {1}, weight decay {2}",
+                 value(lrOpt, d.lr), value(momentumOpt, d.momentum),
+                 value(weightDecayOpt, d.weightDecay));
+}
+
+/// The buffers a Hugging Face checkpoint may hold beside its parameters,
+/// which transformers itself ignores on load, by the end of their names;
+/// each with why it is no parameter, for the note that skips it.
+struct KnownBuffer {
+  const char *suffix;
+  const char *why;
+};
+constexpr KnownBuffer kKnownBuffers[] = {
+    {".attn.bias", "GPT-2's causal masks"},
+    {".attn.masked_bias", "GPT-2's causal masks"},
+    {".rotary_emb.inv_freq",
+     "rotary frequencies, saved by transformers before 4.31 and computed "
+     "from the config"},
+};
+
 /// --init's checkpoint against the whole model (Note [Initial weights]):
 /// the ranks check their own tensors; here every tensor of the checkpoint
 /// must be a parameter of the model, or one of the buffers transformers
-/// itself ignores on load (GPT-2's attention masks, a tied head's copy).
+/// itself ignores on load (kKnownBuffers: skipped with a note), a tied
+/// head's copy, or a layer import-hf --layers left out. Anything else is
+/// an error: a checkpoint of another model.
 Error checkInitCheckpoint(const Compiled &compiled) {
   rt::CheckpointLayout layout;
   if (std::string e = rt::readCheckpointLayout(initOpt.opt, layout); !e.empty())
@@ -350,23 +394,41 @@ Error checkInitCheckpoint(const Compiled &compiled) {
   std::set<std::string> layers;
   for (const std::string &name : compiled.paramNames)
     layers.insert(layerOf(name));
-  auto ignored = [&](StringRef name) {
+  auto leftOut = [&](StringRef name) {
     std::string layer = layerOf(name);
-    return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
-           (name == "lm_head.weight" && !compiled.paramNames.count(name.str())) ||
+    return (name == "lm_head.weight" && !compiled.paramNames.count(name.str())) ||
            (!layer.empty() && !layers.count(layer));
   };
+  // Buffers skipped, by kind: how many, and the first's name.
+  std::map<const KnownBuffer *, std::pair<int64_t, std::string>> skipped;
   for (const std::string &file : layout.files()) {
     std::map<std::string, rt::TensorLocation> tensors;
     if (std::string e = rt::readSafeTensorsHeader(file, tensors); !e.empty())
       return fail(e);
-    for (const auto &entry : tensors)
-      if (!compiled.paramNames.count(entry.first) && !ignored(entry.first))
+    for (const auto &entry : tensors) {
+      StringRef name = entry.first;
+      if (compiled.paramNames.count(entry.first) || leftOut(name))
+        continue;
+      const KnownBuffer *buffer = nullptr;
+      for (const KnownBuffer &known : kKnownBuffers)
+        if (name.ends_with(known.suffix))
+          buffer = &known;
+      if (!buffer)
         return fail(formatv("--init: tensor '{0}' in '{1}' is not a "
                             "parameter of model '{2}' (a checkpoint of "
                             "another model?)",
                             entry.first, file, compiled.model));
+      auto &[count, first] = skipped[buffer];
+      if (count++ == 0)
+        first = entry.first;
+    }
   }
+  if (!quietOpt)
+    for (const auto &[buffer, seen] : skipped)
+      errs() << formatv("zbc: note: --init: skipped {0} buffer{1} named "
+                        "*{2} ({3}; no parameter), e.g. '{4}'\n",
+                        seen.first, seen.first == 1 ? "" : "s",
+                        buffer->suffix, buffer->why, seen.second);
   return Error::success();
 }
 
@@ -474,6 +536,9 @@ int zbc::runRunCommand() {
       return error(std::move(e));
   if (Error e = checkRankOptions(request->dir, *rankArgs))
     return error(std::move(e));
+  if (!quietOpt)
+    outs() << "  trains with " << optimizerLine(request->options.optimizer)
+           << "\n";
   std::string statusDir = request->dir + "/status";
   // The ranks' reports feed the summary: to --report DIR where given
   // (rankArguments passed it on), else OUT/run.

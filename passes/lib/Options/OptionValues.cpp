@@ -6,6 +6,7 @@
 
 #include "zbc/Options/OptionValues.h"
 
+#include "zbc/Options/ByteAmount.h"
 #include "zbc/Options/CompileOptions.h"
 #include "zbc/Schedule/Problem.h"
 
@@ -57,8 +58,17 @@ Expected<int64_t> readInteger(StringRef text, int64_t min, int64_t max) {
   return value;
 }
 
-/// `text` as an integer within `bounds` (any int64 without).
+/// `text` as an integer within `bounds` (any int64 without), a byte amount
+/// where the bounds say so.
 Expected<int64_t> readInteger(StringRef text, const std::optional<Bounds> &bounds) {
+  if (bounds && bounds->bytes) {
+    Expected<int64_t> bytes =
+        parseByteAmount(text, static_cast<int64_t>(bounds->max));
+    if (bytes && *bytes < static_cast<int64_t>(bounds->min))
+      return fail("'" + text + "' is less than " +
+                  Twine(static_cast<int64_t>(bounds->min)) + " bytes");
+    return bytes;
+  }
   return readInteger(text, bounds ? static_cast<int64_t>(bounds->min) : INT64_MIN,
                      bounds ? static_cast<int64_t>(bounds->max) : INT64_MAX);
 }
@@ -183,12 +193,19 @@ Error zbc::readOptionValue(StringRef text, Optimizer &value,
 
 Error zbc::readOptionValue(StringRef text, ActivationBudget &value,
                            const std::optional<Bounds> &) {
-  // The one reading of a budget as written (Note [Two memory limits]),
-  // shared with the cost file's `activation_budget`.
-  Expected<std::optional<double>> budget = sched::parseActivationBudget(text);
-  if (!budget)
-    return budget.takeError();
-  value = ActivationBudget::fromProblem(*budget);
+  // Note [Two memory limits]: a compile's budget is bytes (Note [Byte
+  // amounts]); `zbc schedule`'s and a cost file's, in the units of their
+  // M_B, are read by sched::parseActivationBudget.
+  if (text == "default" || text == "none") {
+    value = ActivationBudget::fromProblem(
+        cantFail(sched::parseActivationBudget(text)));
+    return Error::success();
+  }
+  Expected<int64_t> bytes = parseByteAmount(text, limits::kMaxTensorBytes);
+  if (!bytes)
+    return fail("activation budget must be 'default', 'none' or bytes: " +
+                toString(bytes.takeError()));
+  value = ActivationBudget::bytes(static_cast<double>(*bytes));
   return Error::success();
 }
 

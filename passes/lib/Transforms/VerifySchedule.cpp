@@ -13,6 +13,8 @@
 #include "zbc/Analysis/ProgramMemory.h"
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
+#include "zbc/Options/ByteAmount.h"
+#include "zbc/Support/Limits.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -143,13 +145,14 @@ void ZBVerifySchedulePass::runOnOperation() {
   }
   for (ProgramOp program : programs) {
     ScheduleProof proof;
-    if (memoryLimit < 0) {
-      program.emitError("zb-verify-schedule: memory-limit must be 0 or a "
-                        "number of bytes, got ")
-          << static_cast<int64_t>(memoryLimit);
+    llvm::Expected<int64_t> memoryLimit =
+        parseByteAmount(memoryLimitText, limits::kMaxTensorBytes);
+    if (!memoryLimit) {
+      program.emitError("zb-verify-schedule option memory-limit: ")
+          << llvm::toString(memoryLimit.takeError());
       return signalPassFailure();
     }
-    if (failed(verifyScheduleProgram(program, &proof, memoryLimit)))
+    if (failed(verifyScheduleProgram(program, &proof, *memoryLimit)))
       return signalPassFailure();
     if (report) {
       std::string peaks;

@@ -49,7 +49,7 @@ TEST(CompileOptions, EveryOptionReadsBackAsWritten) {
   options.offload = OffloadLever::Auto;
   options.microbatches = 64;
   options.stagesPerRank = 2;
-  options.activationBudget = ActivationBudget::bytes(123456789.25);
+  options.activationBudget = ActivationBudget::bytes(123456789);
   options.memoryLimit = 80000000000;
   options.optimizer = Optimizer::AdamW;
   options.costFile = "costs.json";
@@ -93,8 +93,8 @@ TEST(CompileOptions, RefusalsSayWhatIsAccepted) {
             "optimizer must be 'sgd' or 'adamw', got 'adam'");
   ActivationBudget budget;
   EXPECT_NE(errorOf(readOptionValue("-3", budget, std::nullopt))
-                .find("activation budget must be 'default', 'none' or a "
-                      "number"),
+                .find("activation budget must be 'default', 'none' or "
+                      "bytes"),
             std::string::npos);
 }
 

@@ -29,6 +29,9 @@ namespace zbc {
 /// How an option's value is bounded, for those that are numbers.
 struct Bounds {
   double min, max;
+  /// An integer read as a byte amount ("80GB", "80GiB", "8e10": Note [Byte
+  /// amounts] in ByteAmount.h) rather than as plain digits.
+  bool bytes = false;
 };
 
 /// Which step of a compile reads an option, so that each front end binds
@@ -134,19 +137,23 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
          OptionInfo{"activation-budget", ScheduleGroup, "BYTES",
                     "The activations each rank keeps in flight: 'default' "
                     "(the schedule's own, e.g. zb-auto's 2p max(M_B, M_W)), "
-                    "'none' or BYTES; instead of a memory limit"});
+                    "'none' or BYTES (80GB = 80e9, 80GiB = 80 x 2^30, 8e10); "
+                    "instead of a memory limit"});
   binder(memoryLimit,
          OptionInfo{"memory-limit", ScheduleGroup, "BYTES",
                     "Each rank's whole memory in bytes (parameters, "
                     "gradients, optimizer state, temporaries and "
                     "activations): the schedule plans its activations "
                     "within what the rest leaves, and the proof holds every "
-                    "rank to it (0: none)",
-                    Bounds{0, static_cast<double>(limits::kMaxTensorBytes)},
+                    "rank to it (0: none). 80GB = 80e9 bytes, 80GiB = 80 x "
+                    "2^30, 8e10; also kB, MB, TB, KiB, MiB, TiB",
+                    Bounds{0, static_cast<double>(limits::kMaxTensorBytes),
+                           /*bytes=*/true},
                     /*toolName=*/"mem-limit"});
   binder(optimizer, OptionInfo{"optimizer", ScheduleGroup, "name",
-                               "sgd (with momentum: one copy of the "
-                               "parameters) or adamw (two)"});
+                               "sgd (momentum 0 unless --momentum, as "
+                               "PyTorch's; its momentum buffer, one copy of "
+                               "the parameters, is planned) or adamw (two)"});
   binder(costFile, OptionInfo{"cost-file", CostsGroup, "file",
                               "JSON cost file whose F/B/W/R/M_B/M_W lists, "
                               "comm and copy_bandwidth replace the cost "

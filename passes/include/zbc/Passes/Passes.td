@@ -290,9 +290,12 @@ def ZBVerifySchedulePass : Pass<"zb-verify-schedule", "::mlir::ModuleOp"> {
   let options = [
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark with the ranks, ops and peak bytes per rank">,
-    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
-           "Bytes per rank to hold every program to (0: each program's own "
-           "memory_limit, if it has one)">,
+    // Text, read as a byte amount (Note [Byte amounts]) as every memory
+    // limit is: 80GB, 80GiB, 8e10.
+    Option<"memoryLimitText", "memory-limit", "std::string",
+           /*default=*/"\"0\"",
+           "Bytes per rank to hold every program to, e.g. 80GB, 80GiB, 8e10 "
+           "(0: each program's own memory_limit, if it has one)">,
   ];
 }
 

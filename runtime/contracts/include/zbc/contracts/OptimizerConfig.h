@@ -1,7 +1,7 @@
 //===- OptimizerConfig.h - the optimizers' hyperparameters -------*- C++ -*-===//
 //
 // What an optimizer step takes besides its tensors, and their defaults
-// (PyTorch's, and zbc run's): the same for every backend (the Device seam,
+// (zbc run's and the rank executables'; PyTorch's but SGD's lr): the same for every backend (the Device seam,
 // runtime/src/Device.h, passes these; each backend's kernels read them) and
 // for the reference interpreter, whose steps are written apart as the
 // oracle but take the same hyperparameters. Plain C++.
@@ -12,12 +12,13 @@
 
 namespace zbc::rt {
 
-/// torch.optim.SGD with momentum (no dampening, no Nesterov). The
+/// torch.optim.SGD (no dampening, no Nesterov), momentum 0 by default as
+/// PyTorch's; the learning rate is zbc's own (PyTorch's is 1e-3). The
 /// hyperparameters are double, as PyTorch's are (Python floats); a step
 /// rounds each to float where PyTorch's kernels do.
 struct SgdConfig {
   double lr = 0.01;
-  double momentum = 0.9;
+  double momentum = 0.0;
   double weightDecay = 0.0;
 };
 
