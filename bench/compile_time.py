@@ -10,7 +10,9 @@ median, then the sizes of the generated DIR/src/rank*.cpp. To show where
 the host compiler's time goes it also re-runs rank 1's build command from
 DIR/build.log once, split into compiling (-c) and linking.
 
-Usage: bench/compile_time.py [--runs 3] [--build build] [--work DIR]
+Usage: bench/compile_time.py [--runs 3] [--build build] [--work DIR] [--smoke]
+(--smoke: --runs 1, a check that it runs and the reports parse, as ctest's
+bench family runs it.)
 """
 import argparse
 import glob
@@ -38,7 +40,11 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--work", default=None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="one run: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="zbc-compile-"))
     os.makedirs(work, exist_ok=True)
     binary = lambda name: os.path.join(args.build, "bin", name)

@@ -16,7 +16,9 @@ With 4 ranks on fewer cores, a wait includes time a peer was descheduled:
 that is comm, not overhead. Medians over the runs.
 
 Usage: bench/runtime_overhead.py [--runs 5] [--steps 20] [--build build]
-       [--work DIR]
+       [--work DIR] [--smoke]
+(--smoke: --runs 1 --steps 1, a check that it runs and the reports parse, as
+ctest's bench family runs it.)
 """
 import argparse
 import json
@@ -36,7 +38,11 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--work", default=None)
+    parser.add_argument("--smoke", action="store_true",
+                        help="one run of one step: checks that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.steps = 1, 1
     work = os.path.abspath(args.work or tempfile.mkdtemp(prefix="zbc-overhead-"))
     out = os.path.join(work, "out")
     subprocess.run([os.path.join(args.build, "bin", "zbc"), "compile",

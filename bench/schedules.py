@@ -8,9 +8,10 @@ largest rank's, in units of one full stage's M_B), beside the paper's
 published bubble rates where it gives them. The schedulers' speed is
 bench/schedule_speed.cpp's (zbc-bench-schedules).
 
-Usage: bench/schedules.py [path/to/zbc] [--smoke]   (after ./scripts/test.sh
-       built it; --smoke: the first row only, and any cell's error fails the
-       run: ctest's bench family checks the script runs, not the numbers)
+Usage: bench/schedules.py [path/to/zbc | --zbc path/to/zbc] [--smoke]
+       (after ./scripts/test.sh built it; --smoke: the first row only, and
+       any cell's error fails the run: ctest's bench family checks that the
+       script runs, not the numbers)
 """
 import argparse
 import json
@@ -82,10 +83,12 @@ def main():
     global ZBC
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("zbc", nargs="?", default=ZBC)
+    parser.add_argument("--zbc", dest="zbc_option",
+                        help="the same as the positional path")
     parser.add_argument("--smoke", action="store_true",
                         help="the first row only; errors fail the run")
     args = parser.parse_args()
-    ZBC = args.zbc
+    ZBC = args.zbc_option or args.zbc
     print("| model | p | m | " + " | ".join(c[0] for c in COLUMNS) + " |")
     print("|---|---|---|" + "---|" * len(COLUMNS))
     errors = []

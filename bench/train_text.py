@@ -12,7 +12,7 @@ Usage: bench/train_text.py BUILD/bin OUT_DIR [--model gpt-small|llama-small]
 3. prints the training and held-out curves, the unigram entropy of the text,
    the measured and predicted bubble rates and the wall time, and writes
    OUT_DIR/loss.svg (the curves beside the entropy). The run's trace.json,
-   timeline.svg and schedule.svg are in OUT_DIR/run.
+   timeline.svg and schedule.svg are in OUT_DIR/run (replaced by each run).
 Standard library only (the SVG is written by hand).
 
 --smoke: 2 microbatches instead of 8, the profile with one recorded step,
@@ -22,6 +22,7 @@ as ctest's bench family runs it (its curves and times mean nothing).
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -91,6 +92,9 @@ def main():
                     microbatches, "--data", args.text, *profile_steps, "-o", costs],
                    check=True)
     run_dir = os.path.join(args.out, "run")
+    # OUT_DIR/run is this script's: a run replaces the last one (zbc run
+    # refuses a directory that holds another run's checkpoints).
+    shutil.rmtree(run_dir, ignore_errors=True)
     cmd = [zbc, "run", model, "--ranks", "2", "--microbatches", microbatches,
            "--optimizer", "adamw", "--cost-file", costs, "--data", args.text,
            "--steps", str(args.steps), "--lr", "1e-3", "--warmup",
