@@ -26,3 +26,13 @@
 // ALONE: a rank holds up to 715012 bytes of parameters, gradients and optimizer state before any activation, more than the limit alone
 // RUN: zbc-opt %examples/llama.mlir "--zb-lower-to-program=stages=4 schedule=zb-auto microbatches=4 memory-limit=1429312" -o /dev/null
 // RUN: zbc-opt %examples/llama.mlir "--zb-lower-to-program=stages=4 schedule=zb-auto microbatches=4 memory-limit=1387840 recompute=checkpoint" -o /dev/null
+
+// A larger limit never refuses what the schedule's own order fits: zb-v's
+// builder takes no budget the fit tries between 1,300,000 and the bytes a
+// microbatch's stash needs, while its default order's arenas are at most
+// 1,214,016; the fit takes that order (no activation_budget recorded).
+// RUN: zbc-dsl-llama --layers 4 --hidden 64 --intermediate 128 --heads 4 --kv-heads 2 --vocab 256 --seq 16 --max-positions 16 --batch 1 --no-cuts -o %t-tiny.mlir
+// RUN: zbc-opt %t-tiny.mlir "--zb-lower-to-program=stages=8 schedule=zb-v microbatches=8 optimizer=adamw memory-limit=1300000" -o - | FileCheck %s --check-prefix=OWN
+// OWN: zb.program @llama_zb_v
+// OWN-NOT: activation_budget
+// OWN-SAME: memory_limit = 1300000

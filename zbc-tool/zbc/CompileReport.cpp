@@ -227,6 +227,11 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
                                     "activations", budget)
                                 .str());
   }
+  else if (options.memoryLimit > 0)
+    outs() << formatv("  memory limit {0} bytes per rank, the largest arena "
+                      "{1}: the order at the schedule's own activation budget "
+                      "fits\n",
+                      options.memoryLimit, *llvm::max_element(compiled.arena));
   else if (compiled.activationBudget)
     outs() << formatv("  activation budget {0} bytes per rank\n",
                       static_cast<int64_t>(*compiled.activationBudget));

@@ -24,12 +24,14 @@ using namespace zbc;
 
 namespace {
 
-using ScheduleFn = llvm::function_ref<FailureOr<double>(ModuleOp, double)>;
+using ScheduleFn =
+    llvm::function_ref<FailureOr<double>(ModuleOp, std::optional<double>)>;
 
 /// `module` scheduled at `budget` with its transfers, and the order's
 /// makespan; fails where the schedule does.
 FailureOr<std::pair<OwningOpRef<ModuleOp>, double>>
-scheduledAt(ModuleOp module, double budget, ScheduleFn schedule) {
+scheduledAt(ModuleOp module, std::optional<double> budget,
+            ScheduleFn schedule) {
   OwningOpRef<ModuleOp> copy(module.clone());
   FailureOr<double> makespan = schedule(*copy, budget);
   if (failed(makespan))
@@ -44,12 +46,15 @@ scheduledAt(ModuleOp module, double budget, ScheduleFn schedule) {
 /// Every rank's whole peak (Note [Program memory]) of `module` scheduled at
 /// `budget`, proven without a limit, and the order's makespan; with `plan`,
 /// every rank's arena too.
-FailureOr<RankBudget> tryBudget(ModuleOp module, double budget,
+FailureOr<RankBudget> tryBudget(ModuleOp module, std::optional<double> budget,
                                 ScheduleFn schedule, bool plan) {
   auto scheduled = scheduledAt(module, budget, schedule);
   if (failed(scheduled))
     return failure();
-  RankBudget at{budget, {}, {}, {}, false, 0, scheduled->second};
+  RankBudget at;
+  at.activations = budget.value_or(0);
+  at.scheduleDefault = !budget;
+  at.makespan = scheduled->second;
   for (zb::ProgramOp program : scheduled->first->getOps<zb::ProgramOp>()) {
     ScheduleProof proof;
     if (failed(verifyScheduleProgram(program, &proof)))
@@ -154,6 +159,15 @@ zbc::fitActivationBudget(ModuleOp module, int64_t limit, ScheduleFn schedule) {
     start = fits->activations - static_cast<double>(over);
     if (start <= 0)
       break;
+  }
+  // The schedule's own order, where no budget given fits.
+  if (FailureOr<RankBudget> own =
+          tryBudget(module, std::nullopt, schedule, true);
+      succeeded(own) && llvm::all_of(own->arenas, [&](int64_t arena) {
+        return arena <= limit;
+      })) {
+    own->withinLimit = true;
+    return *own;
   }
   if (!closest)
     return failure();

@@ -223,7 +223,9 @@ void ZBSchedulePass::runOnOperation() {
     LeverChoice fitted = chooseLevers(module, request);
     fitted.checkpointed |= choice.checkpointed;
     choice = fitted;
-    budget = choice.fitted.value_or(static_cast<double>(memoryLimit));
+    budget = choice.atScheduleDefault
+                 ? std::optional<double>()
+                 : choice.fitted.value_or(static_cast<double>(memoryLimit));
     builtAt = choice.fitted;
   }
 

@@ -153,7 +153,8 @@ std::string whatWouldFit(ModuleOp module, const CompileOptions &request,
       ScopedDiagnosticHandler quiet(module.getContext(),
                                     [](Diagnostic &) { return success(); });
       if (!candidate.checkpointed || succeeded(checkpointModule(*copy)))
-        least = leastArena(*copy, limit, [&](ModuleOp target, double bytes) {
+        least = leastArena(*copy, limit,
+                           [&](ModuleOp target, std::optional<double> bytes) {
           return scheduleModule(target, request, candidate.levers, bytes);
         });
     }
@@ -283,7 +284,8 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
   int64_t limit = request.memoryLimit;
   auto fit = [&](ModuleOp candidate, Levers levers) {
     return fitActivationBudget(candidate, limit,
-                               [&](ModuleOp target, double bytes) {
+                               [&](ModuleOp target,
+                                   std::optional<double> bytes) {
                                  return scheduleModule(target, request, levers,
                                                        bytes);
                                });
@@ -357,7 +359,9 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
           << " offload=" << optionValueText(asked.offload)
           << " fits memory-limit " << limit
           << "; the order without the levers does";
-  if (succeeded(fitted))
+  if (succeeded(fitted) && fitted->scheduleDefault)
+    choice.atScheduleDefault = true;
+  else if (succeeded(fitted))
     choice.fitted = fitted->activations; // the closest miss, where none fits
   if (!fits(fitted)) {
     std::string said = whatWouldFit(module, request, limit);

@@ -71,6 +71,9 @@ struct LeverChoice {
   /// (the order is then built at the whole limit, and the proof names the
   /// rank that does not fit).
   std::optional<double> fitted;
+  /// The order at the schedule's own default budget fits where no budget
+  /// given did (Note [Rank budget]): it is built so.
+  bool atScheduleDefault = false;
 };
 LeverChoice chooseLevers(mlir::ModuleOp module, const CompileOptions &request);
 

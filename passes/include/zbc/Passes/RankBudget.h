@@ -15,6 +15,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace zbc {
@@ -27,6 +28,9 @@ namespace zbc {
 /// the schedule predicts at it.
 struct RankBudget {
   double activations = 0;
+  /// Built at the schedule's own default budget instead (the last resort
+  /// of the fit: Note [Rank budget]); `activations` is then unused.
+  bool scheduleDefault = false;
   std::vector<int64_t> peaks;
   std::vector<int64_t> arenas;
   /// Per rank, where planned: its parameters, gradients, optimizer state
@@ -64,18 +68,23 @@ struct RankBudget {
 /// *Why 16:* the last excess before a fit may be far below one microbatch's
 /// stash (60 KB against 2 MB for gpt-small at 64 MiB), and the doubling
 /// steps from it need about as many tries as the ratio has bits; with 8, a
-/// limit could fail where a smaller one fitted.
+/// limit could fail where a smaller one fitted. Last, where no budget fits,
+/// the order at the schedule's own default budget is planned and taken if
+/// it fits: a builder need not take every budget between its default and
+/// the limit (zb-v refuses some), and a larger limit must not refuse what
+/// the default order fits.
 constexpr int kRankBudgetAttempts = 16;
 constexpr int kRankBudgetRounds = 4;
 
 /// `schedule(module, budget)` orders `module` (a copy of the pipeline
-/// without a program) at an activation budget in bytes, writing its
+/// without a program) at an activation budget in bytes (nullopt: the
+/// schedule's default), writing its
 /// program, and returns the order's predicted makespan. Fails only if the
 /// schedule refuses the whole limit as a budget; the diagnostics of the
 /// tries are not shown.
 llvm::FailureOr<RankBudget> fitActivationBudget(
     mlir::ModuleOp module, int64_t limit,
-    llvm::function_ref<llvm::FailureOr<double>(mlir::ModuleOp, double)>
+    llvm::function_ref<llvm::FailureOr<double>(mlir::ModuleOp, std::optional<double>)>
         schedule);
 
 /// Where no budget fits a limit, what would: `module` at the smallest
@@ -85,7 +94,7 @@ llvm::FailureOr<RankBudget> fitActivationBudget(
 /// lowers. Fails where the schedule takes no budget up to 256 x `start`.
 llvm::FailureOr<RankBudget> leastArena(
     mlir::ModuleOp module, int64_t start,
-    llvm::function_ref<llvm::FailureOr<double>(mlir::ModuleOp, double)>
+    llvm::function_ref<llvm::FailureOr<double>(mlir::ModuleOp, std::optional<double>)>
         schedule);
 
 } // namespace zbc
