@@ -27,6 +27,7 @@
 #include "SchedulePlugins.h"
 #include "SplitReport.h"
 #include "Summary.h"
+#include "UnknownFlags.h"
 
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Support/IRNesting.h"
@@ -196,21 +197,34 @@ int main(int argc, char **argv) {
   });
   // llvm::cl's messages name the option but not that they are errors; make
   // them read as every other zbc error ("zbc: error: ...", exit 1).
+  // The program is "zbc" in every message ("See: zbc compile --help"),
+  // wherever the build put it.
+  SmallVector<const char *> args(argv, argv + argc);
+  args[0] = "zbc";
+  if (!zbc::checkFlagsKnown(ArrayRef(args).drop_front(), llvm::errs()))
+    return 1;
   std::string clErrors;
   llvm::raw_string_ostream clStream(clErrors);
   if (!cl::ParseCommandLineOptions(
-          argc, argv,
+          argc, args.data(),
           "zbc: compile, check and simulate pipeline-parallel training "
           "schedules\n",
           &clStream)) {
     SmallVector<StringRef> lines;
     StringRef(clErrors).split(lines, '\n', -1, /*KeepEmpty=*/false);
+    // LLVM's "See: zbc --help" of a subcommand's error: its own --help.
+    std::string see = "See: zbc --help";
+    if (argc > 1 && argv[1][0] != '-')
+      see = "See: zbc " + std::string(argv[1]) + " --help";
     for (StringRef line : lines) {
       line = line.trim();
       line.consume_front("zbc: ");
+      std::string text = line.str();
+      if (size_t at = text.find("See: zbc --help"); at != std::string::npos)
+        text.replace(at, 15, see);
       llvm::errs() << (line.starts_with("Did you mean") ? "zbc: note: "
                                                         : "zbc: error: ")
-                   << line << "\n";
+                   << text << "\n";
     }
     return 1;
   }
