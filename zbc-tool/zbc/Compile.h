@@ -9,6 +9,7 @@
 #define ZBC_TOOL_COMPILE_H
 
 #include "LaunchFiles.h"
+#include "OutputFile.h"
 #include "ScheduleFile.h"
 
 #include "zbc/Options/CompileOptions.h"
@@ -121,10 +122,6 @@ void writePredictedSVG(const Compiled &compiled, llvm::raw_ostream &os,
 /// report.json and the banner `zbc compile` prints (CompileReport.cpp).
 llvm::Error writeReport(const Request &request, const Compiled &compiled);
 void printBanner(const Request &request, const Compiled &compiled);
-
-/// Writes the file `path` with `body`; an error names the path.
-llvm::Error writeFile(const std::string &path,
-                      llvm::function_ref<void(llvm::raw_ostream &)> body);
 
 } // namespace zbc
 

@@ -214,16 +214,6 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
 
 } // namespace
 
-Error zbc::writeFile(const std::string &path,
-                     llvm::function_ref<void(raw_ostream &)> body) {
-  std::error_code ec;
-  raw_fd_ostream out(path, ec);
-  if (ec)
-    return fail("cannot write '" + path + "': " + ec.message());
-  body(out);
-  return Error::success();
-}
-
 Expected<std::vector<rt::DataKey>>
 zbc::modelDataKeys(const std::string &modelPath) {
   MLIRContext context;
@@ -285,12 +275,12 @@ Expected<Compiled> zbc::compile(const Request &request) {
     return fail("code generation failed (the error is above)");
   for (int r = 0; r < compiled->ranks; ++r) {
     std::string path = formatv("{0}/src/rank{1}.cpp", request.dir, r).str();
-    std::error_code ec;
-    raw_fd_ostream out(path, ec);
-    if (ec)
-      return fail("cannot write '" + path + "': " + ec.message());
+    std::string text;
+    raw_string_ostream out(text);
     if (failed(printRankFile(*module, r, out)))
       return fail("cannot print rank " + Twine(r) + " as C++");
+    if (Error e = writeFile(path, StringRef(text)))
+      return std::move(e);
   }
   compiled->seconds.codegen = secondsSince(begin);
 

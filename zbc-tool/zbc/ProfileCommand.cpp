@@ -218,11 +218,10 @@ Error profile() {
                      {"M_W", std::move(memW)}};
   if (copyBandwidth > 0)
     costs["copy_bandwidth"] = copyBandwidth;
-  std::error_code ec;
-  raw_fd_ostream out(outputFile, ec);
-  if (ec)
-    return fail("cannot write '" + outputFile + "': " + ec.message());
-  out << formatv("{0:2}", json::Value(std::move(costs))) << "\n";
+  if (Error e = writeFile(outputFile, [&](raw_ostream &out) {
+        out << formatv("{0:2}", json::Value(std::move(costs))) << "\n";
+      }))
+    return e;
   outs() << formatv("  comm {0:F3} ms; copies {1} bytes/ms (median of {2}); "
                     "cost file {3} (milliseconds, bytes)\n",
                     std::isfinite(comm) ? comm : 0.0, copyBandwidth,

@@ -414,17 +414,20 @@ void printSummary(const std::string &dir, const std::string &reportDir,
     errs() << "zbc: warning: no measured timeline: "
            << toString(run.takeError()) << "\n";
   } else if (run->stepsUsed > 0) {
-    std::error_code ec;
-    raw_fd_ostream trace(dir + "/trace.json", ec);
-    if (!ec)
-      writeMeasuredTrace(*run, trace);
-    raw_fd_ostream svg(dir + "/timeline.svg", ec);
-    if (!ec)
-      sched::writeSVG(compiled.problem, compiled.table, run->lastStep, svg,
-                      compiled.scheduleSource.empty()
-                          ? "measured"
-                          : "measured, " + compiled.scheduleSource,
-                      "ms");
+    // The run itself worked: a timeline that cannot be written is a
+    // warning (naming the file), not a failed run.
+    if (Error e = writeFile(dir + "/trace.json", [&](raw_ostream &trace) {
+          writeMeasuredTrace(*run, trace);
+        }))
+      errs() << "zbc: warning: " << toString(std::move(e)) << "\n";
+    if (Error e = writeFile(dir + "/timeline.svg", [&](raw_ostream &svg) {
+          sched::writeSVG(compiled.problem, compiled.table, run->lastStep, svg,
+                          compiled.scheduleSource.empty()
+                              ? "measured"
+                              : "measured, " + compiled.scheduleSource,
+                          "ms");
+        }))
+      errs() << "zbc: warning: " << toString(std::move(e)) << "\n";
     os << formatv("  bubble rate {0:F4} measured (mean of {1} steps), "
                       "{2:F4} predicted\n",
                       run->bubbleRate, run->stepsUsed, compiled.bubbleRate);

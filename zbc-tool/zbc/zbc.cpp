@@ -24,6 +24,7 @@
 #include "Input.h"
 #include "zbc/Options/OptionValues.h"
 #include "Options.h"
+#include "OutputFile.h"
 #include "SchedulePlugins.h"
 #include "SplitReport.h"
 #include "Summary.h"
@@ -158,17 +159,12 @@ static int runSplit() {
   for (auto pipeline : module->getOps<zbc::zb::PipelineOp>())
     if (failed(zbc::printSplitReport(pipeline, llvm::outs())))
       return 1;
-  if (!splitOutput.empty()) {
-    std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> out =
-        openOutputFile(splitOutput, &error);
-    if (!out) {
-      llvm::errs() << "zbc: error: " << error << "\n";
+  if (!splitOutput.empty())
+    if (llvm::Error e = zbc::writeFile(
+            splitOutput, [&](llvm::raw_ostream &os) { module->print(os); })) {
+      llvm::errs() << "zbc: error: " << llvm::toString(std::move(e)) << "\n";
       return 1;
     }
-    module->print(out->os());
-    out->keep();
-  }
   return 0;
 }
 
