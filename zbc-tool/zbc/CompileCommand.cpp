@@ -219,7 +219,7 @@ zbc::modelDataKeys(const std::string &modelPath) {
   MLIRContext context;
   setUpContext(context);
   SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  zbc::DiagnosticPrinter diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = parseInputFile(modelPath, context, sourceMgr);
   if (!module)
     return fail("cannot read the model '" + modelPath + "' (the error is above)");

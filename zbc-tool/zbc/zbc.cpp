@@ -73,7 +73,7 @@ static int runCheck() {
   int status = 0;
   for (const std::string &path : checkInputs) {
     llvm::SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+    zbc::DiagnosticPrinter diagnostics(sourceMgr, &context);
     OwningOpRef<ModuleOp> module = zbc::parseInputFile(path, context, sourceMgr);
     if (!module) {
       status = 1;
@@ -141,7 +141,7 @@ static int runSplit() {
   MLIRContext context;
   zbc::setUpContext(context);
   llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  zbc::DiagnosticPrinter diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = zbc::parseInputFile(splitInput, context, sourceMgr);
   if (!module)
     return 1;
