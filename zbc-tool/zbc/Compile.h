@@ -14,7 +14,6 @@
 
 #include "zbc/Options/CompileOptions.h"
 #include "zbc/Schedule/Simulator.h"
-#include "zbc/contracts/DataFile.h"
 
 #include "llvm/Support/Error.h"
 
@@ -87,9 +86,6 @@ struct Compiled {
   sched::ScheduleTable table;
   /// The order's timeline as predicted, for the picture.
   sched::SimResult predicted;
-  /// The model's data keys (inputs and labels), as the ranks read them.
-  std::vector<rt::DataKey> dataKeys;
-  std::set<std::string> paramNames; // every zb.param of the model
   /// The job's processes (rank, replica, host), as launch.sh starts them.
   std::vector<Process> processes;
 };
@@ -97,11 +93,6 @@ struct Compiled {
 /// The request on the command line; without -o, a fresh temporary DIR
 /// unless `outputRequired`.
 llvm::Expected<Request> readRequest(bool outputRequired);
-
-/// The data keys (inputs and labels) of the model in `modelPath`, as its
-/// ranks read them: what a data file for it must hold (DataFile.h).
-llvm::Expected<std::vector<rt::DataKey>>
-modelDataKeys(const std::string &modelPath);
 
 /// Makes `dir` (zbc's -o) and locks it for this process's lifetime (Note
 /// [Files checked first] in zbc/contracts/Files.h): a second zbc compiling

@@ -21,6 +21,7 @@
 #include "Compile.h"
 #include "Launch.h"
 #include "MeasuredTimeline.h"
+#include "ModelInputs.h"
 #include "zbc/Options/OptionValues.h"
 #include "Options.h"
 
@@ -272,47 +273,31 @@ Error checkRankOptions(const std::string &dir,
                   : text.drop_front(at + 7).str());
 }
 
-/// What the ranks would find wrong with --data only after start-up.
-Error checkData(const Compiled &compiled) {
-  std::string path = dataOpt.opt;
+/// --data and --init against the model (ModelInputs.h), before anything
+/// is compiled: what the ranks would refuse only after start-up, under
+/// mpirun, zbc refuses here, naming the file and the tensor or key.
+Error checkInputFiles(const Request &request) {
   bool evaluates = evalEveryOpt.opt.getNumOccurrences() > 0;
-  rt::DataFormat format = rt::dataFormatOf(path);
-  if (path.empty() || format == rt::DataFormat::SafeTensors) {
-    if (evaluates)
-      return fail("--eval-every needs a token stream: --data FILE (text, "
-                  ".npy or .bin), whose last tenth is held out");
-    if (path.empty() || compiled.dataKeys.empty())
-      return Error::success();
-    rt::TensorFile file;
-    int64_t samples = 0;
-    if (std::string e = rt::readSafeTensors(path, file); !e.empty())
-      return fail(e);
-    if (std::string e =
-            rt::checkSampleTensors(path, file, compiled.dataKeys, samples);
-        !e.empty())
-      return fail(e);
+  std::string data = dataOpt.opt;
+  bool samples = data.empty() || rt::isSafeTensorsPath(data);
+  if (evaluates && samples)
+    return fail("--eval-every needs a token stream: --data FILE (text, "
+                ".npy or .bin), whose last tenth is held out");
+  if (data.empty() && !initOpt.opt.getNumOccurrences())
     return Error::success();
+  Expected<ModelInputs> inputs = readModelInputs(request.input);
+  if (!inputs)
+    return inputs.takeError();
+  if (!data.empty()) {
+    rt::TokenType binTokens = rt::TokenType::U16;
+    if (dataDtypeOpt.opt.getNumOccurrences())
+      rt::parseBinTokenType(dataDtypeOpt.opt, binTokens); // checked before
+    if (Error e = checkDataFile(data, inputs->dataKeys, binTokens, evaluates))
+      return e;
   }
-  int64_t sequence = 0;
-  int64_t vocabulary = std::numeric_limits<int64_t>::max();
-  for (const rt::DataKey &key : compiled.dataKeys)
-    if (std::string e = rt::checkTokenKey(key, format, sequence, vocabulary);
-        !e.empty())
-      return fail("'" + path + "': " + e);
-  rt::TokenType binTokens = rt::TokenType::U16;
-  if (dataDtypeOpt.opt.getNumOccurrences())
-    rt::parseBinTokenType(dataDtypeOpt.opt, binTokens); // checked before
-  rt::TokenCorpus corpus;
-  if (std::string e = rt::loadTokenCorpus(path, binTokens, sequence,
-                                          vocabulary, corpus);
-      !e.empty())
-    return fail(e);
-  // Token keys are [rows, sequence] (checkTokenKey).
-  if (evaluates)
-    if (std::string e = rt::checkEvaluation(
-            corpus, compiled.dataKeys.front().shape.front(), path);
-        !e.empty())
-      return fail(e);
+  if (initOpt.opt.getNumOccurrences())
+    if (Error e = checkInitCheckpoint(initOpt.opt, *inputs))
+      return e;
   return Error::success();
 }
 
@@ -326,48 +311,6 @@ std::optional<json::Value> readJson(const std::string &path) {
     return std::nullopt;
   }
   return std::move(*value);
-}
-
-/// --init's checkpoint against the whole model (Note [Initial weights]):
-/// the ranks check their own tensors; here every tensor of the checkpoint
-/// must be a parameter of the model, or one of the buffers transformers
-/// itself ignores on load (GPT-2's attention masks, a tied head's copy).
-Error checkInitCheckpoint(const Compiled &compiled) {
-  rt::CheckpointLayout layout;
-  if (std::string e = rt::readCheckpointLayout(initOpt.opt, layout); !e.empty())
-    return fail(e);
-  // The layer of a layer's tensor ("model.layers.7.", "transformer.h.7."),
-  // or "": a layer the model lacks was left out by import-hf --layers.
-  auto layerOf = [](StringRef name) -> std::string {
-    for (StringRef prefix : {"model.layers.", "transformer.h."})
-      if (name.starts_with(prefix)) {
-        StringRef rest = name.drop_front(prefix.size());
-        return (prefix + rest.take_until([](char c) { return c == '.'; }))
-            .str();
-      }
-    return "";
-  };
-  std::set<std::string> layers;
-  for (const std::string &name : compiled.paramNames)
-    layers.insert(layerOf(name));
-  auto ignored = [&](StringRef name) {
-    std::string layer = layerOf(name);
-    return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
-           (name == "lm_head.weight" && !compiled.paramNames.count(name.str())) ||
-           (!layer.empty() && !layers.count(layer));
-  };
-  for (const std::string &file : layout.files()) {
-    std::map<std::string, rt::TensorLocation> tensors;
-    if (std::string e = rt::readSafeTensorsHeader(file, tensors); !e.empty())
-      return fail(e);
-    for (const auto &entry : tensors)
-      if (!compiled.paramNames.count(entry.first) && !ignored(entry.first))
-        return fail(formatv("--init: tensor '{0}' in '{1}' is not a "
-                            "parameter of model '{2}' (a checkpoint of "
-                            "another model?)",
-                            entry.first, file, compiled.model));
-  }
-  return Error::success();
 }
 
 /// The end of a run that worked: losses, bubble and memory, from the
@@ -467,14 +410,11 @@ int zbc::runRunCommand() {
     return error(std::move(e));
   if (Error e = checkOutputs(*request))
     return error(std::move(e));
+  if (Error e = checkInputFiles(*request))
+    return error(std::move(e));
   Expected<Compiled> compiled = compile(*request);
   if (!compiled)
     return error(compiled.takeError());
-  if (Error e = checkData(*compiled))
-    return error(std::move(e));
-  if (initOpt.opt.getNumOccurrences())
-    if (Error e = checkInitCheckpoint(*compiled))
-      return error(std::move(e));
   if (Error e = checkRankOptions(request->dir, *rankArgs))
     return error(std::move(e));
   std::string statusDir = request->dir + "/status";
