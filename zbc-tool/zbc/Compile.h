@@ -50,6 +50,9 @@ struct Request {
   std::string dir;
   /// Print nothing but errors (zbc run --quiet): no banner.
   bool quiet = false;
+  /// zbc launches the job itself (zbc run, zbc profile): the banner does
+  /// not tell the user to run launch.sh.
+  bool launches = false;
   /// --hosts: where the processes run, in blocks (LaunchFiles.h); empty:
   /// wherever mpirun starts them.
   std::vector<std::string> hosts;

@@ -142,6 +142,7 @@ Error profile() {
   if (std::error_code ec = sys::fs::createUniqueDirectory("zbc-profile", dir))
     return fail("cannot make a build directory: " + ec.message());
   request.dir = dir.str().str();
+  request.launches = true;
   Expected<Compiled> compiled = compile(request);
   if (!compiled)
     return compiled.takeError();
@@ -210,6 +211,11 @@ Error profile() {
   double copyBandwidth = std::round(median(bandwidths));
   json::Object costs{{"model", compiled->model},
                      {"model_hash", compiled->modelHash},
+                     // What `zbc schedule --cost-file` simulates by
+                     // default: the microbatches measured (no `ranks`: a
+                     // compile may place these stages on fewer, --virtual;
+                     // the schedule counts them from the lists).
+                     {"microbatches", request.options.microbatches},
                      {"comm", std::isfinite(comm) ? rounded(comm) : 0.0},
                      {"F", std::move(F)},
                      {"B", std::move(B)},

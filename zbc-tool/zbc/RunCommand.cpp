@@ -403,6 +403,7 @@ int zbc::runRunCommand() {
   if (!request)
     return error(request.takeError());
   request->quiet = quietOpt;
+  request->launches = true;
   Expected<std::vector<std::string>> rankArgs = rankArguments(*request);
   if (!rankArgs)
     return error(rankArgs.takeError());
