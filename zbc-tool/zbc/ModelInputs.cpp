@@ -13,6 +13,7 @@
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Passes/Pipelines.h"
+#include "zbc/contracts/Files.h"
 #include "zbc/contracts/SafeTensors.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -125,15 +126,13 @@ Expected<ModelInputs> zbc::readModelInputs(const std::string &modelPath) {
 Error zbc::checkDataFile(const std::string &path,
                          const std::vector<rt::DataKey> &keys,
                          rt::TokenType binTokens, bool evaluates) {
-  // A directory or a missing file, said as such before a format is guessed
-  // from its name.
-  if (char kind = kindOf(path); kind != 'f')
-    return fail(kind == 'd' ? "--data '" + path +
-                                  "' is a directory: give a file (a "
-                                  ".safetensors file of samples, a .npy or "
-                                  ".bin token stream, or text)"
-                            : "--data '" + path + "': " +
-                                  std::strerror(errno));
+  // A missing file, a directory, a FIFO or a device: in the ranks' own
+  // words (Files.h), before the keys are held against a format that the
+  // file's name suggests.
+  int64_t size = 0;
+  if (std::string e = rt::regularFileError(path, "the data file", size);
+      !e.empty())
+    return fail(e);
   rt::DataFormat format = rt::dataFormatOf(path);
   if (format == rt::DataFormat::SafeTensors) {
     if (evaluates)
