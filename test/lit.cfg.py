@@ -33,3 +33,4 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 # The CUDA backend's tests need a build with nvcc and NCCL (no GPU).
 if getattr(config, "enable_cuda", False):
     config.available_features.add("cuda")
+    llvm_config.add_tool_substitutions(["zbc-cuda-kernel-check"], tool_dirs)

@@ -190,10 +190,10 @@ std::string chooseCheckpoint(zbc_rt_rank *rank, ResumePoint &point) {
     return error;
   return rounds == 1
              ? fmt::format("not resuming from '{}': another rank refused it "
-                           "(its message above)",
+                           "(that rank's own message says why)",
                            candidates.empty() ? given : candidates[0].dir)
              : fmt::format("no checkpoint under '{}' loads on every rank "
-                           "(the ranks' messages above)",
+                           "(the ranks' own messages say why)",
                            given);
 }
 
@@ -251,7 +251,7 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
   }
   if (failed)
     return error.empty() ? "rank 0 could not prepare the checkpoint's "
-                           "directory (its message above)"
+                           "directory (its own message says why)"
                          : error;
   std::string bytes;
   if (writes) {
@@ -283,7 +283,8 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
   }
   if (failed)
     return error.empty() ? "another rank could not write its part of the "
-                           "checkpoint (its message above)"
+                           "checkpoint (that rank's own message says "
+                           "why)"
                          : error;
   // Every part is on disk: the manifest completes the staging directory,
   // which then takes the step's name as a whole. (Sizes and checksums are
@@ -328,7 +329,7 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
   }
   if (failed)
     return error.empty() ? "rank 0 could not complete the checkpoint (its "
-                           "message above)"
+                           "own message says why)"
                          : error;
   return {};
 }

@@ -43,13 +43,6 @@ float fromHalf(uint16_t h) {
   return value;
 }
 
-/// One checkpoint file: its header, and its mapping once a tensor is read.
-struct CheckpointFile {
-  std::map<std::string, TensorLocation> tensors;
-  MappedFile mapped;
-  bool isMapped = false;
-};
-
 /// This process's file-backed resident bytes (RssFile), or -1.
 int64_t residentFileBytes() {
   std::ifstream status("/proc/self/status");
@@ -70,53 +63,33 @@ std::string visitInitialWeights(zbc_rt_rank *rank, const std::string &path,
   CheckpointLayout layout;
   if (std::string e = readCheckpointLayout(path, layout); !e.empty())
     return e;
-  std::map<std::string, CheckpointFile> files;
+  CheckpointHeaders headers;
+  std::map<std::string, MappedFile> mapped; // each file once a tensor is read
   std::vector<float> values;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
-    const std::string name = param.name;
-    std::string file = layout.single;
-    if (file.empty()) {
-      auto shard = layout.shardOf.find(name);
-      if (shard == layout.shardOf.end())
-        return fmt::format("--init: tensor '{}' is not in the weight_map of "
-                           "'{}'",
-                           name, layout.index);
-      file = shard->second;
-    }
-    auto [it, fresh] = files.try_emplace(file);
-    CheckpointFile &f = it->second;
-    if (fresh)
-      if (std::string e = readSafeTensorsHeader(file, f.tensors); !e.empty())
-        return e;
-    auto found = f.tensors.find(name);
-    if (found == f.tensors.end())
-      return fmt::format("--init: tensor '{}' is missing from '{}'", name,
-                         file);
-    const TensorLocation &t = found->second;
-    const std::vector<int64_t> shape(param.shape,
-                                     param.shape + param.rank_of_shape);
-    if (t.shape != shape)
-      return fmt::format("--init: tensor '{}' in '{}' is [{}], the model's "
-                         "parameter is [{}]",
-                         name, file, fmt::join(t.shape, ", "),
-                         fmt::join(shape, ", "));
-    if (t.dtype != "F32" && t.dtype != "BF16" && t.dtype != "F16")
-      return fmt::format("--init: tensor '{}' in '{}' has dtype {}; --init "
-                         "reads F32, BF16 and F16",
-                         name, file, t.dtype);
+    std::string file;
+    TensorLocation t;
+    if (std::string e = locateInitTensor(
+            layout,
+            InitParam{param.name, std::vector<int64_t>(
+                                      param.shape,
+                                      param.shape + param.rank_of_shape)},
+            headers, file, t);
+        !e.empty())
+      return e;
     if (!copy)
       continue;
-    if (!f.isMapped) {
-      if (std::string e = f.mapped.map(file); !e.empty())
+    auto [at, fresh] = mapped.try_emplace(file);
+    MappedFile &f = at->second;
+    if (fresh) {
+      if (std::string e = f.map(file); !e.empty())
         return e;
-      f.isMapped = true;
       ++read->files;
-      if (f.mapped.size() < t.end) // the file shrank since its header
-        return fmt::format("--init: '{}' is shorter than its header says",
-                           file);
     }
-    const char *bytes = f.mapped.data() + t.begin;
+    if (f.size() < t.end) // the file shrank since its header
+      return fmt::format("--init: '{}' is shorter than its header says", file);
+    const char *bytes = f.data() + t.begin;
     const size_t count = static_cast<size_t>((t.end - t.begin) /
                                              dtypeBytes(t.dtype));
     values.resize(count);

@@ -213,7 +213,7 @@ bool nonFiniteStopsRun(zbc_rt_rank *rank, int64_t stepsDone, double loss) {
     rank->watchdog.status("failed: " + message + "\n");
   } else {
     message = fmt::format("step {}: stopping: job rank {} found a NaN or an "
-                          "infinity (its message above)",
+                          "infinity (that rank's own message says where)",
                           stepsDone, first);
     fmt::print(stderr, "zbc rank {}: error: {}\n", p.rank, message);
     rank->watchdog.status("stopped: " + message + "\n");

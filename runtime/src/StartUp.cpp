@@ -79,12 +79,16 @@ std::string initParams(zbc_rt_rank *rank) {
   return refreshWorkingCopies(rank);
 }
 
+/// The ranks' lines reach the terminal through mpirun in no set order: a
+/// rank that stops because another failed cannot say that rank's message
+/// is "above" (it may come later), only that the other rank says why.
 void printStartUpError(const zbc_rt_rank *rank, const std::string &error) {
   if (!error.empty())
     fmt::print(stderr, "zbc rank {}: error: {}\n", rank->program->rank, error);
   else
     fmt::print(stderr, "zbc rank {}: error: stopping before the first step: "
-                       "another rank failed at start-up (its message above)\n",
+                       "another rank failed at start-up (that rank's own "
+                       "message says why)\n",
                rank->program->rank);
 }
 

@@ -409,10 +409,24 @@ def profile(args):
             not measured.get("copy_bandwidth", 0) > 0):
         sys.exit(f"FAILED: the profile is not a cost file of 2 stages:\n"
                  f"{measured}")
+    # The profile names the microbatches it measured, and its lists the
+    # stages: `zbc schedule --cost-file` needs no sizes.
+    scheduled = run([zbc, "schedule", "--cost-file", costs, "--format",
+                     "json"])
+    shape = json.loads(scheduled.stdout)
+    if (measured.get("microbatches") != 4 or shape["ranks"] != 2 or
+            shape["microbatches"] != 4):
+        sys.exit(f"FAILED: zbc schedule --cost-file did not take the "
+                 f"profile's sizes (profile {measured}, schedule ranks "
+                 f"{shape['ranks']}, microbatches {shape['microbatches']})")
     out = os.path.join(work, "out")
     result = run([zbc, "run", source, "--ranks", "2", "--microbatches", "4",
                   "--steps", "4", "--cost-file", costs, "--data", TEXT, "-o",
                   out])
+    # zbc runs the job itself: its banner does not tell the user to.
+    if "launch.sh --steps N" in result.stdout:
+        sys.exit(f"FAILED: zbc run's banner says to run launch.sh:\n"
+                 f"{result.stdout}")
     bubble = next((l for l in result.stdout.splitlines()
                    if "measured (mean of" in l), None)
     with open(os.path.join(out, "trace.json")) as f:

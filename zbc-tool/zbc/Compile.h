@@ -9,11 +9,11 @@
 #define ZBC_TOOL_COMPILE_H
 
 #include "LaunchFiles.h"
+#include "OutputFile.h"
 #include "ScheduleFile.h"
 
 #include "zbc/Options/CompileOptions.h"
 #include "zbc/Schedule/Simulator.h"
-#include "zbc/contracts/DataFile.h"
 
 #include "llvm/Support/Error.h"
 
@@ -50,6 +50,9 @@ struct Request {
   std::string dir;
   /// Print nothing but errors (zbc run --quiet): no banner.
   bool quiet = false;
+  /// zbc launches the job itself (zbc run, zbc profile): the banner does
+  /// not tell the user to run launch.sh.
+  bool launches = false;
   /// --hosts: where the processes run, in blocks (LaunchFiles.h); empty:
   /// wherever mpirun starts them.
   std::vector<std::string> hosts;
@@ -87,9 +90,6 @@ struct Compiled {
   sched::ScheduleTable table;
   /// The order's timeline as predicted, for the picture.
   sched::SimResult predicted;
-  /// The model's data keys (inputs and labels), as the ranks read them.
-  std::vector<rt::DataKey> dataKeys;
-  std::set<std::string> paramNames; // every zb.param of the model
   /// The job's processes (rank, replica, host), as launch.sh starts them.
   std::vector<Process> processes;
 };
@@ -97,11 +97,6 @@ struct Compiled {
 /// The request on the command line; without -o, a fresh temporary DIR
 /// unless `outputRequired`.
 llvm::Expected<Request> readRequest(bool outputRequired);
-
-/// The data keys (inputs and labels) of the model in `modelPath`, as its
-/// ranks read them: what a data file for it must hold (DataFile.h).
-llvm::Expected<std::vector<rt::DataKey>>
-modelDataKeys(const std::string &modelPath);
 
 /// Makes `dir` (zbc's -o) and locks it for this process's lifetime (Note
 /// [Files checked first] in zbc/contracts/Files.h): a second zbc compiling
@@ -122,10 +117,6 @@ void writePredictedSVG(const Compiled &compiled, llvm::raw_ostream &os,
 /// report.json and the banner `zbc compile` prints (CompileReport.cpp).
 llvm::Error writeReport(const Request &request, const Compiled &compiled);
 void printBanner(const Request &request, const Compiled &compiled);
-
-/// Writes the file `path` with `body`; an error names the path.
-llvm::Error writeFile(const std::string &path,
-                      llvm::function_ref<void(llvm::raw_ostream &)> body);
 
 } // namespace zbc
 

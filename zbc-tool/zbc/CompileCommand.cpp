@@ -21,9 +21,7 @@
 #include "SchedulePlugins.h"
 
 #include "zbc/Codegen/Codegen.h"
-#include "zbc/Dialect/ZB/DataBounds.h"
 #include "zbc/Dialect/ZB/ModelHash.h"
-#include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Passes/Pipelines.h"
 #include "zbc/Schedule/Registry.h"
@@ -50,47 +48,6 @@ namespace {
 double secondsSince(std::chrono::steady_clock::time_point begin) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
       .count();
-}
-
-/// The safetensors dtype of a data key's elements ("" for one the runtime
-/// does not read; code generation refuses those).
-std::string safeTensorsDtypeOf(Type element) {
-  if (element.isF32())
-    return "F32";
-  if (element.isBF16())
-    return "BF16";
-  if (element.isInteger(32))
-    return "I32";
-  if (element.isInteger(64))
-    return "I64";
-  return "";
-}
-
-/// Every input and label key the pipeline's phases read, once each.
-std::vector<rt::DataKey> dataKeysOf(zb::PipelineOp pipeline) {
-  std::vector<rt::DataKey> keys;
-  std::set<std::string> seen;
-  pipeline.walk([&](zb::PhaseOp phase) {
-    for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
-                                     phase.getArgKeyList())) {
-      std::optional<zb::PhaseKey> parsed = zb::PhaseKey::parse(key);
-      if (!parsed || (parsed->kind != zb::KeyKind::Input &&
-                      parsed->kind != zb::KeyKind::Label) ||
-          !seen.insert(key.str()).second)
-        continue;
-      auto type = dyn_cast<RankedTensorType>(arg.getType());
-      rt::DataKey k;
-      k.key = key.str();
-      k.integer = type && type.getElementType().isInteger();
-      if (type)
-        k.dtype = safeTensorsDtypeOf(type.getElementType());
-      k.bound = k.integer ? zb::indexDataBound(pipeline, key) : 0;
-      if (type)
-        k.shape.assign(type.getShape().begin(), type.getShape().end());
-      keys.push_back(std::move(k));
-    }
-  });
-  return keys;
 }
 
 /// Runs `pm` on `module`, adding its time to `seconds`.
@@ -195,10 +152,6 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
   }
   result.model = pipeline.getSymName().str();
   result.stages = static_cast<int>(stages);
-  result.dataKeys = dataKeysOf(pipeline);
-  pipeline.walk([&](zb::ParamOp param) {
-    result.paramNames.insert(param.getName().str());
-  });
   result.modelHash = zb::modelHashOf(pipeline);
   zb::ProgramOp program = *module.getOps<zb::ProgramOp>().begin();
   if (Error e = readProgram(program, pipeline, result))
@@ -213,36 +166,6 @@ Expected<Compiled> lowerToProgram(ModuleOp module, const Request &request) {
 }
 
 } // namespace
-
-Error zbc::writeFile(const std::string &path,
-                     llvm::function_ref<void(raw_ostream &)> body) {
-  std::error_code ec;
-  raw_fd_ostream out(path, ec);
-  if (ec)
-    return fail("cannot write '" + path + "': " + ec.message());
-  body(out);
-  return Error::success();
-}
-
-Expected<std::vector<rt::DataKey>>
-zbc::modelDataKeys(const std::string &modelPath) {
-  MLIRContext context;
-  setUpContext(context);
-  SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseInputFile(modelPath, context, sourceMgr);
-  if (!module)
-    return fail("cannot read the model '" + modelPath + "' (the error is above)");
-  PassManager pm(&context);
-  buildBackwardPipeline(pm, BackwardPipelineOptions());
-  if (failed(pm.run(*module)))
-    return fail("cannot split the model '" + modelPath +
-                "' (the error is above)");
-  auto pipelines = module->getOps<zb::PipelineOp>();
-  if (pipelines.empty())
-    return fail("'" + modelPath + "' holds no 'zb.model'");
-  return dataKeysOf(*pipelines.begin());
-}
 
 Error zbc::claimOutputDirectory(const std::string &dir) {
   static std::set<std::string> claimed; // this process's: flock is per open
@@ -265,7 +188,7 @@ Expected<Compiled> zbc::compile(const Request &request) {
   setUpContext(context);
   context.loadDialect<emitc::EmitCDialect>();
   SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  zbc::DiagnosticPrinter diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module =
       parseInputFile(request.input, context, sourceMgr);
   if (!module)
@@ -285,12 +208,12 @@ Expected<Compiled> zbc::compile(const Request &request) {
     return fail("code generation failed (the error is above)");
   for (int r = 0; r < compiled->ranks; ++r) {
     std::string path = formatv("{0}/src/rank{1}.cpp", request.dir, r).str();
-    std::error_code ec;
-    raw_fd_ostream out(path, ec);
-    if (ec)
-      return fail("cannot write '" + path + "': " + ec.message());
+    std::string text;
+    raw_string_ostream out(text);
     if (failed(printRankFile(*module, r, out)))
       return fail("cannot print rank " + Twine(r) + " as C++");
+    if (Error e = writeFile(path, StringRef(text)))
+      return std::move(e);
   }
   compiled->seconds.codegen = secondsSince(begin);
 

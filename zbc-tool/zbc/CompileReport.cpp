@@ -278,7 +278,9 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
                     compiled.seconds.passes, compiled.seconds.codegen,
                     compiled.seconds.hostCompile);
   outs() << formatv("  code {0}/src/rank*.cpp, picture {0}/schedule.svg, "
-                    "report {0}/report.json\n  run: {0}/launch.sh --steps N\n",
+                    "report {0}/report.json\n",
                     request.dir);
+  if (!request.launches)
+    outs() << formatv("  run: {0}/launch.sh --steps N\n", request.dir);
   outs().flush();
 }

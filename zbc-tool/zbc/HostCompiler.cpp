@@ -10,6 +10,7 @@
 
 #include "HostCompiler.h"
 #include "Options.h"
+#include "OutputFile.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -95,6 +96,13 @@ std::string firstError(StringRef output) {
     if (located.match(line, &match))
       return line.trim().str();
   }
+  // The linker's own reason (a full disk, a file-size limit) before
+  // collect2's "ld returned 1 exit status", which says none.
+  for (StringRef line : lines)
+    if (line.contains("final link failed") ||
+        line.contains("cannot open output file") ||
+        line.contains("No space left on device"))
+      return line.trim().str();
   for (StringRef line : lines)
     if (line.contains("error"))
       return line.trim().str();
@@ -116,10 +124,9 @@ bool zbc::cudaBackendBuilt() { return ZBC_CUDA_BUILT; }
 
 Error zbc::buildRankExecutables(StringRef dir, int ranks, StringRef backend) {
   std::string logPath = (dir + "/build.log").str();
-  std::error_code ec;
-  raw_fd_ostream log(logPath, ec);
-  if (ec)
-    return fail("cannot write '" + logPath + "': " + ec.message());
+  // The commands and their output, written once at the end (OutputFile.h).
+  std::string logText;
+  raw_string_ostream log(logText);
   constexpr int kParallel = 2;
   std::vector<Job> running;
   int next = 0;
@@ -133,6 +140,16 @@ Error zbc::buildRankExecutables(StringRef dir, int ranks, StringRef backend) {
     sys::fs::remove(job.logPath);
     if ((done.ReturnCode != 0 || !message.empty()) && !failure) {
       std::string where = firstError(text);
+      // A full disk: the compiler or linker says so (if its output could
+      // be kept at all), or the directory has no room left.
+      ErrorOr<sys::fs::space_info> space = sys::fs::disk_space(dir);
+      if (StringRef(text).contains("No space left on device") ||
+          (space && space->available < (1 << 20)))
+        where = formatv("no space left on device in '{0}'{1}", dir,
+                        space ? formatv(" ({0} bytes free)", space->available)
+                                    .str()
+                              : std::string())
+                    .str();
       failure = formatv("the host compiler failed on {0}/src/rank{1}.cpp{2}{3} "
                         "(the commands and their output are in {4})",
                         dir, job.rank, where.empty() ? "" : ": ", where,
@@ -158,6 +175,7 @@ Error zbc::buildRankExecutables(StringRef dir, int ranks, StringRef backend) {
                                        redirects, 0, &message, &failed);
       if (failed) {
         log << "$ " << join(job.args, " ") << "\n" << message << "\n";
+        consumeError(writeFile(logPath, StringRef(logText)));
         return fail("cannot run the host compiler '" + job.args.front() +
                     "': " + message + " (set ZBC_CXX to another one)");
       }
@@ -168,7 +186,10 @@ Error zbc::buildRankExecutables(StringRef dir, int ranks, StringRef backend) {
     finish(running.front());
     running.erase(running.begin());
   }
-  if (failure)
+  Error logged = writeFile(logPath, StringRef(logText));
+  if (failure) {
+    consumeError(std::move(logged)); // the failure says more
     return fail(*failure);
-  return Error::success();
+  }
+  return logged;
 }

@@ -145,6 +145,11 @@ void warnDropout(ConfigReader &r, ArrayRef<StringRef> keys) {
                   "this probability set to 0)");
 }
 
+/// The sequence length: --seq-len, else Note [Default sequence length].
+int64_t seqLenFor(const HuggingFaceImportOptions &o, int64_t maxPositions) {
+  return o.seqLen ? o.seqLen : std::min(maxPositions, kDefaultSeqLenCap);
+}
+
 /// The user's choices applied to a family's config `c`: the sequence and
 /// layers checked against the config's bounds, the layers kept (also in the
 /// config that travels with the model), the microbatch, no cuts, the dtype.
@@ -166,7 +171,8 @@ void applyChoices(ConfigReader &r, json::Object &config,
     c.layers = o.layers;
   config[layersKey] = c.layers;
   c.batch = o.microbatchSize;
-  c.seq = o.seqLen;
+  // Note [Default sequence length].
+  c.seq = seqLenFor(o, c.maxPositions);
   c.cuts = false;
   c.dtype = o.dtype;
 }
@@ -216,11 +222,12 @@ Error readLlama(const std::string &path, json::Object &o,
   if (const json::Value *w = o.get("sliding_window");
       window && w && w->kind() != json::Value::Null) {
     std::optional<int64_t> size = w->getAsInteger();
-    if (!size || *size < opt.seqLen)
+    int64_t seq = seqLenFor(opt, c.maxPositions);
+    if (!size || *size < seq)
       r.refuse("sliding_window", w,
-               formatv("a sliding window shorter than --seq-len {0} is not "
-                       "supported",
-                       opt.seqLen)
+               formatv("a sliding window shorter than the sequence ({0} "
+                       "tokens, --seq-len) is not supported",
+                       seq)
                    .str());
   }
   if (const json::Value *s = o.get("rope_scaling");
@@ -294,10 +301,21 @@ Error readGPT2(const std::string &path, json::Object &o,
 Expected<HuggingFaceModel>
 zbc::readHuggingFaceConfig(const std::string &path,
                            const HuggingFaceImportOptions &options) {
+  // A file that is not a config.json (the weights named instead of their
+  // directory) is said to be one, before a parser says why it is not JSON.
+  const char *give = "give the model directory or its config.json";
+  for (StringRef weights : {".safetensors", ".bin", ".pt", ".pth", ".gguf",
+                            ".h5", ".msgpack", ".npy"})
+    if (StringRef(path).ends_with(weights))
+      return fail(formatv("'{0}' is a weights file, not a model's config: {1}",
+                          path, give));
   ErrorOr<std::unique_ptr<MemoryBuffer>> file = MemoryBuffer::getFile(path);
   if (!file)
-    return fail(formatv("cannot read {0}: {1}", path,
-                        file.getError().message()));
+    return fail(formatv("cannot read {0}: {1} ({2})", path,
+                        file.getError().message(), give));
+  if (!StringRef((*file)->getBuffer()).ltrim().starts_with("{"))
+    return fail(formatv("'{0}' is not a config.json (not a JSON object): {1}",
+                        path, give));
   Expected<json::Value> parsed = json::parse((*file)->getBuffer());
   if (!parsed)
     return fail(formatv("{0}: not JSON: {1}", path,
@@ -305,6 +323,10 @@ zbc::readHuggingFaceConfig(const std::string &path,
   json::Object *object = parsed->getAsObject();
   if (!object)
     return fail(formatv("{0}: not a JSON object", path));
+  if (object->get("weight_map"))
+    return fail(formatv("'{0}' is a checkpoint's index, not a model's "
+                        "config: {1}",
+                        path, give));
   HuggingFaceModel model;
   const json::Array *architectures = object->getArray("architectures");
   std::optional<StringRef> first =

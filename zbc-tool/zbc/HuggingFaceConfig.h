@@ -25,8 +25,17 @@
 
 namespace zbc {
 
-/// What the user chose beside the config: the microbatch's shape, the
-/// layers kept (0: all), the element type of the parameters.
+/// Note [Default sequence length]
+/// Without --seq-len, a model trains on sequences of its positions
+/// (max_position_embeddings; GPT-2's n_positions), at most
+/// kDefaultSeqLenCap: recent configs give 32768 to 131072 positions, whose
+/// activations a first run on a few ranks does not want; a longer one is
+/// asked for with --seq-len.
+constexpr int64_t kDefaultSeqLenCap = 2048;
+
+/// What the user chose beside the config: the microbatch's shape (seqLen
+/// 0: Note [Default sequence length]), the layers kept (0: all), the
+/// element type of the parameters.
 struct HuggingFaceImportOptions {
   int64_t seqLen = 0;
   int64_t microbatchSize = 0;
@@ -44,10 +53,17 @@ struct HuggingFaceModel {
   int64_t layers() const {
     return family == Family::Llama ? llama.layers : gpt2.layers;
   }
+  int64_t seqLen() const {
+    return family == Family::Llama ? llama.seq : gpt2.seq;
+  }
+  int64_t maxPositions() const {
+    return family == Family::Llama ? llama.maxPositions : gpt2.maxPositions;
+  }
 };
 
 /// Reads and checks `path` (a config.json). Errors name the file, the key
-/// and its value.
+/// and its value; a file that is not a config (the weights, their index,
+/// anything but JSON) is refused as such.
 llvm::Expected<HuggingFaceModel>
 readHuggingFaceConfig(const std::string &path,
                       const HuggingFaceImportOptions &options);

@@ -1,6 +1,6 @@
 //===- ImportHFCommand.cpp - `zbc import-hf`: a Hugging Face model as zb IR -===//
 //
-//   zbc import-hf DIR -o MODEL.mlir --seq-len S --microbatch-size B
+//   zbc import-hf DIR -o MODEL.mlir --microbatch-size B [--seq-len S]
 //       [--layers K] [--dtype f32|bf16]
 //
 // Reads DIR/config.json (or DIR itself, a config.json) through
@@ -15,6 +15,7 @@
 
 #include "HuggingFaceConfig.h"
 #include "Options.h"
+#include "OutputFile.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -36,9 +37,9 @@ cl::opt<std::string> outputOpt("o", cl::Required,
                                cl::value_desc("MODEL.mlir"),
                                cl::sub(zbc::importHFCommand()),
                                cl::cat(zbcCategory));
-cl::opt<int64_t> seqLenOpt("seq-len", cl::Required,
-                           cl::desc("Tokens per sequence (at most the "
-                                    "model's positions)"),
+cl::opt<int64_t> seqLenOpt("seq-len",
+                           cl::desc("Tokens per sequence (default: the "
+                                    "model's positions, at most 2048)"),
                            cl::sub(zbc::importHFCommand()),
                            cl::cat(zbcCategory));
 cl::opt<int64_t> microbatchOpt("microbatch-size", cl::Required,
@@ -63,7 +64,7 @@ int zbc::runImportHFCommand() {
     errs() << "zbc: error: " << message << "\n";
     return 1;
   };
-  if (seqLenOpt <= 0 || microbatchOpt <= 0)
+  if ((seqLenOpt.getNumOccurrences() && seqLenOpt <= 0) || microbatchOpt <= 0)
     return error(formatv("--seq-len and --microbatch-size must be positive, "
                          "got {0} and {1}",
                          seqLenOpt.getValue(), microbatchOpt.getValue()));
@@ -90,10 +91,25 @@ int zbc::runImportHFCommand() {
   dsl::Model m(model->family == HuggingFaceModel::Family::Llama ? "llama"
                                                                 : "gpt2");
   buildHuggingFaceModel(m, *model);
-  if (int code = m.emit(outputOpt))
-    return code;
-  errs() << formatv("zbc: imported {0} ({1} layers, {2}) into {3}\n",
+  std::string text = m.str();
+  if (text.empty())
+    return 1; // the DSL said why
+  if (outputOpt == "-")
+    outs() << text;
+  else if (Error e = writeFile(outputOpt, StringRef(text)))
+    return error(toString(std::move(e)));
+  std::string seqLen =
+      seqLenOpt.getNumOccurrences()
+          ? ""
+          : formatv(", sequences of {0} tokens: the model's {1} positions{2}; "
+                    "--seq-len sets it",
+                    model->seqLen(), model->maxPositions(),
+                    model->seqLen() < model->maxPositions()
+                        ? formatv(" capped at {0}", kDefaultSeqLenCap).str()
+                        : std::string())
+                .str();
+  errs() << formatv("zbc: imported {0} ({1} layers, {2}{3}) into {4}\n",
                     model->architecture, model->layers(), dtypeOpt.getValue(),
-                    outputOpt.getValue());
+                    seqLen, outputOpt.getValue());
   return 0;
 }

@@ -1,7 +1,7 @@
 //===- Input.cpp - reading IR files for zbc's subcommands -----------------===//
 //
-// Input.h's one way in: the zb context and a parser whose errors carry
-// file:line:col.
+// Input.h's one way in: the zb context, a parser whose errors carry
+// file:line:col, and their printer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,3 +42,38 @@ void zbc::setUpContext(MLIRContext &context) {
   context.printOpOnDiagnostic(false);
 }
 
+
+namespace {
+/// The longest source line a diagnostic shows whole (a wide terminal's).
+constexpr size_t kLongestShownLine = 160;
+} // namespace
+
+zbc::DiagnosticPrinter::DiagnosticPrinter(llvm::SourceMgr &sourceMgr,
+                                          MLIRContext *context)
+    : SourceMgrDiagnosticHandler(sourceMgr, context) {
+  setHandler([this](Diagnostic &diag) { print(diag); });
+}
+
+void zbc::DiagnosticPrinter::print(Diagnostic &diag) {
+  // The line the diagnostic points at, if it is in a file.
+  StringRef line;
+  if (auto at = diag.getLocation()->findInstanceOf<FileLineColLoc>())
+    if (const llvm::MemoryBuffer *buffer = getBufferForFile(at.getFilename())) {
+      StringRef text = buffer->getBuffer();
+      unsigned n = at.getLine();
+      for (unsigned i = 1; i < n && !text.empty(); ++i)
+        text = text.split('\n').second;
+      line = text.split('\n').first;
+    }
+  if (line.size() <= kLongestShownLine) {
+    emitDiagnostic(diag);
+    return;
+  }
+  emitDiagnostic(diag.getLocation(), diag.str(), diag.getSeverity(),
+                 /*displaySourceLine=*/false);
+  os << "  " << line.trim().take_front(kLongestShownLine / 2) << " ... ("
+     << line.size() << " characters)\n";
+  for (Diagnostic &note : diag.getNotes())
+    emitDiagnostic(note.getLocation(), note.str(), note.getSeverity(),
+                   /*displaySourceLine=*/false);
+}

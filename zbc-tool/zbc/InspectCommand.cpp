@@ -4,25 +4,31 @@
 //
 // PATH is a checkpoint (a step-N directory, its manifest.json or any
 // .json read as one, or a checkpoint directory: every complete step-N in
-// it, the latest checked whole), a safetensors file (a data file, a --save
-// output, one rank's checkpoint file) or a token stream (.npy, .bin or any
-// other file as text). Everything is read with the ranks' own readers
+// it, the latest checked whole), a Hugging Face checkpoint (a directory
+// of model.safetensors or model.safetensors.index.json and its shards, as
+// --init reads it), a safetensors file (a data file, a --save output, one
+// rank's checkpoint file) or a token stream (.npy, .bin or any other file
+// as text). Everything is read with the ranks' own readers
 // (zbc/runtime: CheckpointManifest.h, SafeTensors.h, DataFile.h,
 // TokenData.h, Files.h), so what inspect refuses, a run refuses, with the
 // same words, before anything starts. With --model, a safetensors file is
 // checked as data for that model's keys (present, dtype, shape, paired
 // sample counts, finite floats, indices in range) and a token stream
-// against its sequence and vocabulary. Exit 1 on the first thing wrong.
+// against its sequence and vocabulary; a Hugging Face checkpoint (or a
+// safetensors file holding the model's parameters and none of its data
+// keys) is checked as `zbc run --init` checks it before a run
+// (ModelInputs.h). Exit 1 on the first thing wrong.
 //
 //===----------------------------------------------------------------------===//
 
-#include "Compile.h"
+#include "ModelInputs.h"
 #include "Options.h"
 
 #include "zbc/contracts/CheckpointLayout.h"
 #include "zbc/contracts/CheckpointManifest.h"
 #include "zbc/contracts/DataFile.h"
 #include "zbc/contracts/Files.h"
+#include "zbc/contracts/HuggingFaceCheckpoint.h"
 #include "zbc/contracts/SafeTensors.h"
 #include "zbc/contracts/TokenData.h"
 
@@ -33,6 +39,8 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <optional>
 #include <sys/stat.h>
 
 using namespace llvm;
@@ -41,13 +49,16 @@ using namespace zbc;
 namespace {
 
 cl::opt<std::string> inspectPath(cl::Positional, cl::Required,
-                                 cl::desc("<checkpoint, .safetensors, .npy, "
+                                 cl::desc("<checkpoint, Hugging Face "
+                                          "checkpoint, .safetensors, .npy, "
                                           ".bin or text file>"),
                                  cl::sub(zbc::inspectCommand()),
                                  cl::cat(zbcCategory));
 cl::opt<std::string> modelOpt("model",
                               cl::desc("Check a data file against this "
-                                       "model's data keys"),
+                                       "model's data keys, or a Hugging "
+                                       "Face checkpoint against its "
+                                       "parameters (as zbc run --init)"),
                               cl::value_desc("MODEL.mlir"),
                               cl::sub(zbc::inspectCommand()),
                               cl::cat(zbcCategory));
@@ -122,23 +133,79 @@ Error inspectCheckpoint(const std::string &dir,
   return Error::success();
 }
 
+/// A Hugging Face checkpoint (a directory, or one .safetensors file of
+/// parameters): its tensors from the headers, and with --model the check
+/// `zbc run --init` makes before a run.
+Error inspectHuggingFace(const std::string &path) {
+  rt::CheckpointLayout layout;
+  if (std::string e = rt::readCheckpointLayout(path, layout); !e.empty())
+    return fail(e);
+  std::vector<std::string> files = layout.files();
+  std::map<std::string, rt::TensorLocation> all;
+  for (const std::string &file : files) {
+    std::map<std::string, rt::TensorLocation> tensors;
+    if (std::string e = rt::readSafeTensorsHeader(file, tensors); !e.empty())
+      return fail(e);
+    all.insert(tensors.begin(), tensors.end());
+  }
+  outs() << formatv("'{0}': a Hugging Face checkpoint, {1} tensors in {2} "
+                    "file{3}\n",
+                    path, all.size(), files.size(), files.size() == 1 ? "" : "s");
+  if (modelOpt.empty()) {
+    for (const auto &[name, t] : all) {
+      std::string shape;
+      for (int64_t d : t.shape)
+        shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      outs() << formatv("  {0}: {1} [{2}]\n", name, t.dtype, shape);
+    }
+    return Error::success();
+  }
+  Expected<ModelInputs> inputs = readModelInputs(modelOpt);
+  if (!inputs)
+    return inputs.takeError();
+  if (Error e = checkInitCheckpoint(path, *inputs))
+    return e;
+  outs() << formatv("  --init for '{0}': each of model '{1}''s {2} "
+                    "parameters there, its shape and dtype as the ranks "
+                    "read them\n",
+                    modelOpt, inputs->model, inputs->params.size());
+  return Error::success();
+}
+
 Error inspectSafeTensors(const std::string &path) {
+  // With a model: a file of its parameters and none of its data keys is a
+  // checkpoint for --init, not data.
+  std::optional<ModelInputs> inputs;
+  if (!modelOpt.empty()) {
+    Expected<ModelInputs> read = readModelInputs(modelOpt);
+    if (!read)
+      return read.takeError();
+    inputs = std::move(*read);
+    std::map<std::string, rt::TensorLocation> tensors;
+    if (std::string e = rt::readSafeTensorsHeader(path, tensors); !e.empty())
+      return fail(e);
+    bool params = false, data = false;
+    for (const auto &entry : tensors)
+      params |= inputs->paramNames.count(entry.first) > 0;
+    for (const rt::DataKey &key : inputs->dataKeys)
+      data |= tensors.count(key.key) > 0;
+    if (params && !data)
+      return inspectHuggingFace(path);
+  }
   rt::TensorFile file;
   if (std::string e = rt::readSafeTensors(path, file); !e.empty())
     return fail(e);
   outs() << formatv("'{0}': safetensors, {1} tensors\n", path, file.size());
   listTensors(file, "  ");
-  if (modelOpt.empty())
+  if (!inputs)
     return Error::success();
-  Expected<std::vector<rt::DataKey>> keys = modelDataKeys(modelOpt);
-  if (!keys)
-    return keys.takeError();
   int64_t samples = 0;
-  if (std::string e = rt::checkSampleTensors(path, file, *keys, samples);
+  if (std::string e =
+          rt::checkSampleTensors(path, file, inputs->dataKeys, samples);
       !e.empty())
     return fail(e);
   outs() << formatv("  data for '{0}': {1} samples of each of its {2} keys\n",
-                    modelOpt, samples, keys->size());
+                    modelOpt, samples, inputs->dataKeys.size());
   return Error::success();
 }
 
@@ -152,13 +219,12 @@ Error inspectTokens(const std::string &path) {
   // allowed.
   int64_t sequence = 1;
   int64_t vocabulary = std::numeric_limits<int64_t>::max();
-  Expected<std::vector<rt::DataKey>> keys = std::vector<rt::DataKey>();
   if (!modelOpt.empty()) {
-    keys = modelDataKeys(modelOpt);
-    if (!keys)
-      return keys.takeError();
+    Expected<ModelInputs> inputs = readModelInputs(modelOpt);
+    if (!inputs)
+      return inputs.takeError();
     sequence = 0;
-    for (const rt::DataKey &key : *keys)
+    for (const rt::DataKey &key : inputs->dataKeys)
       if (std::string e = rt::checkTokenKey(key, format, sequence, vocabulary);
           !e.empty())
         return fail("'" + path + "': " + e);
@@ -189,9 +255,15 @@ Error inspect(std::string path) {
     return fail("cannot read '" + path + "': " + std::strerror(errno));
   if (S_ISDIR(info.st_mode)) {
     std::vector<rt::CheckpointEntry> found = rt::checkpointsIn(path);
+    struct stat hf;
+    if (found.empty() &&
+        (::stat((path + "/model.safetensors").c_str(), &hf) == 0 ||
+         ::stat((path + "/model.safetensors.index.json").c_str(), &hf) == 0))
+      return inspectHuggingFace(path);
     if (found.empty())
       return fail("'" + path + "' holds no checkpoint (no manifest.json in it "
-                  "or in a step-N under it)");
+                  "or in a step-N under it; no model.safetensors or "
+                  "model.safetensors.index.json of a Hugging Face one)");
     if (found.size() > 1) {
       std::string steps;
       for (const rt::CheckpointEntry &c : found)
@@ -202,6 +274,12 @@ Error inspect(std::string path) {
     }
     return inspectCheckpoint(found.front().dir,
                              rt::checkpointManifest(found.front().dir));
+  }
+  if (StringRef(path).ends_with("/model.safetensors.index.json") ||
+      path == "model.safetensors.index.json") {
+    size_t slash = path.rfind('/');
+    return inspectHuggingFace(slash == std::string::npos ? std::string(".")
+                                                         : path.substr(0, slash));
   }
   if (StringRef(path).ends_with(".json")) {
     size_t slash = path.rfind('/');

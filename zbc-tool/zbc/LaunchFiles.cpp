@@ -8,6 +8,7 @@
 #include "LaunchFiles.h"
 #include "Options.h"
 #include "HostCompiler.h"
+#include "OutputFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -23,21 +24,9 @@ using namespace zbc;
 namespace {
 
 
-/// Writes `text` to DIR/NAME, executable when `script`.
+/// Writes `text` to DIR/NAME, executable when `script` (OutputFile.h).
 Error writeFileIn(StringRef dir, StringRef name, StringRef text, bool script) {
-  std::string path = (dir + "/" + name).str();
-  std::error_code ec;
-  {
-    raw_fd_ostream out(path, ec);
-    if (ec)
-      return fail("cannot write '" + path + "': " + ec.message());
-    out << text;
-  }
-  if (script)
-    if (std::error_code perm = sys::fs::setPermissions(
-            path, sys::fs::all_read | sys::fs::all_exe | sys::fs::owner_write))
-      return fail("cannot make '" + path + "' executable: " + perm.message());
-  return Error::success();
+  return writeFile((dir + "/" + name).str(), text, script);
 }
 
 /// The check every script starts with: each executable is there.

@@ -168,6 +168,16 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
     microbatches = inferred.microbatches;
   if (!virtualStages)
     virtualStages = inferred.virtualStages;
+  // A cost file without sizes (zbc profile's: one value per stage, the
+  // stages it measured on as many ranks): its lists give the stages, and
+  // so the ranks, unless --ranks says otherwise.
+  if (!ranks)
+    for (const std::vector<double> *list : {&f, &b, &w, &r, &mb, &mw})
+      if (list->size() > 1 &&
+          list->size() % static_cast<size_t>(virtualStages.value_or(1)) == 0) {
+        ranks = static_cast<int64_t>(list->size()) / virtualStages.value_or(1);
+        break;
+      }
   if (oldMemLimitOpt.getNumOccurrences())
     return fail("--mem-limit is zbc compile's, a rank's whole memory in "
                 "bytes; a schedule's limit is --activation-budget (what a "

@@ -142,6 +142,7 @@ Error profile() {
   if (std::error_code ec = sys::fs::createUniqueDirectory("zbc-profile", dir))
     return fail("cannot make a build directory: " + ec.message());
   request.dir = dir.str().str();
+  request.launches = true;
   Expected<Compiled> compiled = compile(request);
   if (!compiled)
     return compiled.takeError();
@@ -210,6 +211,11 @@ Error profile() {
   double copyBandwidth = std::round(median(bandwidths));
   json::Object costs{{"model", compiled->model},
                      {"model_hash", compiled->modelHash},
+                     // What `zbc schedule --cost-file` simulates by
+                     // default: the microbatches measured (no `ranks`: a
+                     // compile may place these stages on fewer, --virtual;
+                     // the schedule counts them from the lists).
+                     {"microbatches", request.options.microbatches},
                      {"comm", std::isfinite(comm) ? rounded(comm) : 0.0},
                      {"F", std::move(F)},
                      {"B", std::move(B)},
@@ -218,11 +224,10 @@ Error profile() {
                      {"M_W", std::move(memW)}};
   if (copyBandwidth > 0)
     costs["copy_bandwidth"] = copyBandwidth;
-  std::error_code ec;
-  raw_fd_ostream out(outputFile, ec);
-  if (ec)
-    return fail("cannot write '" + outputFile + "': " + ec.message());
-  out << formatv("{0:2}", json::Value(std::move(costs))) << "\n";
+  if (Error e = writeFile(outputFile, [&](raw_ostream &out) {
+        out << formatv("{0:2}", json::Value(std::move(costs))) << "\n";
+      }))
+    return e;
   outs() << formatv("  comm {0:F3} ms; copies {1} bytes/ms (median of {2}); "
                     "cost file {3} (milliseconds, bytes)\n",
                     std::isfinite(comm) ? comm : 0.0, copyBandwidth,

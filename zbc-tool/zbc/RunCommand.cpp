@@ -21,6 +21,7 @@
 #include "Compile.h"
 #include "Launch.h"
 #include "MeasuredTimeline.h"
+#include "ModelInputs.h"
 #include "zbc/Options/OptionValues.h"
 #include "Options.h"
 
@@ -274,47 +275,31 @@ Error checkRankOptions(const std::string &dir,
                   : text.drop_front(at + 7).str());
 }
 
-/// What the ranks would find wrong with --data only after start-up.
-Error checkData(const Compiled &compiled) {
-  std::string path = dataOpt.opt;
+/// --data and --init against the model (ModelInputs.h), before anything
+/// is compiled: what the ranks would refuse only after start-up, under
+/// mpirun, zbc refuses here, naming the file and the tensor or key.
+Error checkInputFiles(const Request &request) {
   bool evaluates = evalEveryOpt.opt.getNumOccurrences() > 0;
-  rt::DataFormat format = rt::dataFormatOf(path);
-  if (path.empty() || format == rt::DataFormat::SafeTensors) {
-    if (evaluates)
-      return fail("--eval-every needs a token stream: --data FILE (text, "
-                  ".npy or .bin), whose last tenth is held out");
-    if (path.empty() || compiled.dataKeys.empty())
-      return Error::success();
-    rt::TensorFile file;
-    int64_t samples = 0;
-    if (std::string e = rt::readSafeTensors(path, file); !e.empty())
-      return fail(e);
-    if (std::string e =
-            rt::checkSampleTensors(path, file, compiled.dataKeys, samples);
-        !e.empty())
-      return fail(e);
+  std::string data = dataOpt.opt;
+  bool samples = data.empty() || rt::isSafeTensorsPath(data);
+  if (evaluates && samples)
+    return fail("--eval-every needs a token stream: --data FILE (text, "
+                ".npy or .bin), whose last tenth is held out");
+  if (data.empty() && !initOpt.opt.getNumOccurrences())
     return Error::success();
+  Expected<ModelInputs> inputs = readModelInputs(request.input);
+  if (!inputs)
+    return inputs.takeError();
+  if (!data.empty()) {
+    rt::TokenType binTokens = rt::TokenType::U16;
+    if (dataDtypeOpt.opt.getNumOccurrences())
+      rt::parseBinTokenType(dataDtypeOpt.opt, binTokens); // checked before
+    if (Error e = checkDataFile(data, inputs->dataKeys, binTokens, evaluates))
+      return e;
   }
-  int64_t sequence = 0;
-  int64_t vocabulary = std::numeric_limits<int64_t>::max();
-  for (const rt::DataKey &key : compiled.dataKeys)
-    if (std::string e = rt::checkTokenKey(key, format, sequence, vocabulary);
-        !e.empty())
-      return fail("'" + path + "': " + e);
-  rt::TokenType binTokens = rt::TokenType::U16;
-  if (dataDtypeOpt.opt.getNumOccurrences())
-    rt::parseBinTokenType(dataDtypeOpt.opt, binTokens); // checked before
-  rt::TokenCorpus corpus;
-  if (std::string e = rt::loadTokenCorpus(path, binTokens, sequence,
-                                          vocabulary, corpus);
-      !e.empty())
-    return fail(e);
-  // Token keys are [rows, sequence] (checkTokenKey).
-  if (evaluates)
-    if (std::string e = rt::checkEvaluation(
-            corpus, compiled.dataKeys.front().shape.front(), path);
-        !e.empty())
-      return fail(e);
+  if (initOpt.opt.getNumOccurrences())
+    if (Error e = checkInitCheckpoint(initOpt.opt, *inputs, quietOpt))
+      return e;
   return Error::success();
 }
 
@@ -353,83 +338,6 @@ std::string optimizerLine(Optimizer optimizer) {
   return formatv("sgd: lr {0}, momentum {1}, weight decay {2}",
                  value(lrOpt, d.lr), value(momentumOpt, d.momentum),
                  value(weightDecayOpt, d.weightDecay));
-}
-
-/// The buffers a Hugging Face checkpoint may hold beside its parameters,
-/// which transformers itself ignores on load, by the end of their names;
-/// each with why it is no parameter, for the note that skips it.
-struct KnownBuffer {
-  const char *suffix;
-  const char *why;
-};
-constexpr KnownBuffer kKnownBuffers[] = {
-    {".attn.bias", "GPT-2's causal masks"},
-    {".attn.masked_bias", "GPT-2's causal masks"},
-    {".rotary_emb.inv_freq",
-     "rotary frequencies, saved by transformers before 4.31 and computed "
-     "from the config"},
-};
-
-/// --init's checkpoint against the whole model (Note [Initial weights]):
-/// the ranks check their own tensors; here every tensor of the checkpoint
-/// must be a parameter of the model, or one of the buffers transformers
-/// itself ignores on load (kKnownBuffers: skipped with a note), a tied
-/// head's copy, or a layer import-hf --layers left out. Anything else is
-/// an error: a checkpoint of another model.
-Error checkInitCheckpoint(const Compiled &compiled) {
-  rt::CheckpointLayout layout;
-  if (std::string e = rt::readCheckpointLayout(initOpt.opt, layout); !e.empty())
-    return fail(e);
-  // The layer of a layer's tensor ("model.layers.7.", "transformer.h.7."),
-  // or "": a layer the model lacks was left out by import-hf --layers.
-  auto layerOf = [](StringRef name) -> std::string {
-    for (StringRef prefix : {"model.layers.", "transformer.h."})
-      if (name.starts_with(prefix)) {
-        StringRef rest = name.drop_front(prefix.size());
-        return (prefix + rest.take_until([](char c) { return c == '.'; }))
-            .str();
-      }
-    return "";
-  };
-  std::set<std::string> layers;
-  for (const std::string &name : compiled.paramNames)
-    layers.insert(layerOf(name));
-  auto leftOut = [&](StringRef name) {
-    std::string layer = layerOf(name);
-    return (name == "lm_head.weight" && !compiled.paramNames.count(name.str())) ||
-           (!layer.empty() && !layers.count(layer));
-  };
-  // Buffers skipped, by kind: how many, and the first's name.
-  std::map<const KnownBuffer *, std::pair<int64_t, std::string>> skipped;
-  for (const std::string &file : layout.files()) {
-    std::map<std::string, rt::TensorLocation> tensors;
-    if (std::string e = rt::readSafeTensorsHeader(file, tensors); !e.empty())
-      return fail(e);
-    for (const auto &entry : tensors) {
-      StringRef name = entry.first;
-      if (compiled.paramNames.count(entry.first) || leftOut(name))
-        continue;
-      const KnownBuffer *buffer = nullptr;
-      for (const KnownBuffer &known : kKnownBuffers)
-        if (name.ends_with(known.suffix))
-          buffer = &known;
-      if (!buffer)
-        return fail(formatv("--init: tensor '{0}' in '{1}' is not a "
-                            "parameter of model '{2}' (a checkpoint of "
-                            "another model?)",
-                            entry.first, file, compiled.model));
-      auto &[count, first] = skipped[buffer];
-      if (count++ == 0)
-        first = entry.first;
-    }
-  }
-  if (!quietOpt)
-    for (const auto &[buffer, seen] : skipped)
-      errs() << formatv("zbc: note: --init: skipped {0} buffer{1} named "
-                        "*{2} ({3}; no parameter), e.g. '{4}'\n",
-                        seen.first, seen.first == 1 ? "" : "s",
-                        buffer->suffix, buffer->why, seen.second);
-  return Error::success();
 }
 
 /// The end of a run that worked: losses, bubble and memory, from the
@@ -476,17 +384,20 @@ void printSummary(const std::string &dir, const std::string &reportDir,
     errs() << "zbc: warning: no measured timeline: "
            << toString(run.takeError()) << "\n";
   } else if (run->stepsUsed > 0) {
-    std::error_code ec;
-    raw_fd_ostream trace(dir + "/trace.json", ec);
-    if (!ec)
-      writeMeasuredTrace(*run, trace);
-    raw_fd_ostream svg(dir + "/timeline.svg", ec);
-    if (!ec)
-      sched::writeSVG(compiled.problem, compiled.table, run->lastStep, svg,
-                      compiled.scheduleSource.empty()
-                          ? "measured"
-                          : "measured, " + compiled.scheduleSource,
-                      "ms");
+    // The run itself worked: a timeline that cannot be written is a
+    // warning (naming the file), not a failed run.
+    if (Error e = writeFile(dir + "/trace.json", [&](raw_ostream &trace) {
+          writeMeasuredTrace(*run, trace);
+        }))
+      errs() << "zbc: warning: " << toString(std::move(e)) << "\n";
+    if (Error e = writeFile(dir + "/timeline.svg", [&](raw_ostream &svg) {
+          sched::writeSVG(compiled.problem, compiled.table, run->lastStep, svg,
+                          compiled.scheduleSource.empty()
+                              ? "measured"
+                              : "measured, " + compiled.scheduleSource,
+                          "ms");
+        }))
+      errs() << "zbc: warning: " << toString(std::move(e)) << "\n";
     os << formatv("  bubble rate {0:F4} measured (mean of {1} steps), "
                       "{2:F4} predicted\n",
                       run->bubbleRate, run->stepsUsed, compiled.bubbleRate);
@@ -519,6 +430,7 @@ int zbc::runRunCommand() {
   if (!request)
     return error(request.takeError());
   request->quiet = quietOpt;
+  request->launches = true;
   Expected<std::vector<std::string>> rankArgs = rankArguments(*request);
   if (!rankArgs)
     return error(rankArgs.takeError());
@@ -526,14 +438,11 @@ int zbc::runRunCommand() {
     return error(std::move(e));
   if (Error e = checkOutputs(*request))
     return error(std::move(e));
+  if (Error e = checkInputFiles(*request))
+    return error(std::move(e));
   Expected<Compiled> compiled = compile(*request);
   if (!compiled)
     return error(compiled.takeError());
-  if (Error e = checkData(*compiled))
-    return error(std::move(e));
-  if (initOpt.opt.getNumOccurrences())
-    if (Error e = checkInitCheckpoint(*compiled))
-      return error(std::move(e));
   if (Error e = checkRankOptions(request->dir, *rankArgs))
     return error(std::move(e));
   if (!quietOpt)

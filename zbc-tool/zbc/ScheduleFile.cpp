@@ -198,7 +198,7 @@ Error addMlirProgram(ModuleOp module, zb::PipelineOp pipeline,
                      ScheduleFile &file, StringRef optimizer) {
   MLIRContext *context = module.getContext();
   SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, context);
+  zbc::DiagnosticPrinter diagnostics(sourceMgr, context);
   OwningOpRef<ModuleOp> parsed = parseInputFile(file.path, *context, sourceMgr);
   if (!parsed)
     return fail("cannot read the schedule file '" + file.path +
@@ -241,7 +241,7 @@ Expected<ScheduleFile> zbc::readScheduleFile(const std::string &path) {
     MLIRContext context;
     setUpContext(context);
     SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+    zbc::DiagnosticPrinter diagnostics(sourceMgr, &context);
     OwningOpRef<ModuleOp> module = parseInputFile(path, context, sourceMgr);
     if (!module)
       return fail("cannot read the schedule file '" + path +

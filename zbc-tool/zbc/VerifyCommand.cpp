@@ -58,7 +58,7 @@ int verifyIR() {
   MLIRContext context;
   zbc::setUpContext(context);
   llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  zbc::DiagnosticPrinter diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module =
       zbc::parseInputFile(verifyInput, context, sourceMgr);
   if (!module)

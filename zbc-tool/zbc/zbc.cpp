@@ -24,9 +24,11 @@
 #include "Input.h"
 #include "zbc/Options/OptionValues.h"
 #include "Options.h"
+#include "OutputFile.h"
 #include "SchedulePlugins.h"
 #include "SplitReport.h"
 #include "Summary.h"
+#include "UnknownFlags.h"
 
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Support/IRNesting.h"
@@ -71,7 +73,7 @@ static int runCheck() {
   int status = 0;
   for (const std::string &path : checkInputs) {
     llvm::SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+    zbc::DiagnosticPrinter diagnostics(sourceMgr, &context);
     OwningOpRef<ModuleOp> module = zbc::parseInputFile(path, context, sourceMgr);
     if (!module) {
       status = 1;
@@ -139,7 +141,7 @@ static int runSplit() {
   MLIRContext context;
   zbc::setUpContext(context);
   llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  zbc::DiagnosticPrinter diagnostics(sourceMgr, &context);
   OwningOpRef<ModuleOp> module = zbc::parseInputFile(splitInput, context, sourceMgr);
   if (!module)
     return 1;
@@ -157,17 +159,12 @@ static int runSplit() {
   for (auto pipeline : module->getOps<zbc::zb::PipelineOp>())
     if (failed(zbc::printSplitReport(pipeline, llvm::outs())))
       return 1;
-  if (!splitOutput.empty()) {
-    std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> out =
-        openOutputFile(splitOutput, &error);
-    if (!out) {
-      llvm::errs() << "zbc: error: " << error << "\n";
+  if (!splitOutput.empty())
+    if (llvm::Error e = zbc::writeFile(
+            splitOutput, [&](llvm::raw_ostream &os) { module->print(os); })) {
+      llvm::errs() << "zbc: error: " << llvm::toString(std::move(e)) << "\n";
       return 1;
     }
-    module->print(out->os());
-    out->keep();
-  }
   return 0;
 }
 
@@ -196,21 +193,34 @@ int main(int argc, char **argv) {
   });
   // llvm::cl's messages name the option but not that they are errors; make
   // them read as every other zbc error ("zbc: error: ...", exit 1).
+  // The program is "zbc" in every message ("See: zbc compile --help"),
+  // wherever the build put it.
+  SmallVector<const char *> args(argv, argv + argc);
+  args[0] = "zbc";
+  if (!zbc::checkFlagsKnown(ArrayRef(args).drop_front(), llvm::errs()))
+    return 1;
   std::string clErrors;
   llvm::raw_string_ostream clStream(clErrors);
   if (!cl::ParseCommandLineOptions(
-          argc, argv,
+          argc, args.data(),
           "zbc: compile, check and simulate pipeline-parallel training "
           "schedules\n",
           &clStream)) {
     SmallVector<StringRef> lines;
     StringRef(clErrors).split(lines, '\n', -1, /*KeepEmpty=*/false);
+    // LLVM's "See: zbc --help" of a subcommand's error: its own --help.
+    std::string see = "See: zbc --help";
+    if (argc > 1 && argv[1][0] != '-')
+      see = "See: zbc " + std::string(argv[1]) + " --help";
     for (StringRef line : lines) {
       line = line.trim();
       line.consume_front("zbc: ");
+      std::string text = line.str();
+      if (size_t at = text.find("See: zbc --help"); at != std::string::npos)
+        text.replace(at, 15, see);
       llvm::errs() << (line.starts_with("Did you mean") ? "zbc: note: "
                                                         : "zbc: error: ")
-                   << line << "\n";
+                   << text << "\n";
     }
     return 1;
   }

@@ -8,7 +8,8 @@
 // (h 1024, S 512, heads 8); then times linear, linearGradInput,
 // linearGradWeight and attention forward/backward at h 4096, S 2048, bf16.
 // Prints one "PASS"/"FAIL" line per check (and "TIME" lines), exits 1 on any
-// FAIL, 2 when there is no CUDA device.
+// FAIL, 2 when it cannot run: no CUDA device, or an argument it does not
+// take (it takes none but --help, which prints its usage and exits 0).
 //
 // bf16 checks give the CPU kernel the bf16-rounded inputs and round its
 // results (Note [bf16]), so both sides compute in fp32 from the same values.
@@ -766,9 +767,38 @@ void timeLayer() {
             5 * gemmFlops);
 }
 
+/// What --help prints: it answers before looking for a device, so that it
+/// reads the same on a machine without one.
+void printUsage(std::FILE *to) {
+  std::fprintf(to,
+               "usage: zbc-cuda-kernel-check [--help]\n"
+               "Runs every CUDA kernel of the zbc runtime on seeded random "
+               "inputs against\n"
+               "the CPU kernel of the same name (fp32 and bf16, small and "
+               "realistic shapes),\n"
+               "then times the layer's GEMMs and attention at h 4096, S "
+               "2048, bf16.\n"
+               "Prints one PASS/FAIL line per check and TIME lines; exits 0 "
+               "when every\n"
+               "check passes, 1 on any FAIL, 2 when it cannot run (no CUDA "
+               "device, or an\n"
+               "argument it does not take).\n");
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      printUsage(stdout);
+      return 0;
+    }
+    std::fprintf(stderr,
+                 "kernel-check: error: unknown argument '%s' (see "
+                 "zbc-cuda-kernel-check --help)\n",
+                 argv[i]);
+    return 2;
+  }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "kernel-check: no CUDA device\n");

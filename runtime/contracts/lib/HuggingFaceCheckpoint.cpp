@@ -10,6 +10,7 @@
 #include "zbc/contracts/SafeTensors.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <set>
 
@@ -77,5 +78,39 @@ std::string readCheckpointLayout(const std::string &path,
   return {};
 }
 
+std::string locateInitTensor(const CheckpointLayout &layout,
+                             const InitParam &param, CheckpointHeaders &headers,
+                             std::string &file, TensorLocation &tensor) {
+  file = layout.single;
+  if (file.empty()) {
+    auto shard = layout.shardOf.find(param.name);
+    if (shard == layout.shardOf.end())
+      return fmt::format("--init: tensor '{}' is not in the weight_map of "
+                         "'{}'",
+                         param.name, layout.index);
+    file = shard->second;
+  }
+  auto [it, fresh] = headers.try_emplace(file);
+  if (fresh)
+    if (std::string e = readSafeTensorsHeader(file, it->second); !e.empty()) {
+      headers.erase(it);
+      return e;
+    }
+  auto found = it->second.find(param.name);
+  if (found == it->second.end())
+    return fmt::format("--init: tensor '{}' is missing from '{}'", param.name,
+                       file);
+  tensor = found->second;
+  if (tensor.shape != param.shape)
+    return fmt::format("--init: tensor '{}' in '{}' is [{}], the model's "
+                       "parameter is [{}]",
+                       param.name, file, fmt::join(tensor.shape, ", "),
+                       fmt::join(param.shape, ", "));
+  if (tensor.dtype != "F32" && tensor.dtype != "BF16" && tensor.dtype != "F16")
+    return fmt::format("--init: tensor '{}' in '{}' has dtype {}; --init "
+                       "reads F32, BF16 and F16",
+                       param.name, file, tensor.dtype);
+  return {};
+}
 
 } // namespace zbc::rt

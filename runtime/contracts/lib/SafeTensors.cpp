@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace zbc::rt {
@@ -204,29 +205,48 @@ std::string readFileBytes(const std::string &path, std::string &bytes) {
 }
 
 std::string writeFileAtomically(const std::string &path,
-                                const std::string &bytes) {
+                                const std::string &bytes, int mode) {
+  // The error names `path`, the file the user asked for; the temporary is
+  // removed, so that a failed write (a full disk) leaves nothing cut off.
   std::string temporary = path + ".tmp";
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  auto failed = [&](int fd) {
+    std::string error =
+        fmt::format("cannot write '{}': {}", path, std::strerror(errno));
+    if (fd >= 0)
+      ::close(fd);
+    ::unlink(temporary.c_str());
+    return error;
+  };
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  mode);
   if (fd < 0)
-    return fmt::format("cannot write '{}': {}", temporary, std::strerror(errno));
+    return fmt::format("cannot write '{}': {}", path, std::strerror(errno));
+  // The mode as given, whatever the umask (an executable script).
+  if (::fchmod(fd, static_cast<mode_t>(mode)) != 0)
+    return failed(fd);
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
-      std::string error = fmt::format("cannot write '{}': {}", temporary,
-                                      std::strerror(errno));
-      ::close(fd);
-      return error;
+      if (n == 0)
+        errno = ENOSPC;
+      return failed(fd);
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    return fmt::format("cannot write '{}': {}", temporary, std::strerror(errno));
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    return fmt::format("cannot rename '{}' to '{}': {}", temporary, path,
-                       std::strerror(errno));
+  // A full disk may show only here (delayed allocation).
+  if (::fsync(fd) != 0)
+    return failed(fd);
+  if (::close(fd) != 0)
+    return failed(-1);
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::string error = fmt::format("cannot rename '{}' to '{}': {}", temporary,
+                                    path, std::strerror(errno));
+    ::unlink(temporary.c_str());
+    return error;
+  }
   // The rename itself lasts once the directory is on disk.
   std::string dir = path.find('/') == std::string::npos
                         ? std::string(".")

@@ -3,13 +3,19 @@
 // A checkpoint in Hugging Face's form is a directory holding
 // model.safetensors, or model.safetensors.index.json whose "weight_map"
 // names each tensor's shard (a file of that directory), or one .safetensors
-// file. The one home of that rule: the ranks' --init (InitWeights.cpp) and
-// `zbc run --init`'s check of the whole checkpoint read it here.
+// file. The one home of that rule, and of what --init asks of each
+// parameter's tensor (there, the parameter's shape, a dtype it reads): the
+// ranks' --init (InitWeights.cpp), `zbc run --init`'s check of the whole
+// checkpoint before anything runs and `zbc inspect DIR --model M` read
+// them here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_RUNTIME_HUGGINGFACECHECKPOINT_H
 #define ZBC_RUNTIME_HUGGINGFACECHECKPOINT_H
 
+#include "zbc/contracts/SafeTensors.h"
+
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +36,24 @@ struct CheckpointLayout {
 /// returns what is wrong (naming the file) or "".
 std::string readCheckpointLayout(const std::string &path,
                                  CheckpointLayout &layout);
+
+/// A parameter --init fills: its name and its shape.
+struct InitParam {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+/// The headers of a checkpoint's files, each read once (file -> tensors).
+using CheckpointHeaders =
+    std::map<std::string, std::map<std::string, TensorLocation>>;
+
+/// Finds `param`'s tensor in the checkpoint `layout`: sets `file` and
+/// `tensor` after checking that it is there, with the parameter's shape and
+/// a dtype --init reads (F32, BF16, F16). Returns what is wrong, naming the
+/// tensor and the file, or "".
+std::string locateInitTensor(const CheckpointLayout &layout,
+                             const InitParam &param, CheckpointHeaders &headers,
+                             std::string &file, TensorLocation &tensor);
 
 } // namespace zbc::rt
 

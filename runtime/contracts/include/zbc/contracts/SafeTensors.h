@@ -65,10 +65,12 @@ std::string decodeSafeTensors(const std::string &path, const std::string &bytes,
 /// All of `path`'s bytes; an error message or "".
 std::string readFileBytes(const std::string &path, std::string &bytes);
 /// Writes `bytes` to `path` so that `path` holds either its old content or
-/// all of the new, also across a crash: a temporary file, fsync, rename,
-/// fsync of the directory. An error message or "".
+/// all of the new, also across a crash: a temporary file (PATH.tmp, with
+/// permissions `mode`), fsync, rename, fsync of the directory. An error
+/// message naming `path` ("cannot write 'PATH': No space left on device"),
+/// the temporary removed; or "".
 std::string writeFileAtomically(const std::string &path,
-                                const std::string &bytes);
+                                const std::string &bytes, int mode = 0644);
 
 /// Bytes per element of a dtype name; 0 if unknown.
 int64_t dtypeBytes(const std::string &dtype);
