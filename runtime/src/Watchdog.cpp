@@ -130,6 +130,24 @@ void tellStop(const char *by, const char *why) {
   writeStatus(status.text, status.size);
 }
 
+/// Says, async-signal-safely, that this rank failed as `m` words it (Note
+/// [Lost ranks]): on stderr, and in its status file, with "frozen: yes"
+/// where it did not run.
+void tellFailed(const Message &m, bool frozen) {
+  Message err;
+  err.add("zbc rank ");
+  err.add(static_cast<int64_t>(gRank->program->rank));
+  err.add(": error: ");
+  err.add(m.text);
+  err.add("\n");
+  writeAll(2, err.text, err.size);
+  Message status;
+  status.add("failed: ");
+  status.add(m.text);
+  status.add(frozen ? "\nfrozen: yes\n" : "\n");
+  writeStatus(status.text, status.size);
+}
+
 // When the watchdog thread last woke (it wakes every 100 ms), and how long
 // a sleep must last to mean that the process itself did not run: read by
 // the SIGTERM handler, so atomics.
@@ -166,18 +184,7 @@ bool tellIfFrozen() {
   m.add(" s (stopped by a signal such as SIGSTOP, or starved of CPU)");
   describePlace(m, gRank, s.op, s.what, s.waiting);
   m.add(": its peers will have given up waiting for it");
-  Message err;
-  err.add("zbc rank ");
-  err.add(static_cast<int64_t>(gRank->program->rank));
-  err.add(": error: ");
-  err.add(m.text);
-  err.add("\n");
-  writeAll(2, err.text, err.size);
-  Message status;
-  status.add("failed: ");
-  status.add(m.text);
-  status.add("\nfrozen: yes\n");
-  writeStatus(status.text, status.size);
+  tellFailed(m, /*frozen=*/true);
   return true;
 }
 
@@ -218,18 +225,7 @@ bool tellIfSignalledAlone(int signal, const siginfo_t *info) {
   m.add(" (not the launcher)");
   describePlace(m, gRank, s.op, s.what, s.waiting);
   m.add(": the launcher stops the other ranks");
-  Message err;
-  err.add("zbc rank ");
-  err.add(static_cast<int64_t>(gRank->program->rank));
-  err.add(": error: ");
-  err.add(m.text);
-  err.add("\n");
-  writeAll(2, err.text, err.size);
-  Message status;
-  status.add("failed: ");
-  status.add(m.text);
-  status.add("\n");
-  writeStatus(status.text, status.size);
+  tellFailed(m, /*frozen=*/false);
   return true;
 }
 
