@@ -29,7 +29,6 @@ using namespace zbc;
 
 namespace {
 
-
 /// The stages rank `r` holds, as "stage 0" or "stages 0, 7".
 std::string stagesText(const sched::ScheduleTable &table, int r) {
   std::vector<std::string> held;
@@ -226,15 +225,15 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
                           : formatv("the schedule keeps at most {0} bytes of "
                                     "activations", budget)
                                 .str());
-  }
-  else if (options.memoryLimit > 0)
+  } else if (options.memoryLimit > 0) {
     outs() << formatv("  memory limit {0} bytes per rank, the largest arena "
                       "{1}: the order at the schedule's own activation budget "
                       "fits\n",
                       options.memoryLimit, *llvm::max_element(compiled.arena));
-  else if (compiled.activationBudget)
+  } else if (compiled.activationBudget) {
     outs() << formatv("  activation budget {0} bytes per rank\n",
                       static_cast<int64_t>(*compiled.activationBudget));
+  }
   if (compiled.recompute != "none" || compiled.offload != "none" ||
       compiled.backward != "stored")
     outs() << formatv("  levers: recompute {0}, offload {1}, the backward "

@@ -171,14 +171,6 @@ zbc::fitActivationBudget(ModuleOp module, int64_t limit, ScheduleFn schedule) {
   }
   if (!closest)
     return failure();
-  // What the closest miss allocates, for the error that says what fits.
-  if (closest->arenas.empty())
-    if (FailureOr<RankBudget> planned =
-            tryBudget(module, closest->activations, schedule, true);
-        succeeded(planned)) {
-      planned->attempts = closest->attempts;
-      closest = *planned;
-    }
   return *closest;
 }
 

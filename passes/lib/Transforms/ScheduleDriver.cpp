@@ -22,7 +22,8 @@
 //   costs]) and judged the same way.
 // Each candidate says so in a remark on the pipeline where it wins. Where
 // none fits, a remark says what would (whatWouldFit): each lever's least
-// arena the fit reached, and what a rank holds before any activation.
+// arena, at the smallest budget its schedule takes, and what a rank holds
+// before any activation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -122,9 +123,8 @@ LogicalResult checkpointModule(ModuleOp module) {
 
 /// The remark where nothing fits `limit`: for each lever alone, the
 /// largest arena of its order at the smallest budget it takes
-/// (leastArena), or that it fits; and the most a rank holds before any
-/// activation (parameters, gradients, optimizer state), which no lever
-/// lowers.
+/// (leastArena); and the most a rank holds before any activation
+/// (parameters, gradients, optimizer state), which no lever lowers.
 std::string whatWouldFit(ModuleOp module, const CompileOptions &request,
                          int64_t limit) {
   struct Candidate {

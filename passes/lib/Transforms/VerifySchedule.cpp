@@ -143,15 +143,15 @@ void ZBVerifySchedulePass::runOnOperation() {
     getOperation().emitError("zb-verify-schedule found no 'zb.program'");
     return signalPassFailure();
   }
+  llvm::Expected<int64_t> memoryLimit =
+      parseByteAmount(memoryLimitText, limits::kMaxTensorBytes);
+  if (!memoryLimit) {
+    programs.front().emitError("zb-verify-schedule option memory-limit: ")
+        << llvm::toString(memoryLimit.takeError());
+    return signalPassFailure();
+  }
   for (ProgramOp program : programs) {
     ScheduleProof proof;
-    llvm::Expected<int64_t> memoryLimit =
-        parseByteAmount(memoryLimitText, limits::kMaxTensorBytes);
-    if (!memoryLimit) {
-      program.emitError("zb-verify-schedule option memory-limit: ")
-          << llvm::toString(memoryLimit.takeError());
-      return signalPassFailure();
-    }
     if (failed(verifyScheduleProgram(program, &proof, *memoryLimit)))
       return signalPassFailure();
     if (report) {

@@ -23,9 +23,8 @@ namespace zbc {
 /// What the fit found: the activation budget to schedule with, the
 /// whole-rank peaks the schedule built at it gives and the arenas its
 /// memory plan allocates (Note [Memory plan]; empty where it was not
-/// planned; where nothing fits, the closest miss is planned too), whether
-/// every arena is within the limit, the tries it took, and the makespan
-/// the schedule predicts at it.
+/// planned), whether every arena is within the limit, the tries it took,
+/// and the makespan the schedule predicts at it.
 struct RankBudget {
   double activations = 0;
   /// Built at the schedule's own default budget instead (the last resort
