@@ -207,8 +207,9 @@ cudaError_t crossEntropyGrad(Dtype dtype, IndexType indexType,
 /// acc[i] += x[i]: acc fp32, x of `dtype`.
 cudaError_t accumulate(float *acc, Dtype dtype, const void *x, int64_t n,
                        cudaStream_t stream);
-/// *sum += (double) x[0] (the loss accumulator; x one element of dtype).
-cudaError_t addScalar(float *sum, Dtype dtype, const void *x,
+/// *sum += (double) (weight * x[0]) (the loss accumulator; x one element of
+/// dtype, weight its microbatch's in the step's loss).
+cudaError_t addScalar(float *sum, Dtype dtype, const void *x, float weight,
                       cudaStream_t stream);
 /// y (dtype) = x (fp32), rounded to nearest even for bf16.
 cudaError_t convertFromF32(Dtype dtype, const float *x, void *y, int64_t n,
