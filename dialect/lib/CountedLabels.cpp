@@ -33,7 +33,7 @@ std::optional<CountedLabels> zb::countedLabelsOf(PipelineOp pipeline) {
       std::optional<PhaseKey> parsed = PhaseKey::parse(labelKey);
       if (!parsed || parsed->kind != KeyKind::Label)
         return std::nullopt;
-      return CountedLabels{labelKey.str(), loss.getIgnoreIndex()};
+      return CountedLabels{labelKey.str(), static_cast<int64_t>(loss.getIgnoreIndex())};
     }
   }
   return std::nullopt;

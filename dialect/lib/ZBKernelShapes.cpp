@@ -146,7 +146,7 @@ KernelShape<AttentionOp> zbc::zb::kernelShapeOf(AttentionOp op) {
 KernelShape<CrossEntropyOp> zbc::zb::kernelShapeOf(CrossEntropyOp op) {
   Value logits = op.getLogits(), labels = op.getLabels();
   return {{logits, labels, op.getResult()},
-          {elements(labels), fromEnd(logits, 0), op.getIgnoreIndex()}};
+          {elements(labels), fromEnd(logits, 0), static_cast<int64_t>(op.getIgnoreIndex())}};
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,7 +263,7 @@ KernelShape<AttentionGradOp> zbc::zb::kernelShapeOf(AttentionGradOp op) {
 KernelShape<CrossEntropyGradOp> zbc::zb::kernelShapeOf(CrossEntropyGradOp op) {
   Value logits = op.getLogits(), labels = op.getLabels();
   return {{logits, labels, op.getLossGrad(), op.getResult()},
-          {elements(labels), fromEnd(logits, 0), op.getIgnoreIndex()}};
+          {elements(labels), fromEnd(logits, 0), static_cast<int64_t>(op.getIgnoreIndex())}};
 }
 
 //===----------------------------------------------------------------------===//

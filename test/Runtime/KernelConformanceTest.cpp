@@ -1311,8 +1311,8 @@ template <typename I> void checkCrossEntropy() {
     Tensor logits = randomF32(logitShape, rng, c.scale, c.offset);
     Tensor labels = randomIndices(c.labels, c.classes, rng);
     std::string error;
-    Tensor ref64 = unwrap(k::crossEntropy(in(logits, F64), labels, error));
-    Tensor ref32 = unwrap(k::crossEntropy(logits, labels, error));
+    Tensor ref64 = unwrap(k::crossEntropy(in(logits, F64), labels, -100, error));
+    Tensor ref32 = unwrap(k::crossEntropy(logits, labels, -100, error));
     std::vector<I> ids = indicesAs<I>(labels);
     Buffer loss(1);
     run(device().crossEntropy(kF32, on(logits), on(ids), loss.data(),
@@ -1335,8 +1335,8 @@ template <typename I> void checkCrossEntropyGrad() {
     Tensor dloss = Tensor::scalar(0.7, F32);
     std::string error;
     Tensor ref64 = unwrap(
-        k::crossEntropyGrad(in(logits, F64), labels, in(dloss, F64), error));
-    Tensor ref32 = unwrap(k::crossEntropyGrad(logits, labels, dloss, error));
+        k::crossEntropyGrad(in(logits, F64), labels, in(dloss, F64), -100, error));
+    Tensor ref32 = unwrap(k::crossEntropyGrad(logits, labels, dloss, -100, error));
     std::vector<I> ids = indicesAs<I>(labels);
     Buffer dlogits(logits.numElements());
     run(device().crossEntropyGrad(kF32, on(logits), on(ids), on(dloss),
@@ -1458,8 +1458,8 @@ template <typename I> void checkCrossEntropyIgnoreIndex() {
       }
       std::string error;
       Tensor ref64 =
-          unwrap(k::crossEntropy(in(counted.logits, F64), counted.labels, error));
-      Tensor ref32 = unwrap(k::crossEntropy(counted.logits, counted.labels, error));
+          unwrap(k::crossEntropy(in(counted.logits, F64), counted.labels, -100, error));
+      Tensor ref32 = unwrap(k::crossEntropy(counted.logits, counted.labels, -100, error));
       expectConforms(loss, ref64, ref32);
     });
 }
@@ -1506,9 +1506,9 @@ template <typename I> void checkCrossEntropyGradIgnoreIndex() {
       // is over them alone.
       std::string error;
       Tensor part64 = unwrap(k::crossEntropyGrad(
-          in(counted.logits, F64), counted.labels, in(dloss, F64), error));
+          in(counted.logits, F64), counted.labels, in(dloss, F64), -100, error));
       Tensor part32 = unwrap(
-          k::crossEntropyGrad(counted.logits, counted.labels, dloss, error));
+          k::crossEntropyGrad(counted.logits, counted.labels, dloss, -100, error));
       Tensor ref64 = Tensor::zeros({rows, c.classes}, F64),
              ref32 = Tensor::zeros({rows, c.classes}, F32);
       for (size_t n = 0; n < counted.rows.size(); ++n)
@@ -1612,7 +1612,7 @@ template <typename I> void checkIndexErrors() {
                        bad, kVocab, dtable);
     }
     {
-      EXPECT_TRUE(zbc::failed(k::crossEntropy(logits, indices, message)));
+      EXPECT_TRUE(zbc::failed(k::crossEntropy(logits, indices, -100, message)));
       Buffer loss(1, 7.0f);
       expectIndexError(failureOf(device().crossEntropy(
                            kF32, on(logits), on(ids), loss.data(), 5, kVocab,
@@ -1621,7 +1621,7 @@ template <typename I> void checkIndexErrors() {
     }
     {
       EXPECT_TRUE(zbc::failed(
-          k::crossEntropyGrad(logits, indices, dloss, message)));
+          k::crossEntropyGrad(logits, indices, dloss, -100, message)));
       Buffer dlogits(5 * kVocab, 7.0f);
       expectIndexError(failureOf(device().crossEntropyGrad(
                            kF32, on(logits), on(ids), on(dloss),

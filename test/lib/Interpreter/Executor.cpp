@@ -216,7 +216,7 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       .Case([&](zb::CrossEntropyOp o) -> FT {
         return checked(
             k::crossEntropy(in(o.getLogits()), in(o.getLabels()),
-                            o.getIgnoreIndex(), message));
+                            static_cast<int64_t>(o.getIgnoreIndex()), message));
       })
       // Backward ops.
       .Case([&](zb::LossSeedOp o) -> FT {
@@ -293,7 +293,7 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
         return checked(k::crossEntropyGrad(in(o.getLogits()),
                                            in(o.getLabels()),
                                            in(o.getLossGrad()),
-                                           o.getIgnoreIndex(), message));
+                                           static_cast<int64_t>(o.getIgnoreIndex()), message));
       })
       .Default([&](Operation *) -> FT {
         return error(op) << "cannot be interpreted";
