@@ -37,6 +37,7 @@ struct GPTConfig {
   int64_t vocab = 256;
   bool tied = false;        // the head reuses wte (transposed)
   bool cuts = true;         // one stage per block
+  bool packed = false;      // a `documents` input masks the attention
   DType dtype = DType::F32; // of the parameters, so of every activation
 };
 
@@ -51,6 +52,8 @@ const char *const kUsage =
     "  --vocab N    vocabulary (256)\n"
     "  --tied       the head is the token embedding (zb.tie)\n"
     "  --no-cuts    no stage cuts: let the partitioner choose\n"
+    "  --packed     packed documents: a `documents` input (zbc pack) masks\n"
+    "               each token's attention to its own document\n"
     "  --bf16       bf16 parameters and activations\n"
     "  -o FILE      write the IR to FILE (default: stdout)\n";
 
@@ -69,6 +72,10 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
     }
     if (!std::strcmp(argv[i], "--tied")) {
       c.tied = true;
+      continue;
+    }
+    if (!std::strcmp(argv[i], "--packed")) {
+      c.packed = true;
       continue;
     }
     if (!std::strcmp(argv[i], "--no-cuts")) {
@@ -105,7 +112,8 @@ bool parseArgs(int argc, char **argv, GPTConfig &c, std::string &outPath) {
 }
 
 /// One pre-LayerNorm transformer block on x: [batch, seq, hidden].
-Tensor block(Model &m, const GPTConfig &c, int layer, Tensor x) {
+Tensor block(Model &m, const GPTConfig &c, int layer, Tensor x,
+             std::optional<Tensor> documents) {
   std::string p = "h" + std::to_string(layer) + ".";
   int64_t h = c.hidden;
 
@@ -127,7 +135,7 @@ Tensor block(Model &m, const GPTConfig &c, int layer, Tensor x) {
   Tensor outB = m.param(p + "mlp.proj.bias", {h}, Init::zeros(), c.dtype);
 
   Tensor qkv = m.biasAdd(m.linear(m.layerNorm(x, ln1g, ln1b), qkvW), qkvB);
-  Tensor attn = m.causalAttention(qkv, c.heads);
+  Tensor attn = m.causalAttention(qkv, c.heads, documents);
   x = m.add(x, m.biasAdd(m.linear(attn, projW), projB));
 
   Tensor up = m.gelu(m.biasAdd(m.linear(m.layerNorm(x, ln2g, ln2b), fcW), fcB));
@@ -144,6 +152,9 @@ int main(int argc, char **argv) {
   Tensor tokens = m.input("tokens", {c.batch, c.seq}, DType::I64);
   Tensor positions = m.input("positions", {c.batch, c.seq}, DType::I64);
   Tensor targets = m.label("targets", {c.batch, c.seq}, DType::I64);
+  std::optional<Tensor> documents;
+  if (c.packed)
+    documents = m.input("documents", {c.batch, c.seq}, DType::I64);
 
   Tensor wte = m.param("wte", {c.vocab, c.hidden}, Init::normal(0.02), c.dtype);
   Tensor wpe = m.param("wpe", {c.seq, c.hidden}, Init::normal(0.01), c.dtype);
@@ -154,7 +165,7 @@ int main(int argc, char **argv) {
   Tensor x = m.add(tokEmb, posEmb);
 
   for (int layer = 0; layer < c.layers; ++layer) {
-    x = block(m, c, layer, x);
+    x = block(m, c, layer, x, documents);
     if (c.cuts && layer + 1 < c.layers)
       x = m.cut(x); // one pipeline stage per block
   }

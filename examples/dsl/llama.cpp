@@ -43,6 +43,8 @@ const char *const kUsage =
     "  --rms-eps X        rms_norm_eps (1e-5)\n"
     "  --tied             tie_word_embeddings: the head is the embedding\n"
     "  --qkv-bias         attention_bias: biases on q, k and v (Qwen2)\n"
+    "  --packed           packed documents: a `documents` input (zbc pack)\n"
+    "                     masks each token's attention to its own document\n"
     "  --no-cuts          no stage boundaries (for zb-partition)\n"
     "  --bf16             bf16 parameters and activations\n"
     "  -o FILE            write the IR to FILE instead of stdout\n";
@@ -95,6 +97,8 @@ int parseArgs(int argc, char **argv, LlamaConfig &c, std::string &outPath) {
       c.tied = true;
     } else if (arg == "--qkv-bias") {
       c.qkvBias = true;
+    } else if (arg == "--packed") {
+      c.packed = true;
     } else if (arg == "--no-cuts") {
       c.cuts = false;
     } else if (arg == "--bf16") {

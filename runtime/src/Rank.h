@@ -58,11 +58,14 @@ std::string parseOptions(int argc, char **argv, Options &options);
 std::string optionsHelp(const char *program);
 
 /// Note [Loss over real tokens]: the weights of one batch's microbatches in
-/// its loss (StepLoss.cpp), every replica's, for the batch they were read for.
+/// its loss (StepLoss.cpp), every replica's, for the batch they were read for;
+/// with the buffers that read them, sized at start-up (no step allocates).
 struct LossWeights {
   std::vector<double> weights;
   int64_t batch = -1;
   bool heldOut = false;
+  std::vector<char> labels;     // one microbatch's counted labels
+  std::vector<int64_t> counted; // per microbatch of the batch
 };
 
 /// Where a rank's step time goes (--report writes it): kernels, waits for
@@ -142,6 +145,8 @@ BatchPosition batchPosition(const zbc_rt_rank *rank, int32_t microbatch);
 /// program counts labels. An error naming the step when it counts none.
 std::string lossWeightOf(zbc_rt_rank *rank, int32_t microbatch,
                          double &weight);
+/// Sizes what lossWeightOf reads into, once (steps allocate nothing).
+void initLossWeights(zbc_rt_rank *rank);
 
 /// Decides, once, whether updates wait for the end of the step (clipping,
 /// replicas, or a tied parameter on this rank) and sizes updateDue.

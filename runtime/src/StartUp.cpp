@@ -252,6 +252,7 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   rank->profile.computeCount.assign(
       static_cast<size_t>(p.stages) * ZBC_RT_COMPUTE_KIND_COUNT, 0);
   initOptimizer(rank);
+  initLossWeights(rank);
   error = initParams(rank);
   if (error.empty() && !resume.dir.empty())
     error = loadCheckpoint(rank, resume);

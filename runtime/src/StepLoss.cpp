@@ -18,6 +18,30 @@
 
 namespace zbc::rt {
 
+namespace {
+/// The element count of data tensor `index`.
+int64_t elementsOf(const zbc_rt_data &data) {
+  int64_t count = 1;
+  for (int32_t d = 0; d < data.rank_of_shape; ++d)
+    count *= data.shape[d];
+  return count;
+}
+} // namespace
+
+void initLossWeights(zbc_rt_rank *rank) {
+  const zbc_rt_program &p = *rank->program;
+  if (p.counted_labels < 0)
+    return;
+  const zbc_rt_data &labels = p.data[p.counted_labels];
+  LossWeights &w = rank->lossWeights;
+  w.labels.resize(static_cast<size_t>(elementsOf(labels) *
+                                      zbc_rt_element_bytes(labels.element)));
+  size_t microbatches =
+      static_cast<size_t>(p.microbatches) * rank->transport->replicas();
+  w.counted.reserve(microbatches);
+  w.weights.reserve(microbatches);
+}
+
 std::string lossWeightOf(zbc_rt_rank *rank, int32_t microbatch,
                          double &weight) {
   const zbc_rt_program &p = *rank->program;
@@ -29,26 +53,22 @@ std::string lossWeightOf(zbc_rt_rank *rank, int32_t microbatch,
   if (cache.weights.empty() || cache.batch != at.batch ||
       cache.heldOut != at.heldOut) {
     const zbc_rt_data &labels = p.data[p.counted_labels];
-    int64_t count = 1;
-    for (int32_t d = 0; d < labels.rank_of_shape; ++d)
-      count *= labels.shape[d];
-    std::vector<char> buffer(
-        static_cast<size_t>(count * zbc_rt_element_bytes(labels.element)));
-    std::vector<int64_t> counted;
+    const int64_t count = elementsOf(labels);
+    const char *buffer = cache.labels.data();
+    cache.counted.clear(); // within the capacity initLossWeights reserved
     BatchPosition each = at;
     for (each.microbatch = 0; each.microbatch < at.microbatches;
          ++each.microbatch) {
-      rank->data.fill(p.counted_labels, each, buffer.data(),
-                      static_cast<int64_t>(buffer.size()));
-      counted.push_back(
+      rank->data.fill(p.counted_labels, each, cache.labels.data(),
+                      static_cast<int64_t>(cache.labels.size()));
+      cache.counted.push_back(
           labels.element == ZBC_RT_I32
-              ? countedLabels(reinterpret_cast<const int32_t *>(buffer.data()),
+              ? countedLabels(reinterpret_cast<const int32_t *>(buffer),
                               count, p.ignore_index)
-              : countedLabels(reinterpret_cast<const int64_t *>(buffer.data()),
+              : countedLabels(reinterpret_cast<const int64_t *>(buffer),
                               count, p.ignore_index));
     }
-    cache.weights = lossWeights(counted);
-    if (cache.weights.empty())
+    if (!lossWeights(cache.counted, cache.weights))
       return fmt::format(
           "{} {}: every '{}' of its {} microbatches is the ignore_index {}: "
           "the step has no token to train on",

@@ -175,6 +175,7 @@ void applyChoices(ConfigReader &r, json::Object &config,
   c.seq = seqLenFor(o, c.maxPositions);
   c.cuts = false;
   c.dtype = o.dtype;
+  c.packed = o.packed;
 }
 
 Error readLlama(const std::string &path, json::Object &o,

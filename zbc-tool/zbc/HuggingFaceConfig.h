@@ -41,6 +41,7 @@ struct HuggingFaceImportOptions {
   int64_t microbatchSize = 0;
   int64_t layers = 0;
   dsl::DType dtype = dsl::DType::F32;
+  bool packed = false; // a `documents` input masks the attention
 };
 
 /// A config.json as a zbc model.

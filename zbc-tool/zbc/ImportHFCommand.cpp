@@ -1,12 +1,14 @@
 //===- ImportHFCommand.cpp - `zbc import-hf`: a Hugging Face model as zb IR -===//
 //
 //   zbc import-hf DIR -o MODEL.mlir --microbatch-size B [--seq-len S]
-//       [--layers K] [--dtype f32|bf16]
+//       [--layers K] [--dtype f32|bf16] [--packed]
 //
 // Reads DIR/config.json (or DIR itself, a config.json) through
 // HuggingFaceConfig.h and writes the model, built with the DSL, as zb IR:
 // its parameters named and laid out as the checkpoint's, its data keys
-// `tokens`, `positions` and `targets` (int64 [B, S]), the config in the
+// `tokens`, `positions` and `targets` (int64 [B, S]; with --packed also
+// `documents`, the document ids that `zbc pack` writes, which mask every
+// layer's attention to each token's document), the config in the
 // model's `hf_config` for the export. No weights are read: `--init` loads
 // them (and a model without weights, as a Llama-3-8B config, compiles and
 // is proven all the same).
@@ -57,6 +59,13 @@ cl::opt<std::string> dtypeOpt("dtype", cl::init("f32"),
                               cl::sub(zbc::importHFCommand()),
                               cl::cat(zbcCategory));
 
+cl::opt<bool> packedOpt("packed",
+                        cl::desc("Packed documents: a `documents` input "
+                                 "(zbc pack writes it) masks each token's "
+                                 "attention to its own document"),
+                        cl::sub(zbc::importHFCommand()),
+                        cl::cat(zbcCategory));
+
 } // namespace
 
 int zbc::runImportHFCommand() {
@@ -85,6 +94,7 @@ int zbc::runImportHFCommand() {
   options.microbatchSize = microbatchOpt;
   options.layers = layersOpt;
   options.dtype = dtypeOpt == "bf16" ? dsl::DType::BF16 : dsl::DType::F32;
+  options.packed = packedOpt;
   Expected<HuggingFaceModel> model = readHuggingFaceConfig(config, options);
   if (!model)
     return error(toString(model.takeError()));

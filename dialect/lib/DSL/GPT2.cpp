@@ -31,12 +31,13 @@ Tensor layerNorm(Model &m, const GPT2Config &c, const std::string &name,
 }
 
 /// One GPT2Block on x [batch, seq, hidden].
-Tensor block(Model &m, const GPT2Config &c, int64_t layer, Tensor x) {
+Tensor block(Model &m, const GPT2Config &c, int64_t layer, Tensor x,
+             std::optional<Tensor> documents) {
   const std::string p = "transformer.h." + std::to_string(layer) + ".";
   const int64_t h = c.hidden, inner = c.inner ? c.inner : 4 * c.hidden;
   Tensor a = layerNorm(m, c, p + "ln_1", x);
   Tensor qkv = conv1d(m, c, p + "attn.c_attn", a, h, 3 * h);
-  Tensor attn = m.causalAttention(qkv, c.heads);
+  Tensor attn = m.causalAttention(qkv, c.heads, documents);
   Tensor proj = conv1d(m, c, p + "attn.c_proj", attn, h, h);
   x = m.add(x, proj);
   Tensor n = layerNorm(m, c, p + "ln_2", x);
@@ -52,6 +53,9 @@ void buildGPT2(Model &m, const GPT2Config &c) {
   Tensor tokens = m.input("tokens", {c.batch, c.seq}, DType::I64);
   Tensor positions = m.input("positions", {c.batch, c.seq}, DType::I64);
   Tensor targets = m.label("targets", {c.batch, c.seq}, DType::I64);
+  std::optional<Tensor> documents;
+  if (c.packed)
+    documents = m.input("documents", {c.batch, c.seq}, DType::I64);
 
   Tensor wte = m.param("transformer.wte.weight", {c.vocab, c.hidden},
                        Init::normal(c.initStd), c.dtype);
@@ -61,7 +65,7 @@ void buildGPT2(Model &m, const GPT2Config &c) {
   Tensor pos = m.embedding(positions, wpe);
   Tensor x = m.add(tok, pos);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
-    x = block(m, c, layer, x);
+    x = block(m, c, layer, x, documents);
     if (c.cuts && layer + 1 < c.layers)
       x = m.cut(x);
   }

@@ -33,7 +33,7 @@ Tensor rmsNorm(Model &m, const LlamaConfig &c, const std::string &name,
 
 /// One decoder layer (LlamaDecoderLayer) on x [batch, seq, hidden].
 Tensor decoderLayer(Model &m, const LlamaConfig &c, int64_t layer, Tensor x,
-                    Tensor positions) {
+                    Tensor positions, std::optional<Tensor> documents) {
   const std::string p = "model.layers." + std::to_string(layer) + ".";
   const int64_t d = c.headSize(), qWidth = c.heads * d, kvWidth = c.kvHeads * d;
   Rope rope;
@@ -51,7 +51,7 @@ Tensor decoderLayer(Model &m, const LlamaConfig &c, int64_t layer, Tensor x,
                         c.qkvBias);
   Tensor qr = m.rope(q, positions, rope);
   Tensor kr = m.rope(k, positions, rope);
-  Tensor attn = m.attention(qr, kr, v, c.heads, c.kvHeads);
+  Tensor attn = m.attention(qr, kr, v, c.heads, c.kvHeads, documents);
   Tensor o = projection(m, c, p + "self_attn.o_proj", attn, qWidth, c.hidden,
                         false);
   x = m.add(x, o);
@@ -73,12 +73,15 @@ void buildLlama(Model &m, const LlamaConfig &c) {
   Tensor tokens = m.input("tokens", {c.batch, c.seq}, DType::I64);
   Tensor positions = m.input("positions", {c.batch, c.seq}, DType::I64);
   Tensor targets = m.label("targets", {c.batch, c.seq}, DType::I64);
+  std::optional<Tensor> documents;
+  if (c.packed)
+    documents = m.input("documents", {c.batch, c.seq}, DType::I64);
 
   Tensor embed = m.param("model.embed_tokens.weight", {c.vocab, c.hidden},
                          Init::normal(c.initStd), c.dtype);
   Tensor x = m.embedding(tokens, embed);
   for (int64_t layer = 0; layer < c.layers; ++layer) {
-    x = decoderLayer(m, c, layer, x, positions);
+    x = decoderLayer(m, c, layer, x, positions, documents);
     if (c.cuts && layer + 1 < c.layers)
       x = m.cut(x); // one pipeline stage per layer
   }

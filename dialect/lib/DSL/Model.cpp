@@ -463,7 +463,8 @@ Tensor Model::rope(Tensor input, Tensor positions, const Rope &rope,
 }
 
 Tensor Model::attention(Tensor q, Tensor k, Tensor v, int64_t heads,
-                        int64_t kvHeads, SourceLoc sloc) {
+                        int64_t kvHeads, std::optional<Tensor> documents,
+                        SourceLoc sloc) {
   Location loc = impl->toLoc(sloc);
   StringRef opName = zb::AttentionOp::getOperationName();
   if (!impl->checkOpen(loc, opName))
@@ -471,7 +472,10 @@ Tensor Model::attention(Tensor q, Tensor k, Tensor v, int64_t heads,
   Value qv = impl->unwrap(q, this, loc, opName, "q");
   Value kv = impl->unwrap(k, this, loc, opName, "k");
   Value vv = impl->unwrap(v, this, loc, opName, "v");
-  if (!qv || !kv || !vv)
+  Value docs = documents
+                   ? impl->unwrap(*documents, this, loc, opName, "documents")
+                   : Value();
+  if (!qv || !kv || !vv || (documents && !docs))
     return {};
   FailureOr<RankedTensorType> type = zb::AttentionOp::inferResultType(
       typeOf(qv), typeOf(kv), typeOf(vv), heads, kvHeads,
@@ -479,28 +483,32 @@ Tensor Model::attention(Tensor q, Tensor k, Tensor v, int64_t heads,
   if (failed(type))
     return {};
   OpBuilder &b = impl->builder;
-  return wrap(zb::AttentionOp::create(b, loc, *type, qv, kv, vv,
-                                      /*documents=*/Value(),
+  return wrap(zb::AttentionOp::create(b, loc, *type, qv, kv, vv, docs,
                                       b.getI64IntegerAttr(heads),
                                       b.getI64IntegerAttr(kvHeads))
                   .getResult()
                   .getAsOpaquePointer());
 }
 
-Tensor Model::causalAttention(Tensor qkv, int64_t heads, SourceLoc sloc) {
+Tensor Model::causalAttention(Tensor qkv, int64_t heads,
+                              std::optional<Tensor> documents,
+                              SourceLoc sloc) {
   Location loc = impl->toLoc(sloc);
   StringRef opName = zb::CausalAttentionOp::getOperationName();
   if (!impl->checkOpen(loc, opName))
     return {};
   Value x = impl->unwrap(qkv, this, loc, opName, "qkv");
-  if (!x)
+  Value docs = documents
+                   ? impl->unwrap(*documents, this, loc, opName, "documents")
+                   : Value();
+  if (!x || (documents && !docs))
     return {};
   FailureOr<RankedTensorType> type = zb::CausalAttentionOp::inferResultType(
       typeOf(x), heads, [&] { return impl->error(loc, opName); });
   if (failed(type))
     return {};
   return wrap(zb::CausalAttentionOp::create(impl->builder, loc, *type, x,
-                                            /*documents=*/Value(),
+                                            docs,
                                             impl->builder.getI64IntegerAttr(heads))
                   .getResult()
                   .getAsOpaquePointer());

@@ -195,8 +195,8 @@ lossWeightsOf(zb::PipelineOp pipeline,
       n += labels->second.getInt(i) != counted->ignoreIndex;
     counts.push_back(n);
   }
-  std::vector<double> weights = rt::lossWeights(counts);
-  if (weights.empty())
+  std::vector<double> weights;
+  if (!rt::lossWeights(counts, weights))
     return mlir::emitError(pipeline.getLoc())
            << "every '" << counted->key << "' of the step is the ignore_index "
            << counted->ignoreIndex << ": the step has no loss to train on";

@@ -36,6 +36,7 @@ struct GPT2Config {
   int64_t batch = 2;          // microbatch size
   int64_t seq = 32;           // sequence length, at most maxPositions
   bool cuts = false;          // one pipeline stage per block
+  bool packed = false;        // a `documents` input masks the attention
   DType dtype = DType::F32;
 };
 

@@ -12,7 +12,9 @@
 // checkpoint names it, so that checkpoints map onto the model one to one.
 //
 // Data: the inputs `tokens` and `positions` and the label `targets`, int64
-// [batch, seq], as in the GPT examples.
+// [batch, seq], as in the GPT examples; packed, also the input `documents`
+// (a document id per token: `zbc pack` writes all four), which masks every
+// layer's attention to each token's own document.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_DSL_LLAMA_H
@@ -44,6 +46,7 @@ struct LlamaConfig {
   int64_t batch = 2;          // microbatch size
   int64_t seq = 32;           // sequence length
   bool cuts = true;           // one pipeline stage per layer
+  bool packed = false;        // a `documents` input masks the attention
   DType dtype = DType::F32;   // of the parameters, so of every activation
 
   /// The head dimension in use.

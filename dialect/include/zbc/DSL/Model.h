@@ -28,6 +28,7 @@
 #define ZBC_DSL_MODEL_H
 
 #include <cstdint>
+#include <optional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -152,13 +153,20 @@ public:
               SourceLoc loc = SourceLoc::current());
   Tensor embedding(Tensor indices, Tensor table,
                    SourceLoc loc = SourceLoc::current());
+  /// Causal attention over packed q | k | v (zb.causal_attention); with
+  /// `documents` [B, S] (packed documents), each position attends within
+  /// its own document only (Note [Document masks]).
   Tensor causalAttention(Tensor qkv, int64_t heads,
+                         std::optional<Tensor> documents = std::nullopt,
                          SourceLoc loc = SourceLoc::current());
   /// Causal grouped-query attention (zb.attention): q [B, S, heads * d], k
   /// and v [B, S, kvHeads * d], each kv head shared by heads / kvHeads
-  /// consecutive query heads; scores scaled by 1 / sqrt(d).
+  /// consecutive query heads; scores scaled by 1 / sqrt(d); with
+  /// `documents`, within each position's document.
   Tensor attention(Tensor q, Tensor k, Tensor v, int64_t heads,
-                   int64_t kvHeads, SourceLoc loc = SourceLoc::current());
+                   int64_t kvHeads,
+                   std::optional<Tensor> documents = std::nullopt,
+                   SourceLoc loc = SourceLoc::current());
   Tensor crossEntropy(Tensor logits, Tensor labels,
                       SourceLoc loc = SourceLoc::current());
 

@@ -31,22 +31,24 @@
 
 namespace zbc::rt {
 
-/// The weight of each microbatch of a step whose microbatches count
-/// `counted` labels each (Note [Loss over real tokens]); empty when the step
-/// counts none (nothing to train on: the caller reports it).
-inline std::vector<double> lossWeights(const std::vector<int64_t> &counted) {
+/// Into `weights`, the weight of each microbatch of a step whose
+/// microbatches count `counted` labels each (Note [Loss over real tokens]);
+/// false, and `weights` empty, when the step counts none (nothing to train
+/// on: the caller reports it). Allocates nothing when `weights` has the
+/// capacity (a rank's steps allocate nothing).
+inline bool lossWeights(const std::vector<int64_t> &counted,
+                        std::vector<double> &weights) {
+  weights.clear();
   int64_t total = 0;
   for (int64_t n : counted)
     total += n;
   if (total <= 0)
-    return {};
-  std::vector<double> weights;
-  weights.reserve(counted.size());
+    return false;
   const double microbatches = static_cast<double>(counted.size());
   for (int64_t n : counted)
     weights.push_back(microbatches * static_cast<double>(n) /
                       static_cast<double>(total));
-  return weights;
+  return true;
 }
 
 /// The labels of `count` that are not `ignoreIndex`.
