@@ -119,9 +119,9 @@ struct KernelOperands {
         emitc::OpaqueAttr::get(b.getContext(), llvm::formatv("{0:e}", value).str()));
     kinds += 'r';
   }
-  /// An optional buffer the op goes without (the runtime reads -1 so).
+  /// An optional buffer the op goes without.
   void absent() {
-    args.push_back(b.getI32IntegerAttr(-1));
+    args.push_back(emitc::OpaqueAttr::get(b.getContext(), "ZBC_RT_ABSENT"));
     kinds += 'b';
   }
   /// The op's workspace slot in its frame.

@@ -237,8 +237,8 @@ zbc_rt_status zbc_rt_loss_seed(zbc_rt_rank *rank, int32_t seed) {
 #define ZBC_RT_CHECK_Indices(id, elements)                                     \
   Indices p_##id = call.indices(id, elements);
 #define ZBC_RT_CHECK_OptIndices(id, elements)                                  \
-  Indices p_##id = id < 0 ? Indices{nullptr, ZBC_RT_I64}                       \
-                          : call.indices(id, elements);
+  Indices p_##id = id == ZBC_RT_ABSENT ? Indices{nullptr, ZBC_RT_I64}          \
+                                       : call.indices(id, elements);
 #define ZBC_RT_CHECK_Workspace(id, bytes)                                      \
   int64_t id##_bytes = 0;                                                      \
   void *p_##id = call.workspace(id, bytes, id##_bytes);

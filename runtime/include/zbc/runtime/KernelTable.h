@@ -24,7 +24,8 @@
  * SIGNATURE(BUF, DIM, REAL) listing, in the call's order:
  *  - BUF(ROLE, id, elements): a buffer, ROLE In (read), Out (written),
  *    Indices (integer indices, read), OptIndices (integer indices the op
- *    may go without: id -1 in the call, a null pointer on the device) or
+ *    may go without: ZBC_RT_ABSENT in the call, a null pointer on the
+ *    device) or
  *    Workspace (scratch: `elements` is the least bytes it needs, and the
  *    device also gets its size);
  *  - DIM(name): an int64 dimension (buffer sizes are expressions of them;
@@ -40,6 +41,10 @@
 #define ZBC_RUNTIME_KERNELTABLE_H
 
 #include <stdint.h>
+
+/* The id of an optional buffer (OptIndices) the op goes without: apart from
+ * every buffer id (>= 0) and every frame slot (ZBC_RT_FRAME(k) < 0). */
+#define ZBC_RT_ABSENT INT32_MIN
 
 /* The workspaces (scratch) of the attention kernels, in bytes: the rows'
  * Workspace sizes, and the dialect's KernelOpInterface::getWorkspaceBytes,
