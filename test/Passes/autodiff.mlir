@@ -119,3 +119,29 @@ zb.model @fused {
 // CHECK-LABEL: zb.pipeline @fused
 // CHECK:         zb.phase BW(
 // CHECK:           zb.linear_grad_weight %input.x, %{{.+}} {zb.fuse_weight_grad}
+
+// -----
+
+// Tests the document mask's gradient rule (Note [Document masks]): the
+// backward recomputes under the same documents (read from the data input in
+// the backward phase) and the ids get no gradient; a cross-entropy's
+// ignore_index reaches its gradient, and the loss is seeded with the
+// microbatch's weight (Note [Loss over real tokens]).
+zb.model @packed {
+  %q = zb.input "q" : tensor<2x8x16xf32>
+  %docs = zb.input "documents" : tensor<2x8xi64>
+  %y = zb.label "y" : tensor<2x8xi64>
+  %w = zb.param "w" init normal(0.1) : tensor<16x16xf32>
+  %k = zb.linear %q, %w : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+  %a = zb.attention %k, %k, %k documents %docs {heads = 2 : i64, kv_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<2x8x16xf32>
+  %l = zb.cross_entropy %a, %y {ignore_index = -1 : i64} : (tensor<2x8x16xf32>, tensor<2x8xi64>) -> tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+// CHECK-LABEL: zb.pipeline @packed
+// CHECK:         zb.phase F(
+// CHECK:           zb.attention %{{.+}}, %{{.+}}, %{{.+}} documents %input.documents {heads = 2 : i64, kv_heads = 2 : i64}
+// CHECK:           zb.cross_entropy %{{.+}}, %label.y {ignore_index = -1 : i64}
+// CHECK:         zb.phase BW(
+// CHECK:           %[[SEED:.+]] = zb.loss_seed : tensor<f32>
+// CHECK:           zb.cross_entropy_grad %{{.+}}, %label.y, %[[SEED]] {ignore_index = -1 : i64}
+// CHECK:           zb.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} documents %input.documents {heads = 2 : i64, kv_heads = 2 : i64}

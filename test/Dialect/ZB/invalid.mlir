@@ -3705,3 +3705,27 @@ zb.model @transpose_shape {
   %l = zb.input "l" : tensor<f32>
   zb.loss %l : tensor<f32>
 }
+
+// -----
+
+// Tests that an attention's document ids are [batch, seq] of its input.
+zb.model @documents_shape {
+  %q = zb.input "q" : tensor<2x8x16xf32>
+  %d = zb.input "documents" : tensor<2x4xi64>
+  // expected-error @+1 {{'zb.attention' op documents must be [batch, seq] = [2, 8], got 'tensor<2x4xi64>'}}
+  %y = zb.attention %q, %q, %q documents %d {heads = 2 : i64, kv_heads = 2 : i64} : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x4xi64>) -> tensor<2x8x16xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
+// -----
+
+// Tests that document ids are integers.
+zb.model @documents_float {
+  %qkv = zb.input "qkv" : tensor<2x8x48xf32>
+  %d = zb.input "documents" : tensor<2x8xf32>
+  // expected-error @+1 {{operand #1 must be}}
+  %y = zb.causal_attention %qkv documents(%d : tensor<2x8xf32>) heads(2) : tensor<2x8x48xf32> -> tensor<2x8x16xf32>
+  %l = zb.input "l" : tensor<f32>
+  zb.loss %l : tensor<f32>
+}

@@ -90,6 +90,23 @@ zb.model @gpt_block {
   zb.loss %l : tensor<f32>
 }
 
+// Tests the packed-document forms: attention over documents (i32 ids too),
+// and a cross-entropy whose ignore_index is not the default.
+// CHECK-LABEL: zb.model @packed {
+// CHECK:         zb.causal_attention %{{.+}} documents(%{{.+}} : tensor<2x8xi32>) heads(4) : tensor<2x8x72xf32> -> tensor<2x8x24xf32>
+// CHECK:         zb.attention %{{.+}}, %{{.+}}, %{{.+}} documents %{{.+}} {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x8x24xf32>, tensor<2x8x12xf32>, tensor<2x8x12xf32>, tensor<2x8xi32>) -> tensor<2x8x24xf32>
+// CHECK:         zb.cross_entropy %{{.+}}, %{{.+}} {ignore_index = -1 : i64} : (tensor<2x8x24xf32>, tensor<2x8xi64>) -> tensor<f32>
+zb.model @packed {
+  %qkv = zb.input "qkv" : tensor<2x8x72xf32>
+  %kv = zb.input "kv" : tensor<2x8x12xf32>
+  %docs = zb.input "documents" : tensor<2x8xi32>
+  %y = zb.label "y" : tensor<2x8xi64>
+  %a = zb.causal_attention %qkv documents(%docs : tensor<2x8xi32>) heads(4) : tensor<2x8x72xf32> -> tensor<2x8x24xf32>
+  %g = zb.attention %a, %kv, %kv documents %docs {heads = 4 : i64, kv_heads = 2 : i64} : (tensor<2x8x24xf32>, tensor<2x8x12xf32>, tensor<2x8x12xf32>, tensor<2x8xi32>) -> tensor<2x8x24xf32>
+  %l = zb.cross_entropy %g, %y {ignore_index = -1 : i64} : (tensor<2x8x24xf32>, tensor<2x8xi64>) -> tensor<f32>
+  zb.loss %l : tensor<f32>
+}
+
 // Tests that f16, bf16 and f64 element types, i32 indices and a batched
 // matmul round-trip, and that a single-stage model needs no cut.
 // CHECK-LABEL: zb.model @mixed_precision {
