@@ -510,6 +510,85 @@ TEST(InterpFD, AttentionGradOfQKAndV) {
   }
 }
 
+// Note [Document masks]: the masked gradients are the derivatives of the
+// masked forward, and a document's rows equal that document attended alone.
+TEST(InterpFD, AttentionGradUnderDocuments) {
+  const int64_t B = 2, S = 6, heads = 4, kvHeads = 2, d = 2;
+  // Row 0: documents of 2, 3 and 1 positions; row 1: one of 6.
+  Tensor documents = Tensor::fromInts({B, S}, {0, 0, 1, 1, 1, 2, 0, 0, 0, 0, 0, 0});
+  Tensor q = randomTensor({B, S, heads * d}, 46),
+         k = randomTensor({B, S, kvHeads * d}, 47),
+         v = randomTensor({B, S, kvHeads * d}, 48),
+         dy = randomTensor({B, S, heads * d}, 49);
+  ForwardFn f = [&](const std::vector<Tensor> &in) {
+    return k::attention(in[0], in[1], in[2], heads, kvHeads, &documents);
+  };
+  k::AttentionGrads g =
+      k::attentionGrad(dy, q, k, v, heads, kvHeads, &documents);
+  expectMatchesFD(g.dq, f, {q, k, v}, 0, dy);
+  expectMatchesFD(g.dk, f, {q, k, v}, 1, dy);
+  expectMatchesFD(g.dv, f, {q, k, v}, 2, dy);
+  // The middle document of row 0 (positions 2..4) alone, unmasked.
+  auto rows = [&](const Tensor &t, int64_t from, int64_t count) {
+    int64_t width = t.shape().back();
+    Tensor part = Tensor::zeros({1, count, width}, F64);
+    for (int64_t i = 0; i < count * width; ++i)
+      part.set(i, t.get(from * width + i));
+    return part;
+  };
+  Tensor alone = k::attention(rows(q, 2, 3), rows(k, 2, 3), rows(v, 2, 3),
+                              heads, kvHeads);
+  Tensor packed = k::attention(q, k, v, heads, kvHeads, &documents);
+  Tensor unmasked = k::attention(q, k, v, heads, kvHeads);
+  double maskedError = 0, unmaskedError = 0;
+  for (int64_t i = 0; i < alone.numElements(); ++i) {
+    maskedError = std::max(maskedError, std::abs(packed.get(2 * heads * d + i) -
+                                                 alone.get(i)));
+    unmaskedError = std::max(
+        unmaskedError, std::abs(unmasked.get(2 * heads * d + i) - alone.get(i)));
+  }
+  EXPECT_LT(maskedError, 1e-14);
+  EXPECT_GT(unmaskedError, 1e-3);
+}
+
+// A causal_attention's packed qkv under documents, likewise.
+TEST(InterpFD, CausalAttentionGradUnderDocuments) {
+  Tensor documents = Tensor::fromInts({2, 4}, {0, 1, 1, 1, 0, 0, 1, 1});
+  Tensor qkv = randomTensor({2, 4, 12}, 56), dout = randomTensor({2, 4, 4}, 57);
+  ForwardFn f = [&](const std::vector<Tensor> &in) {
+    return k::causalAttention(in[0], 2, &documents);
+  };
+  expectMatchesFD(k::causalAttentionGrad(dout, qkv, 2, &documents), f, {qkv},
+                  0, dout);
+}
+
+// ignore_index: ignored labels count for nothing, and their rows get no
+// gradient; a step of only ignored labels is 0, not NaN.
+TEST(InterpFD, CrossEntropyGradIgnoresLabels) {
+  Tensor logits = randomTensor({2, 3, 5}, 41, 2.0);
+  Tensor labels = Tensor::fromInts({2, 3}, {0, -100, 2, -100, 1, 3});
+  Tensor dloss = Tensor::scalar(0.7, F64);
+  std::string error;
+  ForwardFn f = [&](const std::vector<Tensor> &in) {
+    std::string e;
+    return unwrap(k::crossEntropy(in[0], labels, -100, e));
+  };
+  Tensor grad =
+      unwrap(k::crossEntropyGrad(logits, labels, dloss, -100, error));
+  expectMatchesFD(grad, f, {logits}, 0, dloss);
+  for (int64_t c = 0; c < 5; ++c) {
+    EXPECT_EQ(grad.get(1 * 5 + c), 0.0);
+    EXPECT_EQ(grad.get(3 * 5 + c), 0.0);
+  }
+  // The mean over the four counted labels, each row's -log softmax.
+  Tensor loss = unwrap(k::crossEntropy(logits, labels, -100, error));
+  Tensor kept = unwrap(k::crossEntropy(
+      logits, Tensor::fromInts({2, 3}, {0, 0, 2, 0, 1, 3}), -100, error));
+  EXPECT_NE(loss.get(0), kept.get(0));
+  Tensor none = Tensor::fromInts({2, 3}, {-100, -100, -100, -100, -100, -100});
+  EXPECT_EQ(unwrap(k::crossEntropy(logits, none, -100, error)).get(0), 0.0);
+}
+
 TEST(InterpFD, RmsNormGradInputAndWeight) {
   Tensor x = randomTensor({2, 3, 5}, 20, 2.0), w = randomTensor({5}, 21);
   Tensor dy = randomTensor({2, 3, 5}, 22);
