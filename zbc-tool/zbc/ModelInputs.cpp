@@ -144,7 +144,8 @@ Error zbc::checkDataFile(const std::string &path,
     int64_t samples = 0;
     if (std::string e = rt::readSafeTensors(path, file); !e.empty())
       return fail(e);
-    if (std::string e = rt::checkSampleTensors(path, file, keys, samples);
+    if (std::string e = rt::checkSampleTensors(path, file, keys, samples,
+                                               rt::KeyScope::Model);
         !e.empty())
       return fail(e);
     return Error::success();
