@@ -119,6 +119,11 @@ struct KernelOperands {
         emitc::OpaqueAttr::get(b.getContext(), llvm::formatv("{0:e}", value).str()));
     kinds += 'r';
   }
+  /// An optional buffer the op goes without (the runtime reads -1 so).
+  void absent() {
+    args.push_back(b.getI32IntegerAttr(-1));
+    kinds += 'b';
+  }
   /// The op's workspace slot in its frame.
   void workspace() {
     args.push_back(workspaceSlot);
@@ -171,8 +176,15 @@ void realsOf(FillOp o, KernelOperands &k) {
 /// workspace as its frame slot) and dims (KernelShape.h), then its reals.
 template <typename OpT> void operandsOf(OpT o, KernelOperands &k) {
   KernelShape<OpT> shape = kernelShapeOf(o);
-  for (Value buffer : shape.buffers)
-    buffer ? k.id(buffer) : k.workspace();
+  const char *roles = KernelDims<OpT>::kBufferRoles;
+  for (auto [index, buffer] : llvm::enumerate(shape.buffers)) {
+    if (buffer)
+      k.id(buffer);
+    else if (roles[index] == 'w')
+      k.workspace();
+    else
+      k.absent();
+  }
   shape.dims.forEach([&](int64_t dim) { k.n(dim); });
   realsOf(o, k);
 }

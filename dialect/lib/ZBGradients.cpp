@@ -144,32 +144,41 @@ void EmbeddingOp::buildGradients(OpBuilder &b, Value dy, ForwardFn forward,
       b.getI64IntegerAttr(table.getDimSize(0))));
 }
 
-// out = attention(qkv):  dqkv from the recomputed probabilities.
+// out = attention(qkv):  dqkv from the recomputed probabilities, under the
+// forward's document mask; the document ids have no gradient.
 void CausalAttentionOp::buildGradients(OpBuilder &b, Value dout,
                                        ForwardFn forward,
                                        SmallVectorImpl<Value> &grads) {
+  Value documents = getDocuments() ? forward(getDocuments()) : Value();
   grads.push_back(CausalAttentionGradOp::create(
-      b, getLoc(), gradType(getQkv()), dout, forward(getQkv()),
+      b, getLoc(), gradType(getQkv()), dout, forward(getQkv()), documents,
       getHeadsAttr()));
+  if (documents)
+    grads.push_back(Value());
 }
 
 // out = attention(q, k, v):  dq, dk, dv from the recomputed probabilities,
-// in one op (one recomputation for the three).
+// in one op (one recomputation for the three), under the forward's document
+// mask; the document ids have no gradient.
 void AttentionOp::buildGradients(OpBuilder &b, Value dout, ForwardFn forward,
                                  SmallVectorImpl<Value> &grads) {
+  Value documents = getDocuments() ? forward(getDocuments()) : Value();
   auto grad = AttentionGradOp::create(
       b, getLoc(), gradType(getQ()), gradType(getK()), gradType(getV()), dout,
-      forward(getQ()), forward(getK()), forward(getV()), getHeadsAttr(),
-      getKvHeadsAttr());
+      forward(getQ()), forward(getK()), forward(getV()), documents,
+      getHeadsAttr(), getKvHeadsAttr());
   grads.append({grad.getDq(), grad.getDk(), grad.getDv()});
+  if (documents)
+    grads.push_back(Value());
 }
 
-// loss = mean CE(logits, labels):  dlogits = dloss (softmax - onehot) / N.
+// loss = mean CE(logits, labels) over the labels that count:
+// dlogits = dloss (softmax - onehot) / N on their rows, 0 on ignored ones.
 void CrossEntropyOp::buildGradients(OpBuilder &b, Value dloss,
                                     ForwardFn forward,
                                     SmallVectorImpl<Value> &grads) {
   grads.push_back(CrossEntropyGradOp::create(
       b, getLoc(), gradType(getLogits()), forward(getLogits()),
-      forward(getLabels()), dloss));
+      forward(getLabels()), dloss, getIgnoreIndexAttr()));
   grads.push_back(Value());
 }

@@ -123,7 +123,7 @@ KernelShape<EmbeddingOp> zbc::zb::kernelShapeOf(EmbeddingOp op) {
 
 KernelShape<CausalAttentionOp> zbc::zb::kernelShapeOf(CausalAttentionOp op) {
   Value qkv = op.getQkv(), y = op.getResult();
-  return {{qkv, y, Value()},
+  return {{qkv, op.getDocuments(), y, Value()},
           {leading(qkv, 2), fromEnd(qkv, 1), fromEnd(y, 0),
            static_cast<int64_t>(op.getHeads())}};
 }
@@ -138,14 +138,15 @@ KernelDims<AttentionLike> groupedAttentionDims(AttentionLike op) {
 }
 
 KernelShape<AttentionOp> zbc::zb::kernelShapeOf(AttentionOp op) {
-  return {{op.getQ(), op.getK(), op.getV(), op.getResult(), Value()},
+  return {{op.getQ(), op.getK(), op.getV(), op.getDocuments(), op.getResult(),
+           Value()},
           groupedAttentionDims(op)};
 }
 
 KernelShape<CrossEntropyOp> zbc::zb::kernelShapeOf(CrossEntropyOp op) {
   Value logits = op.getLogits(), labels = op.getLabels();
   return {{logits, labels, op.getResult()},
-          {elements(labels), fromEnd(logits, 0)}};
+          {elements(labels), fromEnd(logits, 0), op.getIgnoreIndex()}};
 }
 
 //===----------------------------------------------------------------------===//
@@ -248,21 +249,21 @@ KernelShape<EmbeddingGradOp> zbc::zb::kernelShapeOf(EmbeddingGradOp op) {
 KernelShape<CausalAttentionGradOp>
 zbc::zb::kernelShapeOf(CausalAttentionGradOp op) {
   Value qkv = op.getQkv(), dout = op.getResultGrad();
-  return {{dout, qkv, op.getResult(), Value()},
+  return {{dout, qkv, op.getDocuments(), op.getResult(), Value()},
           {leading(qkv, 2), fromEnd(qkv, 1), fromEnd(dout, 0),
            static_cast<int64_t>(op.getHeads())}};
 }
 
 KernelShape<AttentionGradOp> zbc::zb::kernelShapeOf(AttentionGradOp op) {
-  return {{op.getResultGrad(), op.getQ(), op.getK(), op.getV(), op.getDq(),
-           op.getDk(), op.getDv(), Value()},
+  return {{op.getResultGrad(), op.getQ(), op.getK(), op.getV(),
+           op.getDocuments(), op.getDq(), op.getDk(), op.getDv(), Value()},
           groupedAttentionDims(op)};
 }
 
 KernelShape<CrossEntropyGradOp> zbc::zb::kernelShapeOf(CrossEntropyGradOp op) {
   Value logits = op.getLogits(), labels = op.getLabels();
   return {{logits, labels, op.getLossGrad(), op.getResult()},
-          {elements(labels), fromEnd(logits, 0)}};
+          {elements(labels), fromEnd(logits, 0), op.getIgnoreIndex()}};
 }
 
 //===----------------------------------------------------------------------===//
@@ -278,6 +279,7 @@ struct RowBuffer {
   const char *name;
   int64_t elements;
   bool workspace;
+  bool optional = false; // the op may go without it (a null value)
 };
 
 template <typename OpT>
@@ -293,6 +295,8 @@ SmallVector<RowBuffer, 8> rowBuffersAt(const KernelDims<OpT> &dims);
   rowBuffers.push_back({#id, (elements), false});
 #define ZB_ROW_BUFFER_Indices(id, elements)                                    \
   rowBuffers.push_back({#id, (elements), false});
+#define ZB_ROW_BUFFER_OptIndices(id, elements)                                 \
+  rowBuffers.push_back({#id, (elements), false, true});
 #define ZB_ROW_BUFFER_Workspace(id, bytes) rowBuffers.push_back({#id, 0, true});
 #define ZB_NO_BUF(role, id, elements)
 #define ZB_NO_DIM(name)
@@ -323,6 +327,8 @@ template <typename OpT> LogicalResult verifyRow(OpT op, StringRef kernel) {
                  << " buffers, the op's kernel shape has "
                  << shape.buffers.size() << " (a compiler bug)";
   for (auto [buffer, value] : llvm::zip_equal(row, shape.buffers)) {
+    if (buffer.optional && !value)
+      continue;
     if (buffer.workspace != !value)
       return bug() << "buffer '" << buffer.name << "' is "
                    << (buffer.workspace ? "" : "not ")

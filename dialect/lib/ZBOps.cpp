@@ -270,6 +270,14 @@ LogicalResult RmsNormOp::verify() {
 }
 
 LogicalResult CausalAttentionOp::verify() {
+  if (getDocuments()) {
+    auto qkv = getQkv().getType();
+    auto type = cast<RankedTensorType>(getDocuments().getType());
+    if (qkv.getRank() != 3 || type.getRank() != 2 ||
+        type.getShape() != qkv.getShape().take_front(2))
+      return emitOpError("documents must be [batch, seq] of qkv, got ")
+             << type;
+  }
   return verifyInferredResult(*this, inferResultType(getQkv().getType(), getHeads(),
                                                [&] { return emitOpError(); }));
 }

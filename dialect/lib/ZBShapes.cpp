@@ -45,6 +45,21 @@ LogicalResult checkLastDimVector(RankedTensorType input, RankedTensorType vec,
                        << input.getShape().back();
   return checkSameElementType(input, "input", vec, vecName, emitError);
 }
+
+/// Checks an attention op's optional document ids against its `[B, S, ...]`
+/// input: `[B, S]` (Note [Document masks]).
+LogicalResult checkDocuments(Value documents, RankedTensorType input,
+                             EmitErrorFn emitError) {
+  if (!documents)
+    return success();
+  auto type = cast<RankedTensorType>(documents.getType());
+  if (type.getRank() == 2 && input.getRank() == 3 &&
+      type.getShape() == input.getShape().take_front(2))
+    return success();
+  return emitError() << "documents must be [batch, seq] = ["
+                     << input.getDimSize(0) << ", " << input.getDimSize(1)
+                     << "], got " << type;
+}
 } // namespace
 
 FailureOr<RankedTensorType>
@@ -455,6 +470,9 @@ LogicalResult RopeOp::verify() {
 }
 
 LogicalResult AttentionOp::verify() {
+  if (failed(checkDocuments(getDocuments(), getQ().getType(),
+                            [&] { return emitOpError(); })))
+    return failure();
   return verifyInferredResult(
       *this, inferResultType(getQ().getType(), getK().getType(),
                              getV().getType(),
@@ -477,7 +495,7 @@ LogicalResult AttentionGradOp::verify() {
   if (getDq().getType() != q || getDk().getType() != k ||
       getDv().getType() != v)
     return emitOpError("dq, dk and dv must be typed as q, k and v");
-  return success();
+  return checkDocuments(getDocuments(), q, [&] { return emitOpError(); });
 }
 
 LogicalResult BiasGradOp::verify() {
@@ -522,6 +540,8 @@ LogicalResult CausalAttentionGradOp::verify() {
     return emitOpError("result gradient ")
            << getResultGrad().getType() << " is not the attention output type "
            << *out;
+  if (failed(checkDocuments(getDocuments(), qkv, emit)))
+    return failure();
   return verifyInferredResult(*this, qkv);
 }
 

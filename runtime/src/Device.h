@@ -118,12 +118,13 @@ public:
   //===--- the zb ops (Kernels.h's math) -------------------------------===//
   // One virtual per row of the kernel table (Note [Kernel table] in
   // zbc/runtime/KernelTable.h): METHOD(element, the buffers' pointers (an
-  // index tensor as Indices; a workspace as its pointer and its size in
+  // index tensor as Indices, an absent optional one with a null `data`; a workspace as its pointer and its size in
   // bytes, the memory plan's figure), the dims, the reals as float).
 #define ZBC_RT_DEVICE_BUF(role, id, elements) ZBC_RT_DEVICE_##role(id)
 #define ZBC_RT_DEVICE_In(id) , const void *id
 #define ZBC_RT_DEVICE_Out(id) , void *id
 #define ZBC_RT_DEVICE_Indices(id) , Indices id
+#define ZBC_RT_DEVICE_OptIndices(id) , Indices id
 #define ZBC_RT_DEVICE_Workspace(id) , void *id, int64_t id##Bytes
 #define ZBC_RT_DEVICE_DIM(name) , int64_t name
 #define ZBC_RT_DEVICE_REAL(name) , float name

@@ -217,6 +217,9 @@ zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss) {
 #define ZBC_RT_CHECK_Out(id, elements) void *p_##id = call.out(id, elements);
 #define ZBC_RT_CHECK_Indices(id, elements)                                     \
   Indices p_##id = call.indices(id, elements);
+#define ZBC_RT_CHECK_OptIndices(id, elements)                                  \
+  Indices p_##id = id < 0 ? Indices{nullptr, ZBC_RT_I64}                       \
+                          : call.indices(id, elements);
 #define ZBC_RT_CHECK_Workspace(id, bytes)                                      \
   int64_t id##_bytes = 0;                                                      \
   void *p_##id = call.workspace(id, bytes, id##_bytes);
@@ -225,6 +228,7 @@ zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss) {
 #define ZBC_RT_PASS_In(id) , p_##id
 #define ZBC_RT_PASS_Out(id) , p_##id
 #define ZBC_RT_PASS_Indices(id) , p_##id
+#define ZBC_RT_PASS_OptIndices(id) , p_##id
 #define ZBC_RT_PASS_Workspace(id) , p_##id, id##_bytes
 #define ZBC_RT_PASS_DIM(name) , name
 #define ZBC_RT_PASS_REAL(name) , static_cast<float>(name)

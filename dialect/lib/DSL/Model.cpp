@@ -480,6 +480,7 @@ Tensor Model::attention(Tensor q, Tensor k, Tensor v, int64_t heads,
     return {};
   OpBuilder &b = impl->builder;
   return wrap(zb::AttentionOp::create(b, loc, *type, qv, kv, vv,
+                                      /*documents=*/Value(),
                                       b.getI64IntegerAttr(heads),
                                       b.getI64IntegerAttr(kvHeads))
                   .getResult()
@@ -499,6 +500,7 @@ Tensor Model::causalAttention(Tensor qkv, int64_t heads, SourceLoc sloc) {
   if (failed(type))
     return {};
   return wrap(zb::CausalAttentionOp::create(impl->builder, loc, *type, x,
+                                            /*documents=*/Value(),
                                             impl->builder.getI64IntegerAttr(heads))
                   .getResult()
                   .getAsOpaquePointer());

@@ -83,6 +83,12 @@ std::string indexError(const cpu::IndexError &error, const char *what) {
                      error.value, error.position, error.bound);
 }
 
+/// An attention call's document ids as the kernels take them (none when the
+/// op has no `documents`).
+cpu::DocumentIds documentIds(Indices documents) {
+  return {documents.data, documents.element == ZBC_RT_I64};
+}
+
 class CpuDevice final : public Device {
 public:
   ~CpuDevice() override {
@@ -274,7 +280,8 @@ public:
     f.finish();
     return {};
   }
-  std::string causalAttention(int32_t element, const void *qkv, void *out,
+  std::string causalAttention(int32_t element, const void *qkv,
+                              Indices documents, void *out,
                               void *workspace, int64_t workspaceBytes,
                               int64_t batch, int64_t seq, int64_t hidden,
                               int64_t heads) override {
@@ -284,12 +291,13 @@ public:
     float *o = f.out(out, batch * seq * hidden);
     cpu::causalAttention(
         q, o, f.scratch(workspace, cpu::causalAttentionWorkspace(seq)), batch,
-        seq, hidden, heads);
+        seq, hidden, heads, documentIds(documents));
     f.finish();
     return {};
   }
   std::string attention(int32_t element, const void *q, const void *k,
-                        const void *v, void *out, void *workspace,
+                        const void *v, Indices documents, void *out,
+                        void *workspace,
                         int64_t workspaceBytes, int64_t batch, int64_t seq,
                         int64_t heads, int64_t kvHeads,
                         int64_t headDim) override {
@@ -301,22 +309,23 @@ public:
     float *o = f.out(out, qn);
     cpu::attention(qf, kf, vf, o,
                    f.scratch(workspace, cpu::causalAttentionWorkspace(seq)),
-                   batch, seq, heads, kvHeads, headDim);
+                   batch, seq, heads, kvHeads, headDim,
+                   documentIds(documents));
     f.finish();
     return {};
   }
   std::string crossEntropy(int32_t element, const void *logits, Indices labels,
-                           void *loss, int64_t rows,
-                           int64_t classes) override {
+                           void *loss, int64_t rows, int64_t classes,
+                           int64_t ignoreIndex) override {
     Widened f(staging_, element);
     const float *l = f.in(logits, rows * classes);
     float *out = f.out(loss, 1);
     cpu::IndexError error;
     bool ok = labels.element == ZBC_RT_I32
                   ? cpu::crossEntropy(l, static_cast<const int32_t *>(labels.data),
-                                      out, rows, classes, &error)
+                                      out, rows, classes, ignoreIndex, &error)
                   : cpu::crossEntropy(l, static_cast<const int64_t *>(labels.data),
-                                      out, rows, classes, &error);
+                                      out, rows, classes, ignoreIndex, &error);
     if (!ok)
       return indexError(error, "label");
     f.finish();
@@ -444,7 +453,8 @@ public:
     return {};
   }
   std::string causalAttentionGrad(int32_t element, const void *dout,
-                                  const void *qkv, void *dqkv, void *workspace,
+                                  const void *qkv, Indices documents,
+                                  void *dqkv, void *workspace,
                                   int64_t workspaceBytes, int64_t batch,
                                   int64_t seq, int64_t hidden,
                                   int64_t heads) override {
@@ -455,12 +465,13 @@ public:
     float *dq = f.out(dqkv, batch * seq * 3 * hidden);
     cpu::causalAttentionGrad(
         d, q, dq, f.scratch(workspace, cpu::causalAttentionGradWorkspace(seq)),
-        batch, seq, hidden, heads);
+        batch, seq, hidden, heads, documentIds(documents));
     f.finish();
     return {};
   }
   std::string attentionGrad(int32_t element, const void *dout, const void *q,
-                            const void *k, const void *v, void *dq, void *dk,
+                            const void *k, const void *v, Indices documents,
+                            void *dq, void *dk,
                             void *dv, void *workspace, int64_t workspaceBytes,
                             int64_t batch, int64_t seq, int64_t heads,
                             int64_t kvHeads, int64_t headDim) override {
@@ -474,14 +485,14 @@ public:
     cpu::attentionGrad(
         dof, qf, kf, vf, dqf, dkf, dvf,
         f.scratch(workspace, cpu::causalAttentionGradWorkspace(seq)), batch,
-        seq, heads, kvHeads, headDim);
+        seq, heads, kvHeads, headDim, documentIds(documents));
     f.finish();
     return {};
   }
   std::string crossEntropyGrad(int32_t element, const void *logits,
                                Indices labels, const void *dloss,
-                               void *dlogits, int64_t rows,
-                               int64_t classes) override {
+                               void *dlogits, int64_t rows, int64_t classes,
+                               int64_t ignoreIndex) override {
     Widened f(staging_, element);
     const float *l = f.in(logits, rows * classes);
     const float *d = f.in(dloss, 1);
@@ -490,9 +501,9 @@ public:
     bool ok =
         labels.element == ZBC_RT_I32
             ? cpu::crossEntropyGrad(l, static_cast<const int32_t *>(labels.data),
-                                    d, out, rows, classes, &error)
+                                    d, out, rows, classes, ignoreIndex, &error)
             : cpu::crossEntropyGrad(l, static_cast<const int64_t *>(labels.data),
-                                    d, out, rows, classes, &error);
+                                    d, out, rows, classes, ignoreIndex, &error);
     if (!ok)
       return indexError(error, "label");
     f.finish();

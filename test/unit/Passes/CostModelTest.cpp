@@ -299,7 +299,7 @@ TEST_F(CostModel, BackwardOps) {
   // Attention over qkv [B=2, S=128, 3H = 3*96], 4 heads.
   Value qkv = fill({2, 128, 288}), dout = fill({2, 128, 96});
   auto attnGrad = CausalAttentionGradOp::create(builder, loc, type({2, 128, 288}),
-                                                dout, qkv, 4);
+                                                dout, qkv, Value(), 4);
   EXPECT_EQ(getOpCost(attnGrad).matmulFlops, 8LL * 2 * 128 * 128 * 96);
   EXPECT_GT(getOpCost(attnGrad).elementwiseFlops, 0);
 
@@ -349,7 +349,7 @@ TEST_F(CostModel, GPTLayerBackwardMatchesPaper) {
     }
     inputGrad += getOpCost(CausalAttentionGradOp::create(
         builder, loc, type({b, s, 3 * h}), fill({b, s, h}),
-        fill({b, s, 3 * h}), sh.heads));
+        fill({b, s, 3 * h}), Value(), sh.heads));
     int64_t sbh = s * b * h;
     EXPECT_EQ(inputGrad.matmulFlops, sbh * (24 * h + 8 * s));
     EXPECT_EQ(weightGrad.matmulFlops, 24 * sbh * h);
@@ -398,19 +398,19 @@ TEST_F(CostModel, WorkspaceBytesOfTheAttentionKernels) {
     // qkv [B=2, S=128, 3H = 3*96], 4 heads.
     Value qkv = fill({2, 128, 288}, element), dout = fill({2, 128, 96}, element);
     auto causal =
-        CausalAttentionOp::create(builder, loc, type({2, 128, 96}), qkv, 4);
+        CausalAttentionOp::create(builder, loc, type({2, 128, 96}), qkv, Value(), 4);
     auto causalGrad = CausalAttentionGradOp::create(
-        builder, loc, type({2, 128, 288}), dout, qkv, 4);
+        builder, loc, type({2, 128, 288}), dout, qkv, Value(), 4);
     EXPECT_EQ(causal.getWorkspaceBytes(), 128 * 128 * bytes);
     EXPECT_EQ(causalGrad.getWorkspaceBytes(), 2 * 128 * 128 * bytes);
     // q [B=2, S=16, 4 heads of 16], k and v [2, 16, 2 kv heads of 16].
     Value q = fill({2, 16, 64}, element), k = fill({2, 16, 32}, element),
           v = fill({2, 16, 32}, element), dy = fill({2, 16, 64}, element);
     auto grouped =
-        AttentionOp::create(builder, loc, type({2, 16, 64}), q, k, v, 4, 2);
+        AttentionOp::create(builder, loc, type({2, 16, 64}), q, k, v, Value(), 4, 2);
     auto groupedGrad = AttentionGradOp::create(
         builder, loc, type({2, 16, 64}), type({2, 16, 32}), type({2, 16, 32}),
-        dy, q, k, v, 4, 2);
+        dy, q, k, v, Value(), 4, 2);
     int64_t packed = 16 * 16 + 3 * 2 * 16 * 64 + 64;
     EXPECT_EQ(grouped.getWorkspaceBytes(), packed * bytes);
     EXPECT_EQ(groupedGrad.getWorkspaceBytes(), 2 * packed * bytes);

@@ -23,8 +23,10 @@
  * A row is ZBC_RT_KERNEL_ROW(NAME, METHOD, OP, SIGNATURE), SIGNATURE a macro
  * SIGNATURE(BUF, DIM, REAL) listing, in the call's order:
  *  - BUF(ROLE, id, elements): a buffer, ROLE In (read), Out (written),
- *    Indices (integer indices, read) or Workspace (scratch: `elements` is
- *    the least bytes it needs, and the device also gets its size);
+ *    Indices (integer indices, read), OptIndices (integer indices the op
+ *    may go without: id -1 in the call, a null pointer on the device) or
+ *    Workspace (scratch: `elements` is the least bytes it needs, and the
+ *    device also gets its size);
  *  - DIM(name): an int64 dimension (buffer sizes are expressions of them;
  *    `call.elementBytes()` is the call's float element size);
  *  - REAL(name): a double in the ABI, a float for the device.
@@ -102,8 +104,11 @@ zbc_rt_attention_grad_workspace(int64_t batch, int64_t seq, int64_t heads,
 #define ZBC_RT_SIG_EMBEDDING(B, D, R)                                          \
   B(Indices, indices, count) B(In, table, vocab * h) B(Out, y, count * h)      \
       D(count) D(vocab) D(h)
+/* The attention rows' optional `documents` [batch, seq] is the document mask
+ * (Note [Document masks] in dialect/docs/ZB.md). */
 #define ZBC_RT_SIG_CAUSAL_ATTENTION(B, D, R)                                   \
-  B(In, qkv, batch * seq * 3 * hidden) B(Out, out, batch * seq * hidden)       \
+  B(In, qkv, batch * seq * 3 * hidden)                                         \
+  B(OptIndices, documents, batch * seq) B(Out, out, batch * seq * hidden)      \
       B(Workspace, workspace,                                                  \
         zbc_rt_causal_attention_workspace(seq, call.elementBytes()))           \
           D(batch) D(seq) D(hidden) D(heads)
@@ -112,14 +117,16 @@ zbc_rt_attention_grad_workspace(int64_t batch, int64_t seq, int64_t heads,
   B(In, q, batch * seq * heads * head_dim)                                     \
       B(In, k, batch * seq * kv_heads * head_dim)                              \
           B(In, v, batch * seq * kv_heads * head_dim)                          \
+              B(OptIndices, documents, batch * seq)                            \
               B(Out, out, batch * seq * heads * head_dim)                      \
                   B(Workspace, workspace,                                      \
                     zbc_rt_attention_workspace(batch, seq, heads, head_dim,    \
                                                call.elementBytes()))           \
                       D(batch) D(seq) D(heads) D(kv_heads) D(head_dim)
+/* Labels equal to ignore_index count for nothing. */
 #define ZBC_RT_SIG_CROSS_ENTROPY(B, D, R)                                      \
   B(In, logits, rows * classes) B(Indices, labels, rows) B(Out, loss, 1)       \
-      D(rows) D(classes)
+      D(rows) D(classes) D(ignore_index)
 #define ZBC_RT_SIG_FILL(B, D, R) B(Out, y, n) D(n) R(value)
 #define ZBC_RT_SIG_LINEAR_GRAD_INPUT(B, D, R)                                  \
   B(In, dy, rows * out) B(In, w, in * out) B(Out, dx, rows * in) D(rows)       \
@@ -160,6 +167,7 @@ zbc_rt_attention_grad_workspace(int64_t batch, int64_t seq, int64_t heads,
       D(count) D(vocab) D(h)
 #define ZBC_RT_SIG_CAUSAL_ATTENTION_GRAD(B, D, R)                              \
   B(In, dout, batch * seq * hidden) B(In, qkv, batch * seq * 3 * hidden)       \
+      B(OptIndices, documents, batch * seq)                                    \
       B(Out, dqkv, batch * seq * 3 * hidden)                                   \
           B(Workspace, workspace,                                              \
             zbc_rt_causal_attention_grad_workspace(seq, call.elementBytes()))  \
@@ -169,6 +177,7 @@ zbc_rt_attention_grad_workspace(int64_t batch, int64_t seq, int64_t heads,
       B(In, q, batch * seq * heads * head_dim)                                 \
           B(In, k, batch * seq * kv_heads * head_dim)                          \
               B(In, v, batch * seq * kv_heads * head_dim)                      \
+                  B(OptIndices, documents, batch * seq)                        \
                   B(Out, dq, batch * seq * heads * head_dim)                   \
                       B(Out, dk, batch * seq * kv_heads * head_dim)            \
                           B(Out, dv, batch * seq * kv_heads * head_dim)        \
@@ -180,7 +189,7 @@ zbc_rt_attention_grad_workspace(int64_t batch, int64_t seq, int64_t heads,
                                       D(head_dim)
 #define ZBC_RT_SIG_CROSS_ENTROPY_GRAD(B, D, R)                                 \
   B(In, logits, rows * classes) B(Indices, labels, rows) B(In, dloss, 1)       \
-      B(Out, dlogits, rows * classes) D(rows) D(classes)
+      B(Out, dlogits, rows * classes) D(rows) D(classes) D(ignore_index)
 
 /* The rows: ZBC_RT_KERNEL_ROW(NAME, METHOD, OP, SIGNATURE). */
 #define ZBC_RT_KERNELS(ZBC_RT_KERNEL_ROW)                                      \

@@ -149,6 +149,26 @@ inline LogSumExp logSumExp(const float *__restrict row, int64_t n) {
   return {max, std::log(sum)};
 }
 
+/// checkIndices for class labels, where `ignoreIndex` is also allowed (and
+/// not counted); `counted` is the number of the others.
+template <typename I>
+bool checkLabels(const I *labels, int64_t rows, int64_t classes,
+                 int64_t ignoreIndex, int64_t &counted, IndexError *error) {
+  counted = 0;
+  for (int64_t p = 0; p < rows; ++p) {
+    int64_t value = static_cast<int64_t>(labels[p]);
+    if (value == ignoreIndex)
+      continue;
+    if (value < 0 || value >= classes) {
+      if (error)
+        *error = IndexError{p, value, classes};
+      return false;
+    }
+    ++counted;
+  }
+  return true;
+}
+
 /// The first of `count` indices outside [0, bound), into `error`.
 template <typename I>
 bool checkIndices(const I *indices, int64_t count, int64_t bound,
@@ -203,6 +223,12 @@ struct AttentionHead {
     int64_t kvOffset = b * S * kvHeads * d + g * d;
     return {q + qOffset,  k + kvOffset, v + kvOffset, heads * d,
             kvHeads * d,  qOffset,      heads * d};
+  }
+  /// The same head from row `s0` on: a document that starts there
+  /// (DocumentIds) is attended as a sequence of its own.
+  AttentionHead rows(int64_t s0) const {
+    return {q + s0 * ldq, k + s0 * ldkv, v + s0 * ldkv, ldq, ldkv,
+            out + s0 * ldo, ldo};
   }
 };
 
@@ -301,56 +327,70 @@ void attendHeadGrad(const AttentionHead &head, const float *dout,
 } // namespace
 
 void causalAttention(const float *qkv, float *out, float *workspace, int64_t B,
-                     int64_t S, int64_t H, int64_t heads) noexcept {
+                     int64_t S, int64_t H, int64_t heads,
+                     DocumentIds documents) noexcept {
   int64_t d = H / heads;
   float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t hd = 0; hd < heads; ++hd)
-      attendHead(AttentionHead::packed(qkv, b, hd, S, H, d), out, workspace, S,
-                 d, scale);
+    documents.forEachRun(b, S, [&](int64_t s0, int64_t s1) {
+      for (int64_t hd = 0; hd < heads; ++hd)
+        attendHead(AttentionHead::packed(qkv, b, hd, S, H, d).rows(s0), out,
+                   workspace, s1 - s0, d, scale);
+    });
 }
 
 void causalAttentionGrad(const float *dout, const float *qkv, float *dqkv,
                          float *workspace, int64_t B, int64_t S, int64_t H,
-                         int64_t heads) noexcept {
+                         int64_t heads, DocumentIds documents) noexcept {
   int64_t d = H / heads;
   float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t hd = 0; hd < heads; ++hd) {
-      AttentionHead head = AttentionHead::packed(qkv, b, hd, S, H, d);
-      // dqkv has qkv's layout: the same offsets address dQ, dK, dV.
-      HeadGrads g{dqkv + (head.q - qkv), dqkv + (head.k - qkv),
-                  dqkv + (head.v - qkv), /*addKv=*/false};
-      attendHeadGrad(head, dout, g, workspace, workspace + S * S, S, d, scale);
-    }
+    documents.forEachRun(b, S, [&](int64_t s0, int64_t s1) {
+      for (int64_t hd = 0; hd < heads; ++hd) {
+        AttentionHead head = AttentionHead::packed(qkv, b, hd, S, H, d).rows(s0);
+        // dqkv has qkv's layout: the same offsets address dQ, dK, dV.
+        HeadGrads g{dqkv + (head.q - qkv), dqkv + (head.k - qkv),
+                    dqkv + (head.v - qkv), /*addKv=*/false};
+        attendHeadGrad(head, dout, g, workspace, workspace + S * S, s1 - s0, d,
+                       scale);
+      }
+    });
 }
 
 void attention(const float *q, const float *k, const float *v, float *out,
                float *workspace, int64_t B, int64_t S, int64_t heads,
-               int64_t kvHeads, int64_t d) noexcept {
+               int64_t kvHeads, int64_t d, DocumentIds documents) noexcept {
   float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < heads; ++h)
-      attendHead(AttentionHead::grouped(q, k, v, b, h, S, heads, kvHeads, d),
-                 out, workspace, S, d, scale);
+    documents.forEachRun(b, S, [&](int64_t s0, int64_t s1) {
+      for (int64_t h = 0; h < heads; ++h)
+        attendHead(
+            AttentionHead::grouped(q, k, v, b, h, S, heads, kvHeads, d).rows(s0),
+            out, workspace, s1 - s0, d, scale);
+    });
 }
 
 void attentionGrad(const float *dout, const float *q, const float *k,
                    const float *v, float *dq, float *dk, float *dv,
                    float *workspace, int64_t B, int64_t S, int64_t heads,
-                   int64_t kvHeads, int64_t d) noexcept {
+                   int64_t kvHeads, int64_t d, DocumentIds documents) noexcept {
   float scale = 1.0f / std::sqrt(static_cast<float>(d));
   const int64_t group = heads / kvHeads;
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < heads; ++h) {
-      AttentionHead head =
-          AttentionHead::grouped(q, k, v, b, h, S, heads, kvHeads, d);
-      // The gradients have their inputs' layouts; the first query head of a
-      // group writes its kv head's dK and dV, the others add to them.
-      HeadGrads g{dq + (head.q - q), dk + (head.k - k), dv + (head.v - v),
-                  /*addKv=*/h % group != 0};
-      attendHeadGrad(head, dout, g, workspace, workspace + S * S, S, d, scale);
-    }
+    documents.forEachRun(b, S, [&](int64_t s0, int64_t s1) {
+      for (int64_t h = 0; h < heads; ++h) {
+        AttentionHead head =
+            AttentionHead::grouped(q, k, v, b, h, S, heads, kvHeads, d)
+                .rows(s0);
+        // The gradients have their inputs' layouts; the first query head of
+        // a group writes its kv head's dK and dV (the run's rows), the others
+        // add to them.
+        HeadGrads g{dq + (head.q - q), dk + (head.k - k), dv + (head.v - v),
+                    /*addKv=*/h % group != 0};
+        attendHeadGrad(head, dout, g, workspace, workspace + S * S, s1 - s0, d,
+                       scale);
+      }
+    });
 }
 
 //===----------------------------------------------------------------------===//
@@ -541,19 +581,24 @@ bool embedding(const I *indices, const float *table, float *y, int64_t count,
 
 template <typename I>
 bool crossEntropy(const float *logits, const I *labels, float *loss,
-                  int64_t rows, int64_t classes, IndexError *error) noexcept {
-  if (!checkIndices(labels, rows, classes, error))
+                  int64_t rows, int64_t classes, int64_t ignoreIndex,
+                  IndexError *error) noexcept {
+  int64_t counted = 0;
+  if (!checkLabels(labels, rows, classes, ignoreIndex, counted, error))
     return false;
   // The per-row losses are summed in double: one add per row, and the mean
   // of a large batch then carries no error of the summation order.
   double total = 0.0;
   for (int64_t r = 0; r < rows; ++r) {
+    if (static_cast<int64_t>(labels[r]) == ignoreIndex)
+      continue;
     const float *row = logits + r * classes;
     LogSumExp lse = logSumExp(row, classes);
     float logit = row[static_cast<int64_t>(labels[r])];
     total += static_cast<double>((lse.max - logit) + lse.logSum);
   }
-  *loss = static_cast<float>(total / static_cast<double>(rows));
+  *loss = counted ? static_cast<float>(total / static_cast<double>(counted))
+                  : 0.0f;
   return true;
 }
 
@@ -703,13 +748,18 @@ bool embeddingGrad(const I *indices, const float *dy, float *dtable,
 template <typename I>
 bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
                       float *dlogits, int64_t rows, int64_t classes,
-                      IndexError *error) noexcept {
-  if (!checkIndices(labels, rows, classes, error))
+                      int64_t ignoreIndex, IndexError *error) noexcept {
+  int64_t counted = 0;
+  if (!checkLabels(labels, rows, classes, ignoreIndex, counted, error))
     return false;
-  float scale = *dloss / static_cast<float>(rows);
+  float scale = counted ? *dloss / static_cast<float>(counted) : 0.0f;
   for (int64_t r = 0; r < rows; ++r) {
     const float *__restrict row = logits + r * classes;
     float *__restrict out = dlogits + r * classes;
+    if (static_cast<int64_t>(labels[r]) == ignoreIndex) {
+      fill(out, classes, 0.0f);
+      continue;
+    }
     LogSumExp lse = logSumExp(row, classes);
 #pragma omp simd
     for (int64_t c = 0; c < classes; ++c)
@@ -739,18 +789,18 @@ template void rope(const float *, const int32_t *, float *, int64_t, int64_t,
 template void rope(const float *, const int64_t *, float *, int64_t, int64_t,
                   int64_t, const math::RopeScaling &, bool) noexcept;
 template bool crossEntropy(const float *, const int32_t *, float *, int64_t,
-                           int64_t, IndexError *) noexcept;
+                           int64_t, int64_t, IndexError *) noexcept;
 template bool crossEntropy(const float *, const int64_t *, float *, int64_t,
-                           int64_t, IndexError *) noexcept;
+                           int64_t, int64_t, IndexError *) noexcept;
 template bool embeddingGrad(const int32_t *, const float *, float *, int64_t,
                             int64_t, int64_t, IndexError *) noexcept;
 template bool embeddingGrad(const int64_t *, const float *, float *, int64_t,
                             int64_t, int64_t, IndexError *) noexcept;
 template bool crossEntropyGrad(const float *, const int32_t *, const float *,
-                               float *, int64_t, int64_t,
+                               float *, int64_t, int64_t, int64_t,
                                IndexError *) noexcept;
 template bool crossEntropyGrad(const float *, const int64_t *, const float *,
-                               float *, int64_t, int64_t,
+                               float *, int64_t, int64_t, int64_t,
                                IndexError *) noexcept;
 
 } // namespace zbc::rt::cpu

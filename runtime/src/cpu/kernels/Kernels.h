@@ -49,6 +49,31 @@ struct IndexError {
   int64_t bound = 0;
 };
 
+/// The document ids of attention's rows ([B, S], int32 or int64), or none:
+/// query i attends to the keys j <= i with no change of id between j and i
+/// (Note [Document masks] in dialect/docs/ZB.md), so each run of equal ids is
+/// a causal attention of its own, and the work is the sum of the runs'
+/// squared lengths instead of S^2.
+struct DocumentIds {
+  const void *ids = nullptr; // null: one document per row (plain causal)
+  bool wide = true;          // int64 ids, else int32
+
+  /// Calls run(start, end) for each run of equal ids of row `b` of S, in
+  /// order; [0, S) without ids.
+  template <typename Run> void forEachRun(int64_t b, int64_t S, Run &&run) const {
+    int64_t start = 0;
+    for (int64_t i = 1; i <= S; ++i)
+      if (i == S || (ids && idAt(b * S + i) != idAt(b * S + i - 1))) {
+        run(start, i);
+        start = i;
+      }
+  }
+  int64_t idAt(int64_t p) const {
+    return wide ? static_cast<const int64_t *>(ids)[p]
+                : static_cast<const int32_t *>(ids)[p];
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Model-level ops
 //===----------------------------------------------------------------------===//
@@ -106,9 +131,11 @@ constexpr int64_t causalAttentionWorkspace(int64_t S) { return S * S; }
 /// each is the slice [hd * d, (hd + 1) * d) of it, d = H / heads. Query i
 /// attends to keys 0..i with scores q.k / sqrt(d) and a max-subtracted
 /// softmax; out [B, S, H] holds head `hd`'s result in the same slice.
-/// `workspace` holds causalAttentionWorkspace(S) floats.
+/// `workspace` holds causalAttentionWorkspace(S) floats. With `documents`,
+/// each run of a row's ids is attended as a sequence of its own.
 void causalAttention(const float *qkv, float *out, float *workspace, int64_t B,
-                     int64_t S, int64_t H, int64_t heads) noexcept;
+                     int64_t S, int64_t H, int64_t heads,
+                     DocumentIds documents = {}) noexcept;
 
 /// zb.attention: causal grouped-query attention. q and out [B, S, heads *
 /// d], k and v [B, S, kvHeads * d]; query head h attends with kv head h /
@@ -116,14 +143,16 @@ void causalAttention(const float *qkv, float *out, float *workspace, int64_t B,
 /// holds causalAttentionWorkspace(S) floats.
 void attention(const float *q, const float *k, const float *v, float *out,
                float *workspace, int64_t B, int64_t S, int64_t heads,
-               int64_t kvHeads, int64_t d) noexcept;
+               int64_t kvHeads, int64_t d, DocumentIds documents = {}) noexcept;
 
-/// zb.cross_entropy: *loss = mean over the `rows` label positions of
-/// logsumexp(logits[r, :]) - logits[r, labels[r]], logits [rows, classes].
-/// False if a label lies outside [0, classes).
+/// zb.cross_entropy: *loss = mean over the label positions r whose label is
+/// not `ignoreIndex` of logsumexp(logits[r, :]) - logits[r, labels[r]],
+/// logits [rows, classes]; 0 when every label is ignored. False if a label
+/// lies outside [0, classes) and is not ignoreIndex.
 template <typename I>
 bool crossEntropy(const float *logits, const I *labels, float *loss,
-                  int64_t rows, int64_t classes, IndexError *error) noexcept;
+                  int64_t rows, int64_t classes, int64_t ignoreIndex,
+                  IndexError *error) noexcept;
 
 //===----------------------------------------------------------------------===//
 // Backward ops
@@ -192,7 +221,7 @@ constexpr int64_t causalAttentionGradWorkspace(int64_t S) { return 2 * S * S; }
 /// written. `workspace` holds causalAttentionGradWorkspace(S) floats.
 void causalAttentionGrad(const float *dout, const float *qkv, float *dqkv,
                          float *workspace, int64_t B, int64_t S, int64_t H,
-                         int64_t heads) noexcept;
+                         int64_t heads, DocumentIds documents = {}) noexcept;
 
 /// zb.attention_grad: dq, dk and dv (shaped as q, k and v) from dout, as
 /// causalAttentionGrad per query head; a kv head's dk and dv sum over its
@@ -200,15 +229,17 @@ void causalAttentionGrad(const float *dout, const float *qkv, float *dqkv,
 void attentionGrad(const float *dout, const float *q, const float *k,
                    const float *v, float *dq, float *dk, float *dv,
                    float *workspace, int64_t B, int64_t S, int64_t heads,
-                   int64_t kvHeads, int64_t d) noexcept;
+                   int64_t kvHeads, int64_t d,
+                   DocumentIds documents = {}) noexcept;
 
-/// zb.cross_entropy_grad: dlogits[r, c] = (*dloss / rows) *
-/// (softmax(logits[r, :])[c] - (c == labels[r])). False if a label lies
-/// outside [0, classes).
+/// zb.cross_entropy_grad: dlogits[r, c] = (*dloss / N) *
+/// (softmax(logits[r, :])[c] - (c == labels[r])), N the labels that are not
+/// `ignoreIndex`; the rows of ignored labels are 0. False if a label lies
+/// outside [0, classes) and is not ignoreIndex.
 template <typename I>
 bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
                       float *dlogits, int64_t rows, int64_t classes,
-                      IndexError *error) noexcept;
+                      int64_t ignoreIndex, IndexError *error) noexcept;
 
 //===----------------------------------------------------------------------===//
 // Gradient accumulation and optimizers
@@ -253,9 +284,11 @@ extern template void rope(const float *, const int32_t *, float *, int64_t,
 extern template void rope(const float *, const int64_t *, float *, int64_t,
                          int64_t, int64_t, const math::RopeScaling &, bool) noexcept;
 extern template bool crossEntropy(const float *, const int32_t *, float *,
-                                  int64_t, int64_t, IndexError *) noexcept;
+                                  int64_t, int64_t, int64_t,
+                                  IndexError *) noexcept;
 extern template bool crossEntropy(const float *, const int64_t *, float *,
-                                  int64_t, int64_t, IndexError *) noexcept;
+                                  int64_t, int64_t, int64_t,
+                                  IndexError *) noexcept;
 extern template bool embeddingGrad(const int32_t *, const float *, float *,
                                    int64_t, int64_t, int64_t,
                                    IndexError *) noexcept;
@@ -264,10 +297,10 @@ extern template bool embeddingGrad(const int64_t *, const float *, float *,
                                    IndexError *) noexcept;
 extern template bool crossEntropyGrad(const float *, const int32_t *,
                                       const float *, float *, int64_t,
-                                      int64_t, IndexError *) noexcept;
+                                      int64_t, int64_t, IndexError *) noexcept;
 extern template bool crossEntropyGrad(const float *, const int64_t *,
                                       const float *, float *, int64_t,
-                                      int64_t, IndexError *) noexcept;
+                                      int64_t, int64_t, IndexError *) noexcept;
 
 } // namespace zbc::rt::cpu
 

@@ -29,12 +29,23 @@ namespace zbc::zb {
 template <typename OpT> struct KernelDims;
 
 #define ZB_KERNEL_NO_BUF(role, id, elements)
+#define ZB_KERNEL_ROLE(role, id, elements) ZB_KERNEL_ROLE_##role
+#define ZB_KERNEL_ROLE_In "i"
+#define ZB_KERNEL_ROLE_Out "o"
+#define ZB_KERNEL_ROLE_Indices "x"
+#define ZB_KERNEL_ROLE_OptIndices "?"
+#define ZB_KERNEL_ROLE_Workspace "w"
+#define ZB_KERNEL_NO_DIM(name)
 #define ZB_KERNEL_NO_REAL(name)
 #define ZB_KERNEL_DIM_FIELD(name) int64_t name = 0;
 #define ZB_KERNEL_DIM_VISIT(name) visit(name);
 #define ZB_KERNEL_DIMS(NAME, METHOD, OP, SIGNATURE)                            \
   template <> struct KernelDims<OP> {                                          \
     SIGNATURE(ZB_KERNEL_NO_BUF, ZB_KERNEL_DIM_FIELD, ZB_KERNEL_NO_REAL)        \
+    /** The roles of the row's buffers, one letter each: i In, o Out, x     \
+        Indices, ? OptIndices, w Workspace. */                                \
+    static constexpr const char *kBufferRoles =                                \
+        "" SIGNATURE(ZB_KERNEL_ROLE, ZB_KERNEL_NO_DIM, ZB_KERNEL_NO_REAL);     \
     /** Calls visit(dim) for every dim, in the row's order. */                 \
     template <typename Visit> void forEach(Visit &&visit) const {              \
       SIGNATURE(ZB_KERNEL_NO_BUF, ZB_KERNEL_DIM_VISIT, ZB_KERNEL_NO_REAL)      \
@@ -45,13 +56,21 @@ ZBC_RT_KERNELS(ZB_KERNEL_DIMS)
 #undef ZB_KERNEL_DIM_VISIT
 #undef ZB_KERNEL_DIM_FIELD
 #undef ZB_KERNEL_NO_REAL
+#undef ZB_KERNEL_NO_DIM
+#undef ZB_KERNEL_ROLE_Workspace
+#undef ZB_KERNEL_ROLE_OptIndices
+#undef ZB_KERNEL_ROLE_Indices
+#undef ZB_KERNEL_ROLE_Out
+#undef ZB_KERNEL_ROLE_In
+#undef ZB_KERNEL_ROLE
 #undef ZB_KERNEL_NO_BUF
 
 /// Op OpT's kernel call, less its reals (attributes, which the code
 /// generator reads).
 template <typename OpT> struct KernelShape {
   /// The op's tensors that are the row's buffers, in the row's order; a null
-  /// value stands for the op's workspace (KernelOpInterface's bytes).
+  /// value stands for the op's workspace (KernelOpInterface's bytes), or for
+  /// an optional buffer the op goes without (KernelDims::kBufferRoles).
   llvm::SmallVector<mlir::Value, 8> buffers;
   KernelDims<OpT> dims;
 };

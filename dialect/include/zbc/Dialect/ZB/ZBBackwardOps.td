@@ -313,17 +313,19 @@ def ZB_CausalAttentionGradOp
   let description = [{
     Recomputes the attention probabilities from `qkv`, then
     `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dP * P))`,
-    `dQ = dS K / sqrt(d)`, `dK = dS^T Q / sqrt(d)`, packed like `qkv`.
+    `dQ = dS K / sqrt(d)`, `dK = dS^T Q / sqrt(d)`, packed like `qkv`;
+    with `documents`, under the forward's document mask.
 
     ```mlir
     %dqkv = zb.causal_attention_grad %dout, %qkv heads(4) : (tensor<4x64x256xf32>, tensor<4x64x768xf32>) -> tensor<4x64x768xf32>
     ```
   }];
   let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$qkv,
+                       Optional<ZB_IndexTensor>:$documents,
                        ConfinedAttr<I64Attr, [IntPositive]>:$heads);
   let results = (outs ZB_FloatTensor:$result);
   let assemblyFormat = [{
-    $resultGrad `,` $qkv `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)
+    $resultGrad `,` $qkv (`documents` $documents^)? `heads` `(` $heads `)` attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -334,8 +336,8 @@ def ZB_AttentionGradOp
     Recomputes each query head's probabilities from `q` and `k`, then
     `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dP * P))`,
     `dQ = dS K / sqrt(d)`, `dK = dS^T Q / sqrt(d)`; a kv head's `dK` and
-    `dV` sum over the query heads of its group. Three results, typed as
-    `q`, `k` and `v`.
+    `dV` sum over the query heads of its group; with `documents`, under the
+    forward's document mask. Three results, typed as `q`, `k` and `v`.
 
     ```mlir
     %dq, %dk, %dv = zb.attention_grad %dout, %q, %k, %v {heads = 8 : i64, kv_heads = 2 : i64} : (tensor<4x64x512xf32>, tensor<4x64x512xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32>) -> (tensor<4x64x512xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32>)
@@ -343,27 +345,30 @@ def ZB_AttentionGradOp
   }];
   let arguments = (ins ZB_FloatTensor:$resultGrad, ZB_FloatTensor:$q,
                        ZB_FloatTensor:$k, ZB_FloatTensor:$v,
+                       Optional<ZB_IndexTensor>:$documents,
                        ConfinedAttr<I64Attr, [IntPositive]>:$heads,
                        ConfinedAttr<I64Attr, [IntPositive]>:$kv_heads);
   let results = (outs ZB_FloatTensor:$dq, ZB_FloatTensor:$dk,
                       ZB_FloatTensor:$dv);
   let assemblyFormat = [{
-    $resultGrad `,` $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
+    $resultGrad `,` $q `,` $k `,` $v (`documents` $documents^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
 def ZB_CrossEntropyGradOp : ZB_BackwardOp<"cross_entropy_grad"> {
   let summary = "dlogits = dloss * (softmax(logits) - onehot(labels)) / N";
   let description = [{
-    The logits gradient of zb.cross_entropy, `N` the number of label
-    positions (the loss is a mean).
+    The logits gradient of zb.cross_entropy, `N` the number of labels that
+    are not `ignore_index` (the loss is their mean); the rows of ignored
+    labels are 0.
 
     ```mlir
     %dl = zb.cross_entropy_grad %logits, %labels, %dloss : (tensor<8x4xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x4xf32>
     ```
   }];
   let arguments = (ins ZB_FloatTensor:$logits, ZB_IndexTensor:$labels,
-                       ZB_ScalarFloatTensor:$lossGrad);
+                       ZB_ScalarFloatTensor:$lossGrad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs ZB_FloatTensor:$result);
   let assemblyFormat = [{
     $logits `,` $labels `,` $lossGrad attr-dict `:` functional-type(operands, results)

@@ -270,16 +270,33 @@ def ZB_EmbeddingOp : ZB_BinaryTensorOp<"embedding", "indices", "table",
   }];
 }
 
-def ZB_CrossEntropyOp : ZB_BinaryTensorOp<"cross_entropy", "logits", "labels",
-                                          ZB_FloatTensor, ZB_IndexTensor> {
-  let summary = "mean softmax cross-entropy of logits against class labels";
+def ZB_CrossEntropyOp : ZB_TensorOp<"cross_entropy"> {
+  let summary = "mean softmax cross-entropy of logits over the labels that count";
   let description = [{
-    Logits `[..., C]`, labels `[...]` with values in `[0, C)`; the result is
-    the mean over all label positions, a scalar.
+    Logits `[..., C]`, labels `[...]` with values in `[0, C)` or equal to
+    `ignore_index` (default -100, PyTorch's and Hugging Face's "no loss
+    here"): the result is the mean of the token losses over the positions
+    whose label is not ignored, a scalar (0 when every label is ignored,
+    where PyTorch gives NaN). With no label ignored it is the mean over all
+    positions. A training step weighs each microbatch's mean by its share of
+    the step's counted labels (Note [Loss over real tokens]).
 
     ```mlir
     %l = zb.cross_entropy %logits, %targets : (tensor<4x64x1000xf32>, tensor<4x64xi64>) -> tensor<f32>
+    %p = zb.cross_entropy %logits, %targets {ignore_index = -1 : i64} : (tensor<4x64x1000xf32>, tensor<4x64xi64>) -> tensor<f32>
     ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$logits, ZB_IndexTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    static mlir::FailureOr<mlir::RankedTensorType>
+    inferResultType(mlir::RankedTensorType logits,
+                    mlir::RankedTensorType labels,
+                    llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
   }];
 }
 
@@ -443,17 +460,23 @@ def ZB_CausalAttentionOp
     QKV projection); each is split into `heads` heads of `H / heads`
     features. Position `i` attends to positions `0..i`, scores scaled by
     `1/sqrt(H / heads)`. Result `[B, S, H]`. Projections are separate
-    `zb.linear` ops, so this op has no parameters.
+    `zb.linear` ops, so this op has no parameters. With `documents`
+    (`[B, S]` integers, non-decreasing along each row: packed documents),
+    position `i` attends only to the positions `j <= i` of its own document
+    (Note [Document masks]).
 
     ```mlir
     %a = zb.causal_attention %qkv heads(4) : tensor<4x64x768xf32> -> tensor<4x64x256xf32>
+    %p = zb.causal_attention %qkv documents(%docs : tensor<4x64xi64>) heads(4) : tensor<4x64x768xf32> -> tensor<4x64x256xf32>
     ```
   }];
   let arguments = (ins ZB_FloatTensor:$qkv,
+                       Optional<ZB_IndexTensor>:$documents,
                        ConfinedAttr<I64Attr, [IntPositive]>:$heads);
   let results = (outs ZB_FloatTensor:$result);
   let assemblyFormat = [{
-    $qkv `heads` `(` $heads `)` attr-dict `:` type($qkv) `->` type($result)
+    $qkv (`documents` `(` $documents^ `:` type($documents) `)`)?
+    `heads` `(` $heads `)` attr-dict `:` type($qkv) `->` type($result)
   }];
   let extraClassDeclaration = [{
     static mlir::FailureOr<mlir::RankedTensorType>
@@ -473,18 +496,23 @@ def ZB_AttentionOp
     `kv_heads = heads` is multi-head attention, 1 is multi-query). Position
     `i` attends to positions `0..i`, scores scaled by `1/sqrt(d)`; `d` is
     even and at most 256. Result `[B, S, heads * d]`, head `h` in its slice.
+    With `documents` (`[B, S]` integers, non-decreasing along each row:
+    packed documents), position `i` attends only to the positions `j <= i`
+    of its own document (Note [Document masks]).
 
     ```mlir
     %a = zb.attention %q, %k, %v {heads = 8 : i64, kv_heads = 2 : i64} : (tensor<4x64x512xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32>) -> tensor<4x64x512xf32>
+    %p = zb.attention %q, %k, %v documents %docs {heads = 8 : i64, kv_heads = 2 : i64} : (tensor<4x64x512xf32>, tensor<4x64x128xf32>, tensor<4x64x128xf32>, tensor<4x64xi64>) -> tensor<4x64x512xf32>
     ```
   }];
   let arguments = (ins ZB_FloatTensor:$q, ZB_FloatTensor:$k,
                        ZB_FloatTensor:$v,
+                       Optional<ZB_IndexTensor>:$documents,
                        ConfinedAttr<I64Attr, [IntPositive]>:$heads,
                        ConfinedAttr<I64Attr, [IntPositive]>:$kv_heads);
   let results = (outs ZB_FloatTensor:$result);
   let assemblyFormat = [{
-    $q `,` $k `,` $v attr-dict `:` functional-type(operands, results)
+    $q `,` $k `,` $v (`documents` $documents^)? attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     static mlir::FailureOr<mlir::RankedTensorType>
