@@ -67,6 +67,8 @@ std::vector<rt::DataKey> dataKeysOf(zb::PipelineOp pipeline) {
       if (type)
         k.dtype = safeTensorsDtypeOf(type.getElementType());
       k.bound = k.integer ? zb::indexDataBound(pipeline, key) : 0;
+      if (k.integer)
+        k.ignoreIndex = zb::ignoredDataValue(pipeline, key);
       if (type)
         k.shape.assign(type.getShape().begin(), type.getShape().end());
       keys.push_back(std::move(k));
