@@ -57,23 +57,23 @@ using namespace zbc;
 namespace {
 
 cl::opt<std::string> inputOpt(cl::Positional, cl::Required,
-                              cl::desc("<token stream: .npy, .bin or text>"),
+                              cl::desc("<INPUT: a token stream, .npy, .bin or text>"),
                               cl::sub(zbc::packCommand()),
                               cl::cat(zbcCategory));
-cl::opt<std::string> outputOpt("o", cl::Required,
+cl::opt<std::string> outputOpt("o",
                                cl::desc("Write the packed samples here (and "
                                         "the held-out ones beside it, "
                                         "OUT.heldout.safetensors)"),
                                cl::value_desc("OUT.safetensors"),
                                cl::sub(zbc::packCommand()),
                                cl::cat(zbcCategory));
-cl::opt<std::string> seqLenOpt("seq-len", cl::Required,
+cl::opt<std::string> seqLenOpt("seq-len",
                                cl::desc("Tokens per row: the model's "
                                         "sequence"),
                                cl::value_desc("S"),
                                cl::sub(zbc::packCommand()),
                                cl::cat(zbcCategory));
-cl::opt<std::string> microbatchOpt("microbatch-size", cl::Required,
+cl::opt<std::string> microbatchOpt("microbatch-size",
                                    cl::desc("Rows per sample: the model's "
                                             "microbatch"),
                                    cl::value_desc("B"),
@@ -316,6 +316,14 @@ Error packInto(const std::string &path, const rt::TokenCorpus &stream,
 }
 
 Error runPack() {
+  // Named here rather than by llvm::cl's "must be specified at least once".
+  for (const cl::opt<std::string> *required :
+       {&seqLenOpt, &microbatchOpt, &outputOpt})
+    if (!required->getNumOccurrences())
+      return fail(formatv("zbc pack needs {0}{1} {2}: {3}",
+                          required->ArgStr.size() == 1 ? "-" : "--",
+                          required->ArgStr, required->ValueStr,
+                          required->HelpStr));
   Expected<int64_t> seqLen =
       parseInteger("--seq-len", seqLenOpt, 1, kMaxSeqLen);
   if (!seqLen)
