@@ -17,7 +17,10 @@
 #                each rank is started by this script with NCCL_COMM_ID,
 #                ZBC_RANK and ZBC_RANKS (no MPI at all), and the table says so.
 #   kernels      bin/zbc-cuda-kernel-check: every CUDA kernel against the CPU
-#                kernels, fp32 and bf16.
+#                kernels, fp32 and bf16, attention with and without document
+#                ids and cross entropy with ignored labels; its TIME lines
+#                include attention on a row of packed documents against the
+#                same row unmasked (the work: sum of squared lengths).
 #   conformance  bin/zbc-kernel-conformance-cuda: the kernel conformance
 #                suite (test/Runtime/KernelConformanceTest.cpp, the CPU's in
 #                ctest) against the CUDA Device, fp32, against the reference

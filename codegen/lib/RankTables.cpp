@@ -11,6 +11,7 @@
 
 #include "zbc/Analysis/MemoryPlan.h"
 #include "zbc/Analysis/ProgramMemory.h"
+#include "zbc/Dialect/ZB/CountedLabels.h"
 #include "zbc/Dialect/ZB/DataBounds.h"
 #include "zbc/Dialect/ZB/ModelHash.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
@@ -393,6 +394,13 @@ LogicalResult RankBuilder::readParamsAndData() {
         dataIndex[data.key] = static_cast<int>(t.data.size());
         t.data.push_back(std::move(data));
       }
+  }
+  if (std::optional<CountedLabels> counted = countedLabelsOf(pipeline)) {
+    auto index = dataIndex.find(counted->key);
+    if (index != dataIndex.end()) {
+      t.countedLabels = index->second;
+      t.ignoreIndex = counted->ignoreIndex;
+    }
   }
   // The throughput unit: the label elements of one microbatch.
   for (StageOp stage : stages)

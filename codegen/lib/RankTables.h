@@ -176,6 +176,11 @@ struct RankTables {
   std::vector<Data> data;
   int loss = -1;
   int64_t tokensPerMicrobatch = 0;
+  /// Note [Loss over real tokens]: the data index of the labels the loss
+  /// counts on this rank (-1: none here, or every microbatch weighs 1), and
+  /// the label value that is not counted.
+  int countedLabels = -1;
+  int64_t ignoreIndex = -100;
   int maxKernelCalls = 0;
   /// The phase functions, by (stage, kind, YieldsKept), in stage order.
   std::map<std::tuple<int, int, int>, PhaseLayout> layouts;

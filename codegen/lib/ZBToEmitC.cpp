@@ -363,7 +363,7 @@ void FileWriter::writeTables() {
              "{{\n  {0}, {1}, {2}, {3},\n  {4}, {21}, {5}, {6},\n  {7}, {8},\n"
              "  kBuffers, {9}, kOps, {10}, {11},\n  {12}, {13}, {14}, {15}, "
              "{16}, {17},\n  {18}, {19}, {20},\n  {22}, {23}, {24},\n  {25},\n"
-             "  {26}, {27}}",
+             "  {26}, {27},\n  {28}, {29}}",
              t.rank, t.ranks, t.stages, t.microbatches, cString(t.model),
              cString(t.schedule), cString(t.optimizer), t.arenaBytes,
              t.peakBytes, t.buffers.size(), t.ops.size(), t.positions,
@@ -373,13 +373,15 @@ void FileWriter::writeTables() {
              t.tokensPerMicrobatch, t.maxKernelCalls, cString(t.modelHash),
              orNull(!t.tied.empty(), "kTied"), t.tied.size(),
              orNull(!t.tied.empty(), "kTiedRanks"), cString(t.hfConfig),
-             t.hostArenaBytes, t.hostPeakBytes)
+             t.hostArenaBytes, t.hostPeakBytes, t.countedLabels,
+             t.ignoreIndex)
              .str();
   verbatim("// The program zbc_rt_main runs: rank, ranks, stages, "
            "microbatches, model, its hash,\n// schedule, optimizer, arena and peak "
            "bytes, tables, loss buffer, tokens per microbatch, kernel calls,\n"
            "// tied parameters, the Hugging Face config, the host arena and "
-           "its peak.");
+           "its peak,\n// the data labels the loss counts and the value "
+           "it ignores.");
   global("kProgram", emitc::OpaqueType::get(ctx, "zbc_rt_program"),
          opaque(text));
 }
@@ -467,9 +469,19 @@ LogicalResult FileWriter::writePhase(const PhaseLayout &layout) {
   for (auto [slot, data] : layout.loads)
     call("zbc_rt_load", {opaque(llvm::formatv("ZBC_RT_FRAME({0})", slot).str()),
                          b.getI32IntegerAttr(data)});
-  for (Operation &op : ops)
+  for (Operation &op : ops) {
+    // The seed of the loss's backward is the microbatch's weight in the
+    // step's loss, which the runtime knows (Note [Loss over real tokens]).
+    if (auto seed = dyn_cast<LossSeedOp>(op)) {
+      FailureOr<Attribute> id = idOf(layout, seed.getResult());
+      if (failed(id))
+        return failure();
+      call("zbc_rt_loss_seed", {*id});
+      continue;
+    }
     if (failed(writeKernel(layout, &op)))
       return failure();
+  }
   for (const PhaseLayout::Copy &copy : layout.copies)
     call("zbc_rt_copy",
          {opaque(llvm::formatv("ZBC_RT_FRAME({0})", copy.from).str()),

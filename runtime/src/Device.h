@@ -138,8 +138,10 @@ public:
   /// acc += x (x of `element`).
   virtual std::string accumulate(float *acc, int32_t element, const void *x,
                                  int64_t n) = 0;
-  /// *accumulator += *value, and the step's loss (takeStepLoss) too.
-  virtual std::string addLoss(int32_t element, const void *value,
+  /// *accumulator += weight * *value, and the step's loss (takeStepLoss)
+  /// too; `weight` is the microbatch's in its step's loss (Note [Loss over
+  /// real tokens]).
+  virtual std::string addLoss(int32_t element, const void *value, float weight,
                               float *accumulator) = 0;
   /// The sum of addLoss's values since the last call (after synchronize).
   virtual double takeStepLoss() = 0;

@@ -202,7 +202,26 @@ zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss) {
     if (at.batch * at.microbatches + at.microbatch >= rank->evalMicrobatches)
       return call.done("");
   }
-  return call.done(rank->device->addLoss(call.element(), v, sum));
+  double weight = 1.0;
+  if (std::string error =
+          lossWeightOf(rank, p.ops[rank->op].microbatch, weight);
+      !error.empty())
+    return call.done(error);
+  return call.done(rank->device->addLoss(call.element(), v,
+                                         static_cast<float>(weight), sum));
+}
+
+zbc_rt_status zbc_rt_loss_seed(zbc_rt_rank *rank, int32_t seed) {
+  ZBC_RT_KERNEL(zbc_rt_loss_seed);
+  void *y = call.out(seed, 1);
+  ZBC_RT_RETURN_IF_BAD();
+  double weight = 1.0;
+  if (std::string error = lossWeightOf(
+          rank, rank->program->ops[rank->op].microbatch, weight);
+      !error.empty())
+    return call.done(error);
+  return call.done(
+      rank->device->fill(call.element(), y, 1, static_cast<float>(weight)));
 }
 
 //===----------------------------------------------------------------------===//

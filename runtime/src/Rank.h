@@ -57,6 +57,14 @@ struct Options {
 std::string parseOptions(int argc, char **argv, Options &options);
 std::string optionsHelp(const char *program);
 
+/// Note [Loss over real tokens]: the weights of one batch's microbatches in
+/// its loss (StepLoss.cpp), every replica's, for the batch they were read for.
+struct LossWeights {
+  std::vector<double> weights;
+  int64_t batch = -1;
+  bool heldOut = false;
+};
+
 /// Where a rank's step time goes (--report writes it): kernels, waits for
 /// transfers, and per stage and compute kind the computes' wall time. The
 /// rest of a step is the runtime's own work (checks, bookkeeping, calls).
@@ -96,6 +104,7 @@ struct zbc_rt_rank {
   int32_t frameSize = 0;
   std::string error;         // the first failure's message
   double lossSum = 0;        // this step's, when the rank holds the loss
+  zbc::rt::LossWeights lossWeights; // the batch's, when it holds the loss
   double learningRate = 0;   // this step's (OptimizerSchedule.h)
   double gradNorm = -1;      // this step's global norm, when clipping
   bool updatesAtStepEnd = false;  // initOptimizer decides (Optimizer.cpp)
@@ -127,6 +136,12 @@ void finishCopies(zbc_rt_rank *rank);
 
 /// Where the running compute's microbatch comes from.
 BatchPosition batchPosition(const zbc_rt_rank *rank, int32_t microbatch);
+
+/// The weight of the rank's microbatch `microbatch` of the running batch in
+/// its loss (Note [Loss over real tokens], StepLoss.cpp): 1 unless the
+/// program counts labels. An error naming the step when it counts none.
+std::string lossWeightOf(zbc_rt_rank *rank, int32_t microbatch,
+                         double &weight);
 
 /// Decides, once, whether updates wait for the end of the step (clipping,
 /// replicas, or a tied parameter on this rank) and sizes updateDue.

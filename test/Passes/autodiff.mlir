@@ -36,7 +36,7 @@ zb.model @mlp {
 // CHECK-NEXT:    zb.phase F(%in.0 = "in.0" : tensor<4x16xf32>, %param.w1 = "param.w1" : tensor<16x3xf32>, %label.y = "label.y" : tensor<4xi64>) {
 // CHECK:           zb.yield "loss" = %{{.+}}, "F.0" = %{{.+}} : tensor<f32>, tensor<4x3xf32>
 // CHECK:         zb.phase BW(
-// CHECK:           %[[ONE:.+]] = zb.fill 1.000000e+00 : tensor<f32>
+// CHECK:           %[[ONE:.+]] = zb.loss_seed : tensor<f32>
 // CHECK-NEXT:      %[[DO:.+]] = zb.cross_entropy_grad %F.0, %label.y, %[[ONE]]
 // CHECK-NEXT:      %[[DC:.+]] = zb.linear_grad_input %[[DO]], %param.w1
 // CHECK-NEXT:      %[[DW1:.+]] = zb.linear_grad_weight %in.0, %[[DO]]

@@ -66,7 +66,7 @@
 // CODEGEN: {ZBC_RT_OP_OFFLOAD, 0, 0, 2, {{[0-9]+}}, 6, -1, 0, -1, -1, -1, 0, 0, "O(0,0)"},
 // CODEGEN: {ZBC_RT_OP_RELOAD, 0, 0, 7, {{[0-9]+}}, 6, -1, 0, -1, -1, -1, 0, 0, "L(0,0)"},
 // CODEGEN: static const zbc_rt_program kProgram = {
-// CODEGEN: 12288, 12288}
+// CODEGEN: 12288, 12288,
 // CODEGEN-LABEL: static zbc_rt_status step(
 // CODEGEN: ZBC_RT_CALL(zbc_rt_compute, v1, 0, stage0_F);
 // CODEGEN: // O(0,0): 3 tensors

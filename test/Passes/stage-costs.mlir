@@ -11,7 +11,7 @@
 
 // MODEL: zb.pipeline @mlp attributes {costs = {comm = 0 : i64, copy_bandwidth = 0 : i64, unit = "FLOPs"}}
 // MODEL: zb.stage 0 attributes {costs = {B = 0 : i64, F = 83968 : i64, M_B = 6656 : i64, M_W = 8704 : i64, M_keep = 512 : i64, M_offload = 6144 : i64, R = 83456 : i64, W = 149504 : i64}}
-// MODEL: zb.stage 1 attributes {costs = {B = 74625 : i64, F = 75136 : i64, M_B = 6464 : i64, M_W = 6400 : i64, M_keep = 2112 : i64, M_offload = 4352 : i64, R = 74816 : i64, W = 74304 : i64}}
+// MODEL: zb.stage 1 attributes {costs = {B = 74624 : i64, F = 75136 : i64, M_B = 6464 : i64, M_W = 6400 : i64, M_keep = 2112 : i64, M_offload = 4352 : i64, R = 74816 : i64, W = 74304 : i64}}
 
 // FILE: zb.pipeline @mlp attributes {costs = {comm = 5.000000e-01 : f64, copy_bandwidth = 0 : i64, cost_file = "{{.*}}unit-costs-2.json", unit = "ms"}}
 // The file gives no R: R is the stage's recomputed FLOPs at the rate its F

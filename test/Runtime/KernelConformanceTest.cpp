@@ -33,6 +33,13 @@
 // out-of-range value fails the call with its position, value and bound,
 // writes nothing, and the interpreter rejects the same input.
 //
+// The interpreter has no document ids and no ignore_index, so the packed
+// documents' semantics (issue 44) are held to it independently: attention
+// with document ids must equal each document attended alone as a causal
+// attention of its own length (and differ from the unmasked row), and a
+// loss with ignored labels must equal the loss of the counted rows alone
+// (ignored rows' gradients exactly 0; everything ignored: loss 0).
+//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceUnderTest.h"
@@ -63,6 +70,12 @@ constexpr Precision F64 = Precision::F64;
 constexpr double kTol = 1e-5;
 /// The element type of every call's float tensors.
 constexpr int32_t kF32 = ZBC_RT_F32;
+/// An attention call without document ids (the kernel table's absent
+/// OptIndices: a null pointer).
+const Indices kNoDocuments{nullptr, ZBC_RT_I64};
+/// The cross entropy's ignore_index where the test means none (PyTorch's
+/// default, which no label in [0, classes) equals).
+constexpr int64_t kIgnoreNone = -100;
 
 zbc::rt::Device &device() { return *deviceUnderTest().device; }
 const DeviceTraits &traits() { return deviceUnderTest().traits; }
@@ -836,8 +849,9 @@ TEST_F(KernelConformance, CausalAttention) {
     Buffer out(c.B * c.S * H);
     int64_t bytes = zbc_rt_causal_attention_workspace(c.S, sizeof(float));
     Buffer workspace(bytes / 4);
-    run(device().causalAttention(kF32, on(qkv), out.data(), workspace.data(),
-                                 bytes, c.B, c.S, H, c.heads));
+    run(device().causalAttention(kF32, on(qkv), kNoDocuments, out.data(),
+                                 workspace.data(), bytes, c.B, c.S, H,
+                                 c.heads));
     EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
     expectConforms(out, ref64, ref32, traits().attentionTol);
   }
@@ -856,9 +870,9 @@ TEST_F(KernelConformance, CausalAttentionGrad) {
     Buffer dqkv(c.B * c.S * 3 * H);
     int64_t bytes = zbc_rt_causal_attention_grad_workspace(c.S, sizeof(float));
     Buffer workspace(bytes / 4);
-    run(device().causalAttentionGrad(kF32, on(dout), on(qkv), dqkv.data(),
-                                     workspace.data(), bytes, c.B, c.S, H,
-                                     c.heads));
+    run(device().causalAttentionGrad(kF32, on(dout), on(qkv), kNoDocuments,
+                                     dqkv.data(), workspace.data(), bytes, c.B,
+                                     c.S, H, c.heads));
     EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
     expectConforms(dqkv, ref64, ref32, traits().attentionGradTol);
   }
@@ -888,9 +902,9 @@ TEST_F(KernelConformance, GroupedAttention) {
     int64_t bytes = zbc_rt_attention_workspace(c.B, c.S, c.heads, c.headDim,
                                                sizeof(float));
     Buffer workspace(bytes / 4);
-    run(device().attention(kF32, on(q), on(k), on(v), out.data(),
-                           workspace.data(), bytes, c.B, c.S, c.heads, kvHeads,
-                           c.headDim));
+    run(device().attention(kF32, on(q), on(k), on(v), kNoDocuments,
+                           out.data(), workspace.data(), bytes, c.B, c.S,
+                           c.heads, kvHeads, c.headDim));
     EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
     expectConforms(out, ref64, ref32, traits().attentionTol);
   });
@@ -914,15 +928,256 @@ TEST_F(KernelConformance, GroupedAttentionGrad) {
     int64_t bytes = zbc_rt_attention_grad_workspace(c.B, c.S, c.heads,
                                                     c.headDim, sizeof(float));
     Buffer workspace(bytes / 4);
-    run(device().attentionGrad(kF32, on(dout), on(q), on(k), on(v), dq.data(),
-                               dk.data(), dv.data(), workspace.data(), bytes,
-                               c.B, c.S, c.heads, kvHeads, c.headDim));
+    run(device().attentionGrad(kF32, on(dout), on(q), on(k), on(v),
+                               kNoDocuments, dq.data(), dk.data(), dv.data(),
+                               workspace.data(), bytes, c.B, c.S, c.heads,
+                               kvHeads, c.headDim));
     EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
     double tol = traits().attentionGradTol;
     expectConforms(dq, g64.dq, g32.dq, tol);
     expectConforms(dk, g64.dk, g32.dk, tol);
     expectConforms(dv, g64.dv, g32.dv, tol);
   });
+}
+
+//===----------------------------------------------------------------------===//
+// Document masks (Note [Document masks] in dialect/docs/ZB.md)
+//===----------------------------------------------------------------------===//
+//
+// The oracle knows no document ids, which makes the check independent: a
+// row of documents attended with ids must equal each document attended
+// alone, as an unmasked causal attention of its own length (the
+// interpreter's, on the document's rows), and must differ from the same
+// row attended unmasked.
+
+/// Attention over rows of packed documents: per row, the documents'
+/// lengths in order (summing to S).
+struct DocumentCase {
+  int64_t S, heads, headDim;
+  std::vector<std::vector<int64_t>> rows;
+  /// The ids alternate 0, 1, 0, ... along a row instead of growing: a run
+  /// of equal ids is a document even where its id came before (ids equal
+  /// over [j, i], not only at j and i).
+  bool recurringIds = false;
+};
+
+/// Documents of length 1 (first, last, between others and a whole row of
+/// them); documents across the 64-row blocks of the CPU and the GPU tiles
+/// (S 65 and 130); rows of one document (the unmasked case, inside a
+/// masked call).
+std::vector<DocumentCase> documentCases() {
+  return {
+      {16, 2, 8, {{1, 6, 4, 5}, {16}}},
+      {5, 4, 3, {{2, 3}, {1, 1, 1, 1, 1}}},
+      {65, 1, 5, {{64, 1}, {3, 61, 1}}},
+      {130, 2, 4, {{1, 70, 1, 58}}},
+      {24, 4, 8, {{5, 7, 12}, {12, 1, 11}}, /*recurringIds=*/true},
+  };
+}
+
+std::string describe(const DocumentCase &c) {
+  std::string text = "S " + std::to_string(c.S) + " heads " +
+                     std::to_string(c.heads) + " d " +
+                     std::to_string(c.headDim) + " documents";
+  for (const std::vector<int64_t> &row : c.rows) {
+    text += " [";
+    for (size_t k = 0; k < row.size(); ++k)
+      text += (k ? " " : "") + std::to_string(row[k]);
+    text += "]";
+  }
+  return text + (c.recurringIds ? " recurring ids" : "");
+}
+
+/// Calls fn(b, s0, n) for each document [s0, s0 + n) of row b.
+template <typename Fn> void forEachDocument(const DocumentCase &c, Fn fn) {
+  for (size_t b = 0; b < c.rows.size(); ++b) {
+    int64_t s0 = 0;
+    for (int64_t n : c.rows[b]) {
+      fn(static_cast<int64_t>(b), s0, n);
+      s0 += n;
+    }
+    ASSERT_EQ(s0, c.S) << "row " << b << "'s documents do not fill it";
+  }
+}
+
+/// The ids [B, S] of a case: non-decreasing along a row (steps of 1 and 2),
+/// and each row starting with the id the previous row ended with, as a
+/// document split across rows is packed (each row's part is attended
+/// alone); or alternating 0, 1, ... (recurringIds).
+template <typename I> std::vector<I> documentIds(const DocumentCase &c) {
+  std::vector<I> ids;
+  int64_t id = 3;
+  for (const std::vector<int64_t> &row : c.rows)
+    for (size_t k = 0; k < row.size(); ++k) {
+      if (k > 0)
+        id += 1 + static_cast<int64_t>(k % 2);
+      const int64_t value = c.recurringIds ? static_cast<int64_t>(k % 2) : id;
+      ids.insert(ids.end(), row[k], static_cast<I>(value));
+    }
+  return ids;
+}
+
+/// Rows [s0, s0 + n) of batch b of t [B, S, W], as a [1, n, W] tensor.
+Tensor documentOf(const Tensor &t, int64_t b, int64_t s0, int64_t n) {
+  const int64_t S = t.shape()[1], W = t.shape()[2];
+  Tensor piece = Tensor::zeros({1, n, W}, t.precision());
+  for (int64_t e = 0; e < n * W; ++e)
+    piece.set(e, t.get((b * S + s0) * W + e));
+  return piece;
+}
+
+/// Writes `piece` [1, n, W] into rows [s0, s0 + n) of batch b of t.
+void putDocument(Tensor &t, int64_t b, int64_t s0, const Tensor &piece) {
+  const int64_t S = t.shape()[1], W = t.shape()[2];
+  for (int64_t e = 0; e < piece.numElements(); ++e)
+    t.set((b * S + s0) * W + e, piece.get(e));
+}
+
+/// The masked result differs from the unmasked one (`unmasked` the F64
+/// oracle without ids): some element by far more than the tolerance.
+void expectDiffersFromUnmasked(const Buffer &masked, const Tensor &unmasked,
+                               double tol) {
+  Worst worst = worstError(masked.size(), unmasked,
+                           [&](int64_t i) { return masked[i]; });
+  EXPECT_GT(worst.error, 100 * tol)
+      << "the masked result is the unmasked one: the ids changed nothing";
+}
+
+template <typename I> void checkMaskedCausalAttention() {
+  std::mt19937_64 rng(31);
+  for (const DocumentCase &c : documentCases()) {
+    SCOPED_TRACE(describe(c));
+    const int64_t B = static_cast<int64_t>(c.rows.size()),
+                  H = c.heads * c.headDim;
+    Tensor qkv = randomF32({B, c.S, 3 * H}, rng);
+    Tensor dout = randomF32({B, c.S, H}, rng);
+    Tensor out64 = Tensor::zeros({B, c.S, H}, F64),
+           out32 = Tensor::zeros({B, c.S, H}, F32),
+           dqkv64 = Tensor::zeros({B, c.S, 3 * H}, F64),
+           dqkv32 = Tensor::zeros({B, c.S, 3 * H}, F32);
+    forEachDocument(c, [&](int64_t b, int64_t s0, int64_t n) {
+      Tensor part = documentOf(qkv, b, s0, n), dpart = documentOf(dout, b, s0, n);
+      putDocument(out64, b, s0, k::causalAttention(in(part, F64), c.heads));
+      putDocument(out32, b, s0, k::causalAttention(part, c.heads));
+      putDocument(dqkv64, b, s0,
+                  k::causalAttentionGrad(in(dpart, F64), in(part, F64),
+                                         c.heads));
+      putDocument(dqkv32, b, s0, k::causalAttentionGrad(dpart, part, c.heads));
+    });
+    Indices documents = on(documentIds<I>(c));
+
+    Buffer out(B * c.S * H);
+    int64_t bytes = zbc_rt_causal_attention_workspace(c.S, sizeof(float));
+    Buffer workspace(bytes / 4);
+    run(device().causalAttention(kF32, on(qkv), documents, out.data(),
+                                 workspace.data(), bytes, B, c.S, H, c.heads));
+    EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
+    expectConforms(out, out64, out32, traits().attentionTol);
+    expectDiffersFromUnmasked(out, k::causalAttention(in(qkv, F64), c.heads),
+                              traits().attentionTol);
+
+    Buffer dqkv(B * c.S * 3 * H);
+    bytes = zbc_rt_causal_attention_grad_workspace(c.S, sizeof(float));
+    Buffer gradWorkspace(bytes / 4);
+    run(device().causalAttentionGrad(kF32, on(dout), on(qkv), documents,
+                                     dqkv.data(), gradWorkspace.data(), bytes,
+                                     B, c.S, H, c.heads));
+    EXPECT_TRUE(gradWorkspace.guardsIntact()) << "wrote past the workspace";
+    expectConforms(dqkv, dqkv64, dqkv32, traits().attentionGradTol);
+    expectDiffersFromUnmasked(
+        dqkv, k::causalAttentionGrad(in(dout, F64), in(qkv, F64), c.heads),
+        traits().attentionGradTol);
+  }
+}
+TEST_F(KernelConformance, CausalAttentionDocumentsI32) {
+  checkMaskedCausalAttention<int32_t>();
+}
+TEST_F(KernelConformance, CausalAttentionDocumentsI64) {
+  checkMaskedCausalAttention<int64_t>();
+}
+
+/// zb.attention and its gradient under documentCases(), with every kv head
+/// count that divides the heads.
+template <typename I> void checkMaskedGroupedAttention() {
+  std::mt19937_64 rng(32);
+  for (const DocumentCase &c : documentCases())
+    for (int64_t kvHeads = 1; kvHeads <= c.heads; ++kvHeads) {
+      if (c.heads % kvHeads)
+        continue;
+      SCOPED_TRACE(describe(c) + " kv_heads " + std::to_string(kvHeads));
+      const int64_t B = static_cast<int64_t>(c.rows.size()),
+                    H = c.heads * c.headDim, KV = kvHeads * c.headDim;
+      Tensor q = randomF32({B, c.S, H}, rng), k = randomF32({B, c.S, KV}, rng),
+             v = randomF32({B, c.S, KV}, rng),
+             dout = randomF32({B, c.S, H}, rng);
+      Tensor out64 = Tensor::zeros({B, c.S, H}, F64),
+             out32 = Tensor::zeros({B, c.S, H}, F32);
+      k::AttentionGrads g64{Tensor::zeros({B, c.S, H}, F64),
+                            Tensor::zeros({B, c.S, KV}, F64),
+                            Tensor::zeros({B, c.S, KV}, F64)};
+      k::AttentionGrads g32{Tensor::zeros({B, c.S, H}, F32),
+                            Tensor::zeros({B, c.S, KV}, F32),
+                            Tensor::zeros({B, c.S, KV}, F32)};
+      forEachDocument(c, [&](int64_t b, int64_t s0, int64_t n) {
+        Tensor qp = documentOf(q, b, s0, n), kp = documentOf(k, b, s0, n),
+               vp = documentOf(v, b, s0, n), dp = documentOf(dout, b, s0, n);
+        putDocument(out64, b, s0,
+                    k::attention(in(qp, F64), in(kp, F64), in(vp, F64),
+                                 c.heads, kvHeads));
+        putDocument(out32, b, s0, k::attention(qp, kp, vp, c.heads, kvHeads));
+        k::AttentionGrads p64 =
+            k::attentionGrad(in(dp, F64), in(qp, F64), in(kp, F64),
+                             in(vp, F64), c.heads, kvHeads);
+        k::AttentionGrads p32 =
+            k::attentionGrad(dp, qp, kp, vp, c.heads, kvHeads);
+        putDocument(g64.dq, b, s0, p64.dq);
+        putDocument(g64.dk, b, s0, p64.dk);
+        putDocument(g64.dv, b, s0, p64.dv);
+        putDocument(g32.dq, b, s0, p32.dq);
+        putDocument(g32.dk, b, s0, p32.dk);
+        putDocument(g32.dv, b, s0, p32.dv);
+      });
+      Indices documents = on(documentIds<I>(c));
+
+      Buffer out(B * c.S * H);
+      int64_t bytes = zbc_rt_attention_workspace(B, c.S, c.heads, c.headDim,
+                                                 sizeof(float));
+      Buffer workspace(bytes / 4);
+      run(device().attention(kF32, on(q), on(k), on(v), documents, out.data(),
+                             workspace.data(), bytes, B, c.S, c.heads, kvHeads,
+                             c.headDim));
+      EXPECT_TRUE(workspace.guardsIntact()) << "wrote past the workspace";
+      expectConforms(out, out64, out32, traits().attentionTol);
+      expectDiffersFromUnmasked(out,
+                                k::attention(in(q, F64), in(k, F64),
+                                             in(v, F64), c.heads, kvHeads),
+                                traits().attentionTol);
+
+      Buffer dq(B * c.S * H), dk(B * c.S * KV), dv(B * c.S * KV);
+      bytes = zbc_rt_attention_grad_workspace(B, c.S, c.heads, c.headDim,
+                                              sizeof(float));
+      Buffer gradWorkspace(bytes / 4);
+      run(device().attentionGrad(kF32, on(dout), on(q), on(k), on(v),
+                                 documents, dq.data(), dk.data(), dv.data(),
+                                 gradWorkspace.data(), bytes, B, c.S, c.heads,
+                                 kvHeads, c.headDim));
+      EXPECT_TRUE(gradWorkspace.guardsIntact()) << "wrote past the workspace";
+      const double tol = traits().attentionGradTol;
+      expectConforms(dq, g64.dq, g32.dq, tol);
+      expectConforms(dk, g64.dk, g32.dk, tol);
+      expectConforms(dv, g64.dv, g32.dv, tol);
+      k::AttentionGrads unmasked =
+          k::attentionGrad(in(dout, F64), in(q, F64), in(k, F64), in(v, F64),
+                           c.heads, kvHeads);
+      expectDiffersFromUnmasked(dq, unmasked.dq, tol);
+      expectDiffersFromUnmasked(dk, unmasked.dk, tol);
+    }
+}
+TEST_F(KernelConformance, GroupedAttentionDocumentsI32) {
+  checkMaskedGroupedAttention<int32_t>();
+}
+TEST_F(KernelConformance, GroupedAttentionDocumentsI64) {
+  checkMaskedGroupedAttention<int64_t>();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1061,7 +1316,7 @@ template <typename I> void checkCrossEntropy() {
     std::vector<I> ids = indicesAs<I>(labels);
     Buffer loss(1);
     run(device().crossEntropy(kF32, on(logits), on(ids), loss.data(),
-                              labels.numElements(), c.classes));
+                              labels.numElements(), c.classes, kIgnoreNone));
     expectConforms(loss, ref64, ref32);
   }
 }
@@ -1086,7 +1341,7 @@ template <typename I> void checkCrossEntropyGrad() {
     Buffer dlogits(logits.numElements());
     run(device().crossEntropyGrad(kF32, on(logits), on(ids), on(dloss),
                                   dlogits.data(), labels.numElements(),
-                                  c.classes));
+                                  c.classes, kIgnoreNone));
     expectConforms(dlogits, ref64, ref32);
   }
 }
@@ -1095,6 +1350,182 @@ TEST_F(KernelConformance, CrossEntropyGradI32) {
 }
 TEST_F(KernelConformance, CrossEntropyGradI64) {
   checkCrossEntropyGrad<int64_t>();
+}
+
+//===----------------------------------------------------------------------===//
+// ignore_index
+//===----------------------------------------------------------------------===//
+//
+// The oracle knows no ignore_index either: the loss over labels some of
+// which are ignored must be the oracle's loss over the counted rows alone
+// (their mean), and the gradient's counted rows the oracle's gradient of
+// those rows alone (scaled by dloss / counted); the ignored rows' gradient
+// is exactly 0, and with every label ignored the loss is exactly 0 too.
+
+/// Which labels a case ignores, and the ignore_index it passes.
+enum class Ignored {
+  EveryThird, // -100 at rows 0, 3, 6, ...
+  AClass,     // ignore_index = the first row's label, a valid class
+  All,        // every label -100
+};
+
+const char *describe(Ignored ignored) {
+  switch (ignored) {
+  case Ignored::EveryThird:
+    return "every third label ignored";
+  case Ignored::AClass:
+    return "ignore_index a class";
+  case Ignored::All:
+    return "every label ignored";
+  }
+  return "";
+}
+
+/// The labels of a case with its ignored ones, and its ignore_index.
+std::pair<std::vector<int64_t>, int64_t> withIgnored(const Tensor &labels,
+                                                     Ignored ignored) {
+  std::vector<int64_t> values(labels.numElements());
+  for (int64_t r = 0; r < labels.numElements(); ++r)
+    values[r] = labels.getInt(r);
+  constexpr int64_t kIgnore = -100;
+  switch (ignored) {
+  case Ignored::EveryThird:
+    for (size_t r = 0; r < values.size(); r += 3)
+      values[r] = kIgnore;
+    return {values, kIgnore};
+  case Ignored::AClass:
+    return {values, values[0]};
+  case Ignored::All:
+    std::fill(values.begin(), values.end(), kIgnore);
+    return {values, kIgnore};
+  }
+  return {values, kIgnore};
+}
+
+/// Calls fn(ignored) for the three ways of ignoring labels.
+template <typename Fn> void forEachIgnored(Fn fn) {
+  for (Ignored ignored : {Ignored::EveryThird, Ignored::AClass, Ignored::All}) {
+    SCOPED_TRACE(describe(ignored));
+    fn(ignored);
+  }
+}
+
+/// The counted rows of logits [rows, classes] and their labels.
+struct Counted {
+  std::vector<int64_t> rows;
+  Tensor logits, labels;
+};
+Counted countedRows(const Tensor &logits, const std::vector<int64_t> &labels,
+                    int64_t ignoreIndex, int64_t classes) {
+  Counted counted;
+  for (int64_t r = 0; r < static_cast<int64_t>(labels.size()); ++r)
+    if (labels[r] != ignoreIndex)
+      counted.rows.push_back(r);
+  const int64_t n = static_cast<int64_t>(counted.rows.size());
+  if (n == 0)
+    return counted;
+  counted.logits = Tensor::zeros({n, classes}, F32);
+  std::vector<int64_t> kept;
+  for (int64_t k = 0; k < n; ++k) {
+    for (int64_t c = 0; c < classes; ++c)
+      counted.logits.set(k * classes + c,
+                         logits.get(counted.rows[k] * classes + c));
+    kept.push_back(labels[counted.rows[k]]);
+  }
+  counted.labels = Tensor::fromInts({n}, kept);
+  return counted;
+}
+
+template <typename I> void checkCrossEntropyIgnoreIndex() {
+  std::mt19937_64 rng(33);
+  for (const CrossEntropyCase &c : kCrossEntropyCases)
+    forEachIgnored([&](Ignored ignored) {
+      SCOPED_TRACE(describe(c.labels) + " classes " +
+                   std::to_string(c.classes));
+      const int64_t rows = product(c.labels);
+      Tensor logits = randomF32({rows, c.classes}, rng, c.scale, c.offset);
+      auto [labels, ignoreIndex] =
+          withIgnored(randomIndices(c.labels, c.classes, rng), ignored);
+      Counted counted = countedRows(logits, labels, ignoreIndex, c.classes);
+      std::vector<I> ids(labels.begin(), labels.end());
+      Buffer loss(1);
+      run(device().crossEntropy(kF32, on(logits), on(ids), loss.data(), rows,
+                                c.classes, ignoreIndex));
+      if (counted.rows.empty()) {
+        EXPECT_TRUE(loss.guardsIntact());
+        EXPECT_EQ(loss[0], 0.0f) << "no label counts: the loss is 0";
+        return;
+      }
+      std::string error;
+      Tensor ref64 =
+          unwrap(k::crossEntropy(in(counted.logits, F64), counted.labels, error));
+      Tensor ref32 = unwrap(k::crossEntropy(counted.logits, counted.labels, error));
+      expectConforms(loss, ref64, ref32);
+    });
+}
+TEST_F(KernelConformance, CrossEntropyIgnoreIndexI32) {
+  checkCrossEntropyIgnoreIndex<int32_t>();
+}
+TEST_F(KernelConformance, CrossEntropyIgnoreIndexI64) {
+  checkCrossEntropyIgnoreIndex<int64_t>();
+}
+
+template <typename I> void checkCrossEntropyGradIgnoreIndex() {
+  std::mt19937_64 rng(34);
+  for (const CrossEntropyCase &c : kCrossEntropyCases)
+    forEachIgnored([&](Ignored ignored) {
+      SCOPED_TRACE(describe(c.labels) + " classes " +
+                   std::to_string(c.classes));
+      const int64_t rows = product(c.labels);
+      Tensor logits = randomF32({rows, c.classes}, rng, c.scale, c.offset);
+      auto [labels, ignoreIndex] =
+          withIgnored(randomIndices(c.labels, c.classes, rng), ignored);
+      Counted counted = countedRows(logits, labels, ignoreIndex, c.classes);
+      Tensor dloss = Tensor::scalar(0.7, F32);
+      std::vector<I> ids(labels.begin(), labels.end());
+      Buffer dlogits(rows * c.classes);
+      run(device().crossEntropyGrad(kF32, on(logits), on(ids), on(dloss),
+                                    dlogits.data(), rows, c.classes,
+                                    ignoreIndex));
+      // The ignored rows: exactly 0 (a NaN start left unwritten fails).
+      std::vector<bool> isCounted(rows, false);
+      for (int64_t r : counted.rows)
+        isCounted[r] = true;
+      EXPECT_TRUE(dlogits.guardsIntact());
+      for (int64_t r = 0; r < rows; ++r) {
+        if (isCounted[r])
+          continue;
+        for (int64_t k = 0; k < c.classes; ++k) {
+          ASSERT_EQ(dlogits[r * c.classes + k], 0.0f)
+              << "ignored row " << r << " class " << k;
+        }
+      }
+      if (counted.rows.empty())
+        return;
+      // The counted rows: the oracle's gradient of them alone, whose mean
+      // is over them alone.
+      std::string error;
+      Tensor part64 = unwrap(k::crossEntropyGrad(
+          in(counted.logits, F64), counted.labels, in(dloss, F64), error));
+      Tensor part32 = unwrap(
+          k::crossEntropyGrad(counted.logits, counted.labels, dloss, error));
+      Tensor ref64 = Tensor::zeros({rows, c.classes}, F64),
+             ref32 = Tensor::zeros({rows, c.classes}, F32);
+      for (size_t n = 0; n < counted.rows.size(); ++n)
+        for (int64_t k = 0; k < c.classes; ++k) {
+          const int64_t to = counted.rows[n] * c.classes + k,
+                        from = static_cast<int64_t>(n) * c.classes + k;
+          ref64.set(to, part64.get(from));
+          ref32.set(to, part32.get(from));
+        }
+      expectConforms(dlogits, ref64, ref32);
+    });
+}
+TEST_F(KernelConformance, CrossEntropyGradIgnoreIndexI32) {
+  checkCrossEntropyGradIgnoreIndex<int32_t>();
+}
+TEST_F(KernelConformance, CrossEntropyGradIgnoreIndexI64) {
+  checkCrossEntropyGradIgnoreIndex<int64_t>();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1184,7 +1615,8 @@ template <typename I> void checkIndexErrors() {
       EXPECT_TRUE(zbc::failed(k::crossEntropy(logits, indices, message)));
       Buffer loss(1, 7.0f);
       expectIndexError(failureOf(device().crossEntropy(
-                           kF32, on(logits), on(ids), loss.data(), 5, kVocab)),
+                           kF32, on(logits), on(ids), loss.data(), 5, kVocab,
+                           kIgnoreNone)),
                        bad, kVocab, loss);
     }
     {
@@ -1193,7 +1625,7 @@ template <typename I> void checkIndexErrors() {
       Buffer dlogits(5 * kVocab, 7.0f);
       expectIndexError(failureOf(device().crossEntropyGrad(
                            kF32, on(logits), on(ids), on(dloss),
-                           dlogits.data(), 5, kVocab)),
+                           dlogits.data(), 5, kVocab, kIgnoreNone)),
                        bad, kVocab, dlogits);
     }
   }

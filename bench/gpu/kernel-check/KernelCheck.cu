@@ -6,7 +6,16 @@
 // small shapes (an odd one included, and one that takes attention's tensor
 // core path with S not a multiple of its tiles) and at one realistic shape
 // (h 1024, S 512, heads 8); then times linear, linearGradInput,
-// linearGradWeight and attention forward/backward at h 4096, S 2048, bf16.
+// linearGradWeight and attention forward/backward at h 4096, S 2048, bf16,
+// unmasked and with a row of packed documents.
+//
+// Packed documents (issue 44): both attention kernels, forward and
+// backward, are also checked with document ids, int32 and int64 (rows of
+// several documents of different lengths, one of length 1, documents that
+// cross the tensor-core tiles, a row that goes on with the previous row's
+// last id), and the cross entropy with labels equal to ignore_index (some
+// ignored; all ignored, where the loss and every gradient are 0; an
+// ignore_index that is a valid class).
 // Prints one "PASS"/"FAIL" line per check (and "TIME" lines), exits 1 on any
 // FAIL, 2 when it cannot run: no CUDA device, or an argument it does not
 // take (it takes none but --help, which prints its usage and exits 0).
@@ -344,9 +353,10 @@ void checkElementwise(const Shape &s, Dtype dt, std::mt19937 &rng) {
   e = gpu::convertFromF32(dt, dAcc->as<float>(), y.ptr, total, stream);
   report("convertFromF32" + at, dt, e, download(dt, y.ptr, total), refAcc, 0.0);
   std::unique_ptr<Buffer> dSum(upload(Dtype::F32, {1.5f}));
-  e = gpu::addScalar(dSum->as<float>(), dt, dX->ptr, stream);
+  // Weighted as a microbatch's loss is (Note [Loss over real tokens]).
+  e = gpu::addScalar(dSum->as<float>(), dt, dX->ptr, 0.75f, stream);
   report("addScalar" + at, Dtype::F32, e, download(Dtype::F32, dSum->ptr, 1),
-         {static_cast<float>(1.5 + double(x[0]))}, 0.0);
+         {static_cast<float>(1.5 + double(0.75f * x[0]))}, 0.0);
   Buffer dSq(8);
   double start = 0.25;
   CHECK_CUDA(cudaMemcpy(dSq.ptr, &start, 8, cudaMemcpyHostToDevice));
@@ -470,28 +480,53 @@ void checkIndexOps(const Shape &s, Dtype dt, std::mt19937 &rng) {
     }
   }
 
-  // Cross entropy over `vocab` classes, labels idx.
+  // Cross entropy over `vocab` classes, labels idx (none ignored), then
+  // with ignored labels.
   const int64_t rows = count, classes = vocab;
   auto logits = random(rng, rows * classes, -3, 3);
   roundFor(dt, logits);
   std::unique_ptr<Buffer> dL(upload(dt, logits)), dLoss(upload(dt, {0.0f})),
       dScale(upload(dt, {0.75f}));
-  Buffer dlog(rows * classes * 4);
-  float refLoss = 0.0f;
-  e = gpu::crossEntropy(dt, it, dL->ptr, dIdx->ptr, dLoss->ptr, rows, classes,
-                        error, 7, stream);
-  cpu::crossEntropy(logits.data(), idx.data(), &refLoss, rows, classes,
-                    &cpuError);
-  report("crossEntropy" + at, dt, e, download(dt, dLoss->ptr, 1), {refLoss},
-         tolR);
-  std::vector<float> refDlog(rows * classes);
+  Buffer dlog(rows * classes * 4), counted(sizeof(int64_t));
   const float dloss = 0.75f;
-  e = gpu::crossEntropyGrad(dt, it, dL->ptr, dIdx->ptr, dScale->ptr, dlog.ptr,
-                            rows, classes, error, 7, stream);
-  cpu::crossEntropyGrad(logits.data(), idx.data(), &dloss, refDlog.data(), rows,
-                        classes, &cpuError);
-  report("crossEntropyGrad" + at, dt, e,
-         download(dt, dlog.ptr, rows * classes), refDlog, tolR);
+  auto checkLoss = [&](const std::string &what, const std::vector<I> &labels,
+                       int64_t ignoreIndex) {
+    std::unique_ptr<Buffer> dLabels(uploadIndices(labels));
+    float refLoss = 0.0f;
+    cudaError_t launch = gpu::crossEntropy(dt, it, dL->ptr, dLabels->ptr,
+                                           dLoss->ptr, rows, classes,
+                                           ignoreIndex, error, 7, stream);
+    cpu::crossEntropy(logits.data(), labels.data(), &refLoss, rows, classes,
+                      ignoreIndex, &cpuError);
+    report("crossEntropy" + what + at, dt, launch,
+           download(dt, dLoss->ptr, 1), {refLoss}, tolR);
+    // NaN everywhere first: every row, ignored ones too, must be written.
+    std::vector<float> refDlog(rows * classes);
+    CHECK_CUDA(cudaMemset(dlog.ptr, 0xff, rows * classes * gpu::bytesOf(dt)));
+    launch = gpu::crossEntropyGrad(dt, it, dL->ptr, dLabels->ptr, dScale->ptr,
+                                   dlog.ptr, rows, classes, ignoreIndex,
+                                   counted.as<int64_t>(), error, 7, stream);
+    cpu::crossEntropyGrad(logits.data(), labels.data(), &dloss,
+                          refDlog.data(), rows, classes, ignoreIndex,
+                          &cpuError);
+    report("crossEntropyGrad" + what + at, dt, launch,
+           download(dt, dlog.ptr, rows * classes), refDlog, tolR);
+  };
+  constexpr int64_t kIgnore = -100; // PyTorch's and Hugging Face's
+  checkLoss("", idx, kIgnore);
+  {
+    // Every third label ignored (the first included).
+    std::vector<I> some = idx;
+    for (int64_t r = 0; r < rows; r += 3)
+      some[r] = static_cast<I>(kIgnore);
+    checkLoss(" some ignored", some, kIgnore);
+    // Every label ignored: loss 0 and a zero gradient, no index error.
+    checkLoss(" all ignored", std::vector<I>(rows, static_cast<I>(kIgnore)),
+              kIgnore);
+    // An ignore_index that is a valid class: its rows are skipped, not
+    // read as labels.
+    checkLoss(" ignoring a class", idx, static_cast<int64_t>(idx[0]));
+  }
 
   // No error was recorded by any of the above.
   gpu::DeviceIndexError host{};
@@ -509,7 +544,7 @@ void checkIndexOps(const Shape &s, Dtype dt, std::mt19937 &rng) {
     std::unique_ptr<Buffer> dBad(uploadIndices(bad));
     CHECK_CUDA(cudaMemset(error, 0, sizeof(gpu::DeviceIndexError)));
     e = gpu::crossEntropy(dt, it, dL->ptr, dBad->ptr, dLoss->ptr, rows, classes,
-                          error, 42, stream);
+                          kIgnore, error, 42, stream);
     CHECK_CUDA(cudaStreamSynchronize(stream));
     CHECK_CUDA(cudaMemcpy(&host, error, sizeof host, cudaMemcpyDeviceToHost));
     bool ok = e == cudaSuccess && host.found == 1 && host.op == 42 &&
@@ -538,8 +573,40 @@ void checkIndexOps(const Shape &s, Dtype dt, std::mt19937 &rng) {
   }
 }
 
-void checkAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
-  const std::string at = std::string(" ") + s.label;
+/// The document ids of a masked attention check (Note [Document masks]),
+/// on the host for the CPU kernel and on the device for the GPU's; none by
+/// default.
+struct DocumentMask {
+  cpu::DocumentIds host;
+  gpu::Documents device;
+  std::string label; // " documents i32"
+};
+
+/// Document ids [B, S], non-decreasing along each row: row 0 holds a
+/// document of length 1 first and another as its third, the others random
+/// lengths in [1, max(2, S / 3)] (several, of different lengths, crossing
+/// the 64-row tiles where S allows); each later row goes on with the id
+/// the previous row ended with (a document split across rows, whose parts
+/// are attended apart). Ids start at 7 and step by 1 to 3.
+template <typename I>
+std::vector<I> documentIds(int64_t B, int64_t S, std::mt19937 &rng) {
+  std::uniform_int_distribution<int64_t> length(1, std::max<int64_t>(2, S / 3));
+  std::vector<I> ids(static_cast<size_t>(B * S));
+  int64_t id = 7;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0, piece = 0; s < S; ++piece) {
+      const int64_t n = b == 0 && (piece == 0 || piece == 2) ? 1 : length(rng);
+      for (int64_t t = 0; t < n && s < S; ++t, ++s)
+        ids[b * S + s] = static_cast<I>(id);
+      if (s < S)
+        id += 1 + piece % 3;
+    }
+  return ids;
+}
+
+void checkAttention(const Shape &s, Dtype dt, std::mt19937 &rng,
+                    const DocumentMask &mask = {}) {
+  const std::string at = mask.label + " " + s.label;
   const int64_t B = s.B, S = s.S, H = s.h, heads = s.heads;
   auto qkv = random(rng, B * S * 3 * H, -1, 1),
        dout = random(rng, B * S * H, -1, 1);
@@ -554,16 +621,19 @@ void checkAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
   std::vector<float> cpuWs(cpu::causalAttentionGradWorkspace(S));
   std::vector<float> ref(B * S * H), refD(B * S * 3 * H);
   CHECK_CUDA(cudaMemset(dqkv.ptr, 0xff, B * S * 3 * H * gpu::bytesOf(dt)));
-  cudaError_t e = gpu::causalAttention(dt, dQkv->ptr, out.ptr, ws.ptr,
-                                       fwdBytes, B, S, H, heads,
+  CHECK_CUDA(cudaMemset(out.ptr, 0xff, B * S * H * gpu::bytesOf(dt)));
+  cudaError_t e = gpu::causalAttention(dt, dQkv->ptr, mask.device, out.ptr,
+                                       ws.ptr, fwdBytes, B, S, H, heads,
                                        stream);
-  cpu::causalAttention(qkv.data(), ref.data(), cpuWs.data(), B, S, H, heads);
+  cpu::causalAttention(qkv.data(), ref.data(), cpuWs.data(), B, S, H, heads,
+                       mask.host);
   report("causalAttention" + at, dt, e, download(dt, out.ptr, B * S * H), ref,
          tolerance(dt, 2e-5, 1e-2));
-  e = gpu::causalAttentionGrad(dt, dDout->ptr, dQkv->ptr, dqkv.ptr, ws.ptr,
-                               wsBytes, B, S, H, heads, stream);
+  e = gpu::causalAttentionGrad(dt, dDout->ptr, dQkv->ptr, mask.device,
+                               dqkv.ptr, ws.ptr, wsBytes, B, S, H, heads,
+                               stream);
   cpu::causalAttentionGrad(dout.data(), qkv.data(), refD.data(), cpuWs.data(),
-                           B, S, H, heads);
+                           B, S, H, heads, mask.host);
   report("causalAttentionGrad" + at, dt, e,
          download(dt, dqkv.ptr, B * S * 3 * H), refD,
          tolerance(dt, 1e-4, 2e-2));
@@ -575,10 +645,11 @@ void checkAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
 
 /// zb.attention on separate q, k and v, with kv heads that divide the
 /// heads (multi-query where heads is odd, groups of two otherwise).
-void checkGroupedAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
+void checkGroupedAttention(const Shape &s, Dtype dt, std::mt19937 &rng,
+                           const DocumentMask &mask = {}) {
   const int64_t B = s.B, S = s.S, heads = s.heads, d = s.h / s.heads;
   const int64_t kvHeads = heads % 2 == 0 ? heads / 2 : 1;
-  const std::string at = std::string(" ") + s.label + " kv " +
+  const std::string at = mask.label + " " + s.label + " kv " +
                          std::to_string(kvHeads);
   const int64_t H = heads * d, KV = kvHeads * d;
   auto q = random(rng, B * S * H, -1, 1), k = random(rng, B * S * KV, -1, 1),
@@ -596,19 +667,20 @@ void checkGroupedAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
   std::vector<float> cpuWs(cpu::causalAttentionGradWorkspace(S));
   std::vector<float> ref(B * S * H), refDq(B * S * H), refDk(B * S * KV),
       refDv(B * S * KV);
-  cudaError_t err = gpu::attention(dt, dQ->ptr, dK->ptr, dV->ptr, out.ptr,
-                                   ws.ptr, fwdBytes, B, S, heads, kvHeads, d,
-                                   stream);
+  CHECK_CUDA(cudaMemset(out.ptr, 0xff, B * S * H * gpu::bytesOf(dt)));
+  cudaError_t err = gpu::attention(dt, dQ->ptr, dK->ptr, dV->ptr, mask.device,
+                                   out.ptr, ws.ptr, fwdBytes, B, S, heads,
+                                   kvHeads, d, stream);
   cpu::attention(q.data(), k.data(), v.data(), ref.data(), cpuWs.data(), B, S,
-                 heads, kvHeads, d);
+                 heads, kvHeads, d, mask.host);
   report("attention" + at, dt, err, download(dt, out.ptr, B * S * H), ref,
          tolerance(dt, 2e-5, 1e-2));
-  err = gpu::attentionGrad(dt, dDout->ptr, dQ->ptr, dK->ptr, dV->ptr, gq.ptr,
-                           gk.ptr, gv.ptr, ws.ptr, gradBytes, B, S, heads,
-                           kvHeads, d, stream);
+  err = gpu::attentionGrad(dt, dDout->ptr, dQ->ptr, dK->ptr, dV->ptr,
+                           mask.device, gq.ptr, gk.ptr, gv.ptr, ws.ptr,
+                           gradBytes, B, S, heads, kvHeads, d, stream);
   cpu::attentionGrad(dout.data(), q.data(), k.data(), v.data(), refDq.data(),
                      refDk.data(), refDv.data(), cpuWs.data(), B, S, heads,
-                     kvHeads, d);
+                     kvHeads, d, mask.host);
   const double tol = tolerance(dt, 1e-4, 2e-2);
   report("attentionGrad dq" + at, dt, err, download(dt, gq.ptr, B * S * H),
          refDq, tol);
@@ -616,6 +688,19 @@ void checkGroupedAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
          refDk, tol);
   report("attentionGrad dv" + at, dt, err, download(dt, gv.ptr, B * S * KV),
          refDv, tol);
+}
+
+/// Both attention kernels, forward and backward, under documentIds<I>.
+template <typename I>
+void checkMaskedAttention(const Shape &s, Dtype dt, std::mt19937 &rng) {
+  const std::vector<I> ids = documentIds<I>(s.B, s.S, rng);
+  std::unique_ptr<Buffer> dIds(uploadIndices(ids));
+  DocumentMask mask{
+      {ids.data(), sizeof(I) == 8},
+      {dIds->ptr, sizeof(I) == 8 ? IndexType::I64 : IndexType::I32},
+      sizeof(I) == 8 ? " documents i64" : " documents i32"};
+  checkAttention(s, dt, rng, mask);
+  checkGroupedAttention(s, dt, rng, mask);
 }
 
 void checkOptimizers(std::mt19937 &rng) {
@@ -752,19 +837,59 @@ void timeLayer() {
   // Causal: half the S x S products, 2 GEMMs forward, 5 backward (dQ, dK,
   // dV, dP, and S recomputed; this implementation runs 7).
   const double gemmFlops = 2.0 * S * S * (h / heads) * heads / 2;
-  printTime("causalAttention B1 S2048 H4096 heads32",
-            timeMs([&] {
-              return gpu::causalAttention(dt, dQkv->ptr, out.ptr, ws.ptr,
-                                          fwdBytes, 1, S, h, heads, stream);
-            }),
+  const double forwardMs = timeMs([&] {
+    return gpu::causalAttention(dt, dQkv->ptr, {}, out.ptr, ws.ptr, fwdBytes,
+                                1, S, h, heads, stream);
+  });
+  printTime("causalAttention B1 S2048 H4096 heads32", forwardMs,
             2 * gemmFlops);
-  printTime("causalAttentionGrad B1 S2048 H4096 heads32",
-            timeMs([&] {
-              return gpu::causalAttentionGrad(dt, dDout->ptr, dQkv->ptr,
-                                              dqkv.ptr, ws.ptr, gradBytes,
-                                              1, S, h, heads, stream);
-            }),
+  const double backwardMs = timeMs([&] {
+    return gpu::causalAttentionGrad(dt, dDout->ptr, dQkv->ptr, {}, dqkv.ptr,
+                                    ws.ptr, gradBytes, 1, S, h, heads, stream);
+  });
+  printTime("causalAttentionGrad B1 S2048 H4096 heads32", backwardMs,
             5 * gemmFlops);
+
+  // The same row packed with documents of long-tailed lengths (lognormal,
+  // mean S / 8, the last one cut to fit): the work is the sum of the
+  // squared lengths (Note [Document runs on the GPU]), the TFLOP/s count
+  // only the pairs attended, and the time against the unmasked row should
+  // follow sum L^2 / S^2.
+  std::lognormal_distribution<double> lengths(std::log(S / 8.0) - 0.5, 1.0);
+  std::vector<int32_t> ids(S);
+  double squares = 0.0;
+  int64_t documents = 0;
+  for (int64_t s = 0; s < S; ++documents) {
+    int64_t n = std::max<int64_t>(1, std::llround(lengths(rng)));
+    n = std::min(n, S - s);
+    for (int64_t t = 0; t < n; ++t)
+      ids[s + t] = static_cast<int32_t>(documents);
+    squares += double(n) * double(n);
+    s += n;
+  }
+  std::unique_ptr<Buffer> dIds(uploadIndices(ids));
+  const gpu::Documents packed{dIds->ptr, IndexType::I32};
+  const double share = squares / (double(S) * double(S));
+  char label[96];
+  std::snprintf(label, sizeof label, "causalAttention %lld documents",
+                static_cast<long long>(documents));
+  const double packedForwardMs = timeMs([&] {
+    return gpu::causalAttention(dt, dQkv->ptr, packed, out.ptr, ws.ptr,
+                                fwdBytes, 1, S, h, heads, stream);
+  });
+  printTime(label, packedForwardMs, 2 * gemmFlops * share);
+  std::snprintf(label, sizeof label, "causalAttentionGrad %lld documents",
+                static_cast<long long>(documents));
+  const double packedBackwardMs = timeMs([&] {
+    return gpu::causalAttentionGrad(dt, dDout->ptr, dQkv->ptr, packed,
+                                    dqkv.ptr, ws.ptr, gradBytes, 1, S, h,
+                                    heads, stream);
+  });
+  printTime(label, packedBackwardMs, 5 * gemmFlops * share);
+  std::printf("TIME documents: sum L^2 / S^2 = %.3f; time packed / unmasked "
+              "= %.3f forward, %.3f backward\n",
+              share, packedForwardMs / forwardMs, packedBackwardMs / backwardMs);
+  std::fflush(stdout);
 }
 
 /// What --help prints: it answers before looking for a device, so that it
@@ -777,7 +902,8 @@ void printUsage(std::FILE *to) {
                "the CPU kernel of the same name (fp32 and bf16, small and "
                "realistic shapes),\n"
                "then times the layer's GEMMs and attention at h 4096, S "
-               "2048, bf16.\n"
+               "2048, bf16\n"
+               "(attention also on a row of packed documents).\n"
                "Prints one PASS/FAIL line per check and TIME lines; exits 0 "
                "when every\n"
                "check passes, 1 on any FAIL, 2 when it cannot run (no CUDA "
@@ -826,6 +952,8 @@ int main(int argc, char **argv) {
       checkIndexOps<int64_t>(s, dt, rng);
       checkAttention(s, dt, rng);
       checkGroupedAttention(s, dt, rng);
+      checkMaskedAttention<int32_t>(s, dt, rng);
+      checkMaskedAttention<int64_t>(s, dt, rng);
     }
   checkOptimizers(rng);
   timeLayer();

@@ -7,7 +7,7 @@
 //     param.*, yielding out.i (the closing cut's operands), `loss` on the last
 //     stage, and F.j for every forward tensor the backward needs;
 //   - a BW phase: the gradient rules of the stage's ops in reverse order,
-//     seeded with d_out.i (or 1.0 for the loss), accumulating with zb.add
+//     seeded with d_out.i (or zb.loss_seed for the loss), accumulating with zb.add
 //     where a value has several uses, yielding d_in.i and grad.NAME.
 // Forward values reach the backward only through `forward(v)`, which turns
 // each one into a BW argument: a leaf or in.i keeps its key, a computed value
@@ -169,14 +169,15 @@ LogicalResult StageBuilder::buildBackward(OpBuilder &b, Location loc) {
   Block *body = b.createBlock(&bwPhase.getBody());
   bwBuilder = &b;
 
-  // Seeds: the gradients of what the stage sends on, or 1.0 for the loss.
+  // Seeds: the gradients of what the stage sends on, or the microbatch's
+  // weight in the step's loss (zb.loss_seed) for the loss.
   // A stage that neither has parameters nor feeds an upstream one receives
   // no gradient: nothing would use it.
   bool receivesGrad = slice.hasParams || slice.upstreamNeedsGrad;
   if (isLast) {
     Value loss = model.getLossOp().getLoss();
-    grads[loss] = FillOp::create(b, loc, cast<RankedTensorType>(loss.getType()),
-                                 b.getF64FloatAttr(1.0));
+    grads[loss] =
+        LossSeedOp::create(b, loc, cast<RankedTensorType>(loss.getType()));
   } else if (receivesGrad) {
     for (auto [i, out] : llvm::enumerate(slice.closing.getInputs())) {
       if (!isFloatTensor(out))

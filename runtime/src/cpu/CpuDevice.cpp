@@ -516,11 +516,11 @@ public:
     cpu::accumulate(acc, f.in(x, n), n);
     return {};
   }
-  std::string addLoss(int32_t element, const void *value,
+  std::string addLoss(int32_t element, const void *value, float weight,
                       float *accumulator) override {
-    float v = element == ZBC_RT_BF16
-                  ? fromBFloat16(*static_cast<const uint16_t *>(value))
-                  : *static_cast<const float *>(value);
+    float v = weight * (element == ZBC_RT_BF16
+                            ? fromBFloat16(*static_cast<const uint16_t *>(value))
+                            : *static_cast<const float *>(value));
     stepLoss_ += v;
     *accumulator += v;
     return {};

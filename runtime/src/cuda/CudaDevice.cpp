@@ -48,11 +48,17 @@ IndexType indexTypeOf(const Indices &indices) {
   return indices.element == ZBC_RT_I32 ? IndexType::I32 : IndexType::I64;
 }
 
+/// An attention call's document ids (none when the op has no `documents`).
+Documents documentsOf(const Indices &documents) {
+  return {documents.data, indexTypeOf(documents)};
+}
+
 /// The device scalars of a rank, in one allocation.
 struct Scalars {
   float stepLoss;
   double sumOfSquares;
   DeviceIndexError indexError;
+  int64_t countedLabels; // cross_entropy_grad's count, written before read
 };
 
 constexpr int64_t kGemmWorkspaceBytes = 32 << 20;
@@ -357,32 +363,36 @@ public:
                                     stream_),
                     "embedding");
   }
-  std::string causalAttention(int32_t element, const void *qkv, void *out,
-                              void *workspace, int64_t workspaceBytes,
-                              int64_t batch, int64_t seq, int64_t hidden,
+  std::string causalAttention(int32_t element, const void *qkv,
+                              Indices documents, void *out, void *workspace,
+                              int64_t workspaceBytes, int64_t batch,
+                              int64_t seq, int64_t hidden,
                               int64_t heads) override {
-    return launched(cuda::causalAttention(dtypeOf(element), qkv, out,
+    return launched(cuda::causalAttention(dtypeOf(element), qkv,
+                                          documentsOf(documents), out,
                                           workspace, workspaceBytes, batch,
                                           seq, hidden, heads, stream_),
                     "causal_attention");
   }
   std::string attention(int32_t element, const void *q, const void *k,
-                        const void *v, void *out, void *workspace,
-                        int64_t workspaceBytes, int64_t batch, int64_t seq,
-                        int64_t heads, int64_t kvHeads,
-                        int64_t headDim) override {
-    return launched(cuda::attention(dtypeOf(element), q, k, v, out, workspace,
+                        const void *v, Indices documents, void *out,
+                        void *workspace, int64_t workspaceBytes,
+                        int64_t batch, int64_t seq, int64_t heads,
+                        int64_t kvHeads, int64_t headDim) override {
+    return launched(cuda::attention(dtypeOf(element), q, k, v,
+                                    documentsOf(documents), out, workspace,
                                     workspaceBytes, batch, seq, heads, kvHeads,
                                     headDim, stream_),
                     "attention");
   }
   std::string crossEntropy(int32_t element, const void *logits, Indices labels,
-                           void *loss, int64_t rows,
-                           int64_t classes) override {
+                           void *loss, int64_t rows, int64_t classes,
+                           int64_t ignoreIndex) override {
     return launched(cuda::crossEntropy(dtypeOf(element), indexTypeOf(labels),
                                        logits, labels.data, loss, rows,
-                                       classes, &scalars_->indexError,
-                                       currentOp(), stream_),
+                                       classes, ignoreIndex,
+                                       &scalars_->indexError, currentOp(),
+                                       stream_),
                     "cross_entropy");
   }
   std::string fill(int32_t element, void *y, int64_t n, float value) override {
@@ -473,32 +483,39 @@ public:
                     "embedding_grad");
   }
   std::string causalAttentionGrad(int32_t element, const void *dout,
-                                  const void *qkv, void *dqkv, void *workspace,
+                                  const void *qkv, Indices documents,
+                                  void *dqkv, void *workspace,
                                   int64_t workspaceBytes, int64_t batch,
                                   int64_t seq, int64_t hidden,
                                   int64_t heads) override {
+    if (documents.data)
+      return "document masks are not on the GPU yet";
     return launched(cuda::causalAttentionGrad(
-                        dtypeOf(element), dout, qkv, dqkv, workspace,
-                        workspaceBytes, batch, seq, hidden, heads, stream_),
+                        dtypeOf(element), dout, qkv, documentsOf(documents),
+                        dqkv, workspace, workspaceBytes, batch, seq, hidden,
+                        heads, stream_),
                     "causal_attention_grad");
   }
   std::string attentionGrad(int32_t element, const void *dout, const void *q,
-                            const void *k, const void *v, void *dq, void *dk,
-                            void *dv, void *workspace, int64_t workspaceBytes,
-                            int64_t batch, int64_t seq, int64_t heads,
-                            int64_t kvHeads, int64_t headDim) override {
-    return launched(cuda::attentionGrad(dtypeOf(element), dout, q, k, v, dq, dk,
-                                        dv, workspace, workspaceBytes, batch,
-                                        seq, heads, kvHeads, headDim, stream_),
+                            const void *k, const void *v, Indices documents,
+                            void *dq, void *dk, void *dv, void *workspace,
+                            int64_t workspaceBytes, int64_t batch, int64_t seq,
+                            int64_t heads, int64_t kvHeads,
+                            int64_t headDim) override {
+    return launched(cuda::attentionGrad(dtypeOf(element), dout, q, k, v,
+                                        documentsOf(documents), dq, dk, dv,
+                                        workspace, workspaceBytes, batch, seq,
+                                        heads, kvHeads, headDim, stream_),
                     "attention_grad");
   }
   std::string crossEntropyGrad(int32_t element, const void *logits,
                                Indices labels, const void *dloss,
-                               void *dlogits, int64_t rows,
-                               int64_t classes) override {
+                               void *dlogits, int64_t rows, int64_t classes,
+                               int64_t ignoreIndex) override {
     return launched(cuda::crossEntropyGrad(
                         dtypeOf(element), indexTypeOf(labels), logits,
                         labels.data, dloss, dlogits, rows, classes,
+                        ignoreIndex, &scalars_->countedLabels,
                         &scalars_->indexError, currentOp(), stream_),
                     "cross_entropy_grad");
   }
@@ -508,14 +525,14 @@ public:
     return launched(cuda::accumulate(acc, dtypeOf(element), x, n, stream_),
                     "accumulate");
   }
-  std::string addLoss(int32_t element, const void *value,
+  std::string addLoss(int32_t element, const void *value, float weight,
                       float *accumulator) override {
     std::string error = launched(
-        cuda::addScalar(accumulator, dtypeOf(element), value, stream_),
+        cuda::addScalar(accumulator, dtypeOf(element), value, weight, stream_),
         "add_loss");
     if (error.empty())
       error = launched(cuda::addScalar(&scalars_->stepLoss, dtypeOf(element),
-                                       value, stream_),
+                                       value, weight, stream_),
                        "add_loss");
     return error;
   }

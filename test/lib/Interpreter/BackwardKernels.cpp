@@ -287,15 +287,15 @@ FailureOr<Tensor> embeddingGrad(const Tensor &indices, const Tensor &dy,
 }
 
 Tensor causalAttentionGrad(const Tensor &dout, const Tensor &qkv,
-                           int64_t heads) {
+                           int64_t heads, const Tensor *documents) {
   AttentionGrads g = attentionGrad(dout, qkvPart(qkv, 0), qkvPart(qkv, 1),
-                                   qkvPart(qkv, 2), heads, heads);
+                                   qkvPart(qkv, 2), heads, heads, documents);
   return packQkv(g.dq, g.dk, g.dv);
 }
 
 AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,
                              const Tensor &k, const Tensor &v, int64_t heads,
-                             int64_t kvHeads) {
+                             int64_t kvHeads, const Tensor *documents) {
   AttentionGrads grads{Tensor::zeros(q.shape(), q.precision()),
                        Tensor::zeros(k.shape(), k.precision()),
                        Tensor::zeros(v.shape(), v.precision())};
@@ -310,7 +310,10 @@ AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,
       *dv = grads.dv.data<T>();
     for (int64_t b = 0; b < dims.batch; ++b)
       for (int64_t h = 0; h < heads; ++h) {
-        std::vector<T> P = groupedAttentionProbs(qd, kd, dims, b, h);
+        // P is 0 outside each query's keys (Note [Document masks]), and so
+        // is dS: the sums below over j <= i need no mask of their own.
+        std::vector<T> P =
+            groupedAttentionProbs(qd, kd, dims, b, h, documents);
         // dP = dO V^T and dS = P * (dP - rowsum(dP * P)), on j <= i.
         std::vector<T> dS(S * S, 0);
         for (int64_t i = 0; i < S; ++i) {
@@ -353,9 +356,11 @@ AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,
 }
 
 FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
-                                   const Tensor &dloss, std::string &error) {
+                                   const Tensor &dloss, int64_t ignoreIndex,
+                                   std::string &error) {
   int64_t classes = lastDim(logits.shape());
-  if (findOutOfRange(labels, classes, "label", error))
+  int64_t counted = 0;
+  if (findBadLabel(labels, classes, ignoreIndex, counted, error))
     return failure();
   return byPrecision(logits.precision(), [&](auto tag) {
     using T = decltype(tag);
@@ -363,8 +368,10 @@ FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
     Tensor dlogits = Tensor::zeros(logits.shape(), logits.precision());
     const T *ld = logits.data<T>();
     T *dd = dlogits.data<T>();
-    T scale = dloss.data<T>()[0] / static_cast<T>(rows);
+    T scale = counted ? dloss.data<T>()[0] / static_cast<T>(counted) : T(0);
     for (int64_t r = 0; r < rows; ++r) {
+      if (labels.getInt(r) == ignoreIndex)
+        continue; // its row stays 0
       const T *row = ld + r * classes;
       T lse = logSumExp(row, classes);
       for (int64_t c = 0; c < classes; ++c) {

@@ -110,7 +110,8 @@ LogicalResult Executor::execute(Operation *op) {
         *lookup(grad.getResultGrad()), *lookup(grad.getQ()),
         *lookup(grad.getK()), *lookup(grad.getV()),
         static_cast<int64_t>(grad.getHeads()),
-        static_cast<int64_t>(grad.getKvHeads()));
+        static_cast<int64_t>(grad.getKvHeads()),
+        grad.getDocuments() ? lookup(grad.getDocuments()) : nullptr);
     for (auto [value, tensor] :
          llvm::zip(op->getResults(), std::array<Tensor *, 3>{&g.dq, &g.dk, &g.dv})) {
       if (failed(checkType(*this, op, *tensor, value.getType(),
@@ -149,6 +150,11 @@ template <typename RopeLike> kernels::RopeParams ropeParams(RopeLike op) {
 
 FailureOr<Tensor> Executor::compute(Operation *op) {
   auto in = [&](Value value) -> const Tensor & { return *lookup(value); };
+  // An attention op's document ids, or null (it has none).
+  auto documentsOf = [&](auto attention) -> const Tensor * {
+    Value documents = attention.getDocuments();
+    return documents ? lookup(documents) : nullptr;
+  };
   // Kernels that read indices or labels explain a bad one in `message`.
   std::string message;
   auto checked = [&](FailureOr<Tensor> result) -> FailureOr<Tensor> {
@@ -188,7 +194,8 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       .Case([&](zb::AttentionOp o) -> FT {
         return k::attention(in(o.getQ()), in(o.getK()), in(o.getV()),
                             static_cast<int64_t>(o.getHeads()),
-                            static_cast<int64_t>(o.getKvHeads()));
+                            static_cast<int64_t>(o.getKvHeads()),
+                            documentsOf(o));
       })
       .Case([&](zb::SwiGluOp o) -> FT {
         return k::swiGlu(in(o.getGate()), in(o.getUp()));
@@ -203,13 +210,18 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       })
       .Case([&](zb::CausalAttentionOp o) -> FT {
         return k::causalAttention(in(o.getQkv()),
-                                  static_cast<int64_t>(o.getHeads()));
+                                  static_cast<int64_t>(o.getHeads()),
+                                  documentsOf(o));
       })
       .Case([&](zb::CrossEntropyOp o) -> FT {
         return checked(
-            k::crossEntropy(in(o.getLogits()), in(o.getLabels()), message));
+            k::crossEntropy(in(o.getLogits()), in(o.getLabels()),
+                            o.getIgnoreIndex(), message));
       })
       // Backward ops.
+      .Case([&](zb::LossSeedOp o) -> FT {
+        return k::fill(getShape(o.getType()), precision, lossWeight);
+      })
       .Case([&](zb::FillOp o) -> FT {
         return k::fill(getShape(o.getType()), precision,
                        o.getValue().convertToDouble());
@@ -274,12 +286,14 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
       })
       .Case([&](zb::CausalAttentionGradOp o) -> FT {
         return k::causalAttentionGrad(in(o.getResultGrad()), in(o.getQkv()),
-                                      static_cast<int64_t>(o.getHeads()));
+                                      static_cast<int64_t>(o.getHeads()),
+                                      documentsOf(o));
       })
       .Case([&](zb::CrossEntropyGradOp o) -> FT {
         return checked(k::crossEntropyGrad(in(o.getLogits()),
                                            in(o.getLabels()),
-                                           in(o.getLossGrad()), message));
+                                           in(o.getLossGrad()),
+                                           o.getIgnoreIndex(), message));
       })
       .Default([&](Operation *) -> FT {
         return error(op) << "cannot be interpreted";

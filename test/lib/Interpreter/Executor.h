@@ -25,8 +25,11 @@ namespace zbc::interp::detail {
 class Executor {
 public:
   /// `context` prefixes every error ("stage 1, microbatch 0: ").
-  Executor(Precision precision, std::string context)
-      : precision(precision), context(std::move(context)) {}
+  /// `lossWeight` is zb.loss_seed's value: the weight of the microbatch
+  /// the block runs for in its step's loss (Note [Loss over real tokens]).
+  Executor(Precision precision, std::string context, double lossWeight = 1.0)
+      : precision(precision), context(std::move(context)),
+        lossWeight(lossWeight) {}
 
   /// An error at `op`'s location: "<context>'zb.foo' op ...".
   mlir::InFlightDiagnostic error(mlir::Operation *op);
@@ -55,6 +58,7 @@ private:
 
   Precision precision;
   std::string context;
+  double lossWeight;
   llvm::DenseMap<mlir::Value, Tensor> values;
 };
 

@@ -223,13 +223,14 @@ FailureOr<Tensor> embedding(const Tensor &indices, const Tensor &table,
   });
 }
 
-Tensor causalAttention(const Tensor &qkv, int64_t heads) {
+Tensor causalAttention(const Tensor &qkv, int64_t heads,
+                       const Tensor *documents) {
   return attention(qkvPart(qkv, 0), qkvPart(qkv, 1), qkvPart(qkv, 2), heads,
-                   heads);
+                   heads, documents);
 }
 
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                 int64_t heads, int64_t kvHeads) {
+                 int64_t heads, int64_t kvHeads, const Tensor *documents) {
   return byPrecision(q.precision(), [&](auto tag) {
     using T = decltype(tag);
     GroupedAttentionDims dims(q.shape(), heads, kvHeads);
@@ -239,7 +240,8 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
     T *od = out.data<T>();
     for (int64_t b = 0; b < dims.batch; ++b)
       for (int64_t h = 0; h < heads; ++h) {
-        std::vector<T> probs = groupedAttentionProbs(qd, kd, dims, b, h);
+        std::vector<T> probs =
+            groupedAttentionProbs(qd, kd, dims, b, h, documents);
         for (int64_t i = 0; i < S; ++i)
           for (int64_t t = 0; t < dims.headDim; ++t) {
             T acc = 0;
@@ -253,9 +255,10 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
 }
 
 FailureOr<Tensor> crossEntropy(const Tensor &logits, const Tensor &labels,
-                               std::string &error) {
+                               int64_t ignoreIndex, std::string &error) {
   int64_t classes = lastDim(logits.shape());
-  if (findOutOfRange(labels, classes, "label", error))
+  int64_t counted = 0;
+  if (findBadLabel(labels, classes, ignoreIndex, counted, error))
     return failure();
   return byPrecision(logits.precision(), [&](auto tag) {
     using T = decltype(tag);
@@ -263,10 +266,13 @@ FailureOr<Tensor> crossEntropy(const Tensor &logits, const Tensor &labels,
     int64_t rows = labels.numElements();
     T total = 0;
     for (int64_t r = 0; r < rows; ++r) {
+      if (labels.getInt(r) == ignoreIndex)
+        continue;
       const T *row = ld + r * classes;
       total += logSumExp(row, classes) - row[labels.getInt(r)];
     }
-    return Tensor::scalar(total / static_cast<T>(rows), logits.precision());
+    return Tensor::scalar(counted ? total / static_cast<T>(counted) : T(0),
+                          logits.precision());
   });
 }
 

@@ -13,9 +13,11 @@
 #include "Executor.h"
 #include "IRHelpers.h"
 
+#include "zbc/Dialect/ZB/CountedLabels.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Interpreter/Kernels.h"
+#include "zbc/contracts/LossWeights.h"
 
 #include "mlir/IR/Verifier.h"
 
@@ -91,9 +93,9 @@ static void accumulate(TensorMap &into, const std::string &key,
 
 /// runPhase with every error prefixed by `context`; the IR is verified.
 static LogicalResult runVerifiedPhase(zb::PhaseOp phase, TensorMap &env,
-                                      Precision precision,
-                                      std::string context) {
-  Executor ex(precision, std::move(context));
+                                      Precision precision, std::string context,
+                                      double lossWeight = 1.0) {
+  Executor ex(precision, std::move(context), lossWeight);
   StringRef kind = zb::stringifyComputeKind(phase.getKind());
   for (auto [arg, key] : llvm::zip(phase.getBodyBlock().getArguments(),
                                    phase.getArgKeyList())) {
@@ -174,6 +176,33 @@ static void passAlong(const TensorMap &from, zb::KeyKind fromKind,
   }
 }
 
+/// The weight of each microbatch in the step's loss (Note [Loss over real
+/// tokens]): from the labels its loss counts, or all 1.
+static FailureOr<std::vector<double>>
+lossWeightsOf(zb::PipelineOp pipeline,
+              const std::vector<TensorMap> &microbatches) {
+  std::vector<double> ones(microbatches.size(), 1.0);
+  std::optional<zb::CountedLabels> counted = zb::countedLabelsOf(pipeline);
+  if (!counted)
+    return ones;
+  std::vector<int64_t> counts;
+  for (const TensorMap &feeds : microbatches) {
+    auto labels = feeds.find(counted->key);
+    if (labels == feeds.end())
+      return ones; // the stage's own check names the missing feed
+    int64_t n = 0;
+    for (int64_t i = 0; i < labels->second.numElements(); ++i)
+      n += labels->second.getInt(i) != counted->ignoreIndex;
+    counts.push_back(n);
+  }
+  std::vector<double> weights = rt::lossWeights(counts);
+  if (weights.empty())
+    return mlir::emitError(pipeline.getLoc())
+           << "every '" << counted->key << "' of the step is the ignore_index "
+           << counted->ignoreIndex << ": the step has no loss to train on";
+  return weights;
+}
+
 FailureOr<StepResult>
 runPipelineStep(zb::PipelineOp pipeline,
                 const std::vector<TensorMap> &microbatches,
@@ -185,6 +214,11 @@ runPipelineStep(zb::PipelineOp pipeline,
       llvm::to_vector(pipeline.getBody().front().getOps<zb::StageOp>());
   size_t numStages = stages.size();
   StepResult result;
+  FailureOr<std::vector<double>> weights =
+      lossWeightsOf(pipeline, microbatches);
+  if (failed(weights))
+    return failure();
+  result.lossWeights = *weights;
   for (size_t m = 0; m < microbatches.size(); ++m) {
     auto context = [&](size_t k) {
       return "stage " + std::to_string(k) + ", microbatch " +
@@ -214,7 +248,8 @@ runPipelineStep(zb::PipelineOp pipeline,
       // (drop_begin of a temporary dangles; ASan found it).
       SmallVector<zb::PhaseOp> phases = stages[k].getPhases();
       for (zb::PhaseOp phase : llvm::drop_begin(phases))
-        if (failed(runVerifiedPhase(phase, envs[k], precision, context(k))))
+        if (failed(runVerifiedPhase(phase, envs[k], precision, context(k),
+                                    (*weights)[m])))
           return failure();
       for (const auto &[key, tensor] : envs[k]) {
         if (!isGradKey(key))

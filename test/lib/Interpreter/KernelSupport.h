@@ -164,26 +164,41 @@ template <typename T> void softmaxRow(T *row, int64_t keys) {
     row[j] /= sum;
 }
 
+/// The first key query i of row b attends to (Note [Document masks]): 0
+/// without document ids [B, S], else the first position of the run of ids
+/// equal to i's that ends at i.
+inline int64_t firstKey(const Tensor *documents, int64_t b, int64_t S,
+                        int64_t i) {
+  if (!documents)
+    return 0;
+  int64_t j = i;
+  while (j > 0 && documents->getInt(b * S + j - 1) == documents->getInt(b * S + i))
+    --j;
+  return j;
+}
+
 /// The causal attention probabilities of batch b, query head h (with its
-/// group's kv head): P[i * S + j] for key position j <= query position i,
-/// 0 above the diagonal. Scores are q.k / sqrt(d); each row's softmax
-/// subtracts the row maximum first.
+/// group's kv head): P[i * S + j] for key position firstKey(i) <= j <= i,
+/// 0 elsewhere. Scores are q.k / sqrt(d); each row's softmax subtracts the
+/// row maximum first.
 template <typename T>
 std::vector<T> groupedAttentionProbs(const T *q, const T *k,
                                      const GroupedAttentionDims &dims,
-                                     int64_t b, int64_t h) {
+                                     int64_t b, int64_t h,
+                                     const Tensor *documents) {
   int64_t S = dims.seq;
   T scale = static_cast<T>(1) / std::sqrt(static_cast<T>(dims.headDim));
   std::vector<T> probs(S * S, 0);
   for (int64_t i = 0; i < S; ++i) {
-    T *row = &probs[i * S];
-    for (int64_t j = 0; j <= i; ++j) {
+    int64_t first = firstKey(documents, b, S, i);
+    T *row = &probs[i * S + first];
+    for (int64_t j = first; j <= i; ++j) {
       T score = 0;
       for (int64_t t = 0; t < dims.headDim; ++t)
         score += q[dims.q(b, i, h, t)] * k[dims.kv(b, j, h, t)];
-      row[j] = score * scale;
+      row[j - first] = score * scale;
     }
-    softmaxRow(row, i + 1);
+    softmaxRow(row, i + 1 - first);
   }
   return probs;
 }
@@ -200,6 +215,28 @@ inline bool findOutOfRange(const Tensor &indices, int64_t bound,
             formatIndex(indices.shape(), i) + " is outside [0, " +
             std::to_string(bound) + ")";
     return true;
+  }
+  return false;
+}
+
+/// findOutOfRange for class labels, where `ignoreIndex` is also allowed;
+/// `counted` is the number of labels that are not it.
+inline bool findBadLabel(const Tensor &labels, int64_t classes,
+                         int64_t ignoreIndex, int64_t &counted,
+                         std::string &error) {
+  counted = 0;
+  for (int64_t i = 0; i < labels.numElements(); ++i) {
+    int64_t value = labels.getInt(i);
+    if (value == ignoreIndex)
+      continue;
+    if (value < 0 || value >= classes) {
+      error = "label " + std::to_string(value) + " at " +
+              formatIndex(labels.shape(), i) + " is outside [0, " +
+              std::to_string(classes) + ") and is not the ignore_index " +
+              std::to_string(ignoreIndex);
+      return true;
+    }
+    ++counted;
   }
   return false;
 }

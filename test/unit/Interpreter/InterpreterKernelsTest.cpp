@@ -240,7 +240,7 @@ TEST(InterpKernels, CrossEntropyKnownValues) {
   Tensor logits = f64({2, 3}, {0, 0, 0, 1, 2, 3});
   std::string error;
   Tensor loss = unwrap(
-      k::crossEntropy(logits, Tensor::fromInts({2}, {1, 2}), error));
+      k::crossEntropy(logits, Tensor::fromInts({2}, {1, 2}), -100, error));
   EXPECT_EQ(loss.rank(), 0);
   double row1 = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3;
   expectValues(loss, {(std::log(3.0) + row1) / 2}, 1e-15);
@@ -251,13 +251,13 @@ TEST(InterpKernels, CrossEntropyIsStableForLargeLogits) {
   std::string error;
   Tensor logits = f64({2, 3}, {1000, 0, -1000, 1000, 0, -1000});
   Tensor loss = unwrap(
-      k::crossEntropy(logits, Tensor::fromInts({2}, {0, 1}), error));
+      k::crossEntropy(logits, Tensor::fromInts({2}, {0, 1}), -100, error));
   expectValues(loss, {(0.0 + 1000.0) / 2}, 1e-9);
   Tensor f32 = unwrap(k::crossEntropy(logits.cast(F32),
-                                      Tensor::fromInts({2}, {0, 1}), error));
+                                      Tensor::fromInts({2}, {0, 1}), -100, error));
   expectValues(f32, {500.0}, 1e-3);
   Tensor grad = unwrap(k::crossEntropyGrad(
-      logits, Tensor::fromInts({2}, {0, 1}), Tensor::scalar(1, F64), error));
+      logits, Tensor::fromInts({2}, {0, 1}), Tensor::scalar(1, F64), -100, error));
   // softmax of row 0 is (1, 0, 0) = onehot: no gradient; row 1 is pushed
   // from class 0 to class 1, halved by the mean.
   expectValues(grad, {0, 0, 0, 0.5, -0.5, 0}, 1e-12);
@@ -266,8 +266,9 @@ TEST(InterpKernels, CrossEntropyIsStableForLargeLogits) {
 TEST(InterpKernels, CrossEntropyRejectsLabelOutOfRange) {
   std::string error;
   EXPECT_TRUE(failed(k::crossEntropy(Tensor::zeros({2, 3}, F64),
-                                     Tensor::fromInts({2}, {0, 3}), error)));
-  EXPECT_EQ(error, "label 3 at [1] is outside [0, 3)");
+                                     Tensor::fromInts({2}, {0, 3}), -100, error)));
+  EXPECT_EQ(error, "label 3 at [1] is outside [0, 3)"
+                   " and is not the ignore_index -100");
 }
 
 TEST(InterpKernels, CausalAttentionTwoPositionsByHand) {
@@ -555,10 +556,10 @@ TEST(InterpFD, CrossEntropyGrad) {
   Tensor dloss = Tensor::scalar(0.7, F64);
   ForwardFn f = [&](const std::vector<Tensor> &in) {
     std::string error;
-    return unwrap(k::crossEntropy(in[0], labels, error));
+    return unwrap(k::crossEntropy(in[0], labels, -100, error));
   };
   std::string error;
-  expectMatchesFD(unwrap(k::crossEntropyGrad(logits, labels, dloss, error)), f,
+  expectMatchesFD(unwrap(k::crossEntropyGrad(logits, labels, dloss, -100, error)), f,
                   {logits}, 0, dloss);
 }
 

@@ -270,7 +270,7 @@ TEST(Interpreter, RunModelComposesTheKernels) {
     Tensor h = k::linear(feeds["input.x"], feeds["param.w0"]);
     h = k::relu(k::biasAdd(h, feeds["param.b0"]));
     FailureOr<Tensor> expected = k::crossEntropy(
-        k::linear(h, feeds["param.w1"]), feeds["label.y"], error);
+        k::linear(h, feeds["param.w1"]), feeds["label.y"], -100, error);
     ASSERT_TRUE(succeeded(expected)) << error;
     EXPECT_TRUE(bitwiseEqual(*loss, *expected))
         << loss->toString() << " vs " << expected->toString();
@@ -340,7 +340,8 @@ TEST(Interpreter, RunModelReportsLabelOutOfRange) {
   EXPECT_TRUE(failed(runModel(model, feeds, F32)));
   ASSERT_EQ(ir.diags.size(), 1u) << ir.allDiags();
   EXPECT_EQ(ir.diags[0].message,
-            "'zb.cross_entropy' op label -1 at [0, 0] is outside [0, 5)");
+            "'zb.cross_entropy' op label -1 at [0, 0] is outside [0, 5)"
+            " and is not the ignore_index -100");
   EXPECT_EQ(ir.diags[0].line, lineOf(kModel, "zb.cross_entropy"));
 }
 
@@ -528,7 +529,8 @@ TEST(Interpreter, PipelineErrorsNameStageAndMicrobatch) {
   EXPECT_TRUE(failed(runPipelineStep(t.pipeline, mbs, params, F64)));
   ASSERT_EQ(t.ir.diags.size(), 1u) << t.ir.allDiags();
   EXPECT_EQ(t.ir.diags[0].message, "stage 1, microbatch 1: 'zb.cross_entropy' "
-                                   "op label 9 at [1, 0] is outside [0, 5)");
+                                   "op label 9 at [1, 0] is outside [0, 5)"
+                                   " and is not the ignore_index -100");
   EXPECT_EQ(t.ir.diags[0].line, lineOf(std::string(kModel) + kPipeline,
                                        "zb.cross_entropy %o, %y0"));
 

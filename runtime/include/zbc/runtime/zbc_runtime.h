@@ -249,6 +249,12 @@ typedef struct zbc_rt_program {
    * (0 and 0 without offload). */
   int64_t host_arena_bytes;
   int64_t host_peak_bytes;
+  /* Note [Loss over real tokens] (zbc/contracts/LossWeights.h): the data
+   * index of the labels the loss counts, on the rank that computes the loss
+   * (-1 elsewhere, or when every microbatch weighs 1), and the label value
+   * that is not counted. */
+  int32_t counted_labels;
+  int64_t ignore_index;
 } zbc_rt_program;
 
 typedef zbc_rt_status (*zbc_rt_phase_fn)(zbc_rt_rank *rank);
@@ -297,6 +303,9 @@ zbc_rt_status zbc_rt_load(zbc_rt_rank *rank, int32_t dst, int32_t data);
 /* grad[param] += value; the loss accumulator += loss. */
 zbc_rt_status zbc_rt_accumulate(zbc_rt_rank *rank, int32_t grad, int32_t value);
 zbc_rt_status zbc_rt_add_loss(zbc_rt_rank *rank, int32_t loss);
+/* seed = the weight of this compute's microbatch in its step's loss, the
+ * gradient zb.loss_seed stands for (Note [Loss over real tokens]). */
+zbc_rt_status zbc_rt_loss_seed(zbc_rt_rank *rank, int32_t seed);
 /* y = x, n float elements: a value a phase yields under two keys that each
  * have a buffer is written once by its kernel, then copied. */
 zbc_rt_status zbc_rt_copy(zbc_rt_rank *rank, int32_t x, int32_t y, int64_t n);

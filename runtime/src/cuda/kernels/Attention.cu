@@ -24,6 +24,9 @@
 // i >= j), with P = exp(scale q.k - lse) and dS = P (dO . v - D). No
 // atomics; every element of dqkv is written once.
 //
+// With document ids, every kernel attends each run of equal ids apart and
+// skips the tiles outside the runs (Note [Document runs on the GPU]).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
@@ -39,6 +42,26 @@ using namespace detail;
 namespace wmma = nvcuda::wmma;
 
 constexpr float kNegInf = -INFINITY;
+
+// Note [Document runs on the GPU]
+// With document ids (Note [Document masks] in dialect/docs/ZB.md), query i
+// of a row sees the keys [first(i), i], first(i) the first position of the
+// run of equal ids that holds i; so key j is seen by the queries
+// [j, last(j)), last(j) the end of j's run. `sees` below is that rule, and
+// no kernel spells it otherwise. The bounds come from the ids where they
+// are needed, with no table and no workspace: a block of query rows finds
+// first() of its first row by scanning the ids backward a block's width at
+// a time (runFirst), a block of key rows last() of its last key forward
+// (runLast), which reads no more ids than the block then attends keys or
+// queries; each row's own bound comes from the ids inside the tile
+// (tileFirsts, tileLasts). A query block then starts its key loop at
+// first(i0) instead of 0, a key block ends its query loop at last() of its
+// last key instead of S, and a warp skips a tile that holds none of its
+// rows' keys (queries). The work of a row of documents of lengths L_k is
+// so ~ sum L_k^2 / 2 plus a tile's width per row of tiles, not S^2 / 2, and
+// rows without a key in a tile stay out of the online softmax (maxRef).
+// Without ids first(i) = 0 and last(j) = S: the plain causal kernels, the
+// same operations in the same order.
 
 /// Sets a kernel's dynamic shared memory limit (once per kernel and size).
 template <typename K> cudaError_t allowSharedMemory(K kernel, size_t bytes) {
@@ -60,8 +83,132 @@ constexpr int kGenericThreads = kRows * 32;
 struct Geometry {
   int64_t S, H, d, heads;
   float scale;
-  int64_t bhOffset; // the first (b, head) pair of this launch
+  int64_t bhOffset;    // the first (b, head) pair of this launch
+  Documents documents; // [B, S] ids, or none
 };
+
+//===----------------------------------------------------------------------===//
+// Document runs (Note [Document runs on the GPU])
+//===----------------------------------------------------------------------===//
+
+/// The document ids of one row of S positions.
+struct RowIds {
+  const void *ids; // null: the row is one run [0, S)
+  bool wide;       // int64 ids, else int32
+  int64_t base, S; // the row's first element in `ids`, and its length
+
+  __device__ int64_t id(int64_t p) const {
+    return wide ? static_cast<const int64_t *>(ids)[base + p]
+                : static_cast<const int32_t *>(ids)[base + p];
+  }
+  /// Whether a run starts at position p, 0 <= p < S.
+  __device__ bool startsRun(int64_t p) const {
+    return p == 0 || id(p) != id(p - 1);
+  }
+};
+
+__device__ __forceinline__ RowIds rowIds(const Geometry &g, int64_t b) {
+  return {g.documents.ids, g.documents.type == IndexType::I64, b * g.S, g.S};
+}
+
+/// The mask: query i sees key j iff first(i) <= j <= i, equivalently
+/// j <= i < last(j) (`first` is first(i), `last` is last(j)).
+struct Sees {
+  __device__ static bool fromQuery(int64_t i, int64_t j, int64_t first) {
+    return first <= j && j <= i;
+  }
+  __device__ static bool fromKey(int64_t i, int64_t j, int64_t last) {
+    return j <= i && i < last;
+  }
+};
+
+/// first(p) for p < S, in every thread; every thread of the block calls it.
+__device__ int64_t runFirst(const RowIds &row, int64_t p) {
+  if (!row.ids)
+    return 0;
+  __shared__ int nearest;
+  for (int64_t hi = p;; hi -= blockDim.x) {
+    const int64_t q = hi - threadIdx.x;
+    const bool starts = q >= 0 && row.startsRun(q); // q = 0 always does
+    if (!__syncthreads_or(starts))
+      continue;
+    if (threadIdx.x == 0)
+      nearest = blockDim.x;
+    __syncthreads();
+    if (starts)
+      atomicMin(&nearest, static_cast<int>(threadIdx.x));
+    __syncthreads();
+    const int64_t found = hi - nearest;
+    __syncthreads(); // `nearest` is free again
+    return found;
+  }
+}
+
+/// last(p) for p < S, in every thread; every thread of the block calls it.
+__device__ int64_t runLast(const RowIds &row, int64_t p) {
+  if (!row.ids)
+    return row.S;
+  __shared__ int nearest;
+  for (int64_t lo = p + 1;; lo += blockDim.x) {
+    const int64_t q = lo + threadIdx.x;
+    const bool ends = q >= row.S || row.startsRun(q); // q > p
+    if (!__syncthreads_or(ends))
+      continue;
+    if (threadIdx.x == 0)
+      nearest = blockDim.x;
+    __syncthreads();
+    if (ends)
+      atomicMin(&nearest, static_cast<int>(threadIdx.x));
+    __syncthreads();
+    const int64_t found = lo + nearest;
+    __syncthreads();
+    return found;
+  }
+}
+
+/// firsts[t] = first(p0 + t) for the T query rows of a tile (shared memory;
+/// S for a row past the end, which sees nothing), p0 < S; returns first(p0),
+/// the least of them. Every thread of the block calls it.
+template <int T>
+__device__ int64_t tileFirsts(const RowIds &row, int64_t p0, int64_t *firsts) {
+  const int64_t head = runFirst(row, p0);
+  for (int t = threadIdx.x; t < T; t += blockDim.x) {
+    const int64_t i = p0 + t;
+    int64_t first = i < row.S ? head : row.S;
+    if (row.ids && i < row.S)
+      for (int64_t p = i; p > p0; --p)
+        if (row.startsRun(p)) {
+          first = p;
+          break;
+        }
+    firsts[t] = first;
+  }
+  __syncthreads();
+  return head;
+}
+
+/// lasts[t] = last(p0 + t) for the T keys of a tile (shared memory; p0 + t
+/// for a key past the end, which no query sees), p0 < S; returns the
+/// greatest of them, last() of the tile's last key. Every thread of the
+/// block calls it.
+template <int T>
+__device__ int64_t tileLasts(const RowIds &row, int64_t p0, int64_t *lasts) {
+  const int64_t end = row.S < p0 + T ? row.S : p0 + T;
+  const int64_t tail = runLast(row, end - 1);
+  for (int t = threadIdx.x; t < T; t += blockDim.x) {
+    const int64_t j = p0 + t;
+    int64_t last = j < row.S ? tail : j;
+    if (row.ids && j < row.S)
+      for (int64_t p = j + 1; p < end; ++p)
+        if (row.startsRun(p)) {
+          last = p;
+          break;
+        }
+    lasts[t] = last;
+  }
+  __syncthreads();
+  return tail;
+}
 
 /// Forward (Stats = false: writes out) or the backward's statistics pass
 /// (Stats = true: writes {lse, dO . O} per row to `stats`).
@@ -88,9 +235,12 @@ __global__ void __launch_bounds__(kGenericThreads)
     q[k] = i < g.S ? toFloat(base[i * row3 + k]) : 0.0f;
     o[k] = 0.0f;
   }
+  __shared__ int64_t firsts[kRows];
+  const int64_t keyBegin = tileFirsts<kRows>(rowIds(g, b), i0, firsts);
+  const int64_t first = firsts[warp];
   float m = kNegInf, l = 0.0f;
   const int64_t keyEnd = g.S < i0 + kRows ? g.S : i0 + kRows;
-  for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
+  for (int64_t j0 = keyBegin; j0 < keyEnd; j0 += kKeys) {
     __syncthreads();
     for (int64_t e = threadIdx.x; e < kKeys * d; e += blockDim.x) {
       int64_t t = e / d, k = e % d, j = j0 + t;
@@ -98,18 +248,21 @@ __global__ void __launch_bounds__(kGenericThreads)
       Vs[t * d + k] = j < keyEnd ? toFloat(base[j * row3 + 2 * g.H + k]) : 0.0f;
     }
     __syncthreads();
-    if (i >= g.S || j0 > i) // warp-uniform
+    // Warp-uniform: a tile with none of the row's keys is skipped, so the
+    // first one taken holds first(i) and m is finite after it.
+    if (i >= g.S || j0 > i || j0 + kKeys <= first)
       continue;
     const int64_t j = j0 + lane;
+    const bool seen = Sees::fromQuery(i, j, first);
     float s = kNegInf;
-    if (j <= i) {
+    if (seen) {
       float dot = 0.0f;
       for (int64_t k = 0; k < d; ++k)
         dot += q[k] * Ks[lane * ld + k];
       s = g.scale * dot;
     }
     const float mNew = fmaxf(m, warpMax(s));
-    const float pj = j <= i ? expf(s - mNew) : 0.0f;
+    const float pj = seen ? expf(s - mNew) : 0.0f;
     const float alpha = expf(m - mNew);
     l = l * alpha + warpSum(pj);
     m = mNew;
@@ -170,8 +323,11 @@ __global__ void __launch_bounds__(kGenericThreads)
   }
   const float2 st =
       i < g.S ? stats[(bh - g.bhOffset) * g.S + i] : make_float2(0.0f, 0.0f);
+  __shared__ int64_t firsts[kRows];
+  const int64_t keyBegin = tileFirsts<kRows>(rowIds(g, b), i0, firsts);
+  const int64_t first = firsts[warp];
   const int64_t keyEnd = g.S < i0 + kRows ? g.S : i0 + kRows;
-  for (int64_t j0 = 0; j0 < keyEnd; j0 += kKeys) {
+  for (int64_t j0 = keyBegin; j0 < keyEnd; j0 += kKeys) {
     __syncthreads();
     for (int64_t e = threadIdx.x; e < kKeys * d; e += blockDim.x) {
       int64_t t = e / d, k = e % d, j = j0 + t;
@@ -179,11 +335,11 @@ __global__ void __launch_bounds__(kGenericThreads)
       Vs[t * ld + k] = j < keyEnd ? toFloat(base[j * row3 + 2 * g.H + k]) : 0.0f;
     }
     __syncthreads();
-    if (i >= g.S || j0 > i)
+    if (i >= g.S || j0 > i || j0 + kKeys <= first) // warp-uniform
       continue;
     const int64_t j = j0 + lane;
     float ds = 0.0f;
-    if (j <= i) {
+    if (Sees::fromQuery(i, j, first)) {
       float dot = 0.0f, dp = 0.0f;
       for (int64_t k = 0; k < d; ++k) {
         dot += q[k] * Ks[lane * ld + k];
@@ -241,21 +397,24 @@ __global__ void __launch_bounds__(kGenericThreads)
     dK[k] = 0.0f;
     dV[k] = 0.0f;
   }
-  for (int64_t q0 = j0; q0 < g.S; q0 += kKeys) {
+  __shared__ int64_t lasts[kRows];
+  const int64_t queryEnd = tileLasts<kRows>(rowIds(g, b), j0, lasts);
+  const int64_t last = lasts[warp];
+  for (int64_t q0 = j0; q0 < queryEnd; q0 += kKeys) {
     __syncthreads();
     for (int64_t e = threadIdx.x; e < kKeys * d; e += blockDim.x) {
       int64_t t = e / d, k = e % d, i = q0 + t;
-      Qs[t * ld + k] = i < g.S ? toFloat(base[i * row3 + k]) : 0.0f;
-      dOs[t * ld + k] = i < g.S ? toFloat(dObase[i * g.H + k]) : 0.0f;
+      Qs[t * ld + k] = i < queryEnd ? toFloat(base[i * row3 + k]) : 0.0f;
+      dOs[t * ld + k] = i < queryEnd ? toFloat(dObase[i * g.H + k]) : 0.0f;
     }
     for (int64_t t = threadIdx.x; t < kKeys; t += blockDim.x)
-      sts[t] = q0 + t < g.S ? st[q0 + t] : make_float2(0.0f, 0.0f);
+      sts[t] = q0 + t < queryEnd ? st[q0 + t] : make_float2(0.0f, 0.0f);
     __syncthreads();
-    if (j >= g.S)
+    if (j >= g.S || q0 >= last) // warp-uniform
       continue;
     const int64_t i = q0 + lane;
     float pi = 0.0f, ds = 0.0f;
-    if (i < g.S && i >= j) {
+    if (Sees::fromKey(i, j, last)) {
       float dot = 0.0f, dp = 0.0f;
       for (int64_t k = 0; k < d; ++k) {
         dot += Qs[lane * ld + k] * kr[k];
@@ -267,7 +426,7 @@ __global__ void __launch_bounds__(kGenericThreads)
     p[lane] = pi;
     dsr[lane] = ds;
     __syncwarp();
-    const int64_t count = g.S - q0 < kKeys ? g.S - q0 : kKeys;
+    const int64_t count = queryEnd - q0 < kKeys ? queryEnd - q0 : kKeys;
     for (int64_t k = lane; k < d; k += 32) {
       float accV = dV[k], accK = dK[k];
       for (int64_t t = 0; t < count; ++t) {
@@ -397,31 +556,41 @@ __global__ void __launch_bounds__(kTcThreads)
   // columns (keys) and of its output.
   const int r = lane >> 1, half = lane & 1;
   const int64_t row = i0 + warp * 16 + r;
+  __shared__ int64_t firsts[kTile];
+  const int64_t keyBegin = tileFirsts<kTile>(rowIds(g, b), i0, firsts);
+  const int64_t first = firsts[warp * 16 + r];
+  // The warp's keys: [first() of its first row, its last row].
+  const int64_t warpFirst = firsts[warp * 16], warpLast = i0 + warp * 16 + 15;
   float m = kNegInf, l = 0.0f;
   const int64_t keyEnd = g.S < i0 + kTile ? g.S : i0 + kTile;
-  for (int64_t j0 = 0; j0 < keyEnd; j0 += kTile) {
+  for (int64_t j0 = keyBegin; j0 < keyEnd; j0 += kTile) {
     __syncthreads();
     loadTile<D>(Ks, base + g.H, j0, g.S, row3);
     loadTile<D>(Vs, base + 2 * g.H, j0, g.S, row3);
     __syncthreads();
-    // j0 <= i0 <= every row of the block: each row has a key in the tile.
+    if (j0 > warpLast || j0 + kTile <= warpFirst) // none of the warp's keys
+      continue;
     rowsTimesTileT<D>(Sw, Qs + warp * 16 * L::LD, Ks);
     __syncwarp();
     float *srow = Sw + r * L::SLD + half * 32;
     float tileMax = kNegInf;
     for (int c = 0; c < 32; ++c) {
       const int64_t j = j0 + half * 32 + c;
-      const float s = j <= row && j < g.S ? srow[c] * g.scale : kNegInf;
+      const float s =
+          Sees::fromQuery(row, j, first) && j < g.S ? srow[c] * g.scale : kNegInf;
       srow[c] = s;
       tileMax = fmaxf(tileMax, s);
     }
     tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
     const float mNew = fmaxf(m, tileMax);
-    const float alpha = expf(m - mNew);
+    // A row that has seen no key yet (mNew = -inf: a tile before its
+    // document) takes exp(-inf - 0) = 0 from it, not NaN; else mRef = mNew.
+    const float mRef = mNew == kNegInf ? 0.0f : mNew;
+    const float alpha = expf(m - mRef);
     bf16 *prow = Pw + r * L::PLD + half * 32;
     float psum = 0.0f;
     for (int c = 0; c < 32; ++c) {
-      const bf16 pc = __float2bfloat16_rn(expf(srow[c] - mNew));
+      const bf16 pc = __float2bfloat16_rn(expf(srow[c] - mRef));
       prow[c] = pc;
       psum += __bfloat162float(pc);
     }
@@ -515,16 +684,22 @@ __global__ void __launch_bounds__(kTcThreads)
   const int64_t row = i0 + warp * 16 + r;
   const float2 st = row < g.S ? stats[(bh - g.bhOffset) * g.S + row]
                               : make_float2(0.0f, 0.0f);
+  __shared__ int64_t firsts[kTile];
+  const int64_t keyBegin = tileFirsts<kTile>(rowIds(g, b), i0, firsts);
+  const int64_t first = firsts[warp * 16 + r];
+  const int64_t warpFirst = firsts[warp * 16], warpLast = i0 + warp * 16 + 15;
   FragC dq[D / 16];
   #pragma unroll
   for (int db = 0; db < D / 16; ++db)
     wmma::fill_fragment(dq[db], 0.0f);
   const int64_t keyEnd = g.S < i0 + kTile ? g.S : i0 + kTile;
-  for (int64_t j0 = 0; j0 < keyEnd; j0 += kTile) {
+  for (int64_t j0 = keyBegin; j0 < keyEnd; j0 += kTile) {
     __syncthreads();
     loadTile<D>(Ks, base + g.H, j0, g.S, row3);
     loadTile<D>(Vs, base + 2 * g.H, j0, g.S, row3);
     __syncthreads();
+    if (j0 > warpLast || j0 + kTile <= warpFirst) // none of the warp's keys
+      continue;
     rowsTimesTileT<D>(Sw, Qs + warp * 16 * L::LD, Ks);
     rowsTimesTileT<D>(dPw, dOs + warp * 16 * L::LD, Vs);
     __syncwarp();
@@ -532,7 +707,7 @@ __global__ void __launch_bounds__(kTcThreads)
       const int col = half * 32 + c;
       const int64_t j = j0 + col;
       float ds = 0.0f;
-      if (j <= row && j < g.S) {
+      if (Sees::fromQuery(row, j, first) && j < g.S) {
         const float p = expf(Sw[r * L::SLD + col] * g.scale - st.x);
         ds = p * (dPw[r * L::SLD + col] - st.y);
       }
@@ -582,19 +757,30 @@ __global__ void __launch_bounds__(kTcThreads)
   loadTile<D>(Vs, base + 2 * g.H, j0, g.S, row3);
   const int r = lane >> 1, half = lane & 1;
   const int64_t key = j0 + warp * 16 + r;
+  __shared__ int64_t lasts[kTile];
+  const int64_t queryEnd = tileLasts<kTile>(rowIds(g, b), j0, lasts);
+  const int64_t last = lasts[warp * 16 + r];
+  // The warp's queries: [its first key, last() of its last key).
+  const int64_t warpKey = j0 + warp * 16;
+  const int64_t warpEnd =
+      warpKey < g.S ? lasts[warp * 16 + (g.S - warpKey < 16 ? g.S - warpKey - 1
+                                                            : 15)]
+                    : 0; // keys past the end: no queries
   FragC dk[D / 16], dv[D / 16];
   #pragma unroll
   for (int db = 0; db < D / 16; ++db) {
     wmma::fill_fragment(dk[db], 0.0f);
     wmma::fill_fragment(dv[db], 0.0f);
   }
-  for (int64_t q0 = j0; q0 < g.S; q0 += kTile) {
+  for (int64_t q0 = j0; q0 < queryEnd; q0 += kTile) {
     __syncthreads();
-    loadTile<D>(Qs, base, q0, g.S, row3);
-    loadTile<D>(dOs, dObase, q0, g.S, g.H);
+    loadTile<D>(Qs, base, q0, queryEnd, row3);
+    loadTile<D>(dOs, dObase, q0, queryEnd, g.H);
     for (int t = threadIdx.x; t < kTile; t += blockDim.x)
-      sts[t] = q0 + t < g.S ? st[q0 + t] : make_float2(0.0f, 0.0f);
+      sts[t] = q0 + t < queryEnd ? st[q0 + t] : make_float2(0.0f, 0.0f);
     __syncthreads();
+    if (q0 >= warpEnd) // none of the warp's queries (q0 + 64 > its keys)
+      continue;
     // Transposed scores: row = key, column = query.
     rowsTimesTileT<D>(Sw, Ks + warp * 16 * L::LD, Qs);
     rowsTimesTileT<D>(dPw, Vs + warp * 16 * L::LD, dOs);
@@ -603,7 +789,7 @@ __global__ void __launch_bounds__(kTcThreads)
       const int col = half * 32 + c;
       const int64_t i = q0 + col;
       float p = 0.0f, ds = 0.0f;
-      if (i >= key && i < g.S) {
+      if (Sees::fromKey(i, key, last)) {
         p = expf(Sw[r * L::SLD + col] * g.scale - sts[col].x);
         ds = p * (dPw[r * L::SLD + col] - sts[col].y);
       }
@@ -631,7 +817,7 @@ __global__ void __launch_bounds__(kTcThreads)
 }
 
 /// S = 1 with too little workspace for statistics: P = 1, so dS = 0:
-/// dQ = dK = 0 and dV = dO.
+/// dQ = dK = 0 and dV = dO (a row of one position is one document).
 template <typename T>
 __global__ void gradSingleKey(const T *dout, T *dqkv, int64_t B, int64_t H) {
   const int64_t n = B * 3 * H;
@@ -738,14 +924,15 @@ cudaError_t gradGenericLaunch(const T *qkv, const T *dout, T *dqkv,
 
 } // namespace
 
-cudaError_t causalAttention(Dtype dtype, const void *qkv, void *out,
-                            void * /*workspace*/, int64_t /*workspaceBytes*/,
-                            int64_t B, int64_t S, int64_t H, int64_t heads,
-                            cudaStream_t stream) {
+cudaError_t causalAttention(Dtype dtype, const void *qkv, Documents documents,
+                            void *out, void * /*workspace*/,
+                            int64_t /*workspaceBytes*/, int64_t B, int64_t S,
+                            int64_t H, int64_t heads, cudaStream_t stream) {
   if (B <= 0 || S <= 0 || H <= 0 || heads <= 0)
     return cudaSuccess;
   const int64_t d = H / heads, pairs = B * heads;
-  Geometry g{S, H, d, heads, 1.0f / std::sqrt(static_cast<float>(d)), 0};
+  Geometry g{S, H, d, heads, 1.0f / std::sqrt(static_cast<float>(d)), 0,
+             documents};
   const Path path = pathFor(dtype, d, aligned(16, qkv, out));
   for (int64_t bh0 = 0; bh0 < pairs; bh0 += kMaxGridY) {
     const int64_t count = pairs - bh0 < kMaxGridY ? pairs - bh0 : kMaxGridY;
@@ -772,9 +959,9 @@ cudaError_t causalAttention(Dtype dtype, const void *qkv, void *out,
 }
 
 cudaError_t causalAttentionGrad(Dtype dtype, const void *dout, const void *qkv,
-                                void *dqkv, void *workspace,
-                                int64_t workspaceBytes, int64_t B, int64_t S,
-                                int64_t H, int64_t heads,
+                                Documents documents, void *dqkv,
+                                void *workspace, int64_t workspaceBytes,
+                                int64_t B, int64_t S, int64_t H, int64_t heads,
                                 cudaStream_t stream) {
   if (B <= 0 || S <= 0 || H <= 0 || heads <= 0)
     return cudaSuccess;
@@ -792,7 +979,8 @@ cudaError_t causalAttentionGrad(Dtype dtype, const void *dout, const void *qkv,
   int64_t chunk = workspaceBytes / (S * rowBytes);
   chunk = chunk < kMaxGridY ? chunk : kMaxGridY;
   float2 *stats = static_cast<float2 *>(workspace);
-  Geometry g{S, H, d, heads, 1.0f / std::sqrt(static_cast<float>(d)), 0};
+  Geometry g{S, H, d, heads, 1.0f / std::sqrt(static_cast<float>(d)), 0,
+             documents};
   const Path path = pathFor(dtype, d, aligned(16, qkv, dout, dqkv));
   for (int64_t bh0 = 0; bh0 < pairs; bh0 += chunk) {
     const int64_t count = pairs - bh0 < chunk ? pairs - bh0 : chunk;

@@ -114,11 +114,22 @@ cudaError_t embedding(Dtype dtype, IndexType indexType, const void *indices,
                       const void *table, void *y, int64_t count, int64_t vocab,
                       int64_t h, DeviceIndexError *error, int32_t op,
                       cudaStream_t stream);
+/// An attention call's document ids, [B, S] of `type` in device memory, or
+/// none (`ids` null: each row is one causal sequence). Query i attends to
+/// the keys j <= i with no change of id between j and i (Note [Document
+/// masks] in dialect/docs/ZB.md; on the GPU, Note [Document runs on the
+/// GPU] in Attention.cu): each run of equal ids is a causal attention of
+/// its own, and the kernels skip the work outside the runs.
+struct Documents {
+  const void *ids = nullptr;
+  IndexType type = IndexType::I64;
+};
+
 /// `workspace` holds `workspaceBytes` (the compile-time figure: S * S
 /// elements of dtype); the kernel may use less.
-cudaError_t causalAttention(Dtype dtype, const void *qkv, void *out,
-                            void *workspace, int64_t workspaceBytes, int64_t B,
-                            int64_t S, int64_t H, int64_t heads,
+cudaError_t causalAttention(Dtype dtype, const void *qkv, Documents documents,
+                            void *out, void *workspace, int64_t workspaceBytes,
+                            int64_t B, int64_t S, int64_t H, int64_t heads,
                             cudaStream_t stream);
 /// zb.attention (GroupedAttention.cu): `workspace` holds `workspaceBytes`,
 /// at least attentionPackedElements elements of dtype and what
@@ -126,12 +137,16 @@ cudaError_t causalAttention(Dtype dtype, const void *qkv, void *out,
 int64_t attentionPackedElements(int64_t B, int64_t S, int64_t heads,
                                 int64_t d);
 cudaError_t attention(Dtype dtype, const void *q, const void *k, const void *v,
-                      void *out, void *workspace, int64_t workspaceBytes,
-                      int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
-                      int64_t d, cudaStream_t stream);
+                      Documents documents, void *out, void *workspace,
+                      int64_t workspaceBytes, int64_t B, int64_t S,
+                      int64_t heads, int64_t kvHeads, int64_t d,
+                      cudaStream_t stream);
+/// The mean over the rows whose label is not `ignoreIndex` (0 when there is
+/// none); an ignored label is never an index error.
 cudaError_t crossEntropy(Dtype dtype, IndexType indexType, const void *logits,
                          const void *labels, void *loss, int64_t rows,
-                         int64_t classes, DeviceIndexError *error, int32_t op,
+                         int64_t classes, int64_t ignoreIndex,
+                         DeviceIndexError *error, int32_t op,
                          cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//
@@ -183,21 +198,27 @@ cudaError_t embeddingGrad(Dtype dtype, IndexType indexType,
                           cudaStream_t stream);
 /// `workspace` holds `workspaceBytes` (2 * S * S elements of dtype).
 cudaError_t causalAttentionGrad(Dtype dtype, const void *dout, const void *qkv,
-                                void *dqkv, void *workspace,
-                                int64_t workspaceBytes, int64_t B, int64_t S,
-                                int64_t H, int64_t heads, cudaStream_t stream);
+                                Documents documents, void *dqkv,
+                                void *workspace, int64_t workspaceBytes,
+                                int64_t B, int64_t S, int64_t H, int64_t heads,
+                                cudaStream_t stream);
 /// `workspace` holds `workspaceBytes`: twice attentionPackedElements
 /// elements of dtype and what causalAttentionGrad needs beside them.
 cudaError_t attentionGrad(Dtype dtype, const void *dout, const void *q,
-                          const void *k, const void *v, void *dq, void *dk,
-                          void *dv, void *workspace, int64_t workspaceBytes,
-                          int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
-                          int64_t d, cudaStream_t stream);
-/// dloss is one element of dtype.
+                          const void *k, const void *v, Documents documents,
+                          void *dq, void *dk, void *dv, void *workspace,
+                          int64_t workspaceBytes, int64_t B, int64_t S,
+                          int64_t heads, int64_t kvHeads, int64_t d,
+                          cudaStream_t stream);
+/// dloss is one element of dtype. The rows of labels equal to `ignoreIndex`
+/// are 0, the others are scaled by dloss / N, N the labels not ignored:
+/// counted on the device first, into `counted` (one int64 of device memory
+/// the caller owns, as `error`; no host synchronisation).
 cudaError_t crossEntropyGrad(Dtype dtype, IndexType indexType,
                              const void *logits, const void *labels,
                              const void *dloss, void *dlogits, int64_t rows,
-                             int64_t classes, DeviceIndexError *error,
+                             int64_t classes, int64_t ignoreIndex,
+                             int64_t *counted, DeviceIndexError *error,
                              int32_t op, cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//
@@ -207,8 +228,9 @@ cudaError_t crossEntropyGrad(Dtype dtype, IndexType indexType,
 /// acc[i] += x[i]: acc fp32, x of `dtype`.
 cudaError_t accumulate(float *acc, Dtype dtype, const void *x, int64_t n,
                        cudaStream_t stream);
-/// *sum += (double) x[0] (the loss accumulator; x one element of dtype).
-cudaError_t addScalar(float *sum, Dtype dtype, const void *x,
+/// *sum += (double) (weight * x[0]) (the loss accumulator; x one element of
+/// dtype, weight its microbatch's in the step's loss).
+cudaError_t addScalar(float *sum, Dtype dtype, const void *x, float weight,
                       cudaStream_t stream);
 /// y (dtype) = x (fp32), rounded to nearest even for bf16.
 cudaError_t convertFromF32(Dtype dtype, const float *x, void *y, int64_t n,

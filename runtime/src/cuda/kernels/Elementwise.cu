@@ -233,9 +233,10 @@ __global__ void transposeKernel(const T *x, T *y, int64_t rows, int64_t cols) {
 // Scalar reductions
 //===----------------------------------------------------------------------===//
 
-template <typename T> __global__ void addScalarKernel(float *sum, const T *x) {
+template <typename T>
+__global__ void addScalarKernel(float *sum, const T *x, float weight) {
   *sum = static_cast<float>(static_cast<double>(*sum) +
-                            static_cast<double>(toFloat(x[0])));
+                            static_cast<double>(weight * toFloat(x[0])));
 }
 
 __global__ void sumOfSquaresKernel(const float *grad, int64_t n,
@@ -380,10 +381,11 @@ cudaError_t accumulate(float *acc, Dtype dtype, const void *x, int64_t n,
   return cudaGetLastError();
 }
 
-cudaError_t addScalar(float *sum, Dtype dtype, const void *x,
+cudaError_t addScalar(float *sum, Dtype dtype, const void *x, float weight,
                       cudaStream_t stream) {
   ZBC_CUDA_DISPATCH(dtype, {
-    addScalarKernel<T><<<1, 1, 0, stream>>>(sum, static_cast<const T *>(x));
+    addScalarKernel<T><<<1, 1, 0, stream>>>(sum, static_cast<const T *>(x),
+                                            weight);
   });
   return cudaGetLastError();
 }

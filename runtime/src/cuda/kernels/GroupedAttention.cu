@@ -12,7 +12,8 @@
 // 64 elements to spare for alignment), and
 // two passes over q, k and v: a native grouped flash kernel would save
 // both. fp32 results agree with the CPU to rounding, as the packed kernels
-// do.
+// do. Document ids [B, S] go to the packed kernels as they are: every head
+// of a row shares them (Note [Document runs on the GPU] in Attention.cu).
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,9 +104,10 @@ int64_t attentionPackedElements(int64_t B, int64_t S, int64_t heads,
 }
 
 cudaError_t attention(Dtype dtype, const void *q, const void *k, const void *v,
-                      void *out, void *workspace, int64_t workspaceBytes,
-                      int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
-                      int64_t d, cudaStream_t stream) {
+                      Documents documents, void *out, void *workspace,
+                      int64_t workspaceBytes, int64_t B, int64_t S,
+                      int64_t heads, int64_t kvHeads, int64_t d,
+                      cudaStream_t stream) {
   if (B <= 0 || S <= 0 || heads <= 0 || kvHeads <= 0 || d <= 0)
     return cudaSuccess;
   const int64_t packedBytes = alignedPackedBytes(dtype, B, S, heads, d);
@@ -114,17 +116,18 @@ cudaError_t attention(Dtype dtype, const void *q, const void *k, const void *v,
   if (cudaError_t err =
           pack(dtype, q, k, v, workspace, B * S, heads, kvHeads, d, stream))
     return err;
-  return causalAttention(dtype, workspace, out,
+  return causalAttention(dtype, workspace, documents, out,
                          static_cast<char *>(workspace) + packedBytes,
                          workspaceBytes - packedBytes, B, S, heads * d, heads,
                          stream);
 }
 
 cudaError_t attentionGrad(Dtype dtype, const void *dout, const void *q,
-                          const void *k, const void *v, void *dq, void *dk,
-                          void *dv, void *workspace, int64_t workspaceBytes,
-                          int64_t B, int64_t S, int64_t heads, int64_t kvHeads,
-                          int64_t d, cudaStream_t stream) {
+                          const void *k, const void *v, Documents documents,
+                          void *dq, void *dk, void *dv, void *workspace,
+                          int64_t workspaceBytes, int64_t B, int64_t S,
+                          int64_t heads, int64_t kvHeads, int64_t d,
+                          cudaStream_t stream) {
   if (B <= 0 || S <= 0 || heads <= 0 || kvHeads <= 0 || d <= 0)
     return cudaSuccess;
   const int64_t packedBytes = alignedPackedBytes(dtype, B, S, heads, d);
@@ -135,7 +138,7 @@ cudaError_t attentionGrad(Dtype dtype, const void *dout, const void *q,
           pack(dtype, q, k, v, qkv, B * S, heads, kvHeads, d, stream))
     return err;
   if (cudaError_t err = causalAttentionGrad(
-          dtype, dout, qkv, dqkv, dqkv + packedBytes,
+          dtype, dout, qkv, documents, dqkv, dqkv + packedBytes,
           workspaceBytes - 2 * packedBytes, B, S, heads * d, heads, stream))
     return err;
   const int64_t unpacked = B * S * (heads + 2 * kvHeads) * d;

@@ -54,6 +54,27 @@ def ZB_FillOp : ZB_Op<"fill", [HasParent<"PhaseOp">, Pure,
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
+def ZB_LossSeedOp : ZB_Op<"loss_seed", [HasParent<"PhaseOp">, Pure]> {
+  let summary = "the gradient of the step's loss w.r.t. this microbatch's loss";
+  let description = [{
+    zb-autodiff seeds the backward of the stage that computes the loss with
+    it: the weight of this microbatch's loss in the step's loss, `M n / T`,
+    where the step has `M` microbatches (over every data-parallel replica),
+    this one counts `n` labels of the loss's zb.cross_entropy and the step
+    `T` (Note [Loss over real tokens]). It is exactly 1 when every
+    microbatch counts as many labels (no label is ignored), and for a loss
+    that is not a zb.cross_entropy of a zb.label. Its value is the
+    microbatch's, as a block argument's is: the runtime and the reference
+    interpreter compute it from the step's labels before its first backward.
+
+    ```mlir
+    %seed = zb.loss_seed : tensor<f32>
+    ```
+  }];
+  let results = (outs ZB_ScalarFloatTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 def ZB_LinearGradInputOp : ZB_BackwardOp<"linear_grad_input"> {
   let summary = "dx = dy @ W^T, the input gradient of zb.linear";
   let description = [{

@@ -65,18 +65,24 @@ FailureOr<Tensor> runModel(zb::ModelOp model, const TensorMap &feeds,
 LogicalResult runPhase(zb::PhaseOp phase, TensorMap &env, Precision precision);
 
 struct StepResult {
-  /// The loss of each microbatch, in order.
+  /// The loss of each microbatch, in order (its zb.cross_entropy's mean).
   std::vector<double> losses;
+  /// Each microbatch's weight in the step's loss, in order (Note [Loss over
+  /// real tokens] in zbc/contracts/LossWeights.h): 1 unless labels are
+  /// ignored.
+  std::vector<double> lossWeights;
   /// "grad.NAME" for every parameter any stage declares: the gradient of
   /// the step's loss, the mean over its microbatches, so each microbatch's
   /// gradient counts 1/m (the sum, scaled once by 1/m; zero for a parameter
   /// whose gradient no phase yields).
   TensorMap grads;
 
+  /// The step's loss: the weighted mean of the microbatches' losses, the
+  /// mean over the step's counted labels.
   double meanLoss() const {
     double sum = 0;
-    for (double loss : losses)
-      sum += loss;
+    for (size_t j = 0; j < losses.size(); ++j)
+      sum += losses[j] * (j < lossWeights.size() ? lossWeights[j] : 1.0);
     return losses.empty() ? 0.0 : sum / static_cast<double>(losses.size());
   }
 };

@@ -67,16 +67,22 @@ Tensor layerNorm(const Tensor &x, const Tensor &gamma, const Tensor &beta,
 /// index lies outside [0, V).
 FailureOr<Tensor> embedding(const Tensor &indices, const Tensor &table,
                             std::string &error);
-/// zb.causal_attention: qkv [B, S, 3H] -> [B, S, H].
-Tensor causalAttention(const Tensor &qkv, int64_t heads);
+/// zb.causal_attention: qkv [B, S, 3H] -> [B, S, H]; with document ids
+/// [B, S], under their mask (Note [Document masks]).
+Tensor causalAttention(const Tensor &qkv, int64_t heads,
+                       const Tensor *documents = nullptr);
 /// zb.attention: causal grouped-query attention, q [B, S, heads * d], k
-/// and v [B, S, kvHeads * d] -> [B, S, heads * d].
+/// and v [B, S, kvHeads * d] -> [B, S, heads * d]; with document ids
+/// [B, S], under their mask.
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
-                 int64_t heads, int64_t kvHeads);
-/// zb.cross_entropy: mean over label positions of -log softmax(logits)[label],
-/// a 0-D tensor. Fails if a label lies outside [0, C).
+                 int64_t heads, int64_t kvHeads,
+                 const Tensor *documents = nullptr);
+/// zb.cross_entropy: mean over the label positions whose label is not
+/// `ignoreIndex` of -log softmax(logits)[label], a 0-D tensor (0 if every
+/// label is ignored). Fails if a label lies outside [0, C) and is not
+/// ignoreIndex.
 FailureOr<Tensor> crossEntropy(const Tensor &logits, const Tensor &labels,
-                               std::string &error);
+                               int64_t ignoreIndex, std::string &error);
 
 //===----------------------------------------------------------------------===//
 // Backward ops
@@ -124,7 +130,7 @@ FailureOr<Tensor> embeddingGrad(const Tensor &indices, const Tensor &dy,
 /// zb.causal_attention_grad: d(qkv) from dout [B, S, H], probabilities
 /// recomputed from qkv.
 Tensor causalAttentionGrad(const Tensor &dout, const Tensor &qkv,
-                           int64_t heads);
+                           int64_t heads, const Tensor *documents = nullptr);
 /// zb.attention_grad: dq, dk and dv from dout [B, S, heads * d],
 /// probabilities recomputed from q and k.
 struct AttentionGrads {
@@ -132,11 +138,14 @@ struct AttentionGrads {
 };
 AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,
                              const Tensor &k, const Tensor &v, int64_t heads,
-                             int64_t kvHeads);
-/// zb.cross_entropy_grad: dloss * (softmax(logits) - onehot(labels)) / N.
-/// Fails if a label lies outside [0, C).
+                             int64_t kvHeads,
+                             const Tensor *documents = nullptr);
+/// zb.cross_entropy_grad: dloss * (softmax(logits) - onehot(labels)) / N,
+/// N the labels that are not `ignoreIndex`, whose rows are 0. Fails as
+/// crossEntropy does.
 FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
-                                   const Tensor &dloss, std::string &error);
+                                   const Tensor &dloss, int64_t ignoreIndex,
+                                   std::string &error);
 
 } // namespace zbc::interp::kernels
 
