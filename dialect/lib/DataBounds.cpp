@@ -1,8 +1,8 @@
 //===- DataBounds.cpp - the range of a model's integer data ---------------===//
 //
-// indexDataBound and ignoredDataValue of DataBounds.h: a walk over the uses
-// of the data, through cuts and phase keys, tightened by every op that reads
-// it as indices, labels, positions or document ids.
+// indexDataBound of DataBounds.h: a walk over the uses of the data, through
+// cuts and phase keys, tightened by every op that reads it as indices,
+// labels, positions or document ids.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,16 +85,6 @@ std::optional<int64_t> documentsBound(Operation *user, unsigned n) {
   return cast<RankedTensorType>(documents.getType()).getShape().back();
 }
 
-/// The ignore_index of a cross-entropy that reads labels as operand `n`.
-std::optional<int64_t> ignoreIndexOf(Operation *user, unsigned n) {
-  // The attribute's getInt(): the I64Attr getter gives a uint64_t.
-  if (auto op = dyn_cast<CrossEntropyOp>(user); op && n == 1)
-    return op.getIgnoreIndexAttr().getInt();
-  if (auto op = dyn_cast<CrossEntropyGradOp>(user); op && n == 1)
-    return op.getIgnoreIndexAttr().getInt();
-  return std::nullopt;
-}
-
 } // namespace
 
 int64_t zb::indexDataBound(ArrayRef<Value> roots) {
@@ -119,36 +109,9 @@ int64_t zb::indexDataBound(ArrayRef<Value> roots) {
   return bound && *bound > 0 ? *bound : 2;
 }
 
-std::optional<int64_t> zb::ignoredDataValue(ArrayRef<Value> roots) {
-  std::optional<int64_t> ignored;
-  bool labelsOnly = true, any = false;
-  forEachReader(roots, [&](Operation *user, unsigned n) {
-    std::optional<int64_t> index = ignoreIndexOf(user, n);
-    if (!index) {
-      labelsOnly = false; // an embedding, a rope, an attention: no -100
-      return;
-    }
-    if (any && ignored != index)
-      labelsOnly = false; // two cross-entropies that disagree
-    ignored = index;
-    any = true;
-  });
-  return any && labelsOnly ? ignored : std::nullopt;
-}
-
-/// The block arguments of every stage of `pipeline` that declares `key`.
-static SmallVector<Value> argsWithKey(PipelineOp pipeline, StringRef key) {
+int64_t zb::indexDataBound(PipelineOp pipeline, StringRef key) {
   SmallVector<Value> readers;
   for (StageOp stage : pipeline.getBody().front().getOps<StageOp>())
     appendArgsWithKey(stage, key, readers);
-  return readers;
-}
-
-int64_t zb::indexDataBound(PipelineOp pipeline, StringRef key) {
-  return indexDataBound(argsWithKey(pipeline, key));
-}
-
-std::optional<int64_t> zb::ignoredDataValue(PipelineOp pipeline,
-                                            StringRef key) {
-  return ignoredDataValue(argsWithKey(pipeline, key));
+  return indexDataBound(readers);
 }

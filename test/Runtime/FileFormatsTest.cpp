@@ -234,15 +234,16 @@ TEST(DataFile, DocumentsOfAnotherShapeAreRefused) {
 TEST(DataFile, TheIgnoreIndexOnlyInLabelsThatTakeIt) {
   PackedFile packed;
   EXPECT_EQ(packed.check(), "");
-  // Labels that no cross-entropy alone reads take no -100.
+  // Labels that the loss does not count take no -100.
   packed.keys[3].ignoreIndex.reset();
   says(packed.check(), "'p': tensor 'label.targets' holds -100 at element 1, "
                        "outside [0, 50) (-100, 'no loss here', is taken only "
-                       "by labels that zb.cross_entropy alone reads)");
+                       "by the labels of the zb.cross_entropy that is the "
+                       "loss)");
   // Nor does an input, and a label takes its own ignore_index only.
   packed.keys[3].ignoreIndex = -1;
   says(packed.check(), "holds -100 at element 1, outside [0, 50) and not the "
-                       "ignore_index -1 of the cross-entropy that reads it");
+                       "ignore_index -1 of the loss's cross-entropy");
   packed.keys[3].ignoreIndex = kDefaultIgnoreIndex;
   packed.file["input.tokens"] = longs({1, 2, 4}, {7, 8, 9, -100, 1, 2, 3, 4});
   says(packed.check(), "'p': tensor 'input.tokens' holds -100 at element 3, "

@@ -9,6 +9,7 @@
 #include "Input.h"
 #include "Options.h"
 
+#include "zbc/Dialect/ZB/CountedLabels.h"
 #include "zbc/Dialect/ZB/DataBounds.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
@@ -67,13 +68,17 @@ std::vector<rt::DataKey> dataKeysOf(zb::PipelineOp pipeline) {
       if (type)
         k.dtype = safeTensorsDtypeOf(type.getElementType());
       k.bound = k.integer ? zb::indexDataBound(pipeline, key) : 0;
-      if (k.integer)
-        k.ignoreIndex = zb::ignoredDataValue(pipeline, key);
       if (type)
         k.shape.assign(type.getShape().begin(), type.getShape().end());
       keys.push_back(std::move(k));
     }
   });
+  // The labels the loss counts may hold its ignore_index, as the rank that
+  // reads them takes them (its program's counted_labels).
+  if (std::optional<zb::CountedLabels> counted = zb::countedLabelsOf(pipeline))
+    for (rt::DataKey &k : keys)
+      if (k.key == counted->key)
+        k.ignoreIndex = counted->ignoreIndex;
   return keys;
 }
 

@@ -188,12 +188,13 @@ std::string checkSampleTensors(const std::string &path, const TensorFile &file,
                            path, key.key, v, i, key.bound,
                            key.ignoreIndex
                                ? fmt::format(" and not the ignore_index {} of "
-                                             "the cross-entropy that reads it",
+                                             "the loss's cross-entropy",
                                              *key.ignoreIndex)
                            : v == kDefaultIgnoreIndex
                                ? std::string(" (-100, 'no loss here', is "
-                                             "taken only by labels that "
-                                             "zb.cross_entropy alone reads)")
+                                             "taken only by the labels of the "
+                                             "zb.cross_entropy that is the "
+                                             "loss)")
                                : std::string());
     }
   }

@@ -6,9 +6,8 @@
 // cross-entropy that reads it as labels, the max_positions of a rope that
 // reads it as positions, the row length of an attention that reads it as
 // document ids (a row holds at most that many documents, numbered from 0).
-// Labels that only cross-entropies read may also hold their ignore_index
-// (-100: no loss there; Note [Packed documents] in the runtime's
-// DataFile.h). One rule, read by the reference interpreter's data
+// (The labels the loss counts may also hold its ignore_index: that is
+// CountedLabels.h's.) One rule, read by the reference interpreter's data
 // (test/lib/Interpreter/Init.cpp), by the code generator's data tables, so
 // that both draw the same values, and by `zbc run`'s check of a data file.
 //
@@ -19,7 +18,6 @@
 #include "zbc/Dialect/ZB/ZBOps.h"
 
 #include <cstdint>
-#include <optional>
 
 namespace zbc::zb {
 
@@ -37,16 +35,6 @@ void appendArgsWithKey(StageOp stage, llvm::StringRef key,
 /// its readers in every stage that declares it.
 int64_t indexDataBound(PipelineOp pipeline, llvm::StringRef key);
 
-/// The one value outside [0, indexDataBound) that the data flowing into
-/// `roots` may also hold: the ignore_index of the zb.cross_entropy (or its
-/// grad) that reads it as labels, when those are its only readers and
-/// agree on it; none otherwise (an embedding, a rope, an attention reads
-/// it too, or nothing does).
-std::optional<int64_t> ignoredDataValue(llvm::ArrayRef<mlir::Value> roots);
-
-/// The same for data `key` of a pipeline.
-std::optional<int64_t> ignoredDataValue(PipelineOp pipeline,
-                                        llvm::StringRef key);
 
 } // namespace zbc::zb
 

@@ -25,8 +25,9 @@
 //     documents silently. Only a caller that holds every data key of the
 //     model (`zbc run`, `zbc inspect --model`: KeyScope::Model) can tell
 //     the second; a rank holds only the keys it reads.
-// A label read by `zb.cross_entropy` may also hold its ignore_index (-100):
-// no loss there (the last token of a document, padding).
+// The labels of the `zb.cross_entropy` that is the loss may also hold its
+// ignore_index (-100): no loss there (the last token of a document,
+// padding); no other data may.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_RUNTIME_DATAFILE_H
@@ -56,9 +57,10 @@ struct DataKey {
   bool integer = false;
   int64_t bound = 0;          // integer data lies in [0, bound)
   std::vector<int64_t> shape; // of one microbatch
-  /// The one value outside [0, bound) that integer data may also hold: the
-  /// ignore_index of the zb.cross_entropy that reads it as labels (Note
-  /// [Packed documents]); none for data that something else reads.
+  /// The one value outside [0, bound) that integer data may also hold: for
+  /// the labels of the zb.cross_entropy that is the loss (the labels it
+  /// counts: CountedLabels.h, a program's `counted_labels`), its
+  /// ignore_index (Note [Packed documents]); none for other data.
   std::optional<int64_t> ignoreIndex;
 };
 
