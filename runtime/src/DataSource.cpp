@@ -54,6 +54,10 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
   std::vector<DataKey> keys;
   for (int32_t d = 0; d < p.data_count; ++d)
     keys.push_back(dataKeyOf(p, d));
+  // The labels the loss counts may hold its ignore_index (Note [Packed
+  // documents] in DataFile.h, Note [Loss over real tokens]).
+  if (p.counted_labels >= 0 && p.counted_labels < p.data_count)
+    keys[p.counted_labels].ignoreIndex = p.ignore_index;
   DataFormat format = dataFormatOf(path);
   if (format != DataFormat::SafeTensors) {
     kind_ = Kind::Tokens;

@@ -138,6 +138,16 @@ TEST(TokenData, ChecksNameWhatTextCannotFill) {
             std::string::npos);
 }
 
+TEST(TokenData, AStreamHasNoDocuments) {
+  int64_t sequence = 0, vocabulary = kAnyVocabulary;
+  EXPECT_NE(checkTokenKey({"input.documents", "I64", true, 32, {2, 32}},
+                          DataFormat::Npy, sequence, vocabulary)
+                .find("the model masks its attention by document (it reads "
+                      "'input.documents') and a token stream has no "
+                      "documents: pack them with `zbc pack`"),
+            std::string::npos);
+}
+
 TEST(TokenData, TooShortAndEmptyFilesAreRefused) {
   std::string path = ::testing::TempDir() + "/zbc-short.txt";
   TokenCorpus corpus;

@@ -201,7 +201,8 @@ Error inspectSafeTensors(const std::string &path) {
     return Error::success();
   int64_t samples = 0;
   if (std::string e =
-          rt::checkSampleTensors(path, file, inputs->dataKeys, samples);
+          rt::checkSampleTensors(path, file, inputs->dataKeys, samples,
+                                 rt::KeyScope::Model);
       !e.empty())
     return fail(e);
   outs() << formatv("  data for '{0}': {1} samples of each of its {2} keys\n",

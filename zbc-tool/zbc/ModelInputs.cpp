@@ -9,6 +9,7 @@
 #include "Input.h"
 #include "Options.h"
 
+#include "zbc/Dialect/ZB/CountedLabels.h"
 #include "zbc/Dialect/ZB/DataBounds.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
@@ -72,6 +73,12 @@ std::vector<rt::DataKey> dataKeysOf(zb::PipelineOp pipeline) {
       keys.push_back(std::move(k));
     }
   });
+  // The labels the loss counts may hold its ignore_index, as the rank that
+  // reads them takes them (its program's counted_labels).
+  if (std::optional<zb::CountedLabels> counted = zb::countedLabelsOf(pipeline))
+    for (rt::DataKey &k : keys)
+      if (k.key == counted->key)
+        k.ignoreIndex = counted->ignoreIndex;
   return keys;
 }
 
@@ -144,7 +151,8 @@ Error zbc::checkDataFile(const std::string &path,
     int64_t samples = 0;
     if (std::string e = rt::readSafeTensors(path, file); !e.empty())
       return fail(e);
-    if (std::string e = rt::checkSampleTensors(path, file, keys, samples);
+    if (std::string e = rt::checkSampleTensors(path, file, keys, samples,
+                                               rt::KeyScope::Model);
         !e.empty())
       return fail(e);
     return Error::success();

@@ -44,9 +44,11 @@ ModelInputs modelInputsOf(zb::PipelineOp pipeline);
 /// `zbc compile` does; an error names the file.
 llvm::Expected<ModelInputs> readModelInputs(const std::string &modelPath);
 
-/// `path` as --data for a model reading `keys`: a safetensors file of
-/// samples (every key present, its dtype and shape, paired sample counts,
-/// finite floats, indices in range), or a token stream long enough for the
+/// `path` as --data for a model reading `keys` (all of its data keys): a
+/// safetensors file of samples (every key present, its dtype and shape,
+/// paired sample counts, finite floats, indices in range, packed documents
+/// for a model that reads documents and only for one: Note [Packed
+/// documents] in DataFile.h), or a token stream long enough for the
 /// sequence, its ids in the vocabulary; with `evaluates` (--eval-every), a
 /// token stream with a held-out split. `binTokens`: a .bin file's ids.
 llvm::Error checkDataFile(const std::string &path,

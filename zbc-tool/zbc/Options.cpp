@@ -55,6 +55,15 @@ cl::SubCommand &zbc::exportHFCommand() {
   return command;
 }
 
+cl::SubCommand &zbc::packCommand() {
+  static cl::SubCommand command(
+      "pack", "Pack documents (a token stream cut at an EOS id, or tokens "
+              "and offsets) into fixed rows, first-fit-decreasing: the "
+              "samples zbc run --data reads, with per-document positions, "
+              "document ids and -100 where no target is");
+  return command;
+}
+
 cl::SubCommand &zbc::profileCommand() {
   static cl::SubCommand command(
       "profile", "Measure each stage's F, B and W on this machine's backend "

@@ -27,6 +27,7 @@ llvm::cl::SubCommand &profileCommand();  // run: ProfileCommand.cpp
 llvm::cl::SubCommand &inspectCommand();  // run: InspectCommand.cpp
 llvm::cl::SubCommand &importHFCommand(); // run: ImportHFCommand.cpp
 llvm::cl::SubCommand &exportHFCommand(); // run: ExportHFCommand.cpp
+llvm::cl::SubCommand &packCommand();     // run: PackCommand.cpp
 int runScheduleCommand();
 int runVerifyCommand();
 int runCompileCommand();
@@ -35,6 +36,7 @@ int runProfileCommand();
 int runInspectCommand();
 int runImportHFCommand();
 int runExportHFCommand();
+int runPackCommand();
 } // namespace zbc
 
 #endif // ZBC_TOOL_OPTIONS_H

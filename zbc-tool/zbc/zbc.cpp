@@ -16,6 +16,8 @@
 //                           (ImportHFCommand.cpp)
 //   zbc export-hf DIR       saved weights as a Hugging Face checkpoint
 //                           (ExportHFCommand.cpp)
+//   zbc pack INPUT -o OUT   documents packed into training samples
+//                           (PackCommand.cpp)
 //
 // Errors name the place (file:line:col for IR), and every failure exits 1.
 //
@@ -187,6 +189,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(zbcCategory, zbc::inspectCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::importHFCommand());
   cl::HideUnrelatedOptions(zbcCategory, zbc::exportHFCommand());
+  cl::HideUnrelatedOptions(zbcCategory, zbc::packCommand());
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "zbc, a compiler for pipeline-parallel training (MLIR "
        << LLVM_VERSION_STRING << ")\n";
@@ -249,6 +252,8 @@ int main(int argc, char **argv) {
     return zbc::runImportHFCommand();
   if (zbc::exportHFCommand())
     return zbc::runExportHFCommand();
+  if (zbc::packCommand())
+    return zbc::runPackCommand();
 
   llvm::errs() << "zbc: error: no subcommand given; run 'zbc --help' for the "
                   "list\n";

@@ -53,14 +53,15 @@ std::string_view npyField(std::string_view header, std::string_view key) {
 
 /// Reads the header of the .npy file `path` (mapped as `data`, `size`
 /// bytes): the token type, where the tokens start and how many there are.
-std::string readNpyHeader(const std::string &path, const char *data,
+std::string readNpyHeader(const std::string &path, const std::string &what,
+                          const std::string &items, const char *data,
                           int64_t size, TokenType &type, int64_t &offset,
                           int64_t &count) {
   auto bad = [&](const std::string &why) {
-    return fmt::format("the data file '{}' is not a .npy array of token ids: "
-                       "{}",
-                       path, why);
+    return fmt::format("{} '{}' is not a .npy array of {}: {}", what, path,
+                       items, why);
   };
+  std::string unit = items == "token ids" ? "tokens" : items;
   if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0)
     return bad("it does not start with .npy's magic string \\x93NUMPY");
   int major = static_cast<unsigned char>(data[6]);
@@ -98,10 +99,11 @@ std::string readNpyHeader(const std::string &path, const char *data,
   auto known = std::find_if(std::begin(descrs), std::end(descrs),
                             [&](const Descr &d) { return d.name == descr; });
   if (known == std::end(descrs))
-    return bad(fmt::format("its dtype is {}; token ids must be little-endian "
+    return bad(fmt::format("its dtype is {}; {} must be little-endian "
                            "uint16, uint32, int32 or int64 ('<u2', '<u4', "
                            "'<i4', '<i8')",
-                           descr.empty() ? "not given" : std::string(descr)));
+                           descr.empty() ? "not given" : std::string(descr),
+                           items));
   type = known->type;
   if (npyField(header, "fortran_order") != "False")
     return bad("it is stored in Fortran order");
@@ -109,7 +111,7 @@ std::string readNpyHeader(const std::string &path, const char *data,
   // "(N,)": one dimension.
   if (shape.size() < 4 || shape.front() != '(' ||
       shape.substr(shape.size() - 2) != ",)")
-    return bad(fmt::format("its shape is {}; a token stream is 1-D (N,): "
+    return bad(fmt::format("its shape is {}; it must be 1-D (N,): "
                            "flatten it first (numpy's .reshape(-1))",
                            shape.empty() ? "not given" : std::string(shape)));
   std::string digits(shape.substr(1, shape.size() - 3));
@@ -122,10 +124,10 @@ std::string readNpyHeader(const std::string &path, const char *data,
   int64_t expected = size - offset;
   if (count > expected / tokenBytes(type) ||
       count * tokenBytes(type) != expected)
-    return bad(fmt::format("its header says {} tokens of {} ({} bytes) from "
+    return bad(fmt::format("its header says {} {} of {} ({} bytes) from "
                            "byte {}, the file has {} bytes there (truncated "
                            "or not what the header says)",
-                           count, tokenTypeName(type),
+                           count, unit, tokenTypeName(type),
                            static_cast<__int128>(count) * tokenBytes(type) >
                                    std::numeric_limits<int64_t>::max()
                                ? std::string("too many")
@@ -187,37 +189,37 @@ bool parseBinTokenType(std::string_view name, TokenType &type) {
   return true;
 }
 
-std::string loadTokenCorpus(const std::string &path, TokenType binType,
-                            int64_t sequence, int64_t vocabulary,
-                            TokenCorpus &corpus) {
+std::string openTokenStream(const std::string &path, TokenType binType,
+                            TokenCorpus &corpus, const std::string &what,
+                            const std::string &items) {
   int64_t size = 0;
-  if (std::string error = regularFileError(path, "the data file", size);
-      !error.empty())
+  if (std::string error = regularFileError(path, what, size); !error.empty())
     return error;
   auto file = std::make_shared<MappedFile>();
   if (std::string error = file->map(path); !error.empty())
     return error;
   if (size == 0)
-    return "the data file '" + path + "' is empty";
+    return what + " '" + path + "' is empty";
   corpus = TokenCorpus();
   corpus.file = file;
-  corpus.sequence = sequence;
   int64_t offset = 0;
   switch (dataFormatOf(path)) {
   case DataFormat::Npy:
-    if (std::string error = readNpyHeader(path, file->data(), file->size(),
-                                          corpus.type, offset, corpus.tokens);
+    if (std::string error =
+            readNpyHeader(path, what, items, file->data(), file->size(),
+                          corpus.type, offset, corpus.tokens);
         !error.empty())
       return error;
     if (corpus.tokens == 0)
-      return "the data file '" + path + "' holds no tokens (its shape is (0,))";
+      return fmt::format("{} '{}' holds no {} (its shape is (0,))", what, path,
+                         items == "token ids" ? "tokens" : items);
     break;
   case DataFormat::Bin:
     corpus.type = binType;
     if (size % tokenBytes(binType))
-      return fmt::format("the data file '{}' has {} bytes, not a whole number "
+      return fmt::format("{} '{}' has {} bytes, not a whole number "
                          "of {} token ids ({} bytes each){}",
-                         path, size, tokenTypeName(binType),
+                         what, path, size, tokenTypeName(binType),
                          tokenBytes(binType),
                          binType == TokenType::U16
                              ? ""
@@ -231,6 +233,16 @@ std::string loadTokenCorpus(const std::string &path, TokenType binType,
     break;
   }
   corpus.first = file->data() + offset;
+  return {};
+}
+
+std::string loadTokenCorpus(const std::string &path, TokenType binType,
+                            int64_t sequence, int64_t vocabulary,
+                            TokenCorpus &corpus) {
+  if (std::string error = openTokenStream(path, binType, corpus);
+      !error.empty())
+    return error;
+  corpus.sequence = sequence;
 
   int64_t window = sequence + 1;
   int64_t heldOut = std::max(corpus.tokens / 10, window);
@@ -292,6 +304,11 @@ std::optional<TokenRole> tokenRoleOf(std::string_view key) {
 std::string checkTokenKey(const DataKey &key, DataFormat format,
                           int64_t &sequence, int64_t &vocabulary) {
   std::optional<TokenRole> role = tokenRoleOf(key.key);
+  if (key.key == kDocumentsKey)
+    return "the model masks its attention by document (it reads '" +
+           key.key + "') and a token stream has no documents: pack them "
+           "with `zbc pack` and give the .safetensors file it writes "
+           "(Note [Packed documents])";
   if (!role)
     return "a token stream fills the inputs 'tokens' and 'positions' and the "
            "label 'targets'; the model also reads '" + key.key + "'";

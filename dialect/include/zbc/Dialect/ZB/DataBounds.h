@@ -4,9 +4,12 @@
 // the ops that read it, so its range is a property of the IR: the vocab of
 // an embedding that reads the tensor as indices, the class count of a
 // cross-entropy that reads it as labels, the max_positions of a rope that
-// reads it as positions. One rule, read by the reference interpreter's data
-// (test/lib/Interpreter/Init.cpp) and by the code generator's data tables,
-// so that both draw the same values.
+// reads it as positions, the row length of an attention that reads it as
+// document ids (a row holds at most that many documents, numbered from 0).
+// (The labels the loss counts may also hold its ignore_index: that is
+// CountedLabels.h's.) One rule, read by the reference interpreter's data
+// (test/lib/Interpreter/Init.cpp), by the code generator's data tables, so
+// that both draw the same values, and by `zbc run`'s check of a data file.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_DIALECT_ZB_DATABOUNDS_H
@@ -31,6 +34,7 @@ void appendArgsWithKey(StageOp stage, llvm::StringRef key,
 /// The bound of data `key` ("input.tokens", "label.targets") of a pipeline:
 /// its readers in every stage that declares it.
 int64_t indexDataBound(PipelineOp pipeline, llvm::StringRef key);
+
 
 } // namespace zbc::zb
 

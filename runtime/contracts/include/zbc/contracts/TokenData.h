@@ -21,7 +21,9 @@
 //   input "positions" 0, 1, ..., sequence - 1,
 //   label "targets"   the window's last `sequence` tokens (the next tokens),
 // each of shape [rows, sequence] per microbatch, one window per row. No
-// other key can be filled from a token stream.
+// other key can be filled from a token stream; in particular a stream has
+// no documents, so a model that reads "documents" needs packed samples
+// (`zbc pack`, Note [Packed documents] in DataFile.h).
 //
 // Which window a row reads: rows are numbered across the run, sample
 // g = (batch * M + J) * rows + r for row r of global microbatch J (of M per
@@ -131,6 +133,17 @@ struct TokenCorpus {
   int64_t trainWindows() const { return trainTokens - sequence; }
   int64_t heldOutWindows() const { return (heldOutTokens() - 1) / sequence; }
 };
+
+/// Opens `path` as a token stream (text, .npy or .bin of `binType`) and
+/// nothing more: `corpus` gets its file, type and token count (no windows,
+/// no vocabulary check). `what` names the file in errors ("the data file",
+/// "the offsets file") and `items` what a .npy holds ("token ids",
+/// "offsets"). `zbc pack` reads its inputs with it; returns what is wrong
+/// or "".
+std::string openTokenStream(const std::string &path, TokenType binType,
+                            TokenCorpus &corpus,
+                            const std::string &what = "the data file",
+                            const std::string &items = "token ids");
 
 /// Opens `path` as a token stream (text, .npy or .bin of `binType`) for
 /// windows of `sequence` tokens whose ids lie in [0, vocabulary); returns
