@@ -19,7 +19,8 @@ Then each convention is changed in the PyTorch model, one at a time
 (interleaved RoPE pairs, no Llama 3 scaling, kv heads shared round-robin,
 eps outside the square root, the tied head's gradient dropped, q/k/v biases
 left out), and every change must make the comparison fail: the test can
-tell these conventions apart.
+tell these conventions apart. packed_semantics.py runs packed documents
+through this Llama (llama_logits).
 """
 import argparse
 import json
@@ -188,7 +189,9 @@ def linear(x, p, name, bias, mutation):
     return y
 
 
-def llama_loss(c, p, tokens, positions, targets, mutation):
+def llama_logits(c, p, tokens, positions, mutation):
+    """The logits [B, S, vocab] of tokens [B, S] at positions [B, S], each
+    row one causal sequence."""
     B, S = tokens.shape
     H, KV, d = c["heads"], c["kv_heads"], c["head_dim"]
     embed = p["model.embed_tokens.weight"]
@@ -221,9 +224,13 @@ def llama_loss(c, p, tokens, positions, targets, mutation):
         head = embed.detach() if mutation == "tied-head-detached" else embed
     else:
         head = p["lm_head.weight"]
-    logits = x @ head.T
-    return torch.nn.functional.cross_entropy(logits.reshape(B * S, -1),
-                                             targets.reshape(-1))
+    return x @ head.T
+
+
+def llama_loss(c, p, tokens, positions, targets, mutation):
+    logits = llama_logits(c, p, tokens, positions, mutation)
+    return torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 # --- the comparison --------------------------------------------------------
