@@ -41,6 +41,18 @@ DataKey dataKeyOf(const zbc_rt_program &p, int32_t index) {
   return key;
 }
 
+/// The data keys of `p` as the file rules see them; the labels the loss
+/// counts may hold its ignore_index (Note [Packed documents] in DataFile.h,
+/// Note [Loss over real tokens]).
+std::vector<DataKey> dataKeysOf(const zbc_rt_program &p) {
+  std::vector<DataKey> keys;
+  for (int32_t d = 0; d < p.data_count; ++d)
+    keys.push_back(dataKeyOf(p, d));
+  if (p.counted_labels >= 0 && p.counted_labels < p.data_count)
+    keys[p.counted_labels].ignoreIndex = p.ignore_index;
+  return keys;
+}
+
 } // namespace
 
 std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
@@ -51,13 +63,7 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
     kind_ = Kind::Synthetic;
     return {};
   }
-  std::vector<DataKey> keys;
-  for (int32_t d = 0; d < p.data_count; ++d)
-    keys.push_back(dataKeyOf(p, d));
-  // The labels the loss counts may hold its ignore_index (Note [Packed
-  // documents] in DataFile.h, Note [Loss over real tokens]).
-  if (p.counted_labels >= 0 && p.counted_labels < p.data_count)
-    keys[p.counted_labels].ignoreIndex = p.ignore_index;
+  std::vector<DataKey> keys = dataKeysOf(p);
   DataFormat format = dataFormatOf(path);
   if (format != DataFormat::SafeTensors) {
     kind_ = Kind::Tokens;
@@ -85,6 +91,23 @@ std::string DataSource::open(const zbc_rt_program &p, const std::string &path,
   return {};
 }
 
+std::string DataSource::openHeldOut(const std::string &path) {
+  if (kind_ != Kind::SafeTensors)
+    return {}; // a rank that reads no data
+  std::vector<DataKey> keys = dataKeysOf(*program_);
+  TensorFile file;
+  if (std::string error = readSafeTensors(path, file); !error.empty())
+    return error;
+  if (std::string error =
+          checkSampleTensors(path, file, keys, heldOutSamples_);
+      !error.empty())
+    return error;
+  heldOutTensors_.resize(keys.size());
+  for (size_t d = 0; d < keys.size(); ++d)
+    heldOutTensors_[d] = std::move(file.at(keys[d].key).data);
+  return {};
+}
+
 std::string DataSource::keyNames() const {
   std::string names;
   for (int32_t d = 0; program_ && d < program_->data_count; ++d)
@@ -98,8 +121,14 @@ void DataSource::fill(int32_t index, const BatchPosition &at, char *dst,
   const zbc_rt_data &data = program_->data[index];
   switch (kind_) {
   case Kind::SafeTensors: {
-    int64_t sample = (at.batch * at.microbatches + at.microbatch) % samples_;
-    std::memcpy(dst, tensors_[index].data() + sample * bytes,
+    // An evaluation batch reads the held-out samples (--eval-data); its
+    // microbatches past them wrap and count for nothing (add_loss).
+    bool heldOut = at.heldOut && heldOutSamples_ > 0;
+    int64_t sample = (at.batch * at.microbatches + at.microbatch) %
+                     (heldOut ? heldOutSamples_ : samples_);
+    const std::vector<char> &tensor =
+        heldOut ? heldOutTensors_[index] : tensors_[index];
+    std::memcpy(dst, tensor.data() + sample * bytes,
                 static_cast<size_t>(bytes));
     return;
   }

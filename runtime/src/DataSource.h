@@ -47,6 +47,12 @@ public:
   /// The number of rows (windows) of one microbatch, for a token stream.
   int64_t rows() const { return rows_; }
 
+  /// Safetensors: the held-out samples of the same keys (--eval-data),
+  /// which evaluation batches read; what is wrong with the file, or "".
+  std::string openHeldOut(const std::string &path);
+  /// The held-out samples openHeldOut read (0 without).
+  int64_t heldOutSamples() const { return heldOutSamples_; }
+
   /// Safetensors: the number of samples of each key this rank reads (0 for
   /// other sources), and the keys' names ("'input.x', 'input.y'").
   int64_t samples() const { return samples_; }
@@ -64,6 +70,9 @@ private:
   // same for every key: DataFile.h).
   std::vector<std::vector<char>> tensors_;
   int64_t samples_ = 0;
+  // The held-out samples (--eval-data), laid out as tensors_.
+  std::vector<std::vector<char>> heldOutTensors_;
+  int64_t heldOutSamples_ = 0;
   // A token stream: the corpus, and per data key its role.
   TokenCorpus tokens_;
   std::vector<TokenRole> roles_;

@@ -400,9 +400,12 @@ extern "C" int zbc_rt_main(int argc, char **argv,
       if (p.loss >= 0) {
         log.evals.emplace_back(s + 1, heldOut);
         if (reports)
-          fmt::print("{}eval after step {}: held-out loss {:.6f} (unigram "
-                     "entropy {:.4f})\n",
-                     o.progressBar ? "\n" : "", s + 1, heldOut, log.entropy);
+          fmt::print("{}eval after step {}: held-out loss {:.6f}{}\n",
+                     o.progressBar ? "\n" : "", s + 1, heldOut,
+                     rank->data.kind() == DataSource::Kind::Tokens
+                         ? fmt::format(" (unigram entropy {:.4f})",
+                                       log.entropy)
+                         : " (per counted label of --eval-data)");
       }
     }
     if (o.checkpointEvery && ((s + 1) % o.checkpointEvery == 0 || last)) {

@@ -53,6 +53,7 @@ std::string *pathOption(const char *arg, Options &o) {
   };
   static const Entry entries[] = {
       {"--data", &Options::dataFile},       {"--save", &Options::saveDir},
+      {"--eval-data", &Options::evalDataFile},
       {"--save-init", &Options::saveInitDir}, {"--report", &Options::reportDir},
       {"--checkpoint-dir", &Options::checkpointDir},
       {"--resume", &Options::resumeDir},
@@ -123,7 +124,13 @@ std::string optionsHelp(const char *program) {
       "(default: lr / 10)\n"
       "  --eval-every K     every K steps and at the end, print the loss on "
       "the held-out split\n"
-      "                     (token streams only)\n"
+      "                     (a token stream's last tenth, or --eval-data's "
+      "samples)\n"
+      "  --eval-data FILE   the held-out samples of a .safetensors --data: "
+      "a file of its keys\n"
+      "                     (zbc pack --held-out writes one); the loss is the "
+      "mean over its\n"
+      "                     counted labels\n"
       "  --checkpoint-every N  write a checkpoint every N steps and at the "
       "end\n"
       "  --checkpoint-dir DIR  where checkpoints go (DIR/step-N; default "

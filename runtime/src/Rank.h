@@ -34,6 +34,7 @@ struct Options {
   uint64_t seed = 0;
   bool seedGiven = false; // --seed given (a resumed run must agree)
   std::string saveDir, saveInitDir, dataFile, reportDir;
+  std::string evalDataFile; // held-out samples (--eval-data), or ""
   std::string checkpointDir = "checkpoints", resumeDir, statusDir, traceDir;
   std::string initPath; // --init: parameters from a checkpoint
   TokenType binTokens = TokenType::U16; // --data-dtype: a .bin file's ids

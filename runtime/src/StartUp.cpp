@@ -51,6 +51,18 @@ uint64_t fingerprint(const zbc_rt_program &p) {
   return hash;
 }
 
+/// What is wrong with --eval-data beside the other options, or "": it holds
+/// held-out samples of a .safetensors --data, evaluated every --eval-every.
+std::string checkEvalData(const zbc_rt_rank *rank) {
+  const Options &o = rank->options;
+  if (!o.evalEvery)
+    return "--eval-data needs --eval-every K: when to evaluate on it";
+  if (o.dataFile.empty() || !isSafeTensorsPath(o.dataFile))
+    return "--eval-data holds the held-out samples of a .safetensors --data; "
+           "a token stream holds out its own last tenth";
+  return {};
+}
+
 /// The ranks' options must agree (the optimizer and the evaluation are
 /// collective): a fingerprint of the command line.
 uint64_t argumentsFingerprint(int argc, char **argv) {
@@ -204,6 +216,12 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
     StartUpStep step(rank, "opening the data file");
     error = rank->data.open(p, o.dataFile, o.binTokens, o.seed);
   }
+  if (error.empty() && !o.evalDataFile.empty()) {
+    StartUpStep step(rank, "opening the held-out samples");
+    error = checkEvalData(rank);
+    if (error.empty())
+      error = rank->data.openHeldOut(o.evalDataFile);
+  }
   {
     // Each rank checked its own keys; the ranks that read samples from one
     // file (the first stage's inputs, the last's labels) must have the same
@@ -223,9 +241,11 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
                           samples == most ? fewest : most);
   }
   bool tokens = rank->data.kind() == DataSource::Kind::Tokens;
-  if (error.empty() && o.evalEvery && p.data_count && !tokens)
-    error = "--eval-every needs a token stream (--data FILE: text, .npy or "
-            ".bin, whose last tenth is held out)";
+  if (error.empty() && o.evalEvery && p.data_count && !tokens &&
+      o.evalDataFile.empty())
+    error = "--eval-every needs held-out data: a token stream (--data FILE: "
+            "text, .npy or .bin, whose last tenth is held out) or "
+            "--eval-data FILE.safetensors beside a .safetensors --data";
   if (error.empty() && o.evalEvery && tokens)
     error = checkEvaluation(rank->data.tokens(), rank->data.rows(), o.dataFile);
   {
@@ -252,7 +272,6 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   rank->profile.computeCount.assign(
       static_cast<size_t>(p.stages) * ZBC_RT_COMPUTE_KIND_COUNT, 0);
   initOptimizer(rank);
-  initLossWeights(rank);
   error = initParams(rank);
   if (error.empty() && !resume.dir.empty())
     error = loadCheckpoint(rank, resume);
@@ -273,14 +292,17 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
   // each); only the data ranks know the held-out split.
   if (o.evalEvery) {
     StartUpStep step(rank, "agreeing on the evaluation batches");
+    int64_t perBatch = int64_t(p.microbatches) * transport->replicas();
+    // --eval-data: every held-out sample once, a microbatch each.
+    int64_t heldOut = rank->data.heldOutSamples();
     log.evalBatches = transport->maximum(
-        tokens ? evalBatches(rank->data.tokens(),
-                             int64_t(p.microbatches) * transport->replicas(),
-                             rank->data.rows())
-               : 0);
+        tokens ? evalBatches(rank->data.tokens(), perBatch, rank->data.rows())
+               : (heldOut + perBatch - 1) / perBatch);
     rank->evalMicrobatches = transport->maximum(
-        tokens ? evalMicrobatches(rank->data.tokens(), rank->data.rows()) : 0);
+        tokens ? evalMicrobatches(rank->data.tokens(), rank->data.rows())
+               : heldOut);
   }
+  initLossWeights(rank);
   if (tokens) {
     const TokenCorpus &corpus = rank->data.tokens();
     log.entropy = corpus.entropy;

@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace zbc::rt {
 
 namespace {
@@ -36,8 +38,10 @@ void initLossWeights(zbc_rt_rank *rank) {
   LossWeights &w = rank->lossWeights;
   w.labels.resize(static_cast<size_t>(elementsOf(labels) *
                                       zbc_rt_element_bytes(labels.element)));
-  size_t microbatches =
-      static_cast<size_t>(p.microbatches) * rank->transport->replicas();
+  // A step's microbatches, or an evaluation's (weighed together).
+  size_t microbatches = std::max<size_t>(
+      static_cast<size_t>(p.microbatches) * rank->transport->replicas(),
+      static_cast<size_t>(rank->evalMicrobatches));
   w.counted.reserve(microbatches);
   w.weights.reserve(microbatches);
 }
@@ -49,16 +53,26 @@ std::string lossWeightOf(zbc_rt_rank *rank, int32_t microbatch,
   if (p.counted_labels < 0)
     return {};
   BatchPosition at = batchPosition(rank, microbatch);
+  // A step weighs its own microbatches; an evaluation weighs all of its
+  // microbatches together, so that its loss is the mean over every counted
+  // label of the held-out data (the wrapped ones past evalMicrobatches count
+  // for nothing).
+  const int64_t batch = at.heldOut ? 0 : at.batch;
+  const int64_t microbatches =
+      at.heldOut ? rank->evalMicrobatches : at.microbatches;
+  const int64_t index =
+      at.heldOut ? at.batch * at.microbatches + at.microbatch : at.microbatch;
   LossWeights &cache = rank->lossWeights;
-  if (cache.weights.empty() || cache.batch != at.batch ||
+  if (cache.weights.empty() || cache.batch != batch ||
       cache.heldOut != at.heldOut) {
     const zbc_rt_data &labels = p.data[p.counted_labels];
     const int64_t count = elementsOf(labels);
     const char *buffer = cache.labels.data();
     cache.counted.clear(); // within the capacity initLossWeights reserved
-    BatchPosition each = at;
-    for (each.microbatch = 0; each.microbatch < at.microbatches;
-         ++each.microbatch) {
+    for (int64_t j = 0; j < microbatches; ++j) {
+      BatchPosition each = at;
+      each.batch = at.heldOut ? j / at.microbatches : at.batch;
+      each.microbatch = j % at.microbatches;
       rank->data.fill(p.counted_labels, each, cache.labels.data(),
                       static_cast<int64_t>(cache.labels.size()));
       cache.counted.push_back(
@@ -69,15 +83,22 @@ std::string lossWeightOf(zbc_rt_rank *rank, int32_t microbatch,
                               count, p.ignore_index));
     }
     if (!lossWeights(cache.counted, cache.weights))
-      return fmt::format(
-          "{} {}: every '{}' of its {} microbatches is the ignore_index {}: "
-          "the step has no token to train on",
-          at.heldOut ? "evaluation batch" : "step", at.batch + 1, labels.key,
-          at.microbatches, p.ignore_index);
-    cache.batch = at.batch;
+      return at.heldOut
+                 ? fmt::format("the held-out data: every '{}' of its {} "
+                               "microbatches is the ignore_index {}: there is "
+                               "no token to evaluate",
+                               labels.key, microbatches, p.ignore_index)
+                 : fmt::format("step {}: every '{}' of its {} microbatches is "
+                               "the ignore_index {}: the step has no token "
+                               "to train on",
+                               at.batch + 1, labels.key, microbatches,
+                               p.ignore_index);
+    cache.batch = batch;
     cache.heldOut = at.heldOut;
   }
-  weight = cache.weights[static_cast<size_t>(at.microbatch)];
+  weight = index < static_cast<int64_t>(cache.weights.size())
+               ? cache.weights[static_cast<size_t>(index)]
+               : 0.0;
   return {};
 }
 

@@ -358,7 +358,7 @@ def bad_input(args):
          "cannot read the data file"),
         (gpt_source, ["--data", short], "too short for windows of 32 tokens"),
         (mlp_source, ["--data", TEXT], "the model also reads 'input.x'"),
-        (gpt_source, ["--eval-every", "5"], "--eval-every needs a token stream"),
+        (gpt_source, ["--eval-every", "5"], "--eval-every needs held-out data"),
         # 500 tokens: 50 held out, 1 window of 32, under a microbatch of 2.
         (gpt_source, ["--data", tokens500, "--eval-every", "5"],
          "holds 1 window of 32 tokens, fewer than one microbatch of 2"),

@@ -143,8 +143,9 @@ Error zbc::checkDataFile(const std::string &path,
   rt::DataFormat format = rt::dataFormatOf(path);
   if (format == rt::DataFormat::SafeTensors) {
     if (evaluates)
-      return fail("--eval-every needs a token stream: --data FILE (text, "
-                  ".npy or .bin), whose last tenth is held out");
+      return fail("--eval-every needs held-out data: a token stream (--data "
+                  "FILE: text, .npy or .bin, whose last tenth is held out) or "
+                  "--eval-data FILE.safetensors beside a .safetensors --data");
     if (keys.empty())
       return Error::success();
     rt::TensorFile file;

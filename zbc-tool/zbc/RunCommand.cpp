@@ -1,7 +1,7 @@
 //===- RunCommand.cpp - `zbc run`: compile, check, train, summarise -------===//
 //
 //   zbc run MODEL.mlir [zbc compile's options] --steps N [--data FILE]
-//       [--eval-every K] [--lr X --clip-norm X --warmup N --decay-steps N]
+//       [--eval-every K [--eval-data FILE]] [--lr X --clip-norm X --warmup N --decay-steps N]
 //       [--checkpoint-every N] [--resume DIR] [...]   (zbc run --help)
 //
 // Claims DIR (-o, or a fresh temporary one: locked while zbc runs), checks
@@ -80,8 +80,13 @@ RankOption dataDtypeOpt("data-dtype", RankOption::BinTokens,
                         "T");
 RankOption evalEveryOpt("eval-every", RankOption::Count,
                         "Print the held-out loss every K steps and at the "
-                        "end (token streams)",
+                        "end (a token stream's last tenth, or --eval-data)",
                         "K");
+RankOption evalDataOpt("eval-data", RankOption::Path,
+                       "The held-out samples of a .safetensors --data (zbc "
+                       "pack --held-out writes them), evaluated every "
+                       "--eval-every K steps",
+                       "FILE");
 RankOption lrOpt("lr", RankOption::Real, "Learning rate", "X");
 RankOption weightDecayOpt("weight-decay", RankOption::Real, "Weight decay",
                           "X");
@@ -139,7 +144,7 @@ cl::opt<bool> quietOpt("quiet",
 
 RankOption *const kRankOptions[] = {
     &stepsOpt,        &seedOpt,         &dataOpt,       &dataDtypeOpt,
-    &evalEveryOpt,    &lrOpt,           &weightDecayOpt, &momentumOpt,
+    &evalEveryOpt,    &evalDataOpt,    &lrOpt,           &weightDecayOpt, &momentumOpt,
     &beta1Opt,        &beta2Opt,        &epsOpt,        &clipNormOpt,
     &warmupOpt,       &decayStepsOpt,   &minLrOpt,      &checkpointEveryOpt,
     &checkpointDirOpt, &resumeOpt,      &initOpt,       &timeoutOpt,
@@ -280,11 +285,17 @@ Error checkRankOptions(const std::string &dir,
 /// mpirun, zbc refuses here, naming the file and the tensor or key.
 Error checkInputFiles(const Request &request) {
   bool evaluates = evalEveryOpt.opt.getNumOccurrences() > 0;
-  std::string data = dataOpt.opt;
+  std::string data = dataOpt.opt, heldOut = evalDataOpt.opt;
   bool samples = data.empty() || rt::isSafeTensorsPath(data);
-  if (evaluates && samples)
-    return fail("--eval-every needs a token stream: --data FILE (text, "
-                ".npy or .bin), whose last tenth is held out");
+  if (!heldOut.empty() && !evaluates)
+    return fail("--eval-data needs --eval-every K: when to evaluate on it");
+  if (!heldOut.empty() && (data.empty() || !samples))
+    return fail("--eval-data holds the held-out samples of a .safetensors "
+                "--data; a token stream holds out its own last tenth");
+  if (evaluates && samples && heldOut.empty())
+    return fail("--eval-every needs held-out data: a token stream (--data "
+                "FILE: text, .npy or .bin, whose last tenth is held out) or "
+                "--eval-data FILE.safetensors beside a .safetensors --data");
   if (data.empty() && !initOpt.opt.getNumOccurrences())
     return Error::success();
   Expected<ModelInputs> inputs = readModelInputs(request.input);
@@ -294,8 +305,13 @@ Error checkInputFiles(const Request &request) {
     rt::TokenType binTokens = rt::TokenType::U16;
     if (dataDtypeOpt.opt.getNumOccurrences())
       rt::parseBinTokenType(dataDtypeOpt.opt, binTokens); // checked before
-    if (Error e = checkDataFile(data, inputs->dataKeys, binTokens, evaluates))
+    // A .safetensors --data evaluates on --eval-data, checked alike.
+    bool ownHeldOut = evaluates && heldOut.empty();
+    if (Error e = checkDataFile(data, inputs->dataKeys, binTokens, ownHeldOut))
       return e;
+    if (!heldOut.empty())
+      if (Error e = checkDataFile(heldOut, inputs->dataKeys, binTokens, false))
+        return e;
   }
   if (initOpt.opt.getNumOccurrences())
     if (Error e = checkInitCheckpoint(initOpt.opt, *inputs, quietOpt))
