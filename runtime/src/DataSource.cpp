@@ -94,7 +94,8 @@ void DataSource::fill(int32_t index, const BatchPosition &at, char *dst,
   const zbc_rt_data &data = program_->data[index];
   switch (kind_) {
   case Kind::SafeTensors: {
-    int64_t sample = (at.batch * at.microbatches + at.microbatch) % samples_;
+    int64_t sample =
+        sampleOf(at.batch, at.microbatches, at.microbatch, samples_);
     std::memcpy(dst, tensors_[index].data() + sample * bytes,
                 static_cast<size_t>(bytes));
     return;
