@@ -124,8 +124,8 @@ void DataSource::fill(int32_t index, const BatchPosition &at, char *dst,
     // An evaluation batch reads the held-out samples (--eval-data); its
     // microbatches past them wrap and count for nothing (add_loss).
     bool heldOut = at.heldOut && heldOutSamples_ > 0;
-    int64_t sample = (at.batch * at.microbatches + at.microbatch) %
-                     (heldOut ? heldOutSamples_ : samples_);
+    int64_t sample = sampleOf(at.batch, at.microbatches, at.microbatch,
+                              heldOut ? heldOutSamples_ : samples_);
     const std::vector<char> &tensor =
         heldOut ? heldOutTensors_[index] : tensors_[index];
     std::memcpy(dst, tensor.data() + sample * bytes,

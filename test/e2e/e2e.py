@@ -6,15 +6,22 @@ Usage: e2e.py MODE --bin BUILD/bin --lib BUILD/lib --work DIR
 Modes (one ctest test each, see test/CMakeLists.txt):
   every-schedule  every registered schedule (read from the registry, so one
                   added later is tested too), p in {2, 4}, the example MLP
-                  and GPT (one layer or block per stage, v * p stages;
-                  --virtual given at p = 2, inferred at p = 4), m = 2p, SGD: after one step every parameter on every rank
+                  and the packed GPT (one layer or block per stage, v * p
+                  stages; --virtual given at p = 2, inferred at p = 4),
+                  m = 2p, SGD: after one step every parameter on every rank
                   equals zbc-reference's single-process result to 1e-5
                   relative; per rank the measured peak live bytes equal the
                   verifier's prediction, the arena is at most 1.1x that, and
                   no heap allocation happens during a step (the allocation
-                  counter preloaded into every rank).
+                  counter preloaded into every rank). The packed GPT
+                  (--packed: a documents input) trains on packed documents
+                  (packed.py's packed_data: varied lengths, a split
+                  document, padding with -100 targets, microbatches of
+                  different real-token counts), the rest on synthetic data.
   every-schedule-llama  the same on the example Llama (zbc-dsl-llama, one
-                  layer per stage) and its tied variant.
+                  layer per stage) and its tied variant, packed.
+  packed-data-parallel  packed documents under data parallelism and a step
+                  with nothing to train on (test/e2e/packed.py).
   loss-falls      the example GPT on 4 ranks under zb-h1 with AdamW, 50
                   steps on a learnable data file: the loss falls.
   mem-limit       --mem-limit is each rank's whole memory: zb-auto at 75% of
@@ -72,6 +79,7 @@ import checkpoint  # noqa: E402
 import failures  # noqa: E402
 import hosts  # noqa: E402
 import offload  # noqa: E402
+import packed  # noqa: E402
 import recompute  # noqa: E402
 import schedule_files  # noqa: E402
 import training  # noqa: E402
@@ -79,19 +87,22 @@ import training  # noqa: E402
 
 
 def model_source(args, model, stages):
-    """The IR of test model `model` with `stages` stages."""
+    """The IR of test model `model` with `stages` stages; a name ending in
+    "-packed" is the model with a documents input (--packed)."""
     if model == "mlp":
         return mlp(stages)
-    if model == "gpt":
-        return gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages)
+    flags = ["--packed"] if model.endswith("-packed") else []
+    if model.startswith("gpt"):
+        return gpt(os.path.join(args.bin, "zbc-dsl-gpt"), stages, *flags)
     # The example Llama (RMSNorm, RoPE with Llama 3's scaling, GQA, SwiGLU),
     # one layer per stage; "llama-tied": its head is the embedding table,
     # one parameter in the first and the last stage.
-    tied = ["--tied"] if model == "llama-tied" else []
-    return llama(os.path.join(args.bin, "zbc-dsl-llama"), stages, *tied)
+    if model.startswith("llama-tied"):
+        flags.append("--tied")
+    return llama(os.path.join(args.bin, "zbc-dsl-llama"), stages, *flags)
 
 
-def every_schedule(args, models=("mlp", "gpt")):
+def every_schedule(args, models=("mlp", "gpt-packed")):
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
     counter = os.path.join(args.lib, "libzbc_alloc_counter.so")
@@ -101,6 +112,12 @@ def every_schedule(args, models=("mlp", "gpt")):
     worst_arena, worst_error, bitwise, compared = 0.0, 0.0, 0, 0
     failures = []
     begin = time.time()
+    # The packed models' data: m = 2p reads samples 0..2p-1 of one step.
+    os.makedirs(args.work, exist_ok=True)
+    packed_file = os.path.join(args.work, "packed.safetensors")
+    counted = packed.packed_data(packed_file)
+    print(f"packed data: {len(counted)} samples counting {counted} real "
+          "tokens", flush=True)
     for name, v, p, model in cases:
         stages = v * p
         case = f"{name}-p{p}-{model}"
@@ -114,9 +131,11 @@ def every_schedule(args, models=("mlp", "gpt")):
         virtual = ["--virtual", str(v)] if p == 2 else []
         run([zbc, "compile", source, "--ranks", str(p), "--microbatches",
              str(2 * p), "--schedule", name, "-o", out] + virtual)
+        data = (["--data", packed_file] if model.endswith("-packed")
+                else [])
         run([os.path.join(out, "launch.sh"), "--steps", "1", "--quiet",
              "--save", os.path.join(work, "saved"), "--report",
-             os.path.join(work, "report")], env=env)
+             os.path.join(work, "report")] + data, env=env)
         for r in range(p):
             with open(os.path.join(work, "report", f"rank{r}.json")) as f:
                 rep = json.load(f)
@@ -136,7 +155,7 @@ def every_schedule(args, models=("mlp", "gpt")):
                          "allocations during steps (the counter was preloaded: "
                          "-1 means it was not)")
         result = run([reference, os.path.join(out, "program.mlir"), "--steps",
-                      "1", "--compare", os.path.join(work, "saved")])
+                      "1", "--compare", os.path.join(work, "saved")] + data)
         summary = result.stdout.strip().splitlines()[-1]
         numbers = re.search(r"(\d+) parameters .* error (\S+), (\d+) bitwise",
                             summary)
@@ -147,7 +166,9 @@ def every_schedule(args, models=("mlp", "gpt")):
         shutil.rmtree(work, ignore_errors=True)
     if failures:
         sys.exit("FAILED:\n" + "\n".join(failures))
-    print(f"{len(cases)} of {len(cases)} pipelines train as the reference: "
+    packed_cases = sum(model.endswith("-packed") for *_, model in cases)
+    print(f"{len(cases)} of {len(cases)} pipelines ({packed_cases} on packed "
+          f"documents) train as the reference: "
           f"{compared} parameters, largest relative error {worst_error:.2e}, "
           f"{bitwise} bitwise equal; measured peak = predicted on every rank; "
           f"worst arena/peak {worst_arena:.3f}; 0 allocations in steps "
@@ -308,11 +329,11 @@ def main():
     parser = argparse.ArgumentParser()
     modes = {"every-schedule": every_schedule,
              "every-schedule-llama":
-                 lambda a: every_schedule(a, ("llama", "llama-tied")),
+                 lambda a: every_schedule(a, ("llama", "llama-tied-packed")),
              "loss-falls": loss_falls,
              "mem-limit": mem_limit, "bad-input": bad_input, **training.MODES,
              **failures.MODES, **backends.MODES, **schedule_files.MODES,
-             **hosts.MODES, **recompute.MODES, **offload.MODES,
+             **hosts.MODES, **packed.MODES, **recompute.MODES, **offload.MODES,
              **checkpoint.MODES}
     modes["levers"] = lambda a: [modes[m](a) for m in LEVER_MODES]
     parser.add_argument("mode", choices=sorted(modes))

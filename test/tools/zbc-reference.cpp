@@ -1,15 +1,17 @@
 //===- zbc-reference.cpp - the single-process training oracle -------------===//
 //
 //   zbc-reference DIR/program.mlir --steps N [--seed S] [--data FILE]
-//       [--data-dtype uint16|uint32]
+//       [--data-dtype uint16|uint32] [--data-parallel D]
 //       [--lr X --eps X --clip-norm X --warmup N --decay-steps N --min-lr X]
 //       --compare DIR/saved
 //
 // Trains the program's pipeline in one process with the reference
 // interpreter: the same parameters and data as the compiled ranks draw
-// (zbc/contracts/SyntheticData.h, or windows of a token stream as
-// zbc/contracts/TokenData.h orders them), each step the mean gradient over the
-// program's microbatches, clipped to a global norm and stepped with the
+// (zbc/contracts/SyntheticData.h, windows of a token stream as
+// zbc/contracts/TokenData.h orders them, or the samples of a safetensors
+// file in the order of sampleOf in zbc/contracts/DataFile.h), each step the mean gradient over the
+// program's microbatches (D x them with --data-parallel D: the whole batch
+// of the job's replicas), clipped to a global norm and stepped with the
 // step's learning rate as zbc/contracts/OptimizerSchedule.h defines them,
 // then the reference optimizer (SGD with momentum or AdamW, the program's;
 // the same options as the ranks take). Then compares every
@@ -26,6 +28,8 @@
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Interpreter/Interpreter.h"
 #include "zbc/Interpreter/Optimizers.h"
+#include "zbc/contracts/BFloat16.h"
+#include "zbc/contracts/DataFile.h"
 #include "zbc/contracts/SafeTensors.h"
 #include "zbc/contracts/OptimizerSchedule.h"
 #include "zbc/contracts/SyntheticData.h"
@@ -67,8 +71,10 @@ static cl::opt<double> tolerance("tolerance", cl::init(1e-5),
                                  cl::desc("Largest relative error accepted"),
                                  cl::cat(toolCategory));
 static cl::opt<std::string> dataFile("data",
-                                     cl::desc("Train on windows of this token "
-                                              "stream (as the ranks' --data)"),
+                                     cl::desc("Train on this data file (as the "
+                                              "ranks' --data): a token stream "
+                                              "or a safetensors file of "
+                                              "samples"),
                                      cl::cat(toolCategory));
 static cl::opt<std::string> dataDtype("data-dtype", cl::init("uint16"),
                                       cl::desc("The ids of a .bin --data "
@@ -114,6 +120,88 @@ static interp::TensorMap tokenFeeds(interp::TensorMap feeds,
   return feeds;
 }
 
+/// The samples of a safetensors --data file: per data key, its tensor of
+/// [N, *microbatch shape] (zbc/contracts/DataFile.h).
+struct SampleFile {
+  rt::TensorFile tensors;
+  int64_t samples = 0;
+};
+
+/// Reads `path` for the data keys of `feeds` (one microbatch's, which gives
+/// each key's shape and kind): every key present, of shape [N, *shape] with
+/// one N, an integer dtype for integer data and F32 or BF16 for float data.
+/// The ranks check the values (DataFile.h); this only reads them.
+static std::string loadSamples(const std::string &path,
+                               const interp::TensorMap &feeds,
+                               SampleFile &file) {
+  if (std::string e = rt::readSafeTensors(path, file.tensors); !e.empty())
+    return e;
+  for (const auto &[key, tensor] : feeds) {
+    auto it = file.tensors.find(key);
+    if (it == file.tensors.end())
+      return llvm::formatv("'{0}' has no tensor '{1}' (the model reads it)",
+                           path, key);
+    const rt::StoredTensor &t = it->second;
+    bool shapeMatches = t.shape.size() == tensor.shape().size() + 1 &&
+                        t.shape[0] >= 1 &&
+                        (file.samples == 0 || t.shape[0] == file.samples);
+    for (size_t i = 0; shapeMatches && i < tensor.shape().size(); ++i)
+      shapeMatches = t.shape[i + 1] == tensor.shape()[i];
+    bool dtypeMatches = tensor.isInt() ? (t.dtype == "I64" || t.dtype == "I32")
+                                       : (t.dtype == "F32" || t.dtype == "BF16");
+    if (!shapeMatches || !dtypeMatches)
+      return llvm::formatv("'{0}': tensor '{1}' of dtype {2} does not hold "
+                           "samples of this model's {3}-element microbatches "
+                           "(or another key holds another number of them)",
+                           path, key, t.dtype, tensor.numElements());
+    file.samples = t.shape[0];
+  }
+  return {};
+}
+
+/// Microbatch j of step s (of m in the step) from a file of samples: each
+/// data key's row sampleOf(s, m, j, N), as the ranks read it (DataSource.cpp).
+static interp::TensorMap sampleFeeds(interp::TensorMap feeds,
+                                     const SampleFile &file, int64_t step,
+                                     int64_t m, int64_t j,
+                                     interp::Precision precision) {
+  int64_t sample = rt::sampleOf(step, m, j, file.samples);
+  for (auto &[key, tensor] : feeds) {
+    const rt::StoredTensor &t = file.tensors.at(key);
+    int64_t n = tensor.numElements();
+    int64_t width = rt::dtypeBytes(t.dtype);
+    const char *row = t.data.data() + sample * n * width;
+    if (tensor.isInt()) {
+      std::vector<int64_t> values(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        if (width == 4) {
+          int32_t v;
+          std::memcpy(&v, row + 4 * i, 4);
+          values[i] = v;
+        } else {
+          std::memcpy(&values[i], row + 8 * i, 8);
+        }
+      }
+      tensor = interp::Tensor::fromInts(tensor.shape(), std::move(values));
+    } else {
+      std::vector<double> values(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        if (width == 2) {
+          uint16_t v;
+          std::memcpy(&v, row + 2 * i, 2);
+          values[i] = rt::fromBFloat16(v);
+        } else {
+          float v;
+          std::memcpy(&v, row + 4 * i, 4);
+          values[i] = v;
+        }
+      }
+      tensor = interp::Tensor::fromValues(tensor.shape(), precision, values);
+    }
+  }
+  return feeds;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(toolCategory);
@@ -144,7 +232,17 @@ int main(int argc, char **argv) {
     state[key] = {interp::Tensor::zeros(tensor.shape(), precision),
                   interp::Tensor::zeros(tensor.shape(), precision)};
   rt::TokenCorpus corpus;
-  if (!dataFile.empty()) {
+  SampleFile sampleFile;
+  bool samples = rt::isSafeTensorsPath(dataFile);
+  if (samples) {
+    if (std::string e = loadSamples(
+            dataFile, interp::randomFeeds(pipeline, seed, precision),
+            sampleFile);
+        !e.empty()) {
+      llvm::errs() << "zbc-reference: error: " << e << "\n";
+      return 1;
+    }
+  } else if (!dataFile.empty()) {
     interp::TensorMap feeds = interp::randomFeeds(pipeline, seed, precision);
     int64_t sequence = feeds.begin()->second.shape().back();
     rt::TokenType binTokens = rt::TokenType::U16;
@@ -178,14 +276,20 @@ int main(int argc, char **argv) {
     for (int64_t j = 0; j < m; ++j) {
       interp::TensorMap feeds = interp::randomFeeds(
           pipeline, rt::dataSeed(seed, s, m, j), precision);
-      microbatches.push_back(dataFile.empty()
-                                 ? std::move(feeds)
-                                 : tokenFeeds(std::move(feeds), corpus, s, m, j));
+      if (samples)
+        feeds = sampleFeeds(std::move(feeds), sampleFile, s, m, j, precision);
+      else if (!dataFile.empty())
+        feeds = tokenFeeds(std::move(feeds), corpus, s, m, j);
+      microbatches.push_back(std::move(feeds));
     }
     FailureOr<interp::StepResult> result =
         interp::runPipelineStep(pipeline, microbatches, params, precision);
-    if (failed(result))
+    if (failed(result)) {
+      llvm::errs() << llvm::formatv("zbc-reference: error: step {0}/{1} "
+                                    "cannot run (above)\n",
+                                    s + 1, steps.getValue());
       return 1;
+    }
     llvm::outs() << llvm::formatv("reference step {0}/{1}  loss {2:F6}\n", s + 1,
                                   steps.getValue(), result->meanLoss());
     // The global norm of the (mean) gradients, and the step's rate.

@@ -82,6 +82,15 @@ std::string checkSampleTensors(const std::string &path, const TensorFile &file,
 /// or infinite, or -1 (also for other dtypes).
 int64_t firstNonFinite(const StoredTensor &tensor);
 
+/// The sample of a file of `samples` that global microbatch `microbatch`
+/// (of `microbatches`, every replica's: replica d's j-th is d*m + j) of
+/// batch `batch` reads: the file's samples in order, round and round. The
+/// ranks (DataSource.cpp) and zbc-reference read by it.
+inline int64_t sampleOf(int64_t batch, int64_t microbatches,
+                        int64_t microbatch, int64_t samples) {
+  return (batch * microbatches + microbatch) % samples;
+}
+
 } // namespace zbc::rt
 
 #endif // ZBC_RUNTIME_DATAFILE_H
