@@ -49,8 +49,66 @@ void put(rt::StoredTensor &t, int64_t i, int64_t v) {
 
 } // namespace
 
+namespace {
+
+/// A row's attention work: its documents' squared lengths, its padding's.
+double rowWork(const PackPlan &plan, const std::vector<int64_t> &row) {
+  double work = 0;
+  int64_t used = 0;
+  for (int64_t p : row) {
+    work += double(plan.pieces[p].length) * double(plan.pieces[p].length);
+    used += plan.pieces[p].length;
+  }
+  return work + double(plan.seqLen - used) * double(plan.seqLen - used);
+}
+
+/// `items` in the random order of `seed` (a keyed permutation: the same on
+/// every machine).
+template <typename T> void shuffle(std::vector<T> &items, uint64_t seed) {
+  std::vector<T> shuffled(items.size());
+  uint64_t key = rt::splitMix64(seed ^ 0x7a62632d726f7773ull); // "zbc-rows"
+  for (size_t i = 0; i < items.size(); ++i)
+    shuffled[rt::keyedPermutation(i, items.size(), key)] = std::move(items[i]);
+  items = std::move(shuffled);
+}
+
+/// The rows grouped into samples of `perSample` of similar total work:
+/// heaviest row first, each into the sample of least work with room; then
+/// the samples in the random order of `seed`.
+void balance(std::vector<std::vector<int64_t>> &rows, const PackPlan &plan,
+             int64_t perSample, uint64_t seed) {
+  std::vector<int64_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return rowWork(plan, rows[a]) > rowWork(plan, rows[b]);
+  });
+  int64_t samples = (static_cast<int64_t>(rows.size()) + perSample - 1) /
+                    perSample;
+  std::vector<std::vector<int64_t>> members(samples);
+  std::vector<double> work(samples, 0.0);
+  for (int64_t r : order) {
+    int64_t best = -1;
+    for (int64_t s = 0; s < samples; ++s)
+      if (static_cast<int64_t>(members[s].size()) < perSample &&
+          (best < 0 || work[s] < work[best]))
+        best = s;
+    members[best].push_back(r);
+    work[best] += rowWork(plan, rows[r]);
+  }
+  shuffle(members, seed);
+  std::vector<std::vector<int64_t>> balanced;
+  for (const std::vector<int64_t> &sample : members)
+    for (int64_t r : sample)
+      balanced.push_back(std::move(rows[r]));
+  rows = std::move(balanced);
+}
+
+} // namespace
+
 PackPlan zbc::planPack(const std::vector<PackDocument> &documents,
-                       int64_t seqLen, int64_t microbatchSize) {
+                       int64_t seqLen, int64_t microbatchSize,
+                       PackOrder rowOrder, uint64_t seed) {
   PackPlan plan;
   plan.seqLen = seqLen;
   plan.microbatchSize = microbatchSize;
@@ -87,23 +145,36 @@ PackPlan zbc::planPack(const std::vector<PackDocument> &documents,
     plan.rows[row].push_back(p);
   }
   summary.rows = static_cast<int64_t>(plan.rows.size());
+  if (rowOrder == PackOrder::Shuffled)
+    shuffle(plan.rows, seed);
+  else if (rowOrder == PackOrder::Balanced)
+    balance(plan.rows, plan, microbatchSize, seed);
   summary.samples = (summary.rows + microbatchSize - 1) / microbatchSize;
   int64_t allRows = summary.samples * microbatchSize;
   summary.paddingRows = allRows - summary.rows;
   summary.slots = allRows * seqLen;
 
-  // The attention work: every document's squared length, the padding's too.
-  double work = double(summary.paddingRows) * double(seqLen) * double(seqLen);
-  for (const std::vector<int64_t> &row : plan.rows) {
-    int64_t used = 0;
-    for (int64_t p : row) {
-      work += double(pieces[p].length) * double(pieces[p].length);
-      used += pieces[p].length;
-    }
-    work += double(seqLen - used) * double(seqLen - used);
+  // The attention work: every document's squared length, the padding's too;
+  // and each sample's (the padding rows fill the last one).
+  double padding = double(seqLen) * double(seqLen);
+  double work = double(summary.paddingRows) * padding;
+  std::vector<double> sampleWork(summary.samples, 0.0);
+  if (!sampleWork.empty())
+    sampleWork.back() += double(summary.paddingRows) * padding;
+  for (size_t r = 0; r < plan.rows.size(); ++r) {
+    double w = rowWork(plan, plan.rows[r]);
+    work += w;
+    sampleWork[r / microbatchSize] += w;
   }
   summary.attentionWork =
       allRows ? work / (double(allRows) * double(seqLen) * double(seqLen)) : 0;
+  double most = 0;
+  for (double w : sampleWork)
+    most = std::max(most, w);
+  summary.sampleWorkSpread =
+      work > 0 && summary.samples
+          ? most / (work / double(summary.samples))
+          : 1.0;
   return plan;
 }
 

@@ -15,6 +15,14 @@
 //     document order), each into the first row with room for it, a new
 //     row when none has. Rows keep the order they were opened in; a row's
 //     documents the order they were placed in.
+//   - The rows are then ordered (PackOrder): in a seeded random order by
+//     default, since first-fit-decreasing opens the rows of the longest
+//     documents first and training would otherwise meet its documents
+//     sorted by length; or as opened; or balanced, so that the samples
+//     (each a microbatch) carry similar attention work and a pipeline's
+//     microbatches take similar times (WLB-LLM's observation): the rows,
+//     heaviest first, each join the sample of least work with room, and
+//     the samples go in a seeded random order.
 //   - Rows are grouped B per sample, in order; the last sample is filled
 //     with rows of padding. Every row that is not padding holds a piece,
 //     and every piece a target, so every sample holds at least one target.
@@ -46,6 +54,9 @@ struct PackDocument {
   int64_t begin = 0, length = 0;
 };
 
+/// How the rows are ordered into samples (Note [Packing]).
+enum class PackOrder { Shuffled, Opened, Balanced };
+
 /// What packing made of a set of documents (Note [Packing]).
 struct PackSummary {
   int64_t documents = 0;    // packed (each of 2 tokens or more)
@@ -59,6 +70,8 @@ struct PackSummary {
   int64_t slots = 0;        // N x B x S
   double attentionWork = 0; // sum over rows of squared document lengths,
                             // over (rows + padding rows) x S^2
+  double sampleWorkSpread = 0; // the most attention work of a sample over
+                               // the mean sample's (1: balanced)
 };
 
 /// Tokens [offset, offset + length) of a document.
@@ -76,10 +89,10 @@ struct PackPlan {
 };
 
 /// Cuts `documents` (each of 2 tokens or more) into pieces and places them
-/// into rows of `seqLen` tokens, `microbatchSize` rows per sample (Note
-/// [Packing]).
+/// into rows of `seqLen` tokens, `microbatchSize` rows per sample, the rows
+/// in `order` (a random one drawn from `seed`) (Note [Packing]).
 PackPlan planPack(const std::vector<PackDocument> &documents, int64_t seqLen,
-                  int64_t microbatchSize);
+                  int64_t microbatchSize, PackOrder order, uint64_t seed);
 
 /// The four I64 tensors [N, B, S] of `plan`, into `tensors` (what they held
 /// is dropped), the tokens read from `stream`.

@@ -2,7 +2,7 @@
 //
 //   zbc pack INPUT --seq-len S --microbatch-size B (--eos ID | --offsets O.npy)
 //       [--vocab V] [--held-out FRACTION] [--seed N] [--data-dtype T]
-//       -o OUT.safetensors
+//       [--balance | --in-order] -o OUT.safetensors
 //
 // Reads documents and writes them packed (Pack.h, Note [Packing]) as the
 // safetensors samples `zbc run --data` reads (Note [Packed documents] in
@@ -19,7 +19,10 @@
 //     documents are skipped. The offsets never decrease and end at the
 //     number of tokens.
 // Every id must be non-negative, and below --vocab when given (also the
-// EOS id). `--held-out F` draws round(F x D) of the D documents (at least
+// EOS id). The rows go into samples in a random order drawn from --seed,
+// with --balance so that the samples carry similar attention work, with
+// --in-order as first-fit-decreasing opened them (Note [Packing]).
+// `--held-out F` draws round(F x D) of the D documents (at least
 // one; a keyed permutation seeded by --seed) and packs them apart into
 // OUT with `.heldout` before `.safetensors`. Each output is written whole
 // or not at all (OutputFile.h), and summarised on stdout.
@@ -102,8 +105,20 @@ cl::opt<std::string> heldOutOpt(
              "into OUT.heldout.safetensors (default 0: none)"),
     cl::value_desc("FRACTION"), cl::sub(zbc::packCommand()),
     cl::cat(zbcCategory));
+cl::opt<bool> balanceOpt(
+    "balance",
+    cl::desc("Order the rows so that the samples (microbatches) carry "
+             "similar attention work (the sum of their documents' squared "
+             "lengths), then the samples at random"),
+    cl::sub(zbc::packCommand()), cl::cat(zbcCategory));
+cl::opt<bool> inOrderOpt(
+    "in-order",
+    cl::desc("Keep the rows in the order packing opened them (the longest "
+             "documents first) instead of a random order"),
+    cl::sub(zbc::packCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> seedOpt("seed",
-                             cl::desc("Seed of the held-out draw (default 0)"),
+                             cl::desc("Seed of the held-out draw and of the "
+                                      "rows' order (default 0)"),
                              cl::value_desc("N"), cl::init("0"),
                              cl::sub(zbc::packCommand()),
                              cl::cat(zbcCategory));
@@ -256,8 +271,9 @@ int64_t physicalMemory() {
 /// Packs `documents` into `path` and says what it made.
 Error packInto(const std::string &path, const rt::TokenCorpus &stream,
                const std::vector<PackDocument> &documents, int64_t seqLen,
-               int64_t microbatchSize, const std::string &what) {
-  PackPlan plan = planPack(documents, seqLen, microbatchSize);
+               int64_t microbatchSize, PackOrder order, uint64_t seed,
+               const std::string &what) {
+  PackPlan plan = planPack(documents, seqLen, microbatchSize, order, seed);
   const PackSummary &s = plan.summary;
   // The four tensors, the file's bytes and the writer's copy of them are
   // held at once: refused before they are allocated, not by the allocator.
@@ -312,6 +328,12 @@ Error packInto(const std::string &path, const rt::TokenCorpus &stream,
   os << formatv("  attention work      {0:F4} of unmasked rows (sum over rows "
                 "of squared document lengths / (rows x {1}^2))\n",
                 s.attentionWork, seqLen);
+  os << formatv("  sample work         the heaviest sample {0:F3}x the mean "
+                "({1})\n",
+                s.sampleWorkSpread,
+                order == PackOrder::Balanced ? "balanced"
+                : order == PackOrder::Opened ? "rows in the order opened"
+                                             : "rows in a random order");
   return Error::success();
 }
 
@@ -356,6 +378,12 @@ Error runPack() {
                                         std::numeric_limits<int64_t>::max());
   if (!seed)
     return seed.takeError();
+  if (balanceOpt && inOrderOpt)
+    return fail("--balance and --in-order are two orders of the rows: give "
+                "one");
+  PackOrder order = balanceOpt   ? PackOrder::Balanced
+                    : inOrderOpt ? PackOrder::Opened
+                                 : PackOrder::Shuffled;
   rt::TokenType binTokens;
   if (!rt::parseBinTokenType(dataDtypeOpt, binTokens))
     return fail("--data-dtype needs uint16 or uint32, got '" + dataDtypeOpt +
@@ -468,11 +496,13 @@ Error runPack() {
     train = std::move(documents);
   }
   if (Error e = packInto(output, stream, train, *seqLen, *microbatchSize,
+                         order, static_cast<uint64_t>(*seed),
                          count(static_cast<int64_t>(train.size()), "document")))
     return e;
   if (heldCount)
     if (Error e = packInto(
             heldOutPath(output), stream, held, *seqLen, *microbatchSize,
+            order, static_cast<uint64_t>(*seed),
             formatv("{0} held out (--seed {1})",
                     count(static_cast<int64_t>(held.size()), "document"), *seed)
                 .str()))
