@@ -464,8 +464,11 @@ def _lowered(args, source, options):
          f"{options}", "-o", "-"], capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
         return None, result.stderr
-    span = re.search(r"predicted_makespan = ([0-9.e+-]+)", result.stdout)
-    bubble = re.search(r"predicted_bubble_rate = ([0-9.e+-]+)", result.stdout)
+    # MLIR prints a float's exponent as "E-16": a bubble rate of round-off
+    # read without it would be 1.198.
+    span = re.search(r"predicted_makespan = ([0-9.eE+-]+)", result.stdout)
+    bubble = re.search(r"predicted_bubble_rate = ([0-9.eE+-]+)",
+                       result.stdout)
     levers = re.search(r"levers = \{([^}]*)\}", result.stdout)
     return (float(span.group(1)), float(bubble.group(1)),
             levers.group(1)), result.stderr
@@ -482,7 +485,7 @@ def _measured_levers(args, source, costs, work):
         [os.path.join(args.bin, "zbc"), "schedule", "--cost-file", costs,
          "--schedule", "zb-h1", "--ranks", "2", "--microbatches", "4"],
         capture_output=True, text=True, timeout=60, check=True).stdout
-    expected = float(re.search(r"makespan ([0-9.e+-]+)", out).group(1))
+    expected = float(re.search(r"makespan ([0-9.eE+-]+)", out).group(1))
     plain, _ = _lowered(args, source, f"cost-file={costs}")
     if plain is None or abs(plain[0] - expected) > 1e-3 * expected:
         sys.exit(f"FAILED: with the profile, zbc compile plans a makespan "
