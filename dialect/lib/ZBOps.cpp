@@ -14,6 +14,7 @@
 
 #include "VerifyUtils.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Support/CollectiveGroups.h"
 #include "zbc/Support/Limits.h"
 #include "zbc/Support/StageBoundary.h"
 
@@ -409,10 +410,12 @@ LogicalResult RankOp::verifyRegions() {
       for (Operation &member : group.getBody().front())
         if (isa<SendOp, RecvOp>(member) && failed(claimTransfer(&member)))
           return failure();
-    } else {
+    } else if (!isa<AllReduceOp>(op)) {
+      // The proof (Program.h) checks the collectives' order per group.
       return op.emitOpError("cannot appear in a 'zb.rank'; it holds only "
                             "'zb.compute', 'zb.offload', 'zb.reload', "
-                            "'zb.send', 'zb.recv' and 'zb.group'");
+                            "'zb.send', 'zb.recv', 'zb.group' and "
+                            "'zb.all_reduce'");
     }
   }
   return success();
@@ -436,6 +439,9 @@ RankOp ComputeOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
 RankOp GroupOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
 RankOp OffloadOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
 RankOp ReloadOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+RankOp AllReduceOp::getRankOp() {
+  return cast<RankOp>((*this)->getParentOp());
+}
 
 /// The rank of a transfer: its parent, or its group's.
 static RankOp rankOfTransfer(Operation *op) {
@@ -509,6 +515,36 @@ void OffloadOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 void ReloadOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   setNameFn(getDone(), "reload" + std::to_string(getStage()) + "_" +
                            std::to_string(getMicrobatch()));
+}
+
+// e.g. %allreduce0 for stage 0's gradients over the replicas,
+// %allreduce_tied0 for a tied parameter's.
+void AllReduceOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  bool tied = getOver().starts_with(kTiedGroupPrefix);
+  setNameFn(getDone(), (tied ? "allreduce_tied" : "allreduce") +
+                           std::to_string(getStage()));
+}
+
+LogicalResult AllReduceOp::verify() {
+  RankOp rank = getRankOp();
+  ProgramOp program = rank.getProgram();
+  if (getStage() >= program.getNumStages())
+    return emitOpError("stage ") << getStage() << " is out of range [0, "
+                                 << program.getNumStages() << ")";
+  if (program.getRankOfStage(getStage()) != int64_t(rank.getRank()))
+    return emitOpError("runs on rank ")
+           << rank.getRank() << " but stage " << getStage()
+           << " is placed on rank " << program.getRankOfStage(getStage());
+  StringRef over = getOver();
+  if (over != kReplicasGroup && over != kPipelineGroup &&
+      !(over.starts_with(kTiedGroupPrefix) &&
+        over.size() > StringRef(kTiedGroupPrefix).size()))
+    return emitOpError("is over '")
+           << over << "'; a group is \"" << kReplicasGroup << "\", \""
+           << kPipelineGroup << "\" or \"" << kTiedGroupPrefix << "NAME\"";
+  if (getParams().empty())
+    return emitOpError("reduces no parameters");
+  return success();
 }
 
 /// Checks a transfer of `payload` produced by `stage` between the rank that

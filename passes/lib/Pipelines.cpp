@@ -36,6 +36,9 @@ void zbc::buildScheduleToProgramPipeline(OpPassManager &pm,
   pm.addPass(createZBSchedulePass(options));
   // The transfers the order implies.
   pm.addPass(createZBInsertP2PPass());
+  // The gradient reductions, after the transfers: each follows the last
+  // compute writing its gradients, wherever the transfers moved it.
+  pm.addPass(createZBInsertCollectivesPass());
   // Proves the program first: nothing unverified reaches code generation.
   pm.addPass(createZBPlanMemoryPass());
 }

@@ -37,9 +37,6 @@ struct Request {
   std::string input; // the model
   CompileOptions options;
   int64_t ranks = 0;
-  /// Data-parallel replicas of the pipeline; `options.microbatches` is
-  /// each one's (the job's batch is replicas x microbatches).
-  int64_t replicas = 1;
   /// --schedule-file (or a model file that holds its zb.program): where
   /// the order comes from instead of the registry (ScheduleFile.h);
   /// `options.schedule` is then the file's name.

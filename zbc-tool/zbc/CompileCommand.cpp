@@ -223,7 +223,7 @@ Expected<Compiled> zbc::compile(const Request &request) {
     return std::move(e);
   compiled->seconds.hostCompile = secondsSince(begin);
   compiled->processes =
-      placeProcesses(compiled->ranks, static_cast<int>(request.replicas),
+      placeProcesses(compiled->ranks, static_cast<int>(request.options.replicas),
                      request.hosts);
   if (Error e = writeLaunchFiles(request.dir, compiled->ranks,
                                  compiled->processes))

@@ -198,12 +198,12 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
                         ? options.schedule
                         : "the schedule of " + compiled.scheduleSource,
                     options.microbatches, optimizerName(options.optimizer));
-  if (request.replicas > 1)
+  if (request.options.replicas > 1)
     outs() << formatv("  {0} data-parallel replicas: {1} processes, each "
                       "replica {2} of the step's {3} microbatches\n",
-                      request.replicas, request.replicas * compiled.ranks,
+                      request.options.replicas, request.options.replicas * compiled.ranks,
                       options.microbatches,
-                      request.replicas * options.microbatches);
+                      request.options.replicas * options.microbatches);
   std::string shares;
   for (double share : compiled.predicted.idleShare)
     shares += formatv(" {0:F2}", share).str();
@@ -267,7 +267,7 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
                                        : 1.0,
                       levers(r));
   // Where each process runs, when that is more than "rank r is process r".
-  if (request.replicas > 1 || !request.hosts.empty())
+  if (request.options.replicas > 1 || !request.hosts.empty())
     for (auto [k, p] : llvm::enumerate(compiled.processes))
       outs() << formatv("  process {0}: rank {1} of replica {2}{3}\n", k,
                         p.rank, p.replica,

@@ -67,12 +67,6 @@ cl::opt<std::string> scheduleFileOpt(
              ".mlir holding a zb.program. The file gives the ranks and "
              "microbatches"),
     cl::value_desc("FILE"), BOTH, cl::cat(zbcCategory));
-cl::opt<std::string> dataParallelOpt(
-    "data-parallel",
-    cl::desc("Replicas of the pipeline, each on its own ranks and its share "
-             "of every batch (P x D processes; --microbatches is the whole "
-             "batch, which D must divide)"),
-    cl::value_desc("D"), BOTH, cl::cat(zbcCategory));
 cl::opt<std::string> backendOpt(
     "backend",
     cl::desc("The runtime the rank programs link: cpu (OpenBLAS, MPI; "
@@ -211,14 +205,6 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
     return file.takeError();
   request.scheduleFile = std::move(*file);
   const std::optional<ScheduleFile> &schedule = request.scheduleFile;
-  int64_t replicas = 1;
-  if (dataParallelOpt.getNumOccurrences()) {
-    Expected<int64_t> d = parseInteger("--data-parallel", dataParallelOpt, 1,
-                                       limits::kMaxRanks);
-    if (!d)
-      return d.takeError();
-    replicas = *d;
-  }
   std::optional<int64_t> givenRanks;
   if (ranksOpt.getNumOccurrences()) {
     Expected<int64_t> n =
@@ -231,6 +217,7 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
   if (!options)
     return options.takeError();
   request.options = std::move(*options);
+  int64_t replicas = request.options.replicas;
   Expected<int64_t> ranks =
       countOption(givenRanks, "--ranks", schedule,
                   schedule ? schedule->ranks : 0,
@@ -257,7 +244,6 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
                           "{1} microbatches (each replica takes the same "
                           "share)",
                           replicas, *microbatches));
-    request.replicas = replicas;
     request.options.microbatches = *microbatches / replicas;
   }
   // Note [Two memory limits]: the whole rank, or the activations.
@@ -294,7 +280,7 @@ Expected<Request> zbc::readRequest(bool outputRequired) {
   }
   if (hostsOpt.getNumOccurrences()) {
     Expected<std::vector<std::string>> hosts = parseHosts(
-        hostsOpt, static_cast<int>(request.ranks * request.replicas));
+        hostsOpt, static_cast<int>(request.ranks * request.options.replicas));
     if (!hosts)
       return hosts.takeError();
     request.hosts = std::move(*hosts);

@@ -3,6 +3,7 @@
 #include "zbc/Analysis/ProgramTable.h"
 
 #include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Support/CollectiveGroups.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -13,6 +14,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace zbc;
@@ -149,6 +151,22 @@ ProgramOp zbc::programOfPipeline(PipelineOp pipeline) {
   return {};
 }
 
+std::map<std::string, std::vector<int>>
+zbc::tiedHoldersOf(PipelineOp pipeline, ProgramOp program) {
+  std::map<std::string, std::set<int>> holders;
+  for (auto [s, stage] :
+       llvm::enumerate(pipeline.getBody().front().getOps<StageOp>()))
+    if (static_cast<int64_t>(s) < program.getNumStages())
+      for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
+        holders[tiedGroupOf(param.getName())].insert(
+            static_cast<int>(program.getRankOfStage(s)));
+  std::map<std::string, std::vector<int>> tied;
+  for (auto &[group, ranks] : holders)
+    if (ranks.size() > 1)
+      tied[group] = std::vector<int>(ranks.begin(), ranks.end());
+  return tied;
+}
+
 ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
   ProgramModel model;
   sched::Program &p = model.program;
@@ -158,8 +176,10 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
   int numStages = p.numStages();
   p.actMessages.assign(numStages, {});
   p.gradMessages.assign(numStages, {});
-  if (pipeline)
+  if (pipeline) {
     setMessagesFromPipeline(model, pipeline);
+    p.tiedHolders = tiedHoldersOf(pipeline, program);
+  }
 
   // Types repeat across every microbatch: print each once.
   llvm::DenseMap<Type, std::string> spelled;
@@ -234,6 +254,16 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
           transferOf(&member, mo);
           mo.group = index;
         }
+      } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+        out.what = sched::OpClass::Collective;
+        out.stage = static_cast<int>(reduce.getStage());
+        out.over = reduce.getOver().str();
+        out.bytes = reduce.getBytes();
+        llvm::raw_string_ostream key(out.key);
+        llvm::interleaveComma(reduce.getParams().getAsValueRange<StringAttr>(),
+                              key);
+        deps(reduce.getDeps(), out);
+        indexOf[reduce.getDone()] = index;
       } else {
         transferOf(&op, out);
         deps(op.getOperands(), out);
@@ -258,7 +288,8 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
       b.getDenseI64ArrayAttr(placement),
       /*memory_limit=*/IntegerAttr(), b.getStringAttr(optimizer),
       /*activation_budget=*/IntegerAttr(), /*predicted_makespan=*/FloatAttr(),
-      /*predicted_bubble_rate=*/FloatAttr(), /*levers=*/DictionaryAttr());
+      /*predicted_bubble_rate=*/FloatAttr(), /*levers=*/DictionaryAttr(),
+      /*replicas=*/IntegerAttr());
   program->setAttr("pipeline",
                    FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
   program->setAttr("schedule", b.getStringAttr(schedule));
@@ -421,6 +452,11 @@ void zbc::writeRankBodies(ProgramOp program, const ProgramModel &model) {
       case sched::OpClass::Recv:
         tokenOf[i] = transfer(b, i);
         break;
+      case sched::OpClass::Collective:
+        // zb-insert-collectives adds them to a program with its transfers;
+        // no program with collectives is rewritten from its model.
+        llvm::report_fatal_error("writeRankBodies: a program with "
+                                 "collectives");
       case sched::OpClass::Group: {
         Location loc = locOf[op.members.front()];
         auto group = GroupOp::create(b, loc, token, deps(op));

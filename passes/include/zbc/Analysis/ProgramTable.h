@@ -53,6 +53,12 @@ void setMessagesFromPipeline(ProgramModel &model, zb::PipelineOp pipeline);
 /// given, else from the keys its transfers name.
 ProgramModel modelOfProgram(zb::ProgramOp program, zb::PipelineOp pipeline);
 
+/// The ranks of `program` holding each parameter that stages on more than
+/// one rank hold (a tied embedding and head), by its "tied:NAME" group
+/// (Note [Collective groups]), ascending.
+std::map<std::string, std::vector<int>> tiedHoldersOf(zb::PipelineOp pipeline,
+                                                      zb::ProgramOp program);
+
 /// The zb.pipeline a program names in its `pipeline` attribute, or null.
 zb::PipelineOp pipelineOfProgram(zb::ProgramOp program);
 /// The program scheduled for `pipeline` in its module (a user's, or an

@@ -80,6 +80,9 @@ struct CompileOptions {
   ActivationBudget activationBudget;
   int64_t memoryLimit = 0;
   Optimizer optimizer = Optimizer::SGD;
+  /// Data-parallel replicas of the pipeline: the program's all-reduces
+  /// over "replicas" sum their gradients (Note [Collective groups]).
+  int64_t replicas = 1;
 
   // The costs the schedule plans with (Costs).
   /// A JSON cost file whose figures replace the cost model's ("": none).
@@ -125,8 +128,9 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
                     "within the memory). Needs copy-bandwidth"});
   binder(microbatches,
          OptionInfo{"microbatches", ScheduleGroup, "M",
-                    "Microbatches per training step (with data-parallel "
-                    "replicas, of all of them together)",
+                    "Microbatches per training step (zbc: of all the "
+                    "data-parallel replicas together, which --data-parallel "
+                    "divides; a pass: each replica's)",
                     Bounds{1, limits::kMaxMicrobatches}});
   binder(stagesPerRank,
          OptionInfo{"virtual", ScheduleGroup, "V",
@@ -154,6 +158,13 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
                                "sgd (momentum 0 unless --momentum, as "
                                "PyTorch's; its momentum buffer, one copy of "
                                "the parameters, is planned) or adamw (two)"});
+  binder(replicas,
+         OptionInfo{"data-parallel", ScheduleGroup, "D",
+                    "Replicas of the pipeline, each on its own ranks and its "
+                    "share of every batch (P x D processes); the program "
+                    "sums their gradients with all-reduces placed after "
+                    "each stage's last W",
+                    Bounds{1, static_cast<double>(limits::kMaxRanks)}});
   binder(costFile, OptionInfo{"cost-file", CostsGroup, "file",
                               "JSON cost file whose F/B/W/R/M_B/M_W lists, "
                               "comm and copy_bandwidth replace the cost "

@@ -269,6 +269,36 @@ def ZBInsertP2PPass : Pass<"zb-insert-p2p", "::mlir::ModuleOp"> {
   ];
 }
 
+def ZBInsertCollectivesPass : Pass<"zb-insert-collectives", "::mlir::ModuleOp"> {
+  let summary = "Add the gradient all-reduces over data-parallel replicas "
+                "and tied parameters' holders";
+  let description = [{
+    For each `zb.program` with transfers whose `pipeline` attribute names
+    its `zb.pipeline`, and on each rank: the gradients of every parameter
+    the rank holds are final after the last compute of the step that writes
+    them (the last W, or BW, of the stages holding it). Right after it, and
+    waiting for it, one `zb.all_reduce` sums them: over "replicas" for the
+    parameters of that compute's stage where the program runs as
+    `replicas` > 1 data-parallel replicas (one op for them all), and over
+    "tied:NAME" for a parameter that stages on other ranks hold too (the
+    holders in every replica at once, so it is not also summed over the
+    replicas). So each reduction overlaps the rest of the rank's
+    cool-down; the rank waits for them at its step's end, before the
+    optimizer step. A program that has collectives already is kept as it
+    is, for the proof to hold or refuse (Note [Collectives in the
+    program]).
+
+    ```mlir
+    %W0_3 = zb.compute W stage 0 mb 3 after(%B0_3)
+    %allreduce0 = zb.all_reduce grads stage 0 over "replicas" ["h0.w", "h0.b"] : 66048 bytes after(%W0_3)
+    ```
+  }];
+  let dependentDialects = ["::zbc::zb::ZBDialect"];
+  let statistics = [
+    Statistic<"numAllReduces", "all-reduces", "All-reduces inserted">,
+  ];
+}
+
 def ZBVerifySchedulePass : Pass<"zb-verify-schedule", "::mlir::ModuleOp"> {
   let summary = "Prove a zb.program: order, dependences, deadlock-freedom, "
                 "matched messages and peak memory";

@@ -15,7 +15,11 @@
 //  * that every rank terminates, by an abstract execution under the p2p
 //    semantics the runtimes share, at their strictest (Note [p2p semantics]);
 //  * that each matched pair agrees on payload, stage, microbatch, key and
-//    type.
+//    type;
+//  * collectives (Note [Collectives in the program]): an all-reduce of a
+//    stage's gradients waits for the last compute of the stage that writes
+//    them, and the members of each group issue the group's collectives in
+//    the same order with the same bytes (the run matches them).
 // Memory is the IR's to account (ProgramMemory.h): it needs the tensors.
 // Cost: linear in the number of ops plus the group sizes.
 //
@@ -37,6 +41,18 @@
 // note: verifyProgram (VerifyProgram.cpp), zb-insert-p2p (InsertP2P.cpp),
 // the runtime (runtime/src/Rank.cpp, MPITransport.cpp).
 //
+// Note [Collectives in the program]
+// A collective (an all-reduce over a group: Note [Collective groups]) is
+// non-blocking to issue, like a transfer, and completes once every member
+// of its group has issued its matching collective: the k-th collective a
+// member issues over a group meets the k-th of every other member, as MPI's
+// non-blocking collectives on one communicator and NCCL's on one
+// communicator match, so they must agree on what they are and on their
+// bytes. A rank waits for its collectives at its end, as for its
+// transfers. So a collective joins a wait cycle like a transfer does: the
+// run finds a cycle through both, and a reordering names the group, the
+// two ranks and the first collective that differs.
+//
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_SCHEDULE_PROGRAM_H
 #define ZBC_SCHEDULE_PROGRAM_H
@@ -45,6 +61,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,7 +71,7 @@ namespace zbc::sched {
 /// Dependences.h (Note [Stage boundaries]): "act" or "grad" in its name.
 const char *productName(Product product);
 
-enum class OpClass : uint8_t { Compute, Send, Recv, Group };
+enum class OpClass : uint8_t { Compute, Send, Recv, Group, Collective };
 
 struct ProgramOp {
   OpClass what = OpClass::Compute;
@@ -72,6 +89,11 @@ struct ProgramOp {
   /// Group: its members (transfers, indices). Transfer: its group, or -1.
   std::vector<int> members;
   int group = -1;
+  /// Collective (an all-reduce of `stage`'s gradients): the group it runs
+  /// over (Note [Collective groups]), the bytes each member gives, and what
+  /// it reduces (`key`: the parameters, for messages).
+  std::string over;
+  int64_t bytes = 0;
 };
 
 /// One rank's ops. The issue order is the order of the ops whose `group` is
@@ -98,6 +120,13 @@ struct Program {
   /// in; an empty list for the input gradient means the stage sends none
   /// (Note [No gradient upstream]), and the dependence on it is void.
   std::vector<std::vector<Message>> actMessages, gradMessages;
+  /// The ranks of each "tied:NAME" group its collectives name (Note
+  /// [Collective groups]), ascending.
+  std::map<std::string, std::vector<int>> tiedHolders;
+  /// The ranks of this replica that group `over` spans, `rank` among them
+  /// ("replicas": `rank` alone); empty for a group the program does not
+  /// know.
+  std::vector<int> membersOf(const std::string &over, int rank) const;
 
   int numStages() const { return static_cast<int>(rankOfStage.size()); }
   /// `op` in this program's notation, for messages.

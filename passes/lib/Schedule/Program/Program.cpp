@@ -2,6 +2,8 @@
 
 #include "zbc/Schedule/Program.h"
 
+#include "zbc/Support/CollectiveGroups.h"
+
 
 #include <cassert>
 
@@ -41,8 +43,25 @@ std::string Program::name(const ProgramOp &op) const {
   }
   case OpClass::Group:
     return "group of " + std::to_string(op.members.size()) + " transfers";
+  case OpClass::Collective:
+    return "all-reduce of stage " + std::to_string(op.stage) +
+           "'s gradients over \"" + op.over + "\" (" + op.key + ", " +
+           std::to_string(op.bytes) + " bytes)";
   }
   return "?";
+}
+
+std::vector<int> Program::membersOf(const std::string &over, int rank) const {
+  if (over == kReplicasGroup)
+    return {rank};
+  if (over == kPipelineGroup) {
+    std::vector<int> all(ranks.size());
+    for (size_t r = 0; r < ranks.size(); ++r)
+      all[r] = static_cast<int>(r);
+    return all;
+  }
+  auto it = tiedHolders.find(over);
+  return it == tiedHolders.end() ? std::vector<int>() : it->second;
 }
 
 const char *zbc::sched::boundaryKey(Product product) {

@@ -12,11 +12,16 @@
 //     a transfer whose partner has not been posted (or for the transfer
 //     ahead of it on its stream); following "the partner's rank" from rank
 //     to rank finds the cycle that is reported, or a rank that finished
-//     without posting the partner (a missing send or recv).
+//     without posting the partner (a missing send or recv). A collective
+//     completes when the last member of its group issues its match (Note
+//     [Collectives in the program]); a rank stuck on one needs the first
+//     member that has not issued it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Program.h"
+
+#include "zbc/Support/CollectiveGroups.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -96,6 +101,20 @@ std::optional<ProgramError> checkStructure(const Program &program) {
         if (!op.deps.empty())
           return error(r, i, program.name(op) + " is in a group: the group "
                                             "waits, its members do not");
+      }
+      if (op.what == OpClass::Collective) {
+        if (op.group >= 0)
+          return error(r, i, program.name(op) + " is in a group of transfers");
+        std::vector<int> members = program.membersOf(op.over, r);
+        if (!llvm::is_contained(members, r))
+          return error(r, i, program.name(op) + ": rank " + std::to_string(r) +
+                                 " is not a member of group \"" + op.over +
+                                 "\"");
+        if (op.stage >= 0 && op.stage < program.numStages() &&
+            program.rankOfStage[op.stage] != r)
+          return error(r, i, program.name(op) + ": stage " +
+                                 std::to_string(op.stage) + " is on rank " +
+                                 std::to_string(program.rankOfStage[op.stage]));
       }
       if (isTransfer(op)) {
         if (op.peer < 0 || op.peer >= numRanks || op.peer == r)
@@ -185,6 +204,42 @@ std::optional<ProgramError> checkStashCopyWaits(const Program &program,
   }
 }
 
+/// Note [Collectives in the program]: an all-reduce sums the gradients of
+/// its stage in place, so it waits for the last compute of the stage that
+/// writes them (a W or a BW), and none writes them after it: a later one
+/// would add to a sum already on its way.
+std::optional<ProgramError> checkCollectiveWaits(const Program &program,
+                                                 int r, int i) {
+  const std::vector<ProgramOp> &ops = program.ranks[r].ops;
+  const ProgramOp &op = ops[i];
+  auto writesGradients = [&](const ProgramOp &other) {
+    return other.what == OpClass::Compute && other.stage == op.stage &&
+           (other.kind == Kind::W || other.kind == Kind::BW);
+  };
+  int last = -1;
+  for (int k = 0, e = static_cast<int>(ops.size()); k < e; ++k)
+    if (writesGradients(ops[k]))
+      last = k;
+  if (last < 0)
+    return error(r, i, program.name(op) + ": rank " + std::to_string(r) +
+                           " computes no gradient of stage " +
+                           std::to_string(op.stage));
+  if (last > i)
+    return error(r, i,
+                 program.name(op) + " is issued before " +
+                     program.name(ops[last]) +
+                     ", which still adds to the gradients it sums",
+                 {{r, last, "the last compute writing them"}});
+  if (!waitsFor(ops, i, last))
+    return error(r, i,
+                 program.name(op) + " does not wait for " +
+                     program.name(ops[last]) +
+                     ", the last compute writing the gradients it sums " +
+                     waitHint(program, /*forRecv=*/false),
+                 {{r, last, "the last compute writing them"}});
+  return std::nullopt;
+}
+
 std::optional<ProgramError> checkDependences(const Program &program,
                                              const Index &index) {
   int numStages = program.numStages();
@@ -253,6 +308,12 @@ std::optional<ProgramError> checkDependences(const Program &program,
         if (std::optional<ProgramError> copy =
                 checkStashCopyWaits(program, index, r, i))
           return copy;
+        continue;
+      }
+      if (op.what == OpClass::Collective) {
+        if (std::optional<ProgramError> e =
+                checkCollectiveWaits(program, r, i))
+          return e;
         continue;
       }
       if (!isTransfer(op))
@@ -327,6 +388,7 @@ public:
       rs.pending.assign(ops.size(), 0);
       rs.streamPrev.assign(ops.size(), -1);
       rs.streamNext.assign(ops.size(), -1);
+      rs.collectiveIndex.assign(ops.size(), -1);
       // Issue order, and the transfers in it (members in member order).
       llvm::DenseMap<int, int> lastOnStream;
       auto addTransfer = [&](int t) {
@@ -345,7 +407,7 @@ public:
         if (ops[i].group >= 0)
           continue;
         rs.order.push_back(i);
-        if (isTransfer(ops[i]))
+        if (isTransfer(ops[i]) || ops[i].what == OpClass::Collective)
           addTransfer(i);
         for (int m : ops[i].members)
           addTransfer(m);
@@ -371,6 +433,7 @@ private:
     std::vector<std::pair<int, int>> partner; // matched (rank, op)
     std::vector<int> pending;                 // group: members incomplete
     std::vector<int> streamPrev, streamNext;
+    std::vector<int> collectiveIndex; // its place among its group's (k-th)
   };
   /// The transfers from one rank to another, in issue order on each side.
   struct Channel {
@@ -383,6 +446,9 @@ private:
   }
   void issue(int r, int i);
   void issueTransfer(int r, int t);
+  void issueCollective(int r, int c);
+  /// The first member of `c`'s group that has not issued its match, or -1.
+  int memberBehind(int r, int c) const;
   void complete(int r, int i);
   void tryComplete(int r, int t);
   void advance(int r);
@@ -391,6 +457,8 @@ private:
   const Program &program;
   std::vector<RankState> state;
   std::map<int64_t, Channel> channels;
+  /// Per group and member rank, the collectives issued over it, in order.
+  std::map<std::string, std::map<int, std::vector<int>>> collectives;
   std::vector<int> work;
   std::vector<std::pair<int, int>> toTry; // transfers whose completion may be due
   std::optional<ProgramError> failure;
@@ -481,6 +549,59 @@ void Execution::issueTransfer(int r, int t) {
   tryComplete(other, p);
 }
 
+int Execution::memberBehind(int r, int c) const {
+  const ProgramOp &op = opAt(r, c);
+  auto group = collectives.find(op.over);
+  for (int m : program.membersOf(op.over, r)) {
+    size_t issued = 0;
+    if (group != collectives.end())
+      if (auto it = group->second.find(m); it != group->second.end())
+        issued = it->second.size();
+    if (issued <= static_cast<size_t>(state[r].collectiveIndex[c]))
+      return m;
+  }
+  return -1;
+}
+
+void Execution::issueCollective(int r, int c) {
+  RankState &rs = state[r];
+  rs.issued[c] = 1;
+  rs.issuedAt[c] = step;
+  const ProgramOp &op = opAt(r, c);
+  std::map<int, std::vector<int>> &issued = collectives[op.over];
+  std::vector<int> &mine = issued[r];
+  size_t n = mine.size();
+  rs.collectiveIndex[c] = static_cast<int>(n);
+  mine.push_back(c);
+  std::vector<int> members = program.membersOf(op.over, r);
+  for (int m : members) {
+    auto it = issued.find(m);
+    if (m == r || it == issued.end() || it->second.size() <= n)
+      continue;
+    int other = it->second[n];
+    const ProgramOp &theirs = opAt(m, other);
+    if (theirs.bytes != op.bytes && !failure) {
+      failure = error(
+          r, c,
+          "group \"" + op.over + "\": the " + ordinal(n + 1) +
+              " collective rank " + std::to_string(r) + " issues over it is " +
+              program.name(op) + ", but rank " + std::to_string(m) + "'s is " +
+              program.name(theirs) +
+              " (the members of a group issue its collectives in the same "
+              "order, with the same bytes)",
+          {{m, other, "rank " + std::to_string(m) + "'s " + ordinal(n + 1)}});
+      return;
+    }
+  }
+  if (memberBehind(r, c) >= 0)
+    return; // completes when the last member issues it
+  for (int m : members) {
+    int match = issued[m][n];
+    state[m].partner[match] = {r, c};
+    complete(m, match);
+  }
+}
+
 void Execution::issue(int r, int i) {
   RankState &rs = state[r];
   const ProgramOp &op = opAt(r, i);
@@ -504,6 +625,9 @@ void Execution::issue(int r, int i) {
     }
     for (int m : op.members)
       issueTransfer(r, m);
+    return;
+  case OpClass::Collective:
+    issueCollective(r, i);
     return;
   }
 }
@@ -591,7 +715,8 @@ std::optional<ProgramError> Execution::diagnoseStuck() {
            !rs.complete[rs.streamPrev[t]])
       t = rs.streamPrev[t];
     w.transfer = t;
-    w.needs = opAt(r, t).peer;
+    w.needs = opAt(r, t).what == OpClass::Collective ? memberBehind(r, t)
+                                                     : opAt(r, t).peer;
   }
   if (first < 0)
     return std::nullopt;
@@ -600,6 +725,7 @@ std::optional<ProgramError> Execution::diagnoseStuck() {
     const Wait &w = waits[r];
     const ProgramOp &t = opAt(r, w.transfer);
     bool send = t.what == OpClass::Send;
+    bool collective = t.what == OpClass::Collective;
     std::string at = w.at >= 0 ? program.name(opAt(r, w.at))
                                : std::string("the end of its step");
     std::string text = "rank " + std::to_string(r) + " waits at " + at +
@@ -608,9 +734,13 @@ std::optional<ProgramError> Execution::diagnoseStuck() {
                                   ", microbatch " +
                                   std::to_string(opAt(r, w.at).microbatch) + ")"
                             : std::string()) +
-                       " for " + program.name(t) + ", whose " +
-                       (send ? "recv" : "send") + " rank " +
-                       std::to_string(w.needs) + " has not posted";
+                       " for " + program.name(t) +
+                       (collective ? ", which rank " + std::to_string(w.needs) +
+                                         " has not issued"
+                                   : ", whose " +
+                                         std::string(send ? "recv" : "send") +
+                                         " rank " + std::to_string(w.needs) +
+                                         " has not posted");
     return text;
   };
 
@@ -624,6 +754,14 @@ std::optional<ProgramError> Execution::diagnoseStuck() {
     if (!state[peer].done && state[peer].pc < state[peer].order.size())
       continue;
     const ProgramOp &t = opAt(r, w.transfer);
+    if (t.what == OpClass::Collective) {
+      auto issued = collectives[t.over][peer].size();
+      return error(r, w.transfer,
+                   program.name(t) + " on rank " + std::to_string(r) +
+                       " is never matched: rank " + std::to_string(peer) +
+                       " issues only " + std::to_string(issued) +
+                       " collectives over group \"" + t.over + "\"");
+    }
     bool send = t.what == OpClass::Send;
     Channel &ch = send ? channel(r, peer) : channel(peer, r);
     size_t posted = send ? ch.recvs.size() : ch.sends.size();

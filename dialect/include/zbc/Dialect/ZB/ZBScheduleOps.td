@@ -58,7 +58,8 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
                        OptionalAttr<I64Attr>:$activation_budget,
                        OptionalAttr<AnyAttrOf<[I64Attr, F64Attr]>>:$predicted_makespan,
                        OptionalAttr<F64Attr>:$predicted_bubble_rate,
-                       OptionalAttr<DictionaryAttr>:$levers);
+                       OptionalAttr<DictionaryAttr>:$levers,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$replicas);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `microbatches` `(` $microbatches `)` `placement` $placement
@@ -203,6 +204,44 @@ def ZB_ReloadOp : ZB_StashCopyOp<"reload"> {
   }];
 }
 
+// A reduction over a named group of ranks (Note [Collective groups]),
+// issued and waited for like a send.
+def ZB_AllReduceOp : ZB_ScheduleLevelOp<"all_reduce",
+    [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let summary = "sums the gradients of parameters over a named group of ranks";
+  let description = [{
+    Starts summing, in place, the gradients of `params` (parameters of
+    stage `stage`, which this rank holds) over the group `over`, once the
+    ops in `after` are done; completes when every member of the group has
+    issued its matching all-reduce and the sums are in place. `bytes` is
+    what each member contributes (the gradients are f32). The groups
+    (Note [Collective groups] in dialect/include/zbc/Support/CollectiveGroups.h):
+    - `"replicas"`: this pipeline rank in each of the program's `replicas`
+      data-parallel replicas (the data-parallel gradient reduction);
+    - `"tied:NAME"`: every rank, in every replica, that holds a stage with
+      parameter NAME (a tied embedding and head);
+    - `"pipeline"`: every rank of the replica.
+    Every member issues a group's collectives in the same order, with the
+    same bytes; zb-verify-schedule proves it, with deadlock-freedom through
+    collectives and transfers together. zb-insert-collectives places one
+    after the last W (or BW) of the step that writes the gradients.
+    ```mlir
+    %W0_3 = zb.compute W stage 0 mb 3 after(%B0_3)
+    %allreduce0 = zb.all_reduce grads stage 0 over "replicas" ["h0.w", "h0.b"] : 66048 bytes after(%W0_3)
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
+                       StrAttr:$over,
+                       StrArrayAttr:$params,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$bytes,
+                       Variadic<ZB_TokenType>:$deps);
+  let results = (outs ZB_TokenType:$done);
+  let assemblyFormat = [{
+    `grads` `stage` $stage `over` $over $params `:` $bytes `bytes`
+    (`after` `(` $deps^ `)`)? attr-dict
+  }];
+  let extraClassDeclaration = commonDecls;
+}
 // Transfers sit in a rank or in a group of it.
 class ZB_TransferOp<string mnemonic>
     : ZB_Op<mnemonic, [ParentOneOf<["RankOp", "GroupOp"]>,
