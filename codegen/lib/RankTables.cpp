@@ -15,6 +15,7 @@
 #include "zbc/Dialect/ZB/DataBounds.h"
 #include "zbc/Dialect/ZB/ModelHash.h"
 #include "zbc/Dialect/ZB/PhaseKeys.h"
+#include "zbc/Support/CollectiveGroups.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -717,6 +718,24 @@ LogicalResult RankBuilder::readOrder() {
       op.buffer = it->second;
       break;
     }
+    case sched::OpClass::Collective: {
+      auto reduce = cast<AllReduceOp>(irOp);
+      op.what = OpKind::AllReduce;
+      op.over = reduce.getOver().str();
+      op.firstMember = static_cast<int>(t.collectiveParams.size());
+      for (StringRef name : reduce.getParams().getAsValueRange<StringAttr>()) {
+        auto held = llvm::find_if(
+            t.params, [&](const Param &param) { return param.name == name; });
+        if (held == t.params.end())
+          return irOp->emitOpError("reduces '")
+                 << name << "', which rank " << rank << " does not hold";
+        t.collectiveParams.push_back(
+            static_cast<int>(held - t.params.begin()));
+      }
+      op.memberCount = static_cast<int>(t.collectiveParams.size()) -
+                       op.firstMember;
+      break;
+    }
     case sched::OpClass::Group:
       op.what = OpKind::Group;
       op.firstMember = sop.members.empty() ? -1 : sop.members.front();
@@ -869,6 +888,18 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
       for (auto [g, entry] : llvm::enumerate(tied))
         if (entry.name == param.name)
           param.tied = static_cast<int>(g);
+    t->replicas = static_cast<int>(program.getReplicas().value_or(1));
+    // Each all-reduce's group as the runtime names it (zbc_runtime.h).
+    for (OrderOp &op : t->ops) {
+      if (op.what != OpKind::AllReduce)
+        continue;
+      op.peer = op.over == kReplicasGroup ? ZBC_RT_GROUP_REPLICAS
+                                          : ZBC_RT_GROUP_PIPELINE;
+      std::string_view param = tiedParamOf(op.over);
+      for (auto [g, entry] : llvm::enumerate(tied))
+        if (!param.empty() && entry.name == param)
+          op.peer = static_cast<int>(g);
+    }
     tables.push_back(std::move(*t));
   }
   return tables;

@@ -131,6 +131,9 @@ struct OrderOp {
   /// stage). Transfers: the ops it waits for first.
   std::vector<const PhaseLayout *> phases;
   std::vector<int> waits;
+  /// All-reduce: the group it runs over (Note [Collective groups]); its
+  /// parameters are collectiveParams[firstMember ...].
+  std::string over;
   /// Parameters (indices into params) whose step follows this op.
   std::vector<int> updates;
   bool topLevel = true;
@@ -171,6 +174,10 @@ struct RankTables {
   int positions = 0;
   std::vector<int> frames;
   std::vector<Param> params;
+  /// Data-parallel replicas the program runs as, and the parameters of
+  /// each all-reduce op, consecutive.
+  int replicas = 1;
+  std::vector<int> collectiveParams;
   /// Every tied parameter of the pipeline (the same list on every rank).
   std::vector<Tied> tied;
   std::vector<Data> data;

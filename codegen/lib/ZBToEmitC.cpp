@@ -343,6 +343,16 @@ void FileWriter::writeTables() {
                                  b.getI32Type()),
            DenseIntElementsAttr::get(type, ArrayRef<int>(tiedRanks)));
   }
+  if (!t.collectiveParams.empty()) {
+    verbatim("// The parameters of each all-reduce op (indices into kParams).");
+    auto type = RankedTensorType::get(
+        {static_cast<int64_t>(t.collectiveParams.size())}, b.getI32Type());
+    global("kCollectiveParams",
+           emitc::ArrayType::get(
+               {static_cast<int64_t>(t.collectiveParams.size())},
+               b.getI32Type()),
+           DenseIntElementsAttr::get(type, ArrayRef<int>(t.collectiveParams)));
+  }
   if (!t.data.empty()) {
     text = "{\n";
     for (const Data &data : t.data)
@@ -363,7 +373,7 @@ void FileWriter::writeTables() {
              "{{\n  {0}, {1}, {2}, {3},\n  {4}, {21}, {5}, {6},\n  {7}, {8},\n"
              "  kBuffers, {9}, kOps, {10}, {11},\n  {12}, {13}, {14}, {15}, "
              "{16}, {17},\n  {18}, {19}, {20},\n  {22}, {23}, {24},\n  {25},\n"
-             "  {26}, {27},\n  {28}, {29}}",
+             "  {26}, {27},\n  {28}, {29},\n  {30}, {31}, {32}}",
              t.rank, t.ranks, t.stages, t.microbatches, cString(t.model),
              cString(t.schedule), cString(t.optimizer), t.arenaBytes,
              t.peakBytes, t.buffers.size(), t.ops.size(), t.positions,
@@ -374,14 +384,17 @@ void FileWriter::writeTables() {
              orNull(!t.tied.empty(), "kTied"), t.tied.size(),
              orNull(!t.tied.empty(), "kTiedRanks"), cString(t.hfConfig),
              t.hostArenaBytes, t.hostPeakBytes, t.countedLabels,
-             t.ignoreIndex)
+             t.ignoreIndex, t.replicas,
+             orNull(!t.collectiveParams.empty(), "kCollectiveParams"),
+             t.collectiveParams.size())
              .str();
   verbatim("// The program zbc_rt_main runs: rank, ranks, stages, "
            "microbatches, model, its hash,\n// schedule, optimizer, arena and peak "
            "bytes, tables, loss buffer, tokens per microbatch, kernel calls,\n"
            "// tied parameters, the Hugging Face config, the host arena and "
            "its peak,\n// the data labels the loss counts and the value "
-           "it ignores.");
+           "it ignores,\n// the data-parallel replicas and the "
+           "all-reduces' parameters.");
   global("kProgram", emitc::OpaqueType::get(ctx, "zbc_rt_program"),
          opaque(text));
 }
@@ -529,6 +542,8 @@ void FileWriter::writeStep() {
       comment += llvm::formatv(": {0} transfers", op.memberCount).str();
     if (op.what == OpKind::Offload || op.what == OpKind::Reload)
       comment += llvm::formatv(": {0} tensors", op.frameSize / 2).str();
+    if (op.what == OpKind::AllReduce)
+      comment += llvm::formatv(": {0} parameters", op.memberCount).str();
     verbatim(comment);
     for (int wait : op.waits)
       call("zbc_rt_wait", {b.getI32IntegerAttr(wait)});
@@ -537,11 +552,12 @@ void FileWriter::writeStep() {
       for (const PhaseLayout *layout : op.phases)
         call("zbc_rt_compute", {index, opaque(layout->function)});
     else
-      call(op.what == OpKind::Send      ? "zbc_rt_send"
-           : op.what == OpKind::Recv    ? "zbc_rt_recv"
-           : op.what == OpKind::Offload ? "zbc_rt_offload"
-           : op.what == OpKind::Reload  ? "zbc_rt_reload"
-                                        : "zbc_rt_group",
+      call(op.what == OpKind::Send        ? "zbc_rt_send"
+           : op.what == OpKind::Recv      ? "zbc_rt_recv"
+           : op.what == OpKind::Offload   ? "zbc_rt_offload"
+           : op.what == OpKind::Reload    ? "zbc_rt_reload"
+           : op.what == OpKind::AllReduce ? "zbc_rt_all_reduce"
+                                          : "zbc_rt_group",
            {index});
     for (int param : op.updates)
       update(param);

@@ -2,13 +2,13 @@
 //
 // zbc_rt_update runs a parameter's step (SGD with momentum or AdamW, the
 // program's) as soon as the order has produced its last gradient, unless
-// gradients are clipped or summed over data-parallel replicas: the global
-// norm needs every gradient of every rank, and a replica's gradient the
-// others'. Then the update starts the gradient's all-reduce over the
-// replicas (MPI_Iallreduce: it overlaps the rest of the order) and is
-// marked due, and finishOptimizerStep runs them all after the step's
-// transfers, once the all-reduces and the norm's (one double per rank)
-// have returned. Either way the learning rate is the step's
+// gradients are clipped or summed over data-parallel replicas or a tied
+// parameter's holders: the global norm needs every gradient of every rank,
+// and a summed gradient the others'. Then the update is marked due, and
+// finishOptimizerStep runs them all after the step's transfers, once the
+// program's all-reduces (zbc_rt_all_reduce: placed by
+// zb-insert-collectives, they overlap the rest of the order) and the
+// norm's (one double per rank) have returned. Either way the learning rate is the step's
 // (OptimizerSchedule.h) and each microbatch's gradient counts 1/m (Note
 // [Mean over microbatches] in ZB.md). Evaluation updates nothing.
 //
@@ -121,6 +121,7 @@ void initOptimizer(zbc_rt_rank *rank) {
   rank->updatesAtStepEnd = rank->options.clipNorm > 0 ||
                            rank->transport->replicas() > 1 || tied;
   rank->updateDue.assign(static_cast<size_t>(p.param_count), 0);
+  rank->reduced.assign(static_cast<size_t>(p.param_count), 0);
 }
 
 zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
@@ -157,6 +158,13 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
       return fail(rank, fmt::format("the order never updated parameter '{}'",
                                     p.params[i].name));
     rank->updateDue[i] = 0;
+    if (isShared(rank, p.params[i]) && !rank->reduced[i])
+      return fail(rank, fmt::format("the program sums the gradient of '{}' "
+                                    "with no all-reduce ({} replicas{})",
+                                    p.params[i].name,
+                                    rank->transport->replicas(),
+                                    p.params[i].tied >= 0 ? ", tied" : ""));
+    rank->reduced[i] = 0;
     if (std::string error = applyUpdate(rank, i, scale); !error.empty())
       return fail(rank, error);
   }
@@ -218,25 +226,43 @@ extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
     return ZBC_RT_OK;
   if (rank->updatesAtStepEnd) {
     rank->updateDue[index] = 1;
-    // Its gradient is final here: the replicas (or the tied parameter's
-    // holders) can start summing it now, under the rest of the order.
-    const zbc_rt_param &param = p.params[index];
-    if (!isShared(rank, param))
-      return ZBC_RT_OK;
-    std::string error;
-    {
-      InsideMPI mpi(rank);
-      error = rank->transport->startAllReduce(
-          bufferAt(rank, param.grad), p.buffers[param.grad].bytes / 4,
-          param.tied);
-    }
-    if (!error.empty())
-      return fail(rank, error);
     return ZBC_RT_OK;
   }
   if (std::string error =
           applyUpdate(rank, index, static_cast<float>(1.0 / p.microbatches));
       !error.empty())
     return fail(rank, error);
+  return ZBC_RT_OK;
+}
+
+extern "C" zbc_rt_status zbc_rt_all_reduce(zbc_rt_rank *rank, int32_t op) {
+  const zbc_rt_program &p = *rank->program;
+  if (op < 0 || op >= p.op_count || p.ops[op].what != ZBC_RT_OP_ALL_REDUCE)
+    return fail(rank, fmt::format("zbc_rt_all_reduce of op {}, which is not "
+                                  "an all-reduce",
+                                  op));
+  if (rank->evaluating)
+    return ZBC_RT_OK; // no gradients
+  const zbc_rt_op &o = p.ops[op];
+  rank->op = op;
+  rank->frame = nullptr;
+  rank->frameSize = 0;
+  rank->ledger.beginOp(o.position);
+  double begin = Profile::now();
+  std::string error;
+  {
+    InsideMPI mpi(rank);
+    for (int32_t k = 0; k < o.member_count && error.empty(); ++k) {
+      int32_t index = p.collective_params[o.first_member + k];
+      const zbc_rt_param &param = p.params[index];
+      error = rank->transport->startAllReduce(
+          op, bufferAt(rank, param.grad), p.buffers[param.grad].bytes / 4,
+          o.peer);
+      rank->reduced[index] = 1;
+    }
+  }
+  rank->profile.commSeconds += Profile::now() - begin;
+  if (!error.empty())
+    return fail(rank, fmt::format("{}: {}", o.name, error));
   return ZBC_RT_OK;
 }

@@ -330,6 +330,16 @@ extern "C" zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op) {
                                   op));
   if (zbc_rt_op_is_copy(p.ops[op].what))
     return waitForCopy(rank, op);
+  if (p.ops[op].what == ZBC_RT_OP_ALL_REDUCE) {
+    if (rank->evaluating)
+      return ZBC_RT_OK;
+    std::string error;
+    {
+      InsideMPI mpi(rank, p.ops[op].name);
+      error = rank->transport->waitAllReduce(op);
+    }
+    return error.empty() ? ZBC_RT_OK : fail(rank, error);
+  }
   Members m = membersOf(rank, op);
   bool any = false;
   for (int32_t i = m.first; i < m.first + m.count; ++i) {

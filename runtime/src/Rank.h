@@ -114,6 +114,8 @@ struct zbc_rt_rank {
   bool updatesAtStepEnd = false;  // initOptimizer decides (Optimizer.cpp)
   std::vector<uint8_t> updateDue; // per parameter: its update is due at the
                                   // end of the step
+  std::vector<uint8_t> reduced;   // per parameter: an all-reduce of the
+                                  // program summed it this step
   // Per frame slot: the pieces of the copy whose frame starts there (sized
   // at start-up; Note [Offload in the IR]), and per op when its copy was
   // issued, while it is not yet waited for (-1 otherwise).

@@ -179,6 +179,13 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
                           "each data-parallel replica; launch.sh starts "
                           "them)",
                           transport->size(), p.ranks);
+    else if (transport->replicas() != p.replicas)
+      error = fmt::format("this job has {} processes, {} replicas of the "
+                          "{}-rank pipeline, but the program was compiled "
+                          "for {} (its all-reduces sum that many: compile "
+                          "with --data-parallel {})",
+                          transport->size(), transport->replicas(), p.ranks,
+                          p.replicas, transport->replicas());
     else if (transport->rank() % p.ranks != p.rank)
       error = fmt::format("MPI started rank {}'s executable as rank {} "
                           "(launch the executables in rank order, replica "

@@ -62,11 +62,15 @@ public:
   /// between them. Collective over the job: every process calls it, before
   /// `prepare`, whatever failed before it.
   virtual std::string prepareCommunicators(const zbc_rt_program &program) = 0;
-  /// Starts summing `n` floats at `data` in place (a gradient): over the
-  /// replicas of this pipeline rank, or, for tied parameter `tied` (>= 0),
-  /// over its holders in every replica. finishAllReduces waits for every
-  /// one started.
-  virtual std::string startAllReduce(float *data, int64_t n, int32_t tied) = 0;
+  /// Starts summing `n` floats at `data` in place (a gradient), as part of
+  /// all-reduce op `op`, over its group (Note [Collective groups]): the
+  /// replicas of this pipeline rank (ZBC_RT_GROUP_REPLICAS), this replica's
+  /// pipeline (ZBC_RT_GROUP_PIPELINE), or the holders of tied parameter
+  /// `group` (>= 0) in every replica. waitAllReduce(op) waits for the
+  /// op's; finishAllReduces for every one started.
+  virtual std::string startAllReduce(int32_t op, float *data, int64_t n,
+                                     int32_t group) = 0;
+  virtual std::string waitAllReduce(int32_t op) = 0;
   virtual std::string finishAllReduces() = 0;
   /// The largest value over all ranks (collective).
   virtual int64_t maximum(int64_t value) = 0;

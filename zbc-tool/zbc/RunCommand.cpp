@@ -471,7 +471,7 @@ int zbc::runRunCommand() {
                               ? std::string(reportOpt.opt)
                               : request->dir + "/run";
   sys::fs::create_directories(statusDir);
-  int processes = compiled->ranks * static_cast<int>(request->replicas);
+  int processes = compiled->ranks * static_cast<int>(request->options.replicas);
   for (int r = 0; r < processes; ++r)
     sys::fs::remove(formatv("{0}/rank{1}.status", statusDir, r).str());
   std::vector<std::string> argv = {request->dir + "/launch.sh"};

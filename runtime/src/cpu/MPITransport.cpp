@@ -3,8 +3,10 @@
 // Transport.h over MPI: one persistent request per transfer op
 // (MPI_Send_init / MPI_Recv_init on the replica's pipeline communicator, a
 // split of a duplicate of MPI_COMM_WORLD, tag 0, so messages between two
-// ranks match in start order), gradients summed over the replicas with
-// MPI_Iallreduce on a communicator per pipeline rank, MPI_Start /
+// ranks match in start order), the program's all-reduces as
+// MPI_Iallreduce on a communicator per group (Note [Collective groups]:
+// non-blocking collectives on one communicator match in issue order, as
+// the proof assumes), MPI_Start /
 // MPI_Startall to issue a transfer or a group, MPI_Wait / MPI_Waitall to
 // complete it. Errors return (MPI_ERRORS_RETURN) and are reported with
 // MPI_Error_string.
@@ -59,8 +61,9 @@ public:
 
   std::string prepare(const zbc_rt_program &program, char *arena) override {
     requests_.assign(static_cast<size_t>(program.op_count), MPI_REQUEST_NULL);
-    reductionRequests_.assign(static_cast<size_t>(program.param_count),
-                              MPI_REQUEST_NULL);
+    reductionRequests_.assign(
+        static_cast<size_t>(program.collective_param_count), MPI_REQUEST_NULL);
+    reductionsOf_.assign(static_cast<size_t>(program.op_count), {0, 0});
     pending_.assign(static_cast<size_t>(program.op_count), 0);
     for (int32_t i = 0; i < program.op_count; ++i) {
       const zbc_rt_op &op = program.ops[i];
@@ -167,29 +170,49 @@ public:
     return {};
   }
 
-  std::string startAllReduce(float *data, int64_t n, int32_t tied) override {
-    MPI_Comm comm = tied >= 0 ? tiedComms_[tied] : replicaComm_;
-    if (tied < 0 && replicas_ == 1)
+  std::string startAllReduce(int32_t op, float *data, int64_t n,
+                             int32_t group) override {
+    MPI_Comm comm = group >= 0                        ? tiedComms_[group]
+                    : group == ZBC_RT_GROUP_PIPELINE ? pipeline_
+                                                     : replicaComm_;
+    if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
       return {};
+    auto &[first, count] = reductionsOf_[op];
+    if (count == 0)
+      first = reductions_;
     if (n > INT32_MAX)
       return fmt::format("a gradient of {} elements is more than one "
                          "all-reduce takes",
                          n);
     if (reductions_ == reductionRequests_.size())
-      return "more all-reduces in flight than the program has parameters";
+      return "more gradients in flight than the program's all-reduces hold";
     int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n),
                               MPI_FLOAT, MPI_SUM, comm,
                               &reductionRequests_[reductions_]);
     if (code != MPI_SUCCESS)
       return mpiError("MPI_Iallreduce", code);
     ++reductions_;
+    ++count;
+    return {};
+  }
+
+  std::string waitAllReduce(int32_t op) override {
+    auto &[first, count] = reductionsOf_[op];
+    int code = MPI_Waitall(static_cast<int>(count), &reductionRequests_[first],
+                           MPI_STATUSES_IGNORE);
+    count = 0;
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Waitall (an all-reduce)", code);
     return {};
   }
 
   std::string finishAllReduces() override {
+    // Those waited for already are MPI_REQUEST_NULL: no-ops here.
     int code = MPI_Waitall(static_cast<int>(reductions_),
                            reductionRequests_.data(), MPI_STATUSES_IGNORE);
     reductions_ = 0;
+    for (auto &[first, count] : reductionsOf_)
+      count = 0;
     if (code != MPI_SUCCESS)
       return mpiError("MPI_Waitall (gradient all-reduce)", code);
     return {};
@@ -237,6 +260,8 @@ private:
   std::vector<MPI_Comm> tiedComms_; // per tied parameter: its holders
   std::vector<MPI_Request> reductionRequests_;
   size_t reductions_ = 0;
+  /// Per op, its all-reduce's requests: reductionRequests_[first, +count).
+  std::vector<std::pair<size_t, size_t>> reductionsOf_;
   std::vector<MPI_Request> requests_;
   std::vector<uint8_t> pending_;
 };

@@ -306,9 +306,12 @@ public:
     return {};
   }
 
-  std::string startAllReduce(float *data, int64_t n, int32_t tied) override {
-    ncclComm_t comm = tied >= 0 ? tiedComms_[tied] : replicaComm_;
-    if (tied < 0 && replicas_ == 1)
+  std::string startAllReduce(int32_t, float *data, int64_t n,
+                             int32_t group) override {
+    ncclComm_t comm = group >= 0                        ? tiedComms_[group]
+                      : group == ZBC_RT_GROUP_PIPELINE ? pipeline_
+                                                       : replicaComm_;
+    if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
       return {};
     // After the gradient's last write on the compute stream.
     ZBC_CUDA_TRY(cudaEventRecord(reduceReady_, compute_));
@@ -318,6 +321,12 @@ public:
     reducing_ = true;
     return {};
   }
+  // The rank's all-reduces run in issue order on one stream, so a wait for
+  // one waits for those issued before it too: more than the proof's model
+  // (Note [Collectives in the program]) asks, where they complete in any
+  // order. zb-insert-collectives has nothing wait for them before the
+  // step's end, where every one is waited for anyway.
+  std::string waitAllReduce(int32_t) override { return finishAllReduces(); }
   std::string finishAllReduces() override {
     if (!reducing_)
       return {};

@@ -99,7 +99,8 @@ typedef int32_t zbc_rt_status;
   X(OP_RECV, Recv, 6)                                                          \
   X(OP_GROUP, Group, 7)                                                        \
   X(OP_OFFLOAD, Offload, 8) /* the stash of (stage, mb) to the host arena */   \
-  X(OP_RELOAD, Reload, 9)   /* and back, into its reloaded buffers */
+  X(OP_RELOAD, Reload, 9)   /* and back, into its reloaded buffers */       \
+  X(OP_ALL_REDUCE, AllReduce, 10) /* gradients summed over a group */
 
 /* The number of compute kinds (F..R), which the profile counts per stage. */
 #define ZBC_RT_COMPUTE_KIND_COUNT 5
@@ -143,14 +144,20 @@ static inline int zbc_rt_op_is_copy(int32_t what) {
 }
 
 /* How reports and traces spell an op kind: "F", ..., "R", "send", "recv",
-   "group", "offload", "reload". */
+   "group", "offload", "reload", "all-reduce". */
 static inline const char *zbc_rt_op_spelling(int32_t what) {
-  static const char *const spellings[] = {"F",    "B",     "W",
-                                          "BW",   "R",     "send",
-                                          "recv", "group", "offload",
-                                          "reload"};
-  return what >= 0 && what <= ZBC_RT_OP_RELOAD ? spellings[what] : "?";
+  static const char *const spellings[] = {"F",       "B",         "W",
+                                          "BW",      "R",         "send",
+                                          "recv",    "group",     "offload",
+                                          "reload",  "all-reduce"};
+  return what >= 0 && what <= ZBC_RT_OP_ALL_REDUCE ? spellings[what] : "?";
 }
+
+/* The group an all-reduce runs over (Note [Collective groups] in
+   zbc/Support/CollectiveGroups.h), in its op's `peer`: a tied parameter's
+   holders by its index in the program's `tied`, or one of these. */
+#define ZBC_RT_GROUP_REPLICAS (-1)
+#define ZBC_RT_GROUP_PIPELINE (-2)
 
 typedef struct zbc_rt_buffer {
   const char *name; /* "param.fc0.weight", "F.0 of stage 1 mb 3", ... */
@@ -173,8 +180,10 @@ typedef struct zbc_rt_op {
                             `frame`); -1 otherwise */
   int32_t second_frame_size;
   int32_t buffer;        /* transfer: the buffer it sends or fills */
-  int32_t peer;          /* transfer: the other rank */
-  int32_t first_member;  /* group: its members, consecutive ops */
+  int32_t peer;          /* transfer: the other rank; all-reduce: its group
+                            (ZBC_RT_GROUP_*, or a tied index) */
+  int32_t first_member;  /* group: its members, consecutive ops; all-reduce:
+                            its parameters, collective_params[first ...] */
   int32_t member_count;
   int32_t gradient;      /* transfer: 1 if it carries a gradient (B's
                             d_in), 0 an activation; evaluation skips it */
@@ -255,6 +264,12 @@ typedef struct zbc_rt_program {
    * that is not counted. */
   int32_t counted_labels;
   int64_t ignore_index;
+  /* Data-parallel replicas the program runs as (the job has ranks x
+   * replicas processes), and the parameters (indices into `params`) of
+   * each all-reduce op. */
+  int32_t replicas;
+  const int32_t *collective_params;
+  int32_t collective_param_count;
 } zbc_rt_program;
 
 typedef zbc_rt_status (*zbc_rt_phase_fn)(zbc_rt_rank *rank);
@@ -281,6 +296,9 @@ zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
 zbc_rt_status zbc_rt_send(zbc_rt_rank *rank, int32_t op);
 zbc_rt_status zbc_rt_recv(zbc_rt_rank *rank, int32_t op);
 zbc_rt_status zbc_rt_group(zbc_rt_rank *rank, int32_t op);
+/* Starts all-reduce `op`: its parameters' gradients, summed in place over
+   its group; zbc_rt_wait, or the step's end, completes it. */
+zbc_rt_status zbc_rt_all_reduce(zbc_rt_rank *rank, int32_t op);
 /* Issues a copy of a stash on the rank's copy queue, after every compute
  * called so far: an offload (device to host arena) or a reload (back). */
 zbc_rt_status zbc_rt_offload(zbc_rt_rank *rank, int32_t op);
