@@ -3,6 +3,8 @@
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2" --zb-insert-p2p --zb-insert-collectives | FileCheck %s --check-prefix=ONE
 // RUN: zbc-dsl-gpt --tied --layers 2 | zbc-opt --zb-backward --zb-schedule="schedule=1f1b microbatches=2" --zb-insert-p2p --zb-insert-collectives | sed 's/\(allreduce_tied1 = .*\) 65536 bytes/\1 256 bytes/' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=BYTES
 // RUN: zbc-dsl-gpt --tied --layers 2 | zbc-opt --zb-backward --zb-schedule="schedule=1f1b microbatches=2" --zb-insert-p2p --zb-insert-collectives | sed 's/\(allreduce_tied1 = .*\) after(%BW1_1)/\1/' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=UNWAITED
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2 data-parallel=2" --zb-insert-p2p --zb-insert-collectives | sed '/%allreduce0 = /d' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2 data-parallel=2" --zb-insert-p2p --zb-insert-collectives | sed 's/: 20992 bytes/: 20000 bytes/' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=SUM
 
 // Tests that with two data-parallel replicas each rank sums its stage's
 // gradients over the replicas with one all-reduce right after the last W
@@ -42,3 +44,10 @@
 // Tests that the proof refuses an all-reduce that does not wait for the
 // backward writing the gradients it sums.
 // UNWAITED: error: all-reduce of stage 1's gradients over "tied:wte" (wte, 65536 bytes) does not wait for BW(1,1), the last compute writing the gradients it sums
+
+// Tests that the proof refuses a data-parallel program that leaves a
+// gradient unsummed over the replicas, naming the rank and the parameter.
+// MISSING: error: rank 0 never sums the gradient of 'fc0.bias' over "replicas" (the program runs as replicas)
+
+// Tests that an all-reduce's bytes are its parameters' f32 gradients'.
+// SUM: error: says 20000 bytes, but the f32 gradients of its parameters are 20992

@@ -14,12 +14,14 @@
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Options/ByteAmount.h"
+#include "zbc/Support/CollectiveGroups.h"
 #include "zbc/Support/Limits.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 
 #include <algorithm>
+#include <map>
 
 #define DEBUG_TYPE "zb-verify-schedule"
 
@@ -53,6 +55,76 @@ Operation *opOf(ProgramOp program, const ProgramModel &model, int rank,
   return program;
 }
 
+/// What each all-reduce of `program` sums (Note [Collective groups]): the
+/// parameters of its stage, its bytes their f32 gradients', a tied group
+/// its own parameter only; and that every gradient a rank must sum (a tied
+/// parameter's, or any with replicas > 1) is summed by one all-reduce.
+LogicalResult verifyCollectiveContents(ProgramOp program, PipelineOp pipeline) {
+  SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
+  std::map<std::string, std::vector<int>> tied =
+      tiedHoldersOf(pipeline, program);
+  bool dataParallel = program.getReplicas().value_or(1) > 1;
+  for (RankOp rank : program.getBody().front().getOps<RankOp>()) {
+    int64_t r = rank.getRank();
+    std::map<std::string, int64_t> gradBytes; // the rank's parameters
+    for (auto [s, stage] : llvm::enumerate(stages))
+      if (static_cast<int64_t>(s) < program.getNumStages() &&
+          program.getRankOfStage(s) == r)
+        for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
+          gradBytes[param.getName().str()] =
+              cast<RankedTensorType>(param.getType()).getNumElements() * 4;
+    std::map<std::string, AllReduceOp> summedBy;
+    for (AllReduceOp reduce : rank.getBody().front().getOps<AllReduceOp>()) {
+      if (reduce.getStage() >= static_cast<int64_t>(stages.size()))
+        continue; // the op's verifier said
+      StageOp stage = stages[reduce.getStage()];
+      std::string over = reduce.getOver().str();
+      std::string_view tiedParam = tiedParamOf(over);
+      int64_t bytes = 0;
+      for (StringRef name : reduce.getParams().getAsValueRange<StringAttr>()) {
+        bool inStage = llvm::any_of(
+            stage.getBody().front().getOps<ParamOp>(),
+            [&](ParamOp param) { return param.getName() == name; });
+        if (!inStage)
+          return reduce.emitError("sums the gradient of '")
+                 << name << "', which stage " << reduce.getStage()
+                 << " does not hold";
+        if (!tiedParam.empty() && name != StringRef(tiedParam))
+          return reduce.emitError("sums '")
+                 << name << "' over \"" << over
+                 << "\", the holders of another parameter";
+        auto [it, first] = summedBy.try_emplace(name.str(), reduce);
+        if (!first) {
+          InFlightDiagnostic diag = reduce.emitError("sums the gradient of '")
+                                    << name << "' a second time";
+          diag.attachNote(it->second.getLoc()) << "the first";
+          return diag;
+        }
+        bytes += gradBytes[name.str()];
+      }
+      if (bytes != reduce.getBytes())
+        return reduce.emitError("says ")
+               << reduce.getBytes() << " bytes, but the f32 gradients of "
+               << "its parameters are " << bytes;
+    }
+    for (const auto &[name, bytes] : gradBytes) {
+      std::string group = tiedGroupOf(name);
+      bool isTied = tied.count(group) > 0;
+      if (!isTied && !dataParallel)
+        continue;
+      std::string over = isTied ? group : std::string(kReplicasGroup);
+      auto it = summedBy.find(name);
+      if (it == summedBy.end() || it->second.getOver() != over)
+        return rank.emitError("rank ")
+               << r << " never sums the gradient of '" << name << "' over \""
+               << over << "\""
+               << (isTied ? " (stages on other ranks hold it too)"
+                          : " (the program runs as replicas)");
+    }
+  }
+  return success();
+}
+
 } // namespace
 
 LogicalResult zbc::verifyScheduleProgram(ProgramOp program,
@@ -78,6 +150,8 @@ LogicalResult zbc::verifyScheduleProgram(ProgramOp program,
   }
   if (!pipeline)
     return success();
+  if (failed(verifyCollectiveContents(program, pipeline)))
+    return failure();
 
   FailureOr<std::vector<RankMemory>> memory =
       analyzeProgramMemory(program, pipeline, model);
