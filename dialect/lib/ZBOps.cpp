@@ -528,7 +528,7 @@ void AllReduceOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 LogicalResult AllReduceOp::verify() {
   RankOp rank = getRankOp();
   ProgramOp program = rank.getProgram();
-  if (getStage() >= program.getNumStages())
+  if (static_cast<int64_t>(getStage()) >= program.getNumStages())
     return emitOpError("stage ") << getStage() << " is out of range [0, "
                                  << program.getNumStages() << ")";
   if (program.getRankOfStage(getStage()) != int64_t(rank.getRank()))

@@ -73,7 +73,8 @@ Error zbc::readProgram(zb::ProgramOp program, zb::PipelineOp pipeline,
   compiled.timeUnit = costUnitOf(pipeline);
   FailureOr<sched::Problem> problem = problemOfCosts(
       pipeline, pipeline.getNumStages() / std::max(compiled.ranks, 1),
-      program.getMicrobatches(), std::nullopt);
+      program.getMicrobatches(), std::nullopt,
+      program.getReplicas().value_or(1));
   if (failed(problem))
     return fail("the program's costs do not fit it (the error is above)");
   compiled.problem = *problem;
@@ -204,6 +205,19 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
                       request.options.replicas, request.options.replicas * compiled.ranks,
                       options.microbatches,
                       request.options.replicas * options.microbatches);
+  // Note [Collectives in the simulator]: what the gradient sums take on
+  // the busiest rank, and what of it the cool-down does not hide.
+  double summing = 0;
+  for (double seconds : compiled.predicted.communication)
+    summing = std::max(summing, seconds);
+  if (summing > 0)
+    outs() << formatv("  gradient all-reduces: {0:G4} on the busiest rank, "
+                      "{1:G4} of it exposed ({2:F4} of the predicted step, "
+                      "in {3})\n",
+                      summing, compiled.predicted.exposedCommunication,
+                      compiled.predicted.exposedCommunication /
+                          compiled.makespan,
+                      compiled.timeUnit);
   std::string shares;
   for (double share : compiled.predicted.idleShare)
     shares += formatv(" {0:F2}", share).str();

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using namespace zbc;
@@ -51,6 +52,7 @@ constexpr const char *kMeasuredModel = "measured_model";
 // stages' came from.
 constexpr const char *kComm = "comm";
 constexpr const char *kCopyBandwidth = "copy_bandwidth";
+constexpr const char *kCollectiveBandwidth = "collective_bandwidth";
 constexpr const char *kUnit = "unit";
 constexpr const char *kCostFile = "cost_file";
 // The shape a cost file was measured for, where it says.
@@ -173,6 +175,9 @@ measuredCostsOf(PipelineOp pipeline, StringRef path,
     pipelineCosts.set(kComm, costAttr(b, *parsed->comm));
   if (parsed->copyBandwidth)
     pipelineCosts.set(kCopyBandwidth, costAttr(b, *parsed->copyBandwidth));
+  if (parsed->collectiveBandwidth)
+    pipelineCosts.set(kCollectiveBandwidth,
+                      costAttr(b, *parsed->collectiveBandwidth));
   if (parsed->ranks)
     pipelineCosts.set(kFileRanks, b.getI64IntegerAttr(*parsed->ranks));
   if (parsed->virtualStages)
@@ -238,7 +243,8 @@ double zbc::costValueOf(Attribute attr) {
 }
 
 CostSource zbc::costSourceOf(const CompileOptions &options) {
-  return CostSource{options.costFile, options.comm, options.copyBandwidth};
+  return CostSource{options.costFile, options.comm, options.copyBandwidth,
+                    options.collectiveBandwidth};
 }
 
 LogicalResult zbc::attachCosts(PipelineOp pipeline, const CostSource &source) {
@@ -250,6 +256,9 @@ LogicalResult zbc::attachCosts(PipelineOp pipeline, const CostSource &source) {
   NamedAttrList pipelineCosts;
   pipelineCosts.set(kComm, costAttr(b, source.comm));
   pipelineCosts.set(kCopyBandwidth, costAttr(b, source.copyBandwidth));
+  if (source.collectiveBandwidth > 0)
+    pipelineCosts.set(kCollectiveBandwidth,
+                      costAttr(b, source.collectiveBandwidth));
   pipelineCosts.set(kUnit, b.getStringAttr("FLOPs"));
   if (source.costFile.empty()) {
     for (auto [stage, cost] : llvm::zip(stages, *model))
@@ -314,9 +323,43 @@ std::string zbc::costUnitOf(PipelineOp pipeline) {
   return unit ? unit.str() : "FLOPs";
 }
 
+/// Note [Collectives in the simulator]: per stage the f32 gradients of the
+/// parameters it alone holds, and one sum per parameter several hold.
+static std::vector<sched::GradientSum> gradientSumsOf(PipelineOp pipeline) {
+  std::map<std::string, sched::GradientSum> byParam;
+  std::vector<std::string> order;
+  for (auto [s, stage] :
+       llvm::enumerate(pipeline.getBody().front().getOps<StageOp>()))
+    for (ParamOp param : stage.getBody().front().getOps<ParamOp>()) {
+      auto [it, first] = byParam.try_emplace(param.getName().str());
+      if (first) {
+        order.push_back(param.getName().str());
+        it->second.bytes = static_cast<double>(
+            cast<RankedTensorType>(param.getType()).getNumElements() * 4);
+      }
+      it->second.stages.push_back(static_cast<int>(s));
+    }
+  std::map<int, sched::GradientSum> ofStage;
+  std::vector<sched::GradientSum> sums;
+  for (const std::string &name : order) {
+    const sched::GradientSum &sum = byParam[name];
+    if (sum.stages.size() > 1) {
+      sums.push_back(sum);
+      continue;
+    }
+    sched::GradientSum &bucket = ofStage[sum.stages.front()];
+    bucket.stages = sum.stages;
+    bucket.bytes += sum.bytes;
+  }
+  for (auto &[stage, bucket] : ofStage)
+    sums.push_back(bucket);
+  return sums;
+}
+
 FailureOr<sched::Problem>
 zbc::problemOfCosts(PipelineOp pipeline, int64_t virtualStages,
-                    int64_t microbatches, std::optional<double> budget) {
+                    int64_t microbatches, std::optional<double> budget,
+                    int64_t replicas) {
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   DictionaryAttr costs = costsOf(pipeline);
   sched::Problem problem;
@@ -325,6 +368,9 @@ zbc::problemOfCosts(PipelineOp pipeline, int64_t virtualStages,
   problem.microbatches = static_cast<int>(microbatches);
   problem.comm = numberIn(costs, kComm);
   problem.copyBandwidth = numberIn(costs, kCopyBandwidth);
+  problem.collectiveBandwidth = numberIn(costs, kCollectiveBandwidth);
+  problem.replicas = static_cast<int>(replicas);
+  problem.gradientSums = gradientSumsOf(pipeline);
   problem.activationBudget = budget;
   for (StageOp stage : stages) {
     DictionaryAttr entries = costsOf(stage);

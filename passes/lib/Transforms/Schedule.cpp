@@ -141,7 +141,8 @@ void recordPredictionOfKept(ProgramOp program, PipelineOp pipeline) {
                                 [](Diagnostic &) { return success(); });
   FailureOr<sched::Problem> problem =
       problemOfCosts(pipeline, pipeline.getNumStages() / ranks,
-                     program.getMicrobatches(), std::nullopt);
+                     program.getMicrobatches(), std::nullopt,
+                     program.getReplicas().value_or(1));
   if (failed(problem))
     return;
   llvm::Expected<sched::SimResult> sim =

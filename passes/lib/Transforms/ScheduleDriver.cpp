@@ -238,7 +238,8 @@ FailureOr<BuiltOrder> zbc::orderAtBudget(PipelineOp pipeline,
       failed(setCheapPolicy(pipeline, withoutPolicy, true)))
     return failure();
   auto problem = [&] {
-    return problemOfCosts(pipeline, *v, request.microbatches, budget);
+    return problemOfCosts(pipeline, *v, request.microbatches, budget,
+                          request.replicas);
   };
   FailureOr<sched::Problem> asked = problem();
   if (failed(asked))

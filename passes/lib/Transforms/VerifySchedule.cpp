@@ -75,7 +75,7 @@ LogicalResult verifyCollectiveContents(ProgramOp program, PipelineOp pipeline) {
               cast<RankedTensorType>(param.getType()).getNumElements() * 4;
     std::map<std::string, AllReduceOp> summedBy;
     for (AllReduceOp reduce : rank.getBody().front().getOps<AllReduceOp>()) {
-      if (reduce.getStage() >= static_cast<int64_t>(stages.size()))
+      if (reduce.getStage() >= stages.size())
         continue; // the op's verifier said
       StageOp stage = stages[reduce.getStage()];
       std::string over = reduce.getOver().str();
@@ -102,7 +102,7 @@ LogicalResult verifyCollectiveContents(ProgramOp program, PipelineOp pipeline) {
         }
         bytes += gradBytes[name.str()];
       }
-      if (bytes != reduce.getBytes())
+      if (bytes != static_cast<int64_t>(reduce.getBytes()))
         return reduce.emitError("says ")
                << reduce.getBytes() << " bytes, but the f32 gradients of "
                << "its parameters are " << bytes;

@@ -172,6 +172,40 @@ TEST(Simulator, CommDelayOnCrossRankEdges) {
   EXPECT_DOUBLE_EQ(simulateOK(problem, table).makespan, 5);
 }
 
+// Note [Collectives in the simulator] on a 2-rank 1F1B (m = 4, unit costs,
+// comm 0.5), two replicas, collective bandwidth 10: rank 1 sums stage 1's
+// 20 bytes in 0.5 + 2 (1/2) 20 / 10 = 2.5 from its last BW's end, which is
+// 2.5 before rank 0's (its BW, 2, and the hop, 0.5): hidden. Rank 0, which
+// ends the step, sums stage 0's 10 bytes in 1.5 after it: 1.5 exposed.
+// One replica sums nothing.
+TEST(Simulator, GradientSumsOverReplicasAfterTheLastBackward) {
+  Problem problem = uniform(2, 4);
+  problem.comm = 0.5;
+  problem.collectiveBandwidth = 10;
+  problem.gradientSums = {{{0}, 10}, {{1}, 20}};
+  ScheduleTable table = oneFOneB(2, 4, /*fused=*/true);
+  // comm delays the cross-rank edges: the timing without sums first.
+  Problem unsummed = problem;
+  unsummed.gradientSums.clear();
+  double base = simulateOK(unsummed, table).makespan;
+  problem.replicas = 2;
+  SimResult sim = simulateOK(problem, table);
+  EXPECT_DOUBLE_EQ(sim.communication[0], 1.5);
+  EXPECT_DOUBLE_EQ(sim.communication[1], 2.5);
+  EXPECT_DOUBLE_EQ(sim.exposedCommunication, 1.5);
+  EXPECT_DOUBLE_EQ(sim.makespan, base + 1.5);
+  problem.replicas = 1;
+  EXPECT_DOUBLE_EQ(simulateOK(problem, table).makespan, base);
+  // A parameter both stages hold (a tied one) sums over the two ranks even
+  // with one replica; on one rank it would sum nothing.
+  problem.gradientSums = {{{0, 1}, 10}};
+  SimResult tied = simulateOK(problem, table);
+  EXPECT_DOUBLE_EQ(tied.communication[0], 1.5);
+  EXPECT_DOUBLE_EQ(tied.communication[1], 1.5);
+  problem.collectiveBandwidth = 0; // not timed
+  EXPECT_DOUBLE_EQ(simulateOK(problem, table).makespan, base);
+}
+
 // Both stages on one rank (a V of one rank): no edge crosses ranks, so comm
 // never applies and the rank runs back to back: makespan 6.
 TEST(Simulator, NoCommBetweenStagesOfOneRank) {

@@ -68,6 +68,7 @@ struct CostSource {
   std::string costFile; // "": the cost model alone
   double comm = 0;
   double copyBandwidth = 0;
+  double collectiveBandwidth = 0;
 };
 CostSource costSourceOf(const CompileOptions &options);
 
@@ -92,11 +93,14 @@ std::string costUnitOf(zb::PipelineOp pipeline);
 
 /// The scheduling problem of `pipeline` from its attached costs, with
 /// `virtualStages` stages per rank, `microbatches` and `budget` (Note [Two
-/// memory limits]; nullopt: the schedule's default); validated, and held
-/// to the shape a cost file was measured for. Errors go to the pipeline.
+/// memory limits]; nullopt: the schedule's default), run as `replicas`
+/// data-parallel replicas (its gradient sums: Note [Collectives in the
+/// simulator]); validated, and held to the shape a cost file was measured
+/// for. Errors go to the pipeline.
 mlir::FailureOr<sched::Problem>
 problemOfCosts(zb::PipelineOp pipeline, int64_t virtualStages,
-               int64_t microbatches, std::optional<double> budget);
+               int64_t microbatches, std::optional<double> budget,
+               int64_t replicas = 1);
 
 } // namespace zbc
 

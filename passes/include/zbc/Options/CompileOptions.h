@@ -91,6 +91,9 @@ struct CompileOptions {
   double comm = 0;
   /// Bytes a copy queue moves per unit of schedule time (0: none given).
   double copyBandwidth = 0;
+  /// Bytes a collective moves per unit of schedule time on each rank (0:
+  /// collectives not timed; Note [Collectives in the simulator]).
+  double collectiveBandwidth = 0;
 
   // The cutting of a model without zb.cut (Cut).
   /// Stages to cut it into (0: keep the model's cuts).
@@ -178,6 +181,14 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
                     "Bytes a rank copies between device and host memory per "
                     "unit of schedule time, each way (a cost file's "
                     "copy_bandwidth overrides it)",
+                    Bounds{0, limits::kMaxAmount}});
+  binder(collectiveBandwidth,
+         OptionInfo{"collective-bandwidth", CostsGroup, "X",
+                    "Bytes a gradient all-reduce moves per unit of schedule "
+                    "time on each rank (ring: 2(n-1)/n of its bytes, plus "
+                    "comm): the predicted step counts what the cool-down "
+                    "does not hide (0: not timed; a cost file's "
+                    "collective_bandwidth overrides it)",
                     Bounds{0, limits::kMaxAmount}});
   binder(stages, OptionInfo{"stages", CutGroup, "S",
                             "Stages for a model without zb.cut (0: keep the "

@@ -19,7 +19,10 @@
 // memory; left out: all of M_B) one number (every stage) or a list with
 // one per stage (Note [Recomputation as an action], Note [Offload as
 // actions], Problem.h); `copy_bandwidth` one number in [0, 1e30] (memory
-// units per time unit, each way; left out: 0, no link). A field of the
+// units per time unit, each way; left out: 0, no link);
+// `collective_bandwidth` one number in [0, 1e30] (bytes a collective moves
+// per time unit on each rank: Note [Collectives in the simulator],
+// Problem.h; left out: 0, collectives not timed). A field of the
 // wrong type is an error
 // naming the key, the type found and the type expected; the document may nest
 // at most limits::kMaxJSONDepth deep (the reader recurses). Ranges of costs
@@ -42,7 +45,8 @@ namespace zbc::sched {
 
 struct CostFile {
   std::optional<int64_t> ranks, microbatches, virtualStages;
-  std::optional<double> comm, activationBudget, copyBandwidth;
+  std::optional<double> comm, activationBudget, copyBandwidth,
+      collectiveBandwidth;
   /// Empty: not given; one value: every stage; else one per stage.
   std::vector<double> F, B, W, R, memB, memW, memKeep, memOffload;
   /// Measured costs (zbc profile) name the model they were measured on:

@@ -122,6 +122,25 @@ enum class Placement {
 };
 const char *placementName(Placement placement);
 
+/// Note [Collectives in the simulator]
+/// The gradient sums of a data-parallel or tied program (zb.all_reduce,
+/// Note [Collective groups]) as the simulator times them: a sum of the
+/// f32 gradients (`bytes`) of parameters that `stages` hold (one stage; a
+/// tied parameter's several). Its group is the ranks holding those stages
+/// in every one of the problem's `replicas`; a group of one process sums
+/// nothing. Each holder issues it when the last W (or BW) of those stages
+/// on its rank ends, and a rank runs its collectives one at a time in the
+/// order they are issued, beside its compute: a ring all-reduce over n
+/// processes takes comm + 2 (n - 1) / n x bytes / collectiveBandwidth. A
+/// rank's step ends when its computes and its collectives have, so what
+/// the cool-down does not hide lengthens the makespan
+/// (SimResult::exposedCommunication). Without a collective bandwidth the
+/// collectives are not timed.
+struct GradientSum {
+  std::vector<int> stages;
+  double bytes = 0;
+};
+
 /// A scheduling problem.
 struct Problem {
   int ranks = 1;                 // p
@@ -132,6 +151,14 @@ struct Problem {
   /// Memory units a rank copies to or from host memory per time unit, in
   /// each direction (Note [Offload as actions]); 0: no link, no offload.
   double copyBandwidth = 0;
+  /// Note [Collectives in the simulator]: data-parallel replicas, the
+  /// gradient sums and the bytes a collective moves per time unit (0: not
+  /// timed).
+  int replicas = 1;
+  std::vector<GradientSum> gradientSums;
+  double collectiveBandwidth = 0;
+  /// How long a ring all-reduce of `bytes` over `members` processes takes.
+  double allReduceTime(double bytes, int members) const;
   /// Per-rank activation budget (Note [Two memory limits]). 0: none.
   /// Unset: the schedule's default (zb-auto and zb-v have one,
   /// ScheduleInfo::defaultActivationBudget; the others none); buildSchedule

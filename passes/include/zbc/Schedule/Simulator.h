@@ -9,7 +9,9 @@
 // the stage's recompute time (Note [Recomputation as an action]); O and L
 // on the rank's copy queues beside its compute (Note [Offload as actions]:
 // an O fences the compute action after it, a restored backward waits for
-// its L).
+// its L). A data-parallel or tied problem's gradient sums run after the
+// last W of their stages, beside the compute (Note [Collectives in the
+// simulator], Problem.h).
 // It reports the makespan (the longest rank's span, first start to last
 // end), two bubble rates and per-rank peak memory and idle time. The
 // bubble rate is the busiest rank's, (makespan - m * busiest rank's F+B+W
@@ -54,6 +56,11 @@ struct SimResult {
   /// empty when nothing is offloaded (Note [Offload as actions]).
   std::vector<double> peakHostMemory;
   std::vector<double> idle;       // per rank: span minus busy time
+  /// Note [Collectives in the simulator]: how much later the step ends
+  /// because of collectives the cool-down does not hide, and per rank the
+  /// time its collectives take.
+  double exposedCommunication = 0;
+  std::vector<double> communication;
 };
 
 llvm::Expected<SimResult> simulate(const Problem &problem,

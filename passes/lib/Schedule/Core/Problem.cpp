@@ -49,6 +49,13 @@ double StageCost::time(Kind kind) const {
   return 0;
 }
 
+double Problem::allReduceTime(double bytes, int members) const {
+  if (members <= 1 || collectiveBandwidth <= 0)
+    return 0;
+  // A ring: each process sends and receives 2 (n - 1) / n of the bytes.
+  return comm + 2.0 * (members - 1) / members * bytes / collectiveBandwidth;
+}
+
 double Problem::duration(Kind kind, int stage) const {
   const StageCost &cost = stages[stage];
   if (!isCopy(kind))
@@ -192,6 +199,23 @@ llvm::Error Problem::validate() const {
       return fail(where + "M_offload (what O moves to host memory) must be in "
                   "[0, M_B = " + formatNumber(s.memB) +
                   "] (or -1: all of M_B), got " + formatNumber(s.memOffload));
+  }
+  if (replicas < 1 || replicas > limits::kMaxRanks)
+    return fail("replicas must be in [1, " + llvm::Twine(limits::kMaxRanks) +
+                "] (got " + llvm::Twine(replicas) + ")");
+  if (!amount(collectiveBandwidth))
+    return fail("collective bandwidth must be a finite number in [0, " +
+                formatNumber(limits::kMaxAmount) + "] (got " +
+                formatNumber(collectiveBandwidth) + ")");
+  for (const GradientSum &sum : gradientSums) {
+    if (!amount(sum.bytes))
+      return fail("a gradient sum's bytes must be in [0, " +
+                  formatNumber(limits::kMaxAmount) + "] (got " +
+                  formatNumber(sum.bytes) + ")");
+    for (int s : sum.stages)
+      if (s < 0 || s >= numStages())
+        return fail("a gradient sum names stage " + llvm::Twine(s) +
+                    "; the problem has " + llvm::Twine(numStages()));
   }
   if (!amount(copyBandwidth))
     return fail("copy bandwidth must be in " + range + ", got " +

@@ -281,6 +281,61 @@ static llvm::Error trackMemory(const Problem &problem,
   return llvm::Error::success();
 }
 
+namespace {
+
+/// Note [Collectives in the simulator]: each rank's gradient sums, issued
+/// at the end of the last W (or BW) of their stages there and run one at a
+/// time beside its compute; a rank's span ends no earlier than its last.
+void timeCollectives(const Problem &problem, const ScheduleTable &table,
+                     SimResult &result) {
+  int ranks = static_cast<int>(table.ranks.size());
+  result.communication.assign(ranks, 0.0);
+  if (problem.collectiveBandwidth <= 0 || problem.gradientSums.empty())
+    return;
+  // The end of the last compute writing each stage's gradients.
+  std::vector<double> lastWriteEnd(problem.numStages(), 0.0);
+  for (const std::vector<TimedAction> &line : result.timeline)
+    for (const TimedAction &t : line)
+      if (t.action.kind == Kind::W || t.action.kind == Kind::BW)
+        lastWriteEnd[t.action.stage] =
+            std::max(lastWriteEnd[t.action.stage], t.end);
+  double makespan = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<TimedAction> &line = result.timeline[r];
+    if (line.empty())
+      continue;
+    std::vector<std::pair<double, double>> issued; // (issue, duration)
+    for (const GradientSum &sum : problem.gradientSums) {
+      std::vector<int> holders;
+      double issue = -1;
+      for (int s : sum.stages) {
+        int holder = table.rankOfStage[s];
+        if (!llvm::is_contained(holders, holder))
+          holders.push_back(holder);
+        if (holder == r)
+          issue = std::max(issue, lastWriteEnd[s]);
+      }
+      int members = static_cast<int>(holders.size()) * problem.replicas;
+      if (issue >= 0 && members > 1)
+        issued.push_back({issue, problem.allReduceTime(sum.bytes, members)});
+    }
+    llvm::stable_sort(issued);
+    double end = 0, start = line.front().start;
+    for (const TimedAction &t : line)
+      end = std::max(end, t.end);
+    double channel = 0;
+    for (auto [issue, duration] : issued) {
+      channel = std::max(channel, issue) + duration;
+      result.communication[r] += duration;
+    }
+    makespan = std::max(makespan, std::max(end, channel) - start);
+  }
+  result.exposedCommunication = std::max(0.0, makespan - result.makespan);
+  result.makespan = std::max(result.makespan, makespan);
+}
+
+} // namespace
+
 llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
                                                const ScheduleTable &table) {
   // Imported CSVs reach here without buildSchedule's checks, so repeat them:
@@ -352,6 +407,7 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
     result.makespan = std::max(result.makespan, span);
     result.idle[r] = std::max(0.0, span - busy);
   }
+  timeCollectives(problem, table, result);
   // The busiest rank's work per microbatch: with uneven stages (or several
   // stages per rank) the paper's F+B+W is the largest per-rank sum.
   std::vector<double> work(sim.numRanks, 0.0);

@@ -166,7 +166,7 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
 
   static const llvm::StringRef known[] = {
       "ranks",     "microbatches", "virtual", "comm",
-      "activation_budget", "copy_bandwidth", "F", "B",
+      "activation_budget", "copy_bandwidth", "collective_bandwidth", "F", "B",
       "W",         "R",            "M_B",     "M_W",
       "M_keep",    "M_offload",    "model",   "model_hash"};
   Reader read{name};
@@ -201,7 +201,8 @@ llvm::Expected<CostFile> zbc::sched::parseCostFile(llvm::StringRef text,
   for (auto [key, field] :
        {std::pair<llvm::StringRef, std::optional<double> CostFile::*>{
             "comm", &CostFile::comm},
-        {"copy_bandwidth", &CostFile::copyBandwidth}}) {
+        {"copy_bandwidth", &CostFile::copyBandwidth},
+        {"collective_bandwidth", &CostFile::collectiveBandwidth}}) {
     if (const json::Value *value = object->get(key)) {
       llvm::Expected<double> x = read.amount(key, *value);
       if (!x)
