@@ -5,6 +5,7 @@
 // RUN: zbc-dsl-gpt --tied --layers 2 | zbc-opt --zb-backward --zb-schedule="schedule=1f1b microbatches=2" --zb-insert-p2p --zb-insert-collectives | sed 's/\(allreduce_tied1 = .*\) after(%BW1_1)/\1/' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=UNWAITED
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2 data-parallel=2" --zb-insert-p2p --zb-insert-collectives | sed '/%allreduce0 = /d' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2 data-parallel=2" --zb-insert-p2p --zb-insert-collectives | sed 's/: 20992 bytes/: 20000 bytes/' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=SUM
+// RUN: zbc-dsl-gpt --tied --layers 2 | zbc-opt --zb-lower-to-program="schedule=zb-h1 microbatches=4 data-parallel=2 memory-limit=3000000" | FileCheck %s --check-prefix=LIMIT
 
 // Tests that with two data-parallel replicas each rank sums its stage's
 // gradients over the replicas with one all-reduce right after the last W
@@ -51,3 +52,11 @@
 
 // Tests that an all-reduce's bytes are its parameters' f32 gradients'.
 // SUM: error: says 20000 bytes, but the f32 gradients of its parameters are 20992
+
+// Tests that a memory limit is fitted on trial programs with their
+// collectives: the proof of each trial asks for the tied sums.
+// LIMIT-LABEL: zb.program @gpt_zb_h1
+// LIMIT-SAME:  activation_budget = 3000000
+// LIMIT-SAME:  replicas = 2
+// LIMIT:       zb.all_reduce grads stage 0 over "replicas"
+// LIMIT:       zb.all_reduce grads stage 0 over "tied:wte"

@@ -38,6 +38,9 @@ scheduledAt(ModuleOp module, std::optional<double> budget,
     return failure();
   PassManager pm(module.getContext());
   pm.addPass(createZBInsertP2PPass());
+  // The gradient sums too: the proof of a tied or data-parallel program
+  // asks for them (VerifySchedule.cpp).
+  pm.addPass(createZBInsertCollectivesPass());
   if (failed(pm.run(*copy)))
     return failure();
   return std::make_pair(std::move(copy), *makespan);

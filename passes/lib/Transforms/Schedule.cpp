@@ -256,9 +256,7 @@ void ZBSchedulePass::runOnOperation() {
     }
     if (memoryLimit > 0)
       program.setMemoryLimitAttr(b.getI64IntegerAttr(memoryLimit));
-    // The replicas it runs as: zb-insert-collectives sums their gradients.
-    if (request.replicas > 1)
-      program.setReplicasAttr(b.getI64IntegerAttr(request.replicas));
+    recordReplicas(program, request);
   }
 }
 

@@ -104,9 +104,12 @@ FailureOr<double> scheduleModule(ModuleOp module, const CompileOptions &request,
     FailureOr<BuiltOrder> order = orderAtBudget(pipeline, request, levers, budget);
     if (failed(order))
       return failure();
-    buildComputeProgram(pipeline, order->built.table,
-                        programNameOf(pipeline, request.schedule),
-                        request.schedule, optimizerName(request.optimizer));
+    recordReplicas(buildComputeProgram(pipeline, order->built.table,
+                                       programNameOf(pipeline,
+                                                     request.schedule),
+                                       request.schedule,
+                                       optimizerName(request.optimizer)),
+                   request);
     longest = std::max(longest, order->built.sim.makespan);
   }
   return longest;
@@ -370,4 +373,10 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
       emitRemark(pipeline.getLoc()) << said;
   }
   return choice;
+}
+
+void zbc::recordReplicas(ProgramOp program, const CompileOptions &request) {
+  if (request.replicas > 1)
+    program.setReplicasAttr(
+        Builder(program.getContext()).getI64IntegerAttr(request.replicas));
 }

@@ -51,6 +51,10 @@ mlir::FailureOr<BuiltOrder> orderAtBudget(zb::PipelineOp pipeline,
                                      Levers levers,
                                      std::optional<double> budget);
 
+/// Records on `program` the data-parallel replicas `request` asks for
+/// (zb-insert-collectives sums their gradients).
+void recordReplicas(zb::ProgramOp program, const CompileOptions &request);
+
 /// The symbol of the program zb-schedule writes for `pipeline`.
 std::string programNameOf(zb::PipelineOp pipeline, llvm::StringRef schedule);
 
