@@ -297,7 +297,8 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
       "\"device\": \"{}\", \"profile\": {{\"step_seconds\": "
       "{}, \"kernel_seconds\": {}, \"comm_seconds\": {}, "
       "\"optimizer_seconds\": {}, \"copies\": {}, "
-      "\"copy_wait_seconds\": {}, \"computes\": [{}]}}}}\n",
+      "\"copy_wait_seconds\": {}, \"collective_wait_seconds\": {}, "
+      "\"computes\": [{}]}}}}\n",
       p.rank, rank->options.steps, log.firstStep, rank->ledger.peak(),
       p.peak_bytes, p.arena_bytes, rank->ledger.hostPeak(), p.host_peak_bytes,
       p.host_arena_bytes, jsonNumber(log.seconds), losses, evals,
@@ -305,7 +306,8 @@ std::string writeReport(zbc_rt_rank *rank, const RunLog &log) {
       log.allocations, log.deviceAllocations, rank->device->name(),
       jsonNumber(profile.stepSeconds), jsonNumber(profile.kernelSeconds),
       jsonNumber(profile.commSeconds), jsonNumber(profile.optimizerSeconds),
-      profile.copyCount, jsonNumber(profile.copyWaitSeconds), computes);
+      profile.copyCount, jsonNumber(profile.copyWaitSeconds),
+      jsonNumber(profile.collectiveWaitSeconds), computes);
   return out ? "" : fmt::format("cannot write '{}'", path);
 }
 

@@ -129,9 +129,11 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
     return ZBC_RT_OK;
   const zbc_rt_program &p = *rank->program;
   {
-    InsideMPI mpi(rank, "the all-reduce of the gradients over the replicas");
+    InsideMPI mpi(rank, "the program's gradient all-reduces");
+    double begin = Profile::now();
     if (std::string error = rank->transport->finishAllReduces(); !error.empty())
       return fail(rank, error);
+    rank->profile.collectiveWaitSeconds += Profile::now() - begin;
   }
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];

@@ -79,6 +79,9 @@ struct Profile {
   // waited for them (a CPU waits here; a GPU's compute stream does).
   int64_t copyCount = 0;
   double copyWaitSeconds = 0;
+  // The time the step's end waited for the program's gradient sums: what
+  // of them the order did not hide (Note [Collectives in the simulator]).
+  double collectiveWaitSeconds = 0;
   std::vector<double> computeSeconds; // [stage * ZBC_RT_COMPUTE_KIND_COUNT + what]
   std::vector<int64_t> computeCount;
   static double now(); // a monotonic clock, seconds
