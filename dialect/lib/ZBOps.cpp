@@ -410,12 +410,12 @@ LogicalResult RankOp::verifyRegions() {
       for (Operation &member : group.getBody().front())
         if (isa<SendOp, RecvOp>(member) && failed(claimTransfer(&member)))
           return failure();
-    } else if (!isa<AllReduceOp>(op)) {
+    } else if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
       // The proof (Program.h) checks the collectives' order per group.
       return op.emitOpError("cannot appear in a 'zb.rank'; it holds only "
                             "'zb.compute', 'zb.offload', 'zb.reload', "
-                            "'zb.send', 'zb.recv', 'zb.group' and "
-                            "'zb.all_reduce'");
+                            "'zb.send', 'zb.recv', 'zb.group' and the "
+                            "collectives");
     }
   }
   return success();
@@ -440,6 +440,12 @@ RankOp GroupOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
 RankOp OffloadOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
 RankOp ReloadOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
 RankOp AllReduceOp::getRankOp() {
+  return cast<RankOp>((*this)->getParentOp());
+}
+RankOp ReduceScatterOp::getRankOp() {
+  return cast<RankOp>((*this)->getParentOp());
+}
+RankOp AllGatherOp::getRankOp() {
   return cast<RankOp>((*this)->getParentOp());
 }
 
@@ -518,34 +524,51 @@ void ReloadOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 }
 
 // e.g. %allreduce0 for stage 0's gradients over the replicas,
-// %allreduce_tied0 for a tied parameter's.
+// %allreduce_tied0 for a tied parameter's, %reducescatter0, %allgather0.
+template <typename CollectiveOp>
+static void nameCollective(CollectiveOp op, StringRef kind,
+                           OpAsmSetValueNameFn setNameFn) {
+  bool tied = op.getOver().starts_with(zbc::kTiedGroupPrefix);
+  setNameFn(op.getDone(),
+            (kind + (tied ? "_tied" : "") + Twine(op.getStage())).str());
+}
 void AllReduceOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
-  bool tied = getOver().starts_with(kTiedGroupPrefix);
-  setNameFn(getDone(), (tied ? "allreduce_tied" : "allreduce") +
-                           std::to_string(getStage()));
+  nameCollective(*this, "allreduce", setNameFn);
+}
+void ReduceScatterOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  nameCollective(*this, "reducescatter", setNameFn);
+}
+void AllGatherOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  nameCollective(*this, "allgather", setNameFn);
 }
 
-LogicalResult AllReduceOp::verify() {
-  RankOp rank = getRankOp();
+/// A collective runs on the rank that holds its stage, over a group of
+/// Note [Collective groups], and moves something.
+template <typename CollectiveOp>
+static LogicalResult verifyCollective(CollectiveOp op) {
+  RankOp rank = op.getRankOp();
   ProgramOp program = rank.getProgram();
-  if (static_cast<int64_t>(getStage()) >= program.getNumStages())
-    return emitOpError("stage ") << getStage() << " is out of range [0, "
-                                 << program.getNumStages() << ")";
-  if (program.getRankOfStage(getStage()) != int64_t(rank.getRank()))
-    return emitOpError("runs on rank ")
-           << rank.getRank() << " but stage " << getStage()
-           << " is placed on rank " << program.getRankOfStage(getStage());
-  StringRef over = getOver();
-  if (over != kReplicasGroup && over != kPipelineGroup &&
-      !(over.starts_with(kTiedGroupPrefix) &&
-        over.size() > StringRef(kTiedGroupPrefix).size()))
-    return emitOpError("is over '")
-           << over << "'; a group is \"" << kReplicasGroup << "\", \""
-           << kPipelineGroup << "\" or \"" << kTiedGroupPrefix << "NAME\"";
-  if (getParams().empty())
-    return emitOpError("reduces no parameters");
+  if (static_cast<int64_t>(op.getStage()) >= program.getNumStages())
+    return op.emitOpError("stage ") << op.getStage() << " is out of range [0, "
+                                    << program.getNumStages() << ")";
+  if (program.getRankOfStage(op.getStage()) != int64_t(rank.getRank()))
+    return op.emitOpError("runs on rank ")
+           << rank.getRank() << " but stage " << op.getStage()
+           << " is placed on rank " << program.getRankOfStage(op.getStage());
+  StringRef over = op.getOver();
+  if (over != zbc::kReplicasGroup && over != zbc::kPipelineGroup &&
+      !(over.starts_with(zbc::kTiedGroupPrefix) &&
+        over.size() > StringRef(zbc::kTiedGroupPrefix).size()))
+    return op.emitOpError("is over '")
+           << over << "'; a group is \"" << zbc::kReplicasGroup << "\", \""
+           << zbc::kPipelineGroup << "\" or \"" << zbc::kTiedGroupPrefix << "NAME\"";
+  if (op.getParams().empty())
+    return op.emitOpError("moves no parameters");
   return success();
 }
+LogicalResult AllReduceOp::verify() { return verifyCollective(*this); }
+LogicalResult ReduceScatterOp::verify() { return verifyCollective(*this); }
+LogicalResult AllGatherOp::verify() { return verifyCollective(*this); }
 
 /// Checks a transfer of `payload` produced by `stage` between the rank that
 /// holds `stage` and the rank that holds its neighbour (downstream for

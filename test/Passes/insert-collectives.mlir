@@ -51,7 +51,7 @@
 // MISSING: error: rank 0 never sums the gradient of 'fc0.bias' over "replicas" (the program runs as replicas)
 
 // Tests that an all-reduce's bytes are its parameters' f32 gradients'.
-// SUM: error: says 20000 bytes, but the f32 gradients of its parameters are 20992
+// SUM: error: says 20000 bytes, but its parameters' f32 gradients are 20992
 
 // Tests that a memory limit is fitted on trial programs with their
 // collectives: the proof of each trial asks for the tied sums.

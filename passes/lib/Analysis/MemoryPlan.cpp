@@ -128,6 +128,7 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
   const sched::Program &p = model.program;
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   std::string optimizer = program.getOptimizer().value_or("sgd").str();
+  Sharding sharding = shardingOf(program);
 
   // The values of what each kind of compute runs on each stage, with the
   // length of its timeline: the same for every microbatch and rank, so
@@ -188,16 +189,17 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     // (Note [Master weights] for what each holds.)
     for (ParamOp param : params)
       persist(keyOf(KeyKind::Param, param.getName()),
-              paramHoldingOf(param.getType()).param);
+              paramHoldingOf(param.getType(), sharding).param);
     for (ParamOp param : params)
       persist(keyOf(KeyKind::Grad, param.getName()),
-              paramHoldingOf(param.getType()).grad);
+              paramHoldingOf(param.getType(), sharding).grad);
     for (ParamOp param : params)
-      if (int64_t bytes = paramHoldingOf(param.getType()).master)
+      if (int64_t bytes = paramHoldingOf(param.getType(), sharding).master)
         persist(masterKeyOf(param.getName()), bytes);
     for (ParamOp param : params)
       for (std::string &key : optimizerStateKeys(optimizer, param.getName()))
-        persist(std::move(key), paramHoldingOf(param.getType()).stateCopy);
+        persist(std::move(key),
+                paramHoldingOf(param.getType(), sharding).stateCopy);
     if (holdsLoss)
       persist("loss", memory[r].lossAccumulator);
 

@@ -13,6 +13,7 @@
 
 #include "zbc/Dialect/ZB/PhaseKeys.h"
 #include "zbc/Support/StageBoundary.h"
+#include "zbc/contracts/Shards.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -27,16 +28,29 @@ using namespace mlir;
 using namespace zbc;
 using namespace zbc::zb;
 
-ParamHolding zbc::paramHoldingOf(Type paramType) {
+Sharding zbc::shardingOf(ProgramOp program) {
+  Sharding sharding;
+  sharding.replicas = program.getReplicas().value_or(1);
+  sharding.sharded = sharding.replicas > 1 && program.getZero().value_or(0) > 0;
+  return sharding;
+}
+
+ParamHolding zbc::paramHoldingOf(Type paramType, Sharding sharding) {
   auto type = cast<RankedTensorType>(paramType);
+  int64_t elements = type.getNumElements();
+  // Whole, or padded to whole shards and a shard (Note [Sharded optimizer]).
+  int64_t whole = sharding.sharded
+                      ? paddedElements(elements, sharding.replicas)
+                      : elements;
+  int64_t own = sharding.sharded ? shardElements(elements, sharding.replicas)
+                                 : elements;
   ParamHolding holding;
-  holding.param = getNumBytes(type);
-  int64_t f32 = type.getNumElements() * 4;
-  holding.grad = f32;
-  holding.stateCopy = f32;
+  holding.param = whole * (type.getElementTypeBitWidth() / 8);
+  holding.grad = whole * 4;
+  holding.stateCopy = own * 4;
   if (isa<FloatType>(type.getElementType()) &&
       type.getElementTypeBitWidth() < 32)
-    holding.master = f32;
+    holding.master = own * 4;
   return holding;
 }
 
@@ -103,11 +117,11 @@ int64_t temporariesOf(ArrayRef<PhaseOp> phases,
   return peak;
 }
 
-StageInfo stageInfoOf(StageOp stage) {
+StageInfo stageInfoOf(StageOp stage, Sharding sharding) {
   StageInfo info;
   for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
     info.params.emplace_back(param.getName().str(),
-                             paramHoldingOf(param.getType()));
+                             paramHoldingOf(param.getType(), sharding));
   llvm::StringMap<size_t> indexOf;
   auto keyAt = [&](StringRef key, Type type) -> KeyInfo & {
     auto [it, inserted] = indexOf.try_emplace(key, info.keys.size());
@@ -363,7 +377,7 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
            << pipeline.getSymName() << " has " << stageOps.size();
   std::vector<StageInfo> stages;
   for (StageOp stage : stageOps)
-    stages.push_back(stageInfoOf(stage));
+    stages.push_back(stageInfoOf(stage, shardingOf(program)));
   int copies = 1;
   if (auto optimizer = program.getOptimizer()) {
     FailureOr<int> n = optimizerCopies(*optimizer);

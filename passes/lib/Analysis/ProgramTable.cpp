@@ -167,6 +167,10 @@ zbc::tiedHoldersOf(PipelineOp pipeline, ProgramOp program) {
   return tied;
 }
 
+bool zbc::isCollective(Operation *op) {
+  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op);
+}
+
 ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
   ProgramModel model;
   sched::Program &p = model.program;
@@ -254,16 +258,26 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
           transferOf(&member, mo);
           mo.group = index;
         }
-      } else if (auto reduce = dyn_cast<AllReduceOp>(op)) {
-        out.what = sched::OpClass::Collective;
-        out.stage = static_cast<int>(reduce.getStage());
-        out.over = reduce.getOver().str();
-        out.bytes = reduce.getBytes();
-        llvm::raw_string_ostream key(out.key);
-        llvm::interleaveComma(reduce.getParams().getAsValueRange<StringAttr>(),
-                              key);
-        deps(reduce.getDeps(), out);
-        indexOf[reduce.getDone()] = index;
+      } else if (isCollective(&op)) {
+        auto read = [&](auto collective, sched::CollectiveKind kind) {
+          out.what = sched::OpClass::Collective;
+          out.collective = kind;
+          out.stage = static_cast<int>(collective.getStage());
+          out.over = collective.getOver().str();
+          out.bytes = collective.getBytes();
+          llvm::raw_string_ostream key(out.key);
+          llvm::interleaveComma(
+              collective.getParams().template getAsValueRange<StringAttr>(),
+              key);
+          deps(collective.getDeps(), out);
+          indexOf[collective.getDone()] = index;
+        };
+        if (auto reduce = dyn_cast<AllReduceOp>(op))
+          read(reduce, sched::CollectiveKind::AllReduce);
+        else if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+          read(scatter, sched::CollectiveKind::ReduceScatter);
+        else
+          read(cast<AllGatherOp>(op), sched::CollectiveKind::AllGather);
       } else {
         transferOf(&op, out);
         deps(op.getOperands(), out);
@@ -289,7 +303,7 @@ ProgramOp zbc::buildComputeProgram(PipelineOp pipeline,
       /*memory_limit=*/IntegerAttr(), b.getStringAttr(optimizer),
       /*activation_budget=*/IntegerAttr(), /*predicted_makespan=*/FloatAttr(),
       /*predicted_bubble_rate=*/FloatAttr(), /*levers=*/DictionaryAttr(),
-      /*replicas=*/IntegerAttr());
+      /*replicas=*/IntegerAttr(), /*zero=*/IntegerAttr());
   program->setAttr("pipeline",
                    FlatSymbolRefAttr::get(pipeline.getSymNameAttr()));
   program->setAttr("schedule", b.getStringAttr(schedule));

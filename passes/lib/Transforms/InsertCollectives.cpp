@@ -14,10 +14,10 @@
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Support/CollectiveGroups.h"
+#include "zbc/contracts/Shards.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/MapVector.h"
 
 #include <map>
 
@@ -39,12 +39,74 @@ struct ZBInsertCollectivesPass final
   LogicalResult insert(ProgramOp program);
 };
 
-/// A parameter a rank holds: the bytes of its (f32) gradient and the last
-/// compute of the step that writes it.
+/// A parameter a rank holds: its elements and their bytes, the first
+/// compute of the step that reads it and the last that writes its
+/// gradient.
 struct HeldParam {
-  int64_t gradBytes = 0;
-  ComputeOp lastWriter;
+  int64_t elements = 0, elementBytes = 4;
+  ComputeOp firstReader, lastWriter;
 };
+
+/// A collective to insert: what it does, over which group, and the
+/// parameters it moves with their bytes.
+enum class Kind { AllReduce, ReduceScatter, AllGather };
+struct Collective {
+  Kind kind;
+  std::string over;
+  std::vector<std::string> params;
+  int64_t bytes = 0;
+  static constexpr Kind AllReduce = Kind::AllReduce;
+  static constexpr Kind ReduceScatter = Kind::ReduceScatter;
+  static constexpr Kind AllGather = Kind::AllGather;
+};
+
+/// Adds `param` to the collective of `kind` over `over` in `list`, or to a
+/// new one (`alone`: always a new one, a tied parameter's own group).
+void add(std::vector<Collective> &list, Kind kind, StringRef over,
+         StringRef param, int64_t bytes, bool alone = false) {
+  auto it = llvm::find_if(list, [&](const Collective &c) {
+    return c.kind == kind && c.over == over;
+  });
+  if (it == list.end() || alone) {
+    list.push_back({kind, over.str(), {}, 0});
+    it = std::prev(list.end());
+  }
+  it->params.push_back(param.str());
+  it->bytes += bytes;
+}
+
+/// The replicas' first, then the tied parameters' by name: every holder of
+/// two tied parameters issues them in one order.
+std::vector<Collective> sorted(std::vector<Collective> list) {
+  llvm::stable_sort(list, [](const Collective &a, const Collective &b) {
+    bool aTied = !tiedParamOf(a.over).empty();
+    bool bTied = !tiedParamOf(b.over).empty();
+    return aTied != bTied ? !aTied : a.over < b.over;
+  });
+  return list;
+}
+
+/// The op of `c` for stage `of`'s compute, waiting for `deps`.
+Operation *create(OpBuilder &b, ComputeOp of, Type token, const Collective &c,
+                  ValueRange deps) {
+  SmallVector<StringRef> params(c.params.begin(), c.params.end());
+  auto stage = b.getI64IntegerAttr(of.getStage());
+  auto over = b.getStringAttr(c.over);
+  auto names = b.getStrArrayAttr(params);
+  auto bytes = b.getI64IntegerAttr(c.bytes);
+  switch (c.kind) {
+  case Kind::AllReduce:
+    return AllReduceOp::create(b, of.getLoc(), token, stage, over, names,
+                               bytes, deps);
+  case Kind::ReduceScatter:
+    return ReduceScatterOp::create(b, of.getLoc(), token, stage, over, names,
+                                   bytes, deps);
+  case Kind::AllGather:
+    return AllGatherOp::create(b, of.getLoc(), token, stage, over, names,
+                               bytes, deps);
+  }
+  return nullptr;
+}
 
 bool writesGradients(ComputeOp op) {
   return op.getKind() == ComputeKind::W || op.getKind() == ComputeKind::BW;
@@ -60,10 +122,14 @@ LogicalResult ZBInsertCollectivesPass::insert(ProgramOp program) {
         "zb-insert-collectives takes the parameters from the pipeline's "
         "stages");
   bool kept = false;
-  program.walk([&](AllReduceOp) { kept = true; });
+  program.walk([&](Operation *op) { kept |= isCollective(op); });
   if (kept)
     return success();
-  bool dataParallel = program.getReplicas().value_or(1) > 1;
+  int64_t replicas = program.getReplicas().value_or(1);
+  bool dataParallel = replicas > 1;
+  // Note [Sharded optimizer]: each replica keeps its shard of the sums and
+  // gathers the parameters back before they are read.
+  bool sharded = dataParallel && program.getZero().value_or(0) > 0;
   std::map<std::string, std::vector<int>> tied =
       tiedHoldersOf(pipeline, program);
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
@@ -71,83 +137,92 @@ LogicalResult ZBInsertCollectivesPass::insert(ProgramOp program) {
 
   for (RankOp rank : program.getBody().front().getOps<RankOp>()) {
     int64_t r = rank.getRank();
-    // The last compute writing each stage's gradients on this rank.
-    std::map<int64_t, ComputeOp> lastOfStage;
-    for (ComputeOp compute : rank.getBody().front().getOps<ComputeOp>())
+    // The first compute of each stage on this rank, and the last writing
+    // its gradients.
+    std::map<int64_t, ComputeOp> firstOfStage, lastOfStage;
+    for (ComputeOp compute : rank.getBody().front().getOps<ComputeOp>()) {
+      firstOfStage.try_emplace(compute.getStage(), compute);
       if (writesGradients(compute))
         lastOfStage[compute.getStage()] = compute;
+    }
     // Each parameter once (a stage of this rank may hold it again: one
-    // copy, one gradient), with the last writer over its stages.
+    // copy, one gradient), with its first reader and last writer over its
+    // stages.
     std::vector<std::string> order;
     std::map<std::string, HeldParam> held;
     for (auto [s, stage] : llvm::enumerate(stages)) {
       if (program.getRankOfStage(s) != r)
         continue;
       auto writer = lastOfStage.find(static_cast<int64_t>(s));
+      auto reader = firstOfStage.find(static_cast<int64_t>(s));
       for (ParamOp param : stage.getBody().front().getOps<ParamOp>()) {
         auto [it, inserted] = held.try_emplace(param.getName().str());
+        HeldParam &p = it->second;
         if (inserted) {
           order.push_back(param.getName().str());
           auto type = cast<RankedTensorType>(param.getType());
-          it->second.gradBytes = type.getNumElements() * 4; // f32 gradients
+          p.elements = type.getNumElements();
+          p.elementBytes = type.getElementType().getIntOrFloatBitWidth() / 8;
         }
-        if (writer == lastOfStage.end())
-          continue;
-        ComputeOp &last = it->second.lastWriter;
-        if (!last || last->isBeforeInBlock(writer->second))
-          last = writer->second;
+        if (writer != lastOfStage.end() &&
+            (!p.lastWriter || p.lastWriter->isBeforeInBlock(writer->second)))
+          p.lastWriter = writer->second;
+        if (reader != firstOfStage.end() &&
+            (!p.firstReader ||
+             reader->second->isBeforeInBlock(p.firstReader)))
+          p.firstReader = reader->second;
       }
     }
-    // One all-reduce per (last writer, group): the replicas' for the
-    // untied parameters of the writer's stage, one per tied parameter.
-    struct Reduction {
-      std::string over;
-      std::vector<std::string> params;
-      int64_t bytes = 0;
-    };
-    llvm::MapVector<Operation *, std::vector<Reduction>> after;
+    // One sum per (last writer, group): the replicas' for the untied
+    // parameters of the writer's stage, one per tied parameter; with a
+    // sharded optimizer one gather per first reader.
+    std::map<Operation *, std::vector<Collective>> sums, gathers;
     for (const std::string &name : order) {
       const HeldParam &param = held[name];
+      if (sharded && param.firstReader)
+        add(gathers[param.firstReader], Collective::AllGather,
+            kReplicasGroup, name,
+            paddedElements(param.elements, replicas) * param.elementBytes);
       if (!param.lastWriter)
         continue; // a stage whose backward writes no gradient of it
       std::string group = tiedGroupOf(name);
-      bool isTied = tied.count(group);
-      if (!isTied && !dataParallel)
-        continue;
-      std::vector<Reduction> &reductions = after[param.lastWriter];
-      std::string over = isTied ? group : kReplicasGroup;
-      auto it = llvm::find_if(reductions, [&](const Reduction &reduction) {
-        return reduction.over == over;
-      });
-      if (it == reductions.end() || isTied) {
-        reductions.push_back({over, {}, 0});
-        it = std::prev(reductions.end());
-      }
-      it->params.push_back(name);
-      it->bytes += param.gradBytes;
+      if (tied.count(group))
+        add(sums[param.lastWriter], Collective::AllReduce, group, name,
+            param.elements * 4, /*alone=*/true);
+      else if (sharded)
+        add(sums[param.lastWriter], Collective::ReduceScatter, kReplicasGroup,
+            name, paddedElements(param.elements, replicas) * 4);
+      else if (dataParallel)
+        add(sums[param.lastWriter], Collective::AllReduce, kReplicasGroup,
+            name, param.elements * 4);
     }
-    for (auto &[writer, reductions] : after) {
-      auto compute = cast<ComputeOp>(writer);
-      OpBuilder b(compute.getContext());
-      b.setInsertionPointAfter(compute);
-      // The replicas' first, then the tied parameters' by name: every
-      // holder of two tied parameters issues them in one order.
-      llvm::stable_sort(reductions, [](const Reduction &a, const Reduction &b) {
-        bool aTied = !tiedParamOf(a.over).empty();
-        bool bTied = !tiedParamOf(b.over).empty();
-        return aTied != bTied ? !aTied : a.over < b.over;
-      });
-      for (const Reduction &reduction : reductions) {
-        SmallVector<StringRef> params(reduction.params.begin(),
-                                      reduction.params.end());
-        auto op = AllReduceOp::create(
-            b, compute.getLoc(), token,
-            b.getI64IntegerAttr(compute.getStage()),
-            b.getStringAttr(reduction.over), b.getStrArrayAttr(params),
-            b.getI64IntegerAttr(reduction.bytes),
-            ValueRange{compute.getDone()});
-        b.setInsertionPointAfter(op);
-        ++numAllReduces;
+    // Sums right after their writer, waiting for it; gathers at the start
+    // of the rank's order, so that they run under what comes before their
+    // reader, which waits for them. Both in the order of the rank's
+    // computes, the same on every member.
+    for (ComputeOp compute :
+         llvm::to_vector(rank.getBody().front().getOps<ComputeOp>())) {
+      if (auto it = sums.find(compute); it != sums.end()) {
+        OpBuilder b(compute.getContext());
+        b.setInsertionPointAfter(compute);
+        for (const Collective &sum : sorted(it->second)) {
+          b.setInsertionPointAfter(
+              create(b, compute, token, sum, ValueRange{compute.getDone()}));
+          ++numCollectives;
+        }
+      }
+    }
+    OpBuilder top = OpBuilder::atBlockBegin(&rank.getBody().front());
+    for (ComputeOp compute :
+         llvm::to_vector(rank.getBody().front().getOps<ComputeOp>())) {
+      auto it = gathers.find(compute);
+      if (it == gathers.end())
+        continue;
+      for (const Collective &gather : sorted(it->second)) {
+        Operation *op = create(top, compute, token, gather, ValueRange{});
+        top.setInsertionPointAfter(op);
+        compute.getDepsMutable().append(op->getResult(0));
+        ++numCollectives;
       }
     }
   }

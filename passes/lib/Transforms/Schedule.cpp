@@ -256,6 +256,7 @@ void ZBSchedulePass::runOnOperation() {
     }
     if (memoryLimit > 0)
       program.setMemoryLimitAttr(b.getI64IntegerAttr(memoryLimit));
+    // The replicas it runs as: zb-insert-collectives sums their gradients.
     recordReplicas(program, request);
   }
 }

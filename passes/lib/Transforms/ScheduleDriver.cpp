@@ -376,7 +376,9 @@ LeverChoice zbc::chooseLevers(ModuleOp module, const CompileOptions &request) {
 }
 
 void zbc::recordReplicas(ProgramOp program, const CompileOptions &request) {
+  Builder b(program.getContext());
   if (request.replicas > 1)
-    program.setReplicasAttr(
-        Builder(program.getContext()).getI64IntegerAttr(request.replicas));
+    program.setReplicasAttr(b.getI64IntegerAttr(request.replicas));
+  if (request.zero > 0)
+    program.setZeroAttr(b.getI64IntegerAttr(request.zero));
 }

@@ -51,8 +51,8 @@ mlir::FailureOr<BuiltOrder> orderAtBudget(zb::PipelineOp pipeline,
                                      Levers levers,
                                      std::optional<double> budget);
 
-/// Records on `program` the data-parallel replicas `request` asks for
-/// (zb-insert-collectives sums their gradients).
+/// Records on `program` the data-parallel replicas and the sharding
+/// `request` asks for (its collectives and its memory follow from them).
 void recordReplicas(zb::ProgramOp program, const CompileOptions &request);
 
 /// The symbol of the program zb-schedule writes for `pipeline`.

@@ -15,6 +15,7 @@
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Options/ByteAmount.h"
 #include "zbc/Support/CollectiveGroups.h"
+#include "zbc/contracts/Shards.h"
 #include "zbc/Support/Limits.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -55,69 +56,103 @@ Operation *opOf(ProgramOp program, const ProgramModel &model, int rank,
   return program;
 }
 
-/// What each all-reduce of `program` sums (Note [Collective groups]): the
-/// parameters of its stage, its bytes their f32 gradients', a tied group
-/// its own parameter only; and that every gradient a rank must sum (a tied
-/// parameter's, or any with replicas > 1) is summed by one all-reduce.
+/// What each collective of `program` moves (Note [Collective groups], Note
+/// [Sharded optimizer]): parameters of its stage, its bytes their f32
+/// gradients' (padded to whole shards for a reduce-scatter) or their
+/// working copies' (padded, for an all-gather), a tied group its own
+/// parameter only; and that every gradient a rank must sum (a tied
+/// parameter's, or any with replicas > 1) is summed once, and with `zero`
+/// every parameter gathered once.
 LogicalResult verifyCollectiveContents(ProgramOp program, PipelineOp pipeline) {
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   std::map<std::string, std::vector<int>> tied =
       tiedHoldersOf(pipeline, program);
-  bool dataParallel = program.getReplicas().value_or(1) > 1;
+  int64_t replicas = program.getReplicas().value_or(1);
+  bool sharded = replicas > 1 && program.getZero().value_or(0) > 0;
+  struct Held {
+    int64_t elements = 0, elementBytes = 4;
+  };
   for (RankOp rank : program.getBody().front().getOps<RankOp>()) {
     int64_t r = rank.getRank();
-    std::map<std::string, int64_t> gradBytes; // the rank's parameters
+    std::map<std::string, Held> held; // the rank's parameters
     for (auto [s, stage] : llvm::enumerate(stages))
       if (static_cast<int64_t>(s) < program.getNumStages() &&
           program.getRankOfStage(s) == r)
-        for (ParamOp param : stage.getBody().front().getOps<ParamOp>())
-          gradBytes[param.getName().str()] =
-              cast<RankedTensorType>(param.getType()).getNumElements() * 4;
-    std::map<std::string, AllReduceOp> summedBy;
-    for (AllReduceOp reduce : rank.getBody().front().getOps<AllReduceOp>()) {
-      if (reduce.getStage() >= stages.size())
+        for (ParamOp param : stage.getBody().front().getOps<ParamOp>()) {
+          auto type = cast<RankedTensorType>(param.getType());
+          held[param.getName().str()] = {
+              type.getNumElements(),
+              type.getElementType().getIntOrFloatBitWidth() / 8};
+        }
+    std::map<std::string, Operation *> summedBy, gatheredBy;
+    for (Operation &op : rank.getBody().front()) {
+      if (!isCollective(&op))
+        continue;
+      auto stageIndex = op.getAttrOfType<IntegerAttr>("stage").getInt();
+      if (stageIndex >= static_cast<int64_t>(stages.size()))
         continue; // the op's verifier said
-      StageOp stage = stages[reduce.getStage()];
-      std::string over = reduce.getOver().str();
+      StageOp stage = stages[stageIndex];
+      std::string over = op.getAttrOfType<StringAttr>("over").str();
       std::string_view tiedParam = tiedParamOf(over);
+      bool gathers = isa<AllGatherOp>(op), scatters = isa<ReduceScatterOp>(op);
+      std::map<std::string, Operation *> &by = gathers ? gatheredBy : summedBy;
       int64_t bytes = 0;
-      for (StringRef name : reduce.getParams().getAsValueRange<StringAttr>()) {
+      for (StringRef name : op.getAttrOfType<ArrayAttr>("params")
+                                .getAsValueRange<StringAttr>()) {
         bool inStage = llvm::any_of(
             stage.getBody().front().getOps<ParamOp>(),
             [&](ParamOp param) { return param.getName() == name; });
         if (!inStage)
-          return reduce.emitError("sums the gradient of '")
-                 << name << "', which stage " << reduce.getStage()
+          return op.emitError("moves '")
+                 << name << "', which stage " << stageIndex
                  << " does not hold";
         if (!tiedParam.empty() && name != StringRef(tiedParam))
-          return reduce.emitError("sums '")
+          return op.emitError("sums '")
                  << name << "' over \"" << over
                  << "\", the holders of another parameter";
-        auto [it, first] = summedBy.try_emplace(name.str(), reduce);
+        auto [it, first] = by.try_emplace(name.str(), &op);
         if (!first) {
-          InFlightDiagnostic diag = reduce.emitError("sums the gradient of '")
+          InFlightDiagnostic diag = op.emitError("moves '")
                                     << name << "' a second time";
-          diag.attachNote(it->second.getLoc()) << "the first";
+          diag.attachNote(it->second->getLoc()) << "the first";
           return diag;
         }
-        bytes += gradBytes[name.str()];
+        const Held &param = held[name.str()];
+        int64_t elements = gathers || scatters
+                               ? paddedElements(param.elements, replicas)
+                               : param.elements;
+        bytes += elements * (gathers ? param.elementBytes : 4);
       }
-      if (bytes != static_cast<int64_t>(reduce.getBytes()))
-        return reduce.emitError("says ")
-               << reduce.getBytes() << " bytes, but the f32 gradients of "
-               << "its parameters are " << bytes;
+      auto given = op.getAttrOfType<IntegerAttr>("bytes").getInt();
+      if (bytes != given)
+        return op.emitError("says ")
+               << given << " bytes, but its parameters' "
+               << (gathers ? "working copies" : "f32 gradients")
+               << (gathers || scatters ? ", padded to whole shards," : "")
+               << " are " << bytes;
     }
-    for (const auto &[name, bytes] : gradBytes) {
+    for (const auto &[name, param] : held) {
       std::string group = tiedGroupOf(name);
       bool isTied = tied.count(group) > 0;
-      if (!isTied && !dataParallel)
+      if (sharded && (!gatheredBy.count(name) ||
+                      !isa<AllGatherOp>(gatheredBy[name])))
+        return rank.emitError("rank ")
+               << r << " never gathers '" << name << "' over \""
+               << kReplicasGroup << "\" (the optimizer state is sharded)";
+      if (!isTied && replicas == 1)
         continue;
       std::string over = isTied ? group : std::string(kReplicasGroup);
       auto it = summedBy.find(name);
-      if (it == summedBy.end() || it->second.getOver() != over)
+      bool right =
+          it != summedBy.end() &&
+          it->second->getAttrOfType<StringAttr>("over").getValue() == over &&
+          (isTied || !sharded ? isa<AllReduceOp>(it->second)
+                              : isa<ReduceScatterOp>(it->second));
+      if (!right)
         return rank.emitError("rank ")
-               << r << " never sums the gradient of '" << name << "' over \""
-               << over << "\""
+               << r << " never "
+               << (sharded && !isTied ? "reduce-scatters" : "sums")
+               << " the gradient of '" << name << "' over \"" << over << "\""
                << (isTied ? " (stages on other ranks hold it too)"
                           : " (the program runs as replicas)");
     }

@@ -1056,7 +1056,7 @@ zb.program @duplicate_recv microbatches(1) placement [0, 1] {
 // Tests that a rank holds only compute, send and recv ops.
 zb.program @foreign_op_in_rank microbatches(1) placement [0] {
   zb.rank 0 {
-    // expected-error @+1 {{'builtin.module' op cannot appear in a 'zb.rank'; it holds only 'zb.compute', 'zb.offload', 'zb.reload', 'zb.send', 'zb.recv', 'zb.group' and 'zb.all_reduce'}}
+    // expected-error @+1 {{'builtin.module' op cannot appear in a 'zb.rank'; it holds only 'zb.compute', 'zb.offload', 'zb.reload', 'zb.send', 'zb.recv', 'zb.group' and the collectives}}
     builtin.module {}
   }
 }

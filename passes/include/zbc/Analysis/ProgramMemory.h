@@ -134,10 +134,19 @@ struct BufferLife {
 /// the phases read). Checkpoints, --save and initialisation hold the
 /// master. The memory model, the memory plan ("master.<name>") and the
 /// runtime's tables all take these figures from here.
+/// With a sharded optimizer (Note [Sharded optimizer] in
+/// zbc/contracts/Shards.h) the master and the state are one replica's
+/// shard, and the parameter and its gradient are padded to whole shards.
 struct ParamHolding {
   int64_t param = 0, grad = 0, master = 0, stateCopy = 0; // bytes
 };
-ParamHolding paramHoldingOf(mlir::Type paramType);
+/// How the replicas of a program hold its parameters.
+struct Sharding {
+  int64_t replicas = 1;
+  bool sharded = false; // zero >= 1 with replicas > 1
+};
+Sharding shardingOf(zb::ProgramOp program);
+ParamHolding paramHoldingOf(mlir::Type paramType, Sharding sharding = {});
 /// The memory plan's key of a parameter's master copy.
 std::string masterKeyOf(llvm::StringRef name);
 

@@ -53,6 +53,10 @@ void setMessagesFromPipeline(ProgramModel &model, zb::PipelineOp pipeline);
 /// given, else from the keys its transfers name.
 ProgramModel modelOfProgram(zb::ProgramOp program, zb::PipelineOp pipeline);
 
+/// Whether `op` is a collective (zb.all_reduce, zb.reduce_scatter,
+/// zb.all_gather).
+bool isCollective(mlir::Operation *op);
+
 /// The ranks of `program` holding each parameter that stages on more than
 /// one rank hold (a tied embedding and head), by its "tied:NAME" group
 /// (Note [Collective groups]), ascending.

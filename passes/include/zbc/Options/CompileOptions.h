@@ -83,6 +83,9 @@ struct CompileOptions {
   /// Data-parallel replicas of the pipeline: the program's all-reduces
   /// over "replicas" sum their gradients (Note [Collective groups]).
   int64_t replicas = 1;
+  /// Note [Sharded optimizer]: 0 keeps the optimizer whole on every
+  /// replica; 1 shards its state and masters over the replicas.
+  int64_t zero = 0;
 
   // The costs the schedule plans with (Costs).
   /// A JSON cost file whose figures replace the cost model's ("": none).
@@ -168,6 +171,15 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
                     "sums their gradients with all-reduces placed after "
                     "each stage's last W",
                     Bounds{1, static_cast<double>(limits::kMaxRanks)}});
+  binder(zero,
+         OptionInfo{"zero", ScheduleGroup, "N",
+                    "Shard the optimizer over the data-parallel replicas "
+                    "(ZeRO): 0 none; 1 the optimizer state and f32 master "
+                    "weights (bf16 + AdamW: 6 + 12/D bytes per parameter "
+                    "instead of 18), each replica updating its shard between "
+                    "a reduce-scatter of the gradients and an all-gather of "
+                    "the parameters",
+                    Bounds{0, 1}});
   binder(costFile, OptionInfo{"cost-file", CostsGroup, "file",
                               "JSON cost file whose F/B/W/R/M_B/M_W lists, "
                               "comm and copy_bandwidth replace the cost "

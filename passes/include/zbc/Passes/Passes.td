@@ -270,8 +270,8 @@ def ZBInsertP2PPass : Pass<"zb-insert-p2p", "::mlir::ModuleOp"> {
 }
 
 def ZBInsertCollectivesPass : Pass<"zb-insert-collectives", "::mlir::ModuleOp"> {
-  let summary = "Add the gradient all-reduces over data-parallel replicas "
-                "and tied parameters' holders";
+  let summary = "Add the gradient sums over data-parallel replicas and "
+                "tied parameters' holders, and a sharded optimizer's gathers";
   let description = [{
     For each `zb.program` with transfers whose `pipeline` attribute names
     its `zb.pipeline`, and on each rank: the gradients of every parameter
@@ -284,9 +284,12 @@ def ZBInsertCollectivesPass : Pass<"zb-insert-collectives", "::mlir::ModuleOp"> 
     holders in every replica at once, so it is not also summed over the
     replicas). So each reduction overlaps the rest of the rank's
     cool-down; the rank waits for them at its step's end, before the
-    optimizer step. A program that has collectives already is kept as it
-    is, for the proof to hold or refuse (Note [Collectives in the
-    program]).
+    optimizer step. With `zero` >= 1 (Note [Sharded optimizer]) the
+    replicas' sum is a `zb.reduce_scatter` (each keeps its shard), and a
+    `zb.all_gather` of each stage's parameters opens the rank's order,
+    waited for by the stage's first compute. A program that has
+    collectives already is kept as it is, for the proof to hold or refuse
+    (Note [Collectives in the program]).
 
     ```mlir
     %W0_3 = zb.compute W stage 0 mb 3 after(%B0_3)
@@ -295,7 +298,7 @@ def ZBInsertCollectivesPass : Pass<"zb-insert-collectives", "::mlir::ModuleOp"> 
   }];
   let dependentDialects = ["::zbc::zb::ZBDialect"];
   let statistics = [
-    Statistic<"numAllReduces", "all-reduces", "All-reduces inserted">,
+    Statistic<"numCollectives", "collectives", "Collectives inserted">,
   ];
 }
 

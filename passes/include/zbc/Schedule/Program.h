@@ -49,7 +49,10 @@
 // non-blocking collectives on one communicator and NCCL's on one
 // communicator match, so they must agree on what they are and on their
 // bytes. A rank waits for its collectives at its end, as for its
-// transfers. So a collective joins a wait cycle like a transfer does: the
+// transfers. A sum of gradients (all-reduce, reduce-scatter) waits for, and
+// follows, the last compute of its stage that writes them; a gather of
+// parameters precedes every compute of its stage, the first waiting for
+// it. So a collective joins a wait cycle like a transfer does: the
 // run finds a cycle through both, and a reordering names the group, the
 // two ranks and the first collective that differs.
 //
@@ -73,6 +76,10 @@ const char *productName(Product product);
 
 enum class OpClass : uint8_t { Compute, Send, Recv, Group, Collective };
 
+/// What a collective does (Note [Sharded optimizer] in
+/// zbc/contracts/Shards.h for the last two).
+enum class CollectiveKind : uint8_t { AllReduce, ReduceScatter, AllGather };
+
 struct ProgramOp {
   OpClass what = OpClass::Compute;
   // Compute: kind, stage, microbatch. Transfers: the producing stage's
@@ -89,9 +96,10 @@ struct ProgramOp {
   /// Group: its members (transfers, indices). Transfer: its group, or -1.
   std::vector<int> members;
   int group = -1;
-  /// Collective (an all-reduce of `stage`'s gradients): the group it runs
-  /// over (Note [Collective groups]), the bytes each member gives, and what
-  /// it reduces (`key`: the parameters, for messages).
+  /// Collective: what it does to `stage`'s gradients or parameters, the
+  /// group it runs over (Note [Collective groups]), the bytes each member
+  /// gives, and the parameters (`key`, for messages).
+  CollectiveKind collective = CollectiveKind::AllReduce;
   std::string over;
   int64_t bytes = 0;
 };

@@ -43,10 +43,19 @@ std::string Program::name(const ProgramOp &op) const {
   }
   case OpClass::Group:
     return "group of " + std::to_string(op.members.size()) + " transfers";
-  case OpClass::Collective:
-    return "all-reduce of stage " + std::to_string(op.stage) +
-           "'s gradients over \"" + op.over + "\" (" + op.key + ", " +
+  case OpClass::Collective: {
+    const char *what = op.collective == CollectiveKind::AllReduce
+                           ? "all-reduce"
+                       : op.collective == CollectiveKind::ReduceScatter
+                           ? "reduce-scatter"
+                           : "all-gather";
+    const char *of = op.collective == CollectiveKind::AllGather
+                         ? "'s parameters"
+                         : "'s gradients";
+    return std::string(what) + " of stage " + std::to_string(op.stage) + of +
+           " over \"" + op.over + "\" (" + op.key + ", " +
            std::to_string(op.bytes) + " bytes)";
+  }
   }
   return "?";
 }

@@ -204,14 +204,39 @@ std::optional<ProgramError> checkStashCopyWaits(const Program &program,
   }
 }
 
-/// Note [Collectives in the program]: an all-reduce sums the gradients of
-/// its stage in place, so it waits for the last compute of the stage that
-/// writes them (a W or a BW), and none writes them after it: a later one
-/// would add to a sum already on its way.
+/// Note [Collectives in the program]: an all-reduce (or reduce-scatter)
+/// sums the gradients of its stage in place, so it waits for the last
+/// compute of the stage that writes them (a W or a BW), and none writes
+/// them after it: a later one would add to a sum already on its way. An
+/// all-gather fills the parameters the stage's computes read, so it comes
+/// before them all and the first waits for it.
 std::optional<ProgramError> checkCollectiveWaits(const Program &program,
                                                  int r, int i) {
   const std::vector<ProgramOp> &ops = program.ranks[r].ops;
   const ProgramOp &op = ops[i];
+  if (op.collective == CollectiveKind::AllGather) {
+    // It fills the parameters every compute of the stage reads: the first
+    // of them waits for it (and the rest follow that one).
+    for (int k = 0, e = static_cast<int>(ops.size()); k < e; ++k) {
+      const ProgramOp &other = ops[k];
+      if (other.what != OpClass::Compute || other.stage != op.stage)
+        continue;
+      if (k < i)
+        return error(r, i,
+                     program.name(op) + " is issued after " +
+                         program.name(other) +
+                         ", which reads the parameters it gathers",
+                     {{r, k, "the first compute of the stage"}});
+      if (!waitsFor(ops, k, i))
+        return error(r, k,
+                     program.name(other) + " does not wait for " +
+                         program.name(op) + ", which gathers the parameters "
+                         "it reads " + waitHint(program, /*forRecv=*/true),
+                     {{r, i, "the all-gather"}});
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
   auto writesGradients = [&](const ProgramOp &other) {
     return other.what == OpClass::Compute && other.stage == op.stage &&
            (other.kind == Kind::W || other.kind == Kind::BW);
@@ -580,7 +605,8 @@ void Execution::issueCollective(int r, int c) {
       continue;
     int other = it->second[n];
     const ProgramOp &theirs = opAt(m, other);
-    if (theirs.bytes != op.bytes && !failure) {
+    if ((theirs.bytes != op.bytes || theirs.collective != op.collective) &&
+        !failure) {
       failure = error(
           r, c,
           "group \"" + op.over + "\": the " + ordinal(n + 1) +

@@ -33,7 +33,13 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
     `levers`, the memory levers the order was built with: `recompute` and
     `offload` (the modes: none, full, selective, auto) and `backward`
     ("checkpointed" where zb-checkpoint-backward rewrote the stages, else
-    "stored").
+    "stored"). `replicas` (default 1) is the number of data-parallel
+    replicas the program runs as: each runs every rank's order on its share
+    of the batch, and the program's collectives over "replicas" sum their
+    gradients (Note [Collective groups]). `zero` (default 0) shards the
+    optimizer over them (Note [Sharded optimizer] in
+    runtime/contracts/include/zbc/contracts/Shards.h): reduce-scatters and
+    all-gathers instead of all-reduces.
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] {
@@ -59,7 +65,8 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
                        OptionalAttr<AnyAttrOf<[I64Attr, F64Attr]>>:$predicted_makespan,
                        OptionalAttr<F64Attr>:$predicted_bubble_rate,
                        OptionalAttr<DictionaryAttr>:$levers,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$replicas);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$replicas,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<2>]>>:$zero);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `microbatches` `(` $microbatches `)` `placement` $placement
@@ -204,10 +211,23 @@ def ZB_ReloadOp : ZB_StashCopyOp<"reload"> {
   }];
 }
 
-// A reduction over a named group of ranks (Note [Collective groups]),
-// issued and waited for like a send.
-def ZB_AllReduceOp : ZB_ScheduleLevelOp<"all_reduce",
-    [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+// A collective over a named group of ranks (Note [Collective groups]),
+// issued and waited for like a send; `what` is the keyword naming what it
+// moves ("grads", "params").
+class ZB_CollectiveOp<string mnemonic, string what>
+    : ZB_ScheduleLevelOp<mnemonic,
+        [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
+                       StrAttr:$over,
+                       StrArrayAttr:$params,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$bytes,
+                       Variadic<ZB_TokenType>:$deps);
+  let results = (outs ZB_TokenType:$done);
+  let assemblyFormat = "`" # what # "` `stage` $stage `over` $over $params "
+                       "`:` $bytes `bytes` (`after` `(` $deps^ `)`)? attr-dict";
+  let extraClassDeclaration = commonDecls;
+}
+def ZB_AllReduceOp : ZB_CollectiveOp<"all_reduce", "grads"> {
   let summary = "sums the gradients of parameters over a named group of ranks";
   let description = [{
     Starts summing, in place, the gradients of `params` (parameters of
@@ -230,17 +250,36 @@ def ZB_AllReduceOp : ZB_ScheduleLevelOp<"all_reduce",
     %allreduce0 = zb.all_reduce grads stage 0 over "replicas" ["h0.w", "h0.b"] : 66048 bytes after(%W0_3)
     ```
   }];
-  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$stage,
-                       StrAttr:$over,
-                       StrArrayAttr:$params,
-                       ConfinedAttr<I64Attr, [IntPositive]>:$bytes,
-                       Variadic<ZB_TokenType>:$deps);
-  let results = (outs ZB_TokenType:$done);
-  let assemblyFormat = [{
-    `grads` `stage` $stage `over` $over $params `:` $bytes `bytes`
-    (`after` `(` $deps^ `)`)? attr-dict
+}
+def ZB_ReduceScatterOp : ZB_CollectiveOp<"reduce_scatter", "grads"> {
+  let summary = "sums the gradients of parameters over a group, each member "
+                "keeping its shard";
+  let description = [{
+    As `zb.all_reduce`, but each member of the group (the replicas, with
+    `zero` >= 1: Note [Sharded optimizer] in
+    runtime/contracts/include/zbc/contracts/Shards.h) gets only its shard of each sum,
+    in place in the gradient: replica k of d the elements [k c, (k + 1) c)
+    of a parameter of N, c = ceil(N / d), the buffer padded to d c. `bytes`
+    is what each member contributes: the padded f32 gradients.
+    ```mlir
+    %reducescatter0 = zb.reduce_scatter grads stage 0 over "replicas" ["h0.w", "h0.b"] : 66048 bytes after(%W0_3)
+    ```
   }];
-  let extraClassDeclaration = commonDecls;
+}
+def ZB_AllGatherOp : ZB_CollectiveOp<"all_gather", "params"> {
+  let summary = "gathers each member's shard of parameters into the whole";
+  let description = [{
+    With `zero` >= 1 each replica updates only its shard of a parameter
+    (Note [Sharded optimizer]): before the step's first compute of the
+    stage reads the parameters, each member contributes its shard of
+    `params` (working copies, padded) and gets every other member's, in
+    place. `bytes` is the padded working copies' size. The first compute of
+    the stage waits for it.
+    ```mlir
+    %allgather0 = zb.all_gather params stage 0 over "replicas" ["h0.w", "h0.b"] : 66048 bytes
+    %F0_0 = zb.compute F stage 0 mb 0 after(%allgather0)
+    ```
+  }];
 }
 // Transfers sit in a rank or in a group of it.
 class ZB_TransferOp<string mnemonic>
