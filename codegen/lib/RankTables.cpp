@@ -719,11 +719,15 @@ LogicalResult RankBuilder::readOrder() {
       break;
     }
     case sched::OpClass::Collective: {
-      auto reduce = cast<AllReduceOp>(irOp);
-      op.what = OpKind::AllReduce;
-      op.over = reduce.getOver().str();
+      op.what = sop.collective == sched::CollectiveKind::AllReduce
+                    ? OpKind::AllReduce
+                : sop.collective == sched::CollectiveKind::ReduceScatter
+                    ? OpKind::ReduceScatter
+                    : OpKind::AllGather;
+      op.over = sop.over;
       op.firstMember = static_cast<int>(t.collectiveParams.size());
-      for (StringRef name : reduce.getParams().getAsValueRange<StringAttr>()) {
+      for (StringRef name : irOp->getAttrOfType<ArrayAttr>("params")
+                                .getAsValueRange<StringAttr>()) {
         auto held = llvm::find_if(
             t.params, [&](const Param &param) { return param.name == name; });
         if (held == t.params.end())
@@ -889,9 +893,10 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
         if (entry.name == param.name)
           param.tied = static_cast<int>(g);
     t->replicas = static_cast<int>(program.getReplicas().value_or(1));
+    t->zero = shardingOf(program).sharded ? 1 : 0;
     // Each all-reduce's group as the runtime names it (zbc_runtime.h).
     for (OrderOp &op : t->ops) {
-      if (op.what != OpKind::AllReduce)
+      if (!zbc_rt_op_is_collective(static_cast<int32_t>(op.what)))
         continue;
       op.peer = op.over == kReplicasGroup ? ZBC_RT_GROUP_REPLICAS
                                           : ZBC_RT_GROUP_PIPELINE;

@@ -178,6 +178,7 @@ struct RankTables {
   /// each all-reduce op, consecutive.
   int replicas = 1;
   std::vector<int> collectiveParams;
+  int zero = 0; // 1: the optimizer sharded (Note [Sharded optimizer])
   /// Every tied parameter of the pipeline (the same list on every rank).
   std::vector<Tied> tied;
   std::vector<Data> data;

@@ -373,7 +373,7 @@ void FileWriter::writeTables() {
              "{{\n  {0}, {1}, {2}, {3},\n  {4}, {21}, {5}, {6},\n  {7}, {8},\n"
              "  kBuffers, {9}, kOps, {10}, {11},\n  {12}, {13}, {14}, {15}, "
              "{16}, {17},\n  {18}, {19}, {20},\n  {22}, {23}, {24},\n  {25},\n"
-             "  {26}, {27},\n  {28}, {29},\n  {30}, {31}, {32}}",
+             "  {26}, {27},\n  {28}, {29},\n  {30}, {31}, {32}, {33}}",
              t.rank, t.ranks, t.stages, t.microbatches, cString(t.model),
              cString(t.schedule), cString(t.optimizer), t.arenaBytes,
              t.peakBytes, t.buffers.size(), t.ops.size(), t.positions,
@@ -386,15 +386,15 @@ void FileWriter::writeTables() {
              t.hostArenaBytes, t.hostPeakBytes, t.countedLabels,
              t.ignoreIndex, t.replicas,
              orNull(!t.collectiveParams.empty(), "kCollectiveParams"),
-             t.collectiveParams.size())
+             t.collectiveParams.size(), t.zero)
              .str();
   verbatim("// The program zbc_rt_main runs: rank, ranks, stages, "
            "microbatches, model, its hash,\n// schedule, optimizer, arena and peak "
            "bytes, tables, loss buffer, tokens per microbatch, kernel calls,\n"
            "// tied parameters, the Hugging Face config, the host arena and "
            "its peak,\n// the data labels the loss counts and the value "
-           "it ignores,\n// the data-parallel replicas and the "
-           "all-reduces' parameters.");
+           "it ignores,\n// the data-parallel replicas, the "
+           "collectives' parameters and whether the optimizer is sharded.");
   global("kProgram", emitc::OpaqueType::get(ctx, "zbc_rt_program"),
          opaque(text));
 }
@@ -542,7 +542,7 @@ void FileWriter::writeStep() {
       comment += llvm::formatv(": {0} transfers", op.memberCount).str();
     if (op.what == OpKind::Offload || op.what == OpKind::Reload)
       comment += llvm::formatv(": {0} tensors", op.frameSize / 2).str();
-    if (op.what == OpKind::AllReduce)
+    if (zbc_rt_op_is_collective(static_cast<int32_t>(op.what)))
       comment += llvm::formatv(": {0} parameters", op.memberCount).str();
     verbatim(comment);
     for (int wait : op.waits)
@@ -556,7 +556,8 @@ void FileWriter::writeStep() {
            : op.what == OpKind::Recv      ? "zbc_rt_recv"
            : op.what == OpKind::Offload   ? "zbc_rt_offload"
            : op.what == OpKind::Reload    ? "zbc_rt_reload"
-           : op.what == OpKind::AllReduce ? "zbc_rt_all_reduce"
+           : zbc_rt_op_is_collective(static_cast<int32_t>(op.what))
+               ? "zbc_rt_collective"
                                           : "zbc_rt_group",
            {index});
     for (int param : op.updates)

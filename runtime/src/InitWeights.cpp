@@ -111,10 +111,7 @@ std::string visitInitialWeights(zbc_rt_rank *rank, const std::string &path,
     }
     ++read->tensors;
     read->bytes += t.end - t.begin;
-    const zbc_rt_buffer &weights = p.buffers[weightsOf(param)];
-    if (std::string e = rank->device->write(weights.offset, values.data(),
-                                            weights.bytes);
-        !e.empty())
+    if (std::string e = writeWholeWeights(rank, param, values); !e.empty())
       return e;
   }
   if (!copy)

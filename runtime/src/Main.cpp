@@ -39,17 +39,17 @@ std::string saveParams(zbc_rt_rank *rank, const std::string &dir,
   if (std::string error = makeDirectories(dir); !error.empty())
     return error;
   TensorFile file;
+  std::vector<float> weights;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
-    const zbc_rt_buffer &buffer = p.buffers[weightsOf(param)];
+    if (std::string error = readWholeWeights(rank, param, weights);
+        !error.empty())
+      return error;
     StoredTensor t;
     t.dtype = "F32";
     t.shape.assign(param.shape, param.shape + param.rank_of_shape);
-    t.data.resize(static_cast<size_t>(buffer.bytes));
-    if (std::string error =
-            rank->device->read(buffer.offset, t.data.data(), buffer.bytes);
-        !error.empty())
-      return error;
+    t.data.resize(weights.size() * 4);
+    std::memcpy(t.data.data(), weights.data(), t.data.size());
     file[param.name] = std::move(t);
   }
   return writeSafeTensors(fmt::format("{}/rank{}.safetensors", dir, p.rank),
@@ -341,7 +341,10 @@ extern "C" int zbc_rt_main(int argc, char **argv,
     return code;
   const zbc_rt_program &p = *program;
   const Options &o = rank->options;
-  // Like --save: the first replica writes for all (they hold the same).
+  // Like --save: the first replica writes for all (they hold the same,
+  // once a sharded optimizer's shards are gathered).
+  if (!o.saveInitDir.empty() && gatherParameters(rank) != ZBC_RT_OK)
+    failRun(rank);
   if (!o.saveInitDir.empty() && rank->transport->replica() == 0)
     if (std::string e = saveParams(rank, o.saveInitDir, log.firstStep);
         !e.empty()) {
@@ -436,7 +439,10 @@ extern "C" int zbc_rt_main(int argc, char **argv,
                                  rank->ledger.hostPeak(), p.host_peak_bytes,
                                  p.host_arena_bytes)
                    : "");
-  // The replicas hold the same parameters: the first writes for them all.
+  // The replicas hold the same parameters (a sharded optimizer's once its
+  // shards are gathered): the first writes for them all.
+  if (!o.saveDir.empty() && gatherParameters(rank) != ZBC_RT_OK)
+    failRun(rank);
   std::string e;
   if (first && !o.saveDir.empty())
     e = saveParams(rank, o.saveDir, std::max(log.firstStep, o.steps));

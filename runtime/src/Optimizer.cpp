@@ -18,6 +18,8 @@
 
 #include "zbc/contracts/OptimizerConfig.h"
 #include "zbc/contracts/OptimizerSchedule.h"
+#include "zbc/contracts/BFloat16.h"
+#include "zbc/contracts/Shards.h"
 
 #include <fmt/format.h>
 
@@ -45,10 +47,17 @@ std::string applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
   const zbc_rt_param &param = p.params[index];
   int64_t bytes = p.buffers[param.grad].bytes;
   const Options &o = rank->options;
-  float *weights = bufferAt(rank, weightsOf(param));
-  float *grad = bufferAt(rank, param.grad);
-  void *copy = param.master >= 0 ? bufferAt(rank, param.param) : nullptr;
+  // This replica's shard (Note [Sharded optimizer]): the gradient and the
+  // working copy at its place, the master and the state from their start.
+  ParamShard shard = shardOf(rank, param);
   int32_t copyElement = p.buffers[param.param].element;
+  float *weights = bufferAt(rank, weightsOf(param)) +
+                   (param.master >= 0 ? 0 : shard.begin);
+  float *grad = bufferAt(rank, param.grad) + shard.begin;
+  void *copy = param.master >= 0
+                   ? reinterpret_cast<char *>(bufferAt(rank, param.param)) +
+                         shard.begin * zbc_rt_element_bytes(copyElement)
+                   : nullptr;
   std::string error;
   if (!std::strcmp(p.optimizer, "adamw")) {
     AdamWConfig config;
@@ -58,7 +67,7 @@ std::string applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
     config.epsilon = pick(o.epsilon, config.epsilon);
     config.weightDecay = pick(o.weightDecay, config.weightDecay);
     error = rank->device->adamw(weights, grad, bufferAt(rank, param.state0),
-                                bufferAt(rank, param.state1), bytes / 4,
+                                bufferAt(rank, param.state1), shard.length,
                                 config, rank->step + 1, gradScale, copy,
                                 copyElement);
   } else {
@@ -67,11 +76,12 @@ std::string applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
     config.momentum = pick(o.momentum, config.momentum);
     config.weightDecay = pick(o.weightDecay, config.weightDecay);
     error = rank->device->sgdMomentum(weights, grad,
-                                      bufferAt(rank, param.state0), bytes / 4,
-                                      config, gradScale, copy, copyElement);
+                                      bufferAt(rank, param.state0),
+                                      shard.length, config, gradScale, copy,
+                                      copyElement);
   }
   if (error.empty())
-    error = rank->device->zero(grad, bytes);
+    error = rank->device->zero(bufferAt(rank, param.grad), bytes); // whole
   return error.empty() ? error
                        : fmt::format("the update of '{}': {}", param.name,
                                      error);
@@ -97,6 +107,45 @@ int64_t microbatchesOfJob(const zbc_rt_rank *rank) {
 }
 
 } // namespace
+
+ParamShard shardOf(const zbc_rt_rank *rank, const zbc_rt_param &param) {
+  const zbc_rt_program &p = *rank->program;
+  ParamShard shard;
+  shard.elements = 1;
+  for (int32_t d = 0; d < param.rank_of_shape; ++d)
+    shard.elements *= param.shape[d];
+  shard.length = shard.elements;
+  shard.sharded = p.zero > 0 && p.replicas > 1;
+  if (shard.sharded) {
+    shard.begin = shardBegin(shard.elements, p.replicas,
+                             rank->transport->replica());
+    shard.length = shardLength(shard.elements, p.replicas,
+                               rank->transport->replica());
+  }
+  return shard;
+}
+
+std::string readWholeWeights(zbc_rt_rank *rank, const zbc_rt_param &param,
+                             std::vector<float> &out) {
+  const zbc_rt_program &p = *rank->program;
+  ParamShard shard = shardOf(rank, param);
+  out.resize(static_cast<size_t>(shard.elements));
+  if (!shard.sharded || param.master < 0)
+    return rank->device->read(p.buffers[weightsOf(param)].offset, out.data(),
+                              shard.elements * 4);
+  const zbc_rt_buffer &copy = p.buffers[param.param];
+  std::vector<uint16_t> bits(static_cast<size_t>(shard.elements));
+  if (copy.element != ZBC_RT_BF16)
+    return fmt::format("'{}': a sharded master of a {} working copy",
+                       param.name, zbc_rt_element_bytes(copy.element));
+  if (std::string error =
+          rank->device->read(copy.offset, bits.data(), shard.elements * 2);
+      !error.empty())
+    return error;
+  for (size_t e = 0; e < bits.size(); ++e)
+    out[e] = fromBFloat16(bits[e]);
+  return {};
+}
 
 double baseLearningRate(const zbc_rt_rank *rank) {
   bool adamw = !std::strcmp(rank->program->optimizer, "adamw");
@@ -131,16 +180,20 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
   {
     InsideMPI mpi(rank, "the program's gradient all-reduces");
     double begin = Profile::now();
-    if (std::string error = rank->transport->finishAllReduces(); !error.empty())
+    if (std::string error = rank->transport->finishCollectives();
+        !error.empty())
       return fail(rank, error);
     rank->profile.collectiveWaitSeconds += Profile::now() - begin;
   }
+  bool sharded = false;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
     if (!countsInNorm(rank, param))
       continue;
+    ParamShard shard = shardOf(rank, param);
+    sharded |= shard.sharded;
     if (std::string error = rank->device->addSumOfSquares(
-            bufferAt(rank, param.grad), p.buffers[param.grad].bytes / 4);
+            bufferAt(rank, param.grad) + shard.begin, shard.length);
         !error.empty())
       return fail(rank, error);
   }
@@ -148,6 +201,9 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
   if (rank->options.clipNorm > 0) {
     InsideMPI mpi(rank, "the all-reduce of the gradient norm");
     sumOfSquares = rank->transport->sumOverPipeline(sumOfSquares);
+    // Each replica holds its shards' squares (Note [Sharded optimizer]).
+    if (sharded)
+      sumOfSquares = rank->transport->sumOverReplicas(sumOfSquares);
   }
   // The gradients are sums over the microbatches; the norm is the mean's.
   double norm = std::sqrt(sumOfSquares) / double(microbatchesOfJob(rank));
@@ -206,14 +262,46 @@ std::string refreshWorkingCopies(zbc_rt_rank *rank) {
     const zbc_rt_param &param = p.params[i];
     if (param.master < 0)
       continue;
+    // The master's shard into its place in the working copy (Note
+    // [Sharded optimizer]); the gathers bring the rest.
+    ParamShard shard = shardOf(rank, param);
     const zbc_rt_buffer &copy = p.buffers[param.param];
     if (std::string error = rank->device->convertFromF32(
-            bufferAt(rank, param.master), bufferAt(rank, param.param),
-            copy.element, p.buffers[param.master].bytes / 4);
+            bufferAt(rank, param.master),
+            reinterpret_cast<char *>(bufferAt(rank, param.param)) +
+                shard.begin * zbc_rt_element_bytes(copy.element),
+            copy.element, shard.length);
         !error.empty())
       return error;
   }
   return {};
+}
+
+std::string writeWholeWeights(zbc_rt_rank *rank, const zbc_rt_param &param,
+                              std::vector<float> &whole) {
+  const zbc_rt_program &p = *rank->program;
+  ParamShard shard = shardOf(rank, param);
+  const zbc_rt_buffer &weights = p.buffers[weightsOf(param)];
+  if (param.master >= 0)
+    return rank->device->write(weights.offset, whole.data() + shard.begin,
+                               shard.length * 4);
+  // The whole f32 parameter, its padding 0.
+  whole.resize(static_cast<size_t>(weights.bytes / 4), 0.0f);
+  return rank->device->write(weights.offset, whole.data(), weights.bytes);
+}
+
+zbc_rt_status gatherParameters(zbc_rt_rank *rank) {
+  const zbc_rt_program &p = *rank->program;
+  if (!(p.zero > 0 && p.replicas > 1))
+    return ZBC_RT_OK;
+  for (int32_t i = 0; i < p.op_count; ++i)
+    if (p.ops[i].what == ZBC_RT_OP_ALL_GATHER &&
+        zbc_rt_collective(rank, i) != ZBC_RT_OK)
+      return ZBC_RT_ERROR;
+  InsideMPI mpi(rank, "the gathers of the parameters' shards");
+  if (std::string error = rank->transport->finishCollectives(); !error.empty())
+    return fail(rank, error);
+  return ZBC_RT_OK;
 }
 
 } // namespace zbc::rt
@@ -237,15 +325,16 @@ extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
   return ZBC_RT_OK;
 }
 
-extern "C" zbc_rt_status zbc_rt_all_reduce(zbc_rt_rank *rank, int32_t op) {
+extern "C" zbc_rt_status zbc_rt_collective(zbc_rt_rank *rank, int32_t op) {
   const zbc_rt_program &p = *rank->program;
-  if (op < 0 || op >= p.op_count || p.ops[op].what != ZBC_RT_OP_ALL_REDUCE)
-    return fail(rank, fmt::format("zbc_rt_all_reduce of op {}, which is not "
-                                  "an all-reduce",
+  if (op < 0 || op >= p.op_count || !zbc_rt_op_is_collective(p.ops[op].what))
+    return fail(rank, fmt::format("zbc_rt_collective of op {}, which is not "
+                                  "a collective",
                                   op));
-  if (rank->evaluating)
-    return ZBC_RT_OK; // no gradients
   const zbc_rt_op &o = p.ops[op];
+  // Evaluation sums no gradients; it gathers the parameters it reads.
+  if (rank->evaluating && o.what != ZBC_RT_OP_ALL_GATHER)
+    return ZBC_RT_OK;
   rank->op = op;
   rank->frame = nullptr;
   rank->frameSize = 0;
@@ -257,10 +346,26 @@ extern "C" zbc_rt_status zbc_rt_all_reduce(zbc_rt_rank *rank, int32_t op) {
     for (int32_t k = 0; k < o.member_count && error.empty(); ++k) {
       int32_t index = p.collective_params[o.first_member + k];
       const zbc_rt_param &param = p.params[index];
-      error = rank->transport->startAllReduce(
-          op, bufferAt(rank, param.grad), p.buffers[param.grad].bytes / 4,
-          o.peer);
-      rank->reduced[index] = 1;
+      int64_t elements = shardOf(rank, param).elements;
+      int64_t shard = zbc::shardElements(elements, p.replicas);
+      switch (o.what) {
+      case ZBC_RT_OP_ALL_REDUCE:
+        error = rank->transport->startAllReduce(
+            op, bufferAt(rank, param.grad), elements, o.peer);
+        rank->reduced[index] = 1;
+        break;
+      case ZBC_RT_OP_REDUCE_SCATTER:
+        error = rank->transport->startReduceScatter(
+            op, bufferAt(rank, param.grad), shard, o.peer);
+        rank->reduced[index] = 1;
+        break;
+      default: // ZBC_RT_OP_ALL_GATHER
+        error = rank->transport->startAllGather(
+            op, reinterpret_cast<char *>(bufferAt(rank, param.param)),
+            shard * zbc_rt_element_bytes(p.buffers[param.param].element),
+            o.peer);
+        break;
+      }
     }
   }
   rank->profile.commSeconds += Profile::now() - begin;

@@ -330,13 +330,14 @@ extern "C" zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op) {
                                   op));
   if (zbc_rt_op_is_copy(p.ops[op].what))
     return waitForCopy(rank, op);
-  if (p.ops[op].what == ZBC_RT_OP_ALL_REDUCE) {
-    if (rank->evaluating)
+  if (zbc_rt_op_is_collective(p.ops[op].what)) {
+    // Evaluation sums no gradients; it gathers the parameters it reads.
+    if (rank->evaluating && p.ops[op].what != ZBC_RT_OP_ALL_GATHER)
       return ZBC_RT_OK;
     std::string error;
     {
       InsideMPI mpi(rank, p.ops[op].name);
-      error = rank->transport->waitAllReduce(op);
+      error = rank->transport->waitCollective(op);
     }
     return error.empty() ? ZBC_RT_OK : fail(rank, error);
   }

@@ -170,6 +170,33 @@ inline int32_t weightsOf(const zbc_rt_param &param) {
   return param.master >= 0 ? param.master : param.param;
 }
 
+/// Note [Sharded optimizer] (zbc/contracts/Shards.h): the elements of
+/// parameter `param` this process updates, [begin, begin + length) of its
+/// `elements`: all of them, or with a sharded optimizer its replica's
+/// shard, which its master and state hold from their start. Optimizer.cpp.
+struct ParamShard {
+  int64_t elements = 0, begin = 0, length = 0;
+  bool sharded = false;
+};
+ParamShard shardOf(const zbc_rt_rank *rank, const zbc_rt_param &param);
+
+/// With a sharded optimizer, the program's all-gathers run once more, in
+/// its order, outside a step (every replica: they are collectives), so
+/// that every replica holds whole working copies, as before --save.
+/// Optimizer.cpp.
+zbc_rt_status gatherParameters(zbc_rt_rank *rank);
+
+/// The whole fp32 weights of `param` into `out`: its weights buffer, or
+/// with a sharded optimizer the gathered working copy (a bf16 master is a
+/// shard: its rounded working copy stands for it). Optimizer.cpp.
+std::string readWholeWeights(zbc_rt_rank *rank, const zbc_rt_param &param,
+                             std::vector<float> &out);
+/// Sets `param`'s weights from its `whole` fp32 values (initialisation,
+/// --init): the part this process holds (its master's shard, with a sharded
+/// optimizer); refreshWorkingCopies then rounds it. May pad `whole`.
+std::string writeWholeWeights(zbc_rt_rank *rank, const zbc_rt_param &param,
+                              std::vector<float> &whole);
+
 /// Note [Non-finite stops the run] (Main.cpp): sets `name` to the first of
 /// the rank's parameters whose fp32 weights hold a NaN or an infinity, or
 /// to "" if none does. Returns a device error or "". Optimizer.cpp.

@@ -77,14 +77,12 @@ std::string initParams(zbc_rt_rank *rank) {
   std::vector<float> values;
   for (int32_t i = 0; i < p.param_count; ++i) {
     const zbc_rt_param &param = p.params[i];
-    const zbc_rt_buffer &weights = p.buffers[weightsOf(param)];
     Generator gen(rank->options.seed, std::string("param.") + param.name);
     auto kind = static_cast<InitKind>(param.init);
-    values.resize(static_cast<size_t>(weights.bytes / 4));
+    values.resize(static_cast<size_t>(shardOf(rank, param).elements));
     for (float &value : values)
       value = static_cast<float>(gen.initValue(kind, param.scale));
-    if (std::string error =
-            rank->device->write(weights.offset, values.data(), weights.bytes);
+    if (std::string error = writeWholeWeights(rank, param, values);
         !error.empty())
       return error;
   }
@@ -186,6 +184,12 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
                           "with --data-parallel {})",
                           transport->size(), transport->replicas(), p.ranks,
                           p.replicas, transport->replicas());
+    else if (p.zero > 0 && p.replicas > 1 &&
+             (o.checkpointEvery || !o.resumeDir.empty()))
+      error = "checkpoints of a sharded optimizer are not written yet: the "
+              "program was compiled with --zero 1, so each replica holds "
+              "only its shard of the optimizer state; run without "
+              "--checkpoint-every and --resume, or compile with --zero 0";
     else if (transport->rank() % p.ranks != p.rank)
       error = fmt::format("MPI started rank {}'s executable as rank {} "
                           "(launch the executables in rank order, replica "

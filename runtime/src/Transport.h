@@ -66,12 +66,20 @@ public:
   /// all-reduce op `op`, over its group (Note [Collective groups]): the
   /// replicas of this pipeline rank (ZBC_RT_GROUP_REPLICAS), this replica's
   /// pipeline (ZBC_RT_GROUP_PIPELINE), or the holders of tied parameter
-  /// `group` (>= 0) in every replica. waitAllReduce(op) waits for the
-  /// op's; finishAllReduces for every one started.
+  /// `group` (>= 0) in every replica.
   virtual std::string startAllReduce(int32_t op, float *data, int64_t n,
                                      int32_t group) = 0;
-  virtual std::string waitAllReduce(int32_t op) = 0;
-  virtual std::string finishAllReduces() = 0;
+  /// Note [Sharded optimizer] (zbc/contracts/Shards.h), in place over the
+  /// group's d members, this one member k: sums the `d x shard` floats at
+  /// `data` and leaves the sum's k-th shard at data + k x shard; gathers
+  /// every member's `shardBytes` at data + m x shardBytes (its own given).
+  virtual std::string startReduceScatter(int32_t op, float *data,
+                                         int64_t shard, int32_t group) = 0;
+  virtual std::string startAllGather(int32_t op, char *data,
+                                     int64_t shardBytes, int32_t group) = 0;
+  /// Waits for collective op `op`'s, or every one started.
+  virtual std::string waitCollective(int32_t op) = 0;
+  virtual std::string finishCollectives() = 0;
   /// The largest value over all ranks (collective).
   virtual int64_t maximum(int64_t value) = 0;
   /// Every rank's `value`, by rank of the job (collective; allocates, so

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <cstring>
 #include <vector>
 
 namespace zbc::rt {
@@ -63,6 +64,7 @@ public:
     requests_.assign(static_cast<size_t>(program.op_count), MPI_REQUEST_NULL);
     reductionRequests_.assign(
         static_cast<size_t>(program.collective_param_count), MPI_REQUEST_NULL);
+    moves_.assign(reductionRequests_.size(), Move());
     reductionsOf_.assign(static_cast<size_t>(program.op_count), {0, 0});
     pending_.assign(static_cast<size_t>(program.op_count), 0);
     for (int32_t i = 0; i < program.op_count; ++i) {
@@ -170,51 +172,116 @@ public:
     return {};
   }
 
-  std::string startAllReduce(int32_t op, float *data, int64_t n,
-                             int32_t group) override {
-    MPI_Comm comm = group >= 0                        ? tiedComms_[group]
-                    : group == ZBC_RT_GROUP_PIPELINE ? pipeline_
-                                                     : replicaComm_;
-    if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
-      return {};
+  MPI_Comm commOf(int32_t group) const {
+    return group >= 0                        ? tiedComms_[group]
+           : group == ZBC_RT_GROUP_PIPELINE ? pipeline_
+                                            : replicaComm_;
+  }
+  /// A group of one process (the replicas of a one-replica job) moves
+  /// nothing.
+  bool alone(int32_t group) const {
+    return group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1;
+  }
+  /// The next request of op `op`'s collective, or an error.
+  std::string nextRequest(int32_t op, MPI_Request *&request) {
+    if (reductions_ == reductionRequests_.size())
+      return "more gradients in flight than the program's collectives hold";
     auto &[first, count] = reductionsOf_[op];
     if (count == 0)
       first = reductions_;
+    ++count;
+    request = &reductionRequests_[reductions_++];
+    return {};
+  }
+
+  std::string startAllReduce(int32_t op, float *data, int64_t n,
+                             int32_t group) override {
+    if (alone(group))
+      return {};
     if (n > INT32_MAX)
       return fmt::format("a gradient of {} elements is more than one "
                          "all-reduce takes",
                          n);
-    if (reductions_ == reductionRequests_.size())
-      return "more gradients in flight than the program's all-reduces hold";
+    MPI_Request *request = nullptr;
+    if (std::string error = nextRequest(op, request); !error.empty())
+      return error;
     int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n),
-                              MPI_FLOAT, MPI_SUM, comm,
-                              &reductionRequests_[reductions_]);
-    if (code != MPI_SUCCESS)
-      return mpiError("MPI_Iallreduce", code);
-    ++reductions_;
-    ++count;
-    return {};
+                              MPI_FLOAT, MPI_SUM, commOf(group), request);
+    return code == MPI_SUCCESS ? "" : mpiError("MPI_Iallreduce", code);
   }
 
-  std::string waitAllReduce(int32_t op) override {
+  std::string startReduceScatter(int32_t op, float *data, int64_t shard,
+                                 int32_t group) override {
+    if (alone(group))
+      return {};
+    if (shard > INT32_MAX)
+      return fmt::format("a shard of {} elements is more than one "
+                         "reduce-scatter takes",
+                         shard);
+    MPI_Request *request = nullptr;
+    if (std::string error = nextRequest(op, request); !error.empty())
+      return error;
+    // In place, MPI leaves this member's shard of the sum at the start of
+    // the buffer; it moves to its place (data + k shard) once complete.
+    int member = 0;
+    MPI_Comm_rank(commOf(group), &member);
+    if (member > 0)
+      moves_[request - reductionRequests_.data()] = {
+          data + member * shard, data, shard * sizeof(float)};
+    int code = MPI_Ireduce_scatter_block(MPI_IN_PLACE, data,
+                                         static_cast<int>(shard), MPI_FLOAT,
+                                         MPI_SUM, commOf(group), request);
+    return code == MPI_SUCCESS ? "" : mpiError("MPI_Ireduce_scatter_block",
+                                               code);
+  }
+
+  std::string startAllGather(int32_t op, char *data, int64_t shardBytes,
+                             int32_t group) override {
+    if (alone(group))
+      return {};
+    if (shardBytes > INT32_MAX)
+      return fmt::format("a shard of {} bytes is more than one all-gather "
+                         "takes",
+                         shardBytes);
+    MPI_Request *request = nullptr;
+    if (std::string error = nextRequest(op, request); !error.empty())
+      return error;
+    int code = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data,
+                              static_cast<int>(shardBytes), MPI_BYTE,
+                              commOf(group), request);
+    return code == MPI_SUCCESS ? "" : mpiError("MPI_Iallgather", code);
+  }
+
+  /// Requests [first, first + count) are complete: the moves they left.
+  void finishMoves(size_t first, size_t count) {
+    for (size_t i = first; i < first + count; ++i)
+      if (Move &move = moves_[i]; move.bytes) {
+        std::memmove(move.to, move.from, move.bytes);
+        move = Move();
+      }
+  }
+
+  std::string waitCollective(int32_t op) override {
     auto &[first, count] = reductionsOf_[op];
     int code = MPI_Waitall(static_cast<int>(count), &reductionRequests_[first],
                            MPI_STATUSES_IGNORE);
-    count = 0;
     if (code != MPI_SUCCESS)
-      return mpiError("MPI_Waitall (an all-reduce)", code);
+      return mpiError("MPI_Waitall (a collective)", code);
+    finishMoves(first, count);
+    count = 0;
     return {};
   }
 
-  std::string finishAllReduces() override {
+  std::string finishCollectives() override {
     // Those waited for already are MPI_REQUEST_NULL: no-ops here.
     int code = MPI_Waitall(static_cast<int>(reductions_),
                            reductionRequests_.data(), MPI_STATUSES_IGNORE);
+    if (code != MPI_SUCCESS)
+      return mpiError("MPI_Waitall (the collectives)", code);
+    finishMoves(0, reductions_);
     reductions_ = 0;
     for (auto &[first, count] : reductionsOf_)
       count = 0;
-    if (code != MPI_SUCCESS)
-      return mpiError("MPI_Waitall (gradient all-reduce)", code);
     return {};
   }
 
@@ -260,8 +327,16 @@ private:
   std::vector<MPI_Comm> tiedComms_; // per tied parameter: its holders
   std::vector<MPI_Request> reductionRequests_;
   size_t reductions_ = 0;
-  /// Per op, its all-reduce's requests: reductionRequests_[first, +count).
+  /// Per op, its collective's requests: reductionRequests_[first, +count).
   std::vector<std::pair<size_t, size_t>> reductionsOf_;
+  /// Per request, the copy it leaves for its completion (a reduce-scatter's
+  /// shard to its place).
+  struct Move {
+    void *to = nullptr;
+    const void *from = nullptr;
+    size_t bytes = 0;
+  };
+  std::vector<Move> moves_;
   std::vector<MPI_Request> requests_;
   std::vector<uint8_t> pending_;
 };

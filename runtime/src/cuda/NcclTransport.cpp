@@ -306,11 +306,52 @@ public:
     return {};
   }
 
+  ncclComm_t commOf(int32_t group) const {
+    return group >= 0                        ? tiedComms_[group]
+           : group == ZBC_RT_GROUP_PIPELINE ? pipeline_
+                                            : replicaComm_;
+  }
+  /// The collectives run on the reduction stream after what the compute
+  /// stream has issued (the gradients' last writes, the update).
+  std::string afterCompute() {
+    ZBC_CUDA_TRY(cudaEventRecord(reduceReady_, compute_));
+    ZBC_CUDA_TRY(cudaStreamWaitEvent(reduce_, reduceReady_, 0));
+    reducing_ = true;
+    return {};
+  }
+
+  std::string startReduceScatter(int32_t, float *data, int64_t shard,
+                                 int32_t group) override {
+    if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
+      return {};
+    if (std::string error = afterCompute(); !error.empty())
+      return error;
+    int member = 0;
+    ZBC_NCCL_TRY(ncclCommUserRank(commOf(group), &member));
+    // In place: NCCL's layout is Note [Sharded optimizer]'s.
+    ZBC_NCCL_TRY(ncclReduceScatter(data, data + member * shard,
+                                   static_cast<size_t>(shard), ncclFloat32,
+                                   ncclSum, commOf(group), reduce_));
+    return {};
+  }
+
+  std::string startAllGather(int32_t, char *data, int64_t shardBytes,
+                             int32_t group) override {
+    if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
+      return {};
+    if (std::string error = afterCompute(); !error.empty())
+      return error;
+    int member = 0;
+    ZBC_NCCL_TRY(ncclCommUserRank(commOf(group), &member));
+    ZBC_NCCL_TRY(ncclAllGather(data + member * shardBytes, data,
+                               static_cast<size_t>(shardBytes), ncclUint8,
+                               commOf(group), reduce_));
+    return {};
+  }
+
   std::string startAllReduce(int32_t, float *data, int64_t n,
                              int32_t group) override {
-    ncclComm_t comm = group >= 0                        ? tiedComms_[group]
-                      : group == ZBC_RT_GROUP_PIPELINE ? pipeline_
-                                                       : replicaComm_;
+    ncclComm_t comm = commOf(group);
     if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
       return {};
     // After the gradient's last write on the compute stream.
@@ -326,8 +367,8 @@ public:
   // (Note [Collectives in the program]) asks, where they complete in any
   // order. zb-insert-collectives has nothing wait for them before the
   // step's end, where every one is waited for anyway.
-  std::string waitAllReduce(int32_t) override { return finishAllReduces(); }
-  std::string finishAllReduces() override {
+  std::string waitCollective(int32_t) override { return finishCollectives(); }
+  std::string finishCollectives() override {
     if (!reducing_)
       return {};
     reducing_ = false;

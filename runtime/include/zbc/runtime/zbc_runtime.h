@@ -100,7 +100,9 @@ typedef int32_t zbc_rt_status;
   X(OP_GROUP, Group, 7)                                                        \
   X(OP_OFFLOAD, Offload, 8) /* the stash of (stage, mb) to the host arena */   \
   X(OP_RELOAD, Reload, 9)   /* and back, into its reloaded buffers */       \
-  X(OP_ALL_REDUCE, AllReduce, 10) /* gradients summed over a group */
+  X(OP_ALL_REDUCE, AllReduce, 10) /* gradients summed over a group */       \
+  X(OP_REDUCE_SCATTER, ReduceScatter, 11) /* summed, each keeps its shard */ \
+  X(OP_ALL_GATHER, AllGather, 12) /* parameters' shards gathered whole */
 
 /* The number of compute kinds (F..R), which the profile counts per stage. */
 #define ZBC_RT_COMPUTE_KIND_COUNT 5
@@ -144,13 +146,19 @@ static inline int zbc_rt_op_is_copy(int32_t what) {
 }
 
 /* How reports and traces spell an op kind: "F", ..., "R", "send", "recv",
-   "group", "offload", "reload", "all-reduce". */
+   "group", "offload", "reload", "all-reduce", "reduce-scatter",
+   "all-gather". */
 static inline const char *zbc_rt_op_spelling(int32_t what) {
-  static const char *const spellings[] = {"F",       "B",         "W",
-                                          "BW",      "R",         "send",
-                                          "recv",    "group",     "offload",
-                                          "reload",  "all-reduce"};
-  return what >= 0 && what <= ZBC_RT_OP_ALL_REDUCE ? spellings[what] : "?";
+  static const char *const spellings[] = {
+      "F",    "B",     "W",       "BW",     "R",          "send",
+      "recv", "group", "offload", "reload", "all-reduce", "reduce-scatter",
+      "all-gather"};
+  return what >= 0 && what <= ZBC_RT_OP_ALL_GATHER ? spellings[what] : "?";
+}
+
+/* Whether `what` is a collective (ZBC_RT_OP_ALL_REDUCE ...). */
+static inline int zbc_rt_op_is_collective(int32_t what) {
+  return what >= ZBC_RT_OP_ALL_REDUCE && what <= ZBC_RT_OP_ALL_GATHER;
 }
 
 /* The group an all-reduce runs over (Note [Collective groups] in
@@ -270,6 +278,9 @@ typedef struct zbc_rt_program {
   int32_t replicas;
   const int32_t *collective_params;
   int32_t collective_param_count;
+  /* Note [Sharded optimizer] (zbc/contracts/Shards.h): 1 when the
+   * optimizer state and masters are sharded over the replicas (0: whole). */
+  int32_t zero;
 } zbc_rt_program;
 
 typedef zbc_rt_status (*zbc_rt_phase_fn)(zbc_rt_rank *rank);
@@ -296,9 +307,10 @@ zbc_rt_status zbc_rt_compute(zbc_rt_rank *rank, int32_t op,
 zbc_rt_status zbc_rt_send(zbc_rt_rank *rank, int32_t op);
 zbc_rt_status zbc_rt_recv(zbc_rt_rank *rank, int32_t op);
 zbc_rt_status zbc_rt_group(zbc_rt_rank *rank, int32_t op);
-/* Starts all-reduce `op`: its parameters' gradients, summed in place over
-   its group; zbc_rt_wait, or the step's end, completes it. */
-zbc_rt_status zbc_rt_all_reduce(zbc_rt_rank *rank, int32_t op);
+/* Starts collective `op` over its group: an all-reduce or reduce-scatter of
+   its parameters' gradients, in place, or an all-gather of their shards;
+   zbc_rt_wait, or the step's end, completes it. */
+zbc_rt_status zbc_rt_collective(zbc_rt_rank *rank, int32_t op);
 /* Issues a copy of a stash on the rank's copy queue, after every compute
  * called so far: an offload (device to host arena) or a reload (back). */
 zbc_rt_status zbc_rt_offload(zbc_rt_rank *rank, int32_t op);
