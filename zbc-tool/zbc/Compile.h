@@ -66,6 +66,10 @@ struct Compiled {
   int ranks = 0, stages = 0;
   std::string model, modelHash; // zb::modelHashOf
   std::vector<int64_t> peak, arena;
+  /// Per rank: its parameters' elements, and the bytes their weights,
+  /// gradients, masters and optimizer state take (Note [Master weights],
+  /// Note [Sharded optimizer]).
+  std::vector<int64_t> paramElements, paramBytes;
   /// Per rank: the offloaded stashes' host peak and arena (0 without).
   std::vector<int64_t> hostPeak, hostArena;
   /// The activation budget the schedule was built at (given, or fitted to

@@ -11,6 +11,7 @@
 #include "Options.h"
 #include "SchedulePlugins.h"
 
+#include "zbc/Analysis/ProgramMemory.h"
 #include "zbc/Analysis/ProgramTable.h"
 #include "zbc/Dialect/ZB/ZBOps.h"
 #include "zbc/Analysis/StageCosts.h"
@@ -22,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <set>
 
 using namespace llvm;
 using namespace mlir;
@@ -62,6 +64,29 @@ Error zbc::readProgram(zb::ProgramOp program, zb::PipelineOp pipeline,
                                      : 0);
   }
   compiled.ranks = static_cast<int>(compiled.peak.size());
+  {
+    FailureOr<std::vector<RankMemory>> memory = analyzeProgramMemory(
+        program, pipeline, modelOfProgram(program, pipeline));
+    if (failed(memory))
+      return fail("the program's memory cannot be accounted (the error is "
+                  "above)");
+    SmallVector<zb::StageOp> stages(
+        pipeline.getBody().front().getOps<zb::StageOp>());
+    for (auto [r, mem] : llvm::enumerate(*memory)) {
+      compiled.paramBytes.push_back(mem.params + mem.grads + mem.masters +
+                                    mem.optimizerState);
+      std::set<std::string> held; // a tied parameter once per rank
+      int64_t elements = 0;
+      for (auto [s, stage] : llvm::enumerate(stages))
+        if (program.getRankOfStage(s) == static_cast<int64_t>(r))
+          for (zb::ParamOp param :
+               stage.getBody().front().getOps<zb::ParamOp>())
+            if (held.insert(param.getName().str()).second)
+              elements +=
+                  cast<RankedTensorType>(param.getType()).getNumElements();
+      compiled.paramElements.push_back(elements);
+    }
+  }
   if (DictionaryAttr levers = program.getLeversAttr())
     for (auto [key, field] :
          {std::pair{"recompute", &compiled.recompute},
@@ -156,6 +181,8 @@ Error zbc::writeReport(const Request &request, const Compiled &c) {
             });
             j.attribute("peak_bytes", c.peak[r]);
             j.attribute("arena_bytes", c.arena[r]);
+            j.attribute("parameters", c.paramElements[r]);
+            j.attribute("parameter_bytes", c.paramBytes[r]);
             if (c.hostArena[r]) {
               j.attribute("host_peak_bytes", c.hostPeak[r]);
               j.attribute("host_arena_bytes", c.hostArena[r]);
@@ -280,6 +307,25 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
                                              double(compiled.peak[r])
                                        : 1.0,
                       levers(r));
+  // Note [Master weights], Note [Sharded optimizer]: what a parameter
+  // costs a rank beside its activations.
+  std::string perParameter;
+  for (int r = 0; r < compiled.ranks; ++r)
+    if (compiled.paramElements[r])
+      perParameter += formatv("{0}{1:F2}", perParameter.empty() ? "" : ", ",
+                              double(compiled.paramBytes[r]) /
+                                  double(compiled.paramElements[r]))
+                          .str();
+  if (!perParameter.empty())
+    outs() << formatv("  bytes per parameter on each rank [{0}]: weights, "
+                      "gradients, f32 masters and {1} state{2}\n",
+                      perParameter, optimizerName(options.optimizer),
+                      options.zero > 0
+                          ? formatv(", the optimizer sharded over {0} "
+                                    "replicas",
+                                    options.replicas)
+                                .str()
+                          : std::string());
   // Where each process runs, when that is more than "rank r is process r".
   if (request.options.replicas > 1 || !request.hosts.empty())
     for (auto [k, p] : llvm::enumerate(compiled.processes))

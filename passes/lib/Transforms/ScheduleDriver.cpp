@@ -198,6 +198,11 @@ FailureOr<int64_t> zbc::checkScheduleRequest(PipelineOp pipeline,
     return pipeline.emitOpError("unknown schedule '")
            << request.schedule << "'; registered: " << names;
   }
+  if (request.zero > 0 && request.replicas < 2)
+    return pipeline.emitOpError("zero=")
+           << request.zero << " shards the optimizer over data-parallel "
+           << "replicas: give data-parallel=D with D >= 2 (zbc: "
+           << "--data-parallel D)";
   if (request.microbatches < 1 ||
       request.microbatches > limits::kMaxMicrobatches)
     return pipeline.emitOpError("needs microbatches=N with N in [1, ")
