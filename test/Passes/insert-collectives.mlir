@@ -6,6 +6,9 @@
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2 data-parallel=2" --zb-insert-p2p --zb-insert-collectives | sed '/%allreduce0 = /d' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2 data-parallel=2" --zb-insert-p2p --zb-insert-collectives | sed 's/: 20992 bytes/: 20000 bytes/' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=SUM
 // RUN: zbc-dsl-gpt --tied --layers 2 | zbc-opt --zb-lower-to-program="schedule=zb-h1 microbatches=4 data-parallel=2 memory-limit=3000000" | FileCheck %s --check-prefix=LIMIT
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2 data-parallel=2 zero=1" --zb-insert-p2p --zb-insert-collectives --zb-verify-schedule | FileCheck %s --check-prefix=ZERO
+// RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=2 data-parallel=2 zero=1" --zb-insert-p2p --zb-insert-collectives | sed '/%allgather1 = /d; s/, %allgather1)/)/' | not zbc-opt --zb-verify-schedule 2>&1 | FileCheck %s --check-prefix=UNGATHERED
+// RUN: not zbc-opt %examples/mlp.mlir --zb-lower-to-program="schedule=zb-h1 microbatches=2 zero=1" 2>&1 | FileCheck %s --check-prefix=ONEREPLICA
 
 // Tests that with two data-parallel replicas each rank sums its stage's
 // gradients over the replicas with one all-reduce right after the last W
@@ -60,3 +63,26 @@
 // LIMIT-SAME:  replicas = 2
 // LIMIT:       zb.all_reduce grads stage 0 over "replicas"
 // LIMIT:       zb.all_reduce grads stage 0 over "tied:wte"
+
+// Tests Note [Sharded optimizer]: with zero=1 each stage's gradients are
+// reduce-scattered after its last W (the padded bytes: these sizes divide
+// by 2), and a gather of its parameters opens the rank's order, waited for
+// by its first compute.
+// ZERO-LABEL: zb.program @mlp_zb_h1
+// ZERO-SAME:  replicas = 2
+// ZERO-SAME:  zero = 1
+// ZERO:       zb.rank 0 {
+// ZERO-NEXT:    %[[G0:.+]] = zb.all_gather params stage 0 over "replicas" ["fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias"] : 20992 bytes
+// ZERO-NEXT:    zb.compute F stage 0 mb 0 after(%[[G0]])
+// ZERO:         %[[W0:.+]] = zb.compute W stage 0 mb 1
+// ZERO-NEXT:    zb.reduce_scatter grads stage 0 over "replicas" ["fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias"] : 20992 bytes after(%[[W0]])
+// ZERO:       zb.rank 1 {
+// ZERO-NEXT:    zb.all_gather params stage 1 over "replicas"
+// ZERO-NOT:   zb.all_reduce
+
+// Tests that the proof refuses a sharded program that does not gather a
+// rank's parameters.
+// UNGATHERED: error: rank 1 never gathers 'fc2.bias' over "replicas" (the optimizer state is sharded)
+
+// Tests that zero=1 needs replicas to shard over.
+// ONEREPLICA: error: 'zb.pipeline' op zero=1 shards the optimizer over data-parallel replicas: give data-parallel=D with D >= 2 (zbc: --data-parallel D)

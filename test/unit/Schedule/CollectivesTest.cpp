@@ -6,7 +6,8 @@
 // all-reduces verifies; one whose members disagree on a collective (bytes,
 // or the order of two), whose collective and transfer wait for each other,
 // whose collective sums gradients still being written, or whose partner
-// never comes is refused with the error that names the place.
+// never comes is refused with the error that names the place; and a
+// sharded optimizer's gather is waited for by the stage's first compute.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,6 +166,37 @@ TEST(Collectives, AMissingMemberIsNamed) {
   EXPECT_TRUE(says(error, "is never matched: rank 1 issues only 0 "
                           "collectives over group \"tied:wte\""))
       << (error ? error->message : "verified");
+}
+
+// Tests Note [Sharded optimizer]'s gather: an all-gather of a stage's
+// parameters comes before the stage's first compute, which waits for it;
+// a compute before it, or one that does not wait, is refused there.
+TEST(Collectives, AGatherPrecedesTheStagesComputes) {
+  Program program = tiedProgram();
+  program.tiedHolders.clear();
+  for (int r = 0; r < 2; ++r) {
+    std::vector<ProgramOp> &ops = program.ranks[r].ops;
+    ops.pop_back(); // no sums here
+    ProgramOp gather = allReduce(r, 128, {});
+    gather.collective = CollectiveKind::AllGather;
+    gather.over = "replicas";
+    // At the start of the order: every index moves up by one.
+    for (ProgramOp &op : ops)
+      for (int &d : op.deps)
+        ++d;
+    ops.insert(ops.begin(), gather);
+  }
+  // Rank 0's F (now op 1) and rank 1's F (op 2, after its recv) wait.
+  program.ranks[0].ops[1].deps.push_back(0);
+  program.ranks[1].ops[2].deps.push_back(0);
+  std::optional<ProgramError> error = proof(program);
+  EXPECT_FALSE(error) << error->message;
+  program.ranks[1].ops[2].deps.pop_back();
+  std::optional<ProgramError> unwaited = proof(program);
+  EXPECT_TRUE(says(unwaited, "F(1,0) does not wait for all-gather of stage "
+                             "1's parameters"))
+      << (unwaited ? unwaited->message : "verified");
+  EXPECT_EQ(unwaited->rank, 1);
 }
 
 } // namespace
