@@ -18,6 +18,12 @@
 #                           (ref/, saved here) to 1e-5 (f32) / 2e-2 (bf16)
 #                           relative; the same executables then run 50
 #                           AdamW steps, whose loss must fall.
+#   gpt-d2-zero1            the GPT with its head tied to the embedding,
+#                           data parallel 2 x pipeline 2 (4 processes),
+#                           --zero 1: the program's NCCL reduce-scatters,
+#                           tied all-reduces and all-gathers; two AdamW
+#                           steps with clipping must equal the CPU
+#                           backend's (ref/) to 1e-5 relative.
 #   layer-4096              one rank, one stage: the embedding, one GPT
 #                           block at h 4096 (32 heads), sequence 2048,
 #                           microbatch 1, a final LayerNorm and a 256-way
@@ -72,6 +78,19 @@ for p in 2 4; do
     echo "prepared $case"
   done
 done
+
+work=$BUNDLE/gpt-d2-zero1
+mkdir -p "$work"
+"$DSL_GPT" --layers 2 --tied >"$work/model.mlir"
+common=("$work/model.mlir" --ranks 2 --data-parallel 2 --microbatches 8
+        --schedule zb-h1 --zero 1 --optimizer adamw)
+"$ZBC" run "${common[@]}" -o "$work/cpu" --steps 2 --data "$TEXT" \
+  --clip-norm 0.5 --save "$work/ref" >/dev/null
+rm -rf "$work/cpu"
+"$ZBC" compile "${common[@]}" --backend cuda -o "$work/cuda" >/dev/null
+rm -rf "$work/cuda/src" "$work/cuda/build.log" "$work/cuda/schedule.svg" \
+  "$work/cuda/program.mlir"
+echo "prepared gpt-d2-zero1"
 
 work=$BUNDLE/layer-4096
 mkdir -p "$work"

@@ -28,6 +28,10 @@
 #                them).
 #   equal        gpt-p{2,4}-{f32,bf16}: one SGD step on the GPU equals the
 #                CPU backend's (saved by prepare.sh) to 1e-5 / 2e-2.
+#   zero         gpt-d2-zero1: data parallel 2 x pipeline 2, --zero 1 (the
+#                program's NCCL reduce-scatters, tied all-reduces and
+#                all-gathers), two AdamW steps with clipping equal the CPU
+#                backend's to 1e-5.
 #   trains       gpt-p2-{f32,bf16}, 50 steps: the loss falls; with the
 #                CUDA allocation counter preloaded, no device allocation
 #                happens during a step.
@@ -68,16 +72,19 @@ fi
 MPIRUN=$(command -v mpirun || true)
 LAUNCHER=mpirun
 
-# launch DIR RANKS TIMEOUT ARGS...: runs the rank executables of DIR as one
-# job, each rank with its own NCCL_HOSTID; the job's exit status.
+# launch DIR PROCESSES TIMEOUT ARGS...: runs the rank executables of DIR as
+# one job, each process with its own NCCL_HOSTID; the job's exit status.
+# With PIPELINE=P the processes are replicas of a P-rank pipeline (process
+# k runs rank k mod P, replica after replica).
 launch() {
   local dir=$1 ranks=$2 limit=$3
   shift 3
+  local pipeline=${PIPELINE:-$ranks}
   if [ "$LAUNCHER" = mpirun ]; then
     local mpmd=()
     for ((r = 0; r < ranks; r++)); do
       [ $r -gt 0 ] && mpmd+=(:)
-      mpmd+=(-np 1 env NCCL_HOSTID=zbc-gpu-$r "$dir/rank$r" "$@")
+      mpmd+=(-np 1 env NCCL_HOSTID=zbc-gpu-$r "$dir/rank$((r % pipeline))" "$@")
     done
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
       timeout "$limit" "$MPIRUN" --oversubscribe "${mpmd[@]}"
@@ -86,7 +93,7 @@ launch() {
   local pids=() port=$((20000 + RANDOM % 20000)) status=0
   for ((r = 0; r < ranks; r++)); do
     NCCL_COMM_ID=127.0.0.1:$port ZBC_RANK=$r ZBC_RANKS=$ranks ZBC_LOCAL_RANK=$r \
-      NCCL_HOSTID=zbc-gpu-$r timeout "$limit" "$dir/rank$r" "$@" &
+      NCCL_HOSTID=zbc-gpu-$r timeout "$limit" "$dir/rank$((r % pipeline))" "$@" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
@@ -145,6 +152,19 @@ for p in 2 4; do
     fi
   done
 done
+
+#--- zero --------------------------------------------------------------------
+case=gpt-d2-zero1
+rm -rf "$OUT/$case"
+if PIPELINE=2 launch "$BUNDLE/$case/cuda" 4 180 --steps 2 --data "$TEXT" \
+     --clip-norm 0.5 --save "$OUT/$case/saved" --quiet >"$OUT/$case.log" 2>&1; then
+  line=$("$PYTHON" "$ROOT/bench/gpu/compare.py" "$BUNDLE/$case/ref" "$OUT/$case/saved" \
+         --tolerance 1e-5 2>&1)
+  status=$?
+  record "two steps, $case" "$([ $status = 0 ] && echo ok || echo FAIL)" "$line"
+else
+  record "two steps, $case" FAIL "the run failed ($OUT/$case.log)"
+fi
 
 #--- trains ------------------------------------------------------------------
 for precision in f32 bf16; do
