@@ -860,24 +860,11 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
            << rankOps.size() << " zb.rank ops for " << memory->size()
            << " ranks";
   std::string modelHash = modelHashOf(pipeline);
-  // Parameters whose stages run on more than one rank, in stage order.
+  // Parameters whose stages run on more than one rank (their groups'
+  // order: Note [Collective groups]).
   std::vector<Tied> tied;
-  {
-    std::map<std::string, std::set<int>> holders;
-    std::vector<std::string> order;
-    for (auto [s, stage] :
-         llvm::enumerate(pipeline.getBody().front().getOps<StageOp>()))
-      for (ParamOp param : stage.getBody().front().getOps<ParamOp>()) {
-        auto [it, inserted] = holders.try_emplace(param.getName().str());
-        if (inserted)
-          order.push_back(param.getName().str());
-        it->second.insert(model.program.rankOfStage[s]);
-      }
-    for (const std::string &name : order)
-      if (holders[name].size() > 1)
-        tied.push_back({name, std::vector<int>(holders[name].begin(),
-                                               holders[name].end())});
-  }
+  for (const auto &[group, ranks] : tiedHoldersOf(pipeline, program))
+    tied.push_back({std::string(tiedParamOf(group)), ranks});
   std::vector<RankTables> tables;
   for (auto [r, rankOp] : llvm::enumerate(rankOps)) {
     RankBuilder builder(program, pipeline, model, (*memory)[r],
