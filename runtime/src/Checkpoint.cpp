@@ -46,6 +46,19 @@ template <typename Fn> void forEachTensor(const zbc_rt_program &p, Fn fn) {
   }
 }
 
+/// A checkpoint's file of rank `rank` (of a sharded optimizer, of replica
+/// `replica`: Note [Sharded optimizer]).
+std::string checkpointFileName(int32_t rank, int32_t replica) {
+  return replica < 0 ? fmt::format("rank{}.safetensors", rank)
+                     : fmt::format("rank{}.shard{}.safetensors", rank, replica);
+}
+std::string checkpointFileName(const zbc_rt_rank *rank) {
+  const zbc_rt_program &p = *rank->program;
+  return checkpointFileName(p.rank, p.zero > 0 && p.replicas > 1
+                                        ? rank->transport->replica()
+                                        : -1);
+}
+
 /// Removes `dir` and everything in it (a staging directory: files, no
 /// links followed); a missing `dir` is not an error.
 std::string removeTree(const std::string &dir) {
@@ -106,14 +119,29 @@ std::string checkCheckpoint(zbc_rt_rank *rank, const std::string &dir,
                        dir, m.schedule, m.ranks, m.stages, m.microbatches,
                        m.optimizer, p.schedule, p.ranks, p.stages,
                        p.microbatches, p.optimizer);
+  // Note [Sharded optimizer]: each replica holds its shards, so only the
+  // same sharding loads (re-sharding is not done).
+  int64_t shards = p.zero > 0 && p.replicas > 1 ? p.replicas : 0;
+  if (m.shards != shards)
+    return fmt::format("'{}' holds an optimizer {}; this program's is {}: "
+                       "resume with the same --data-parallel and --zero",
+                       dir,
+                       m.shards ? fmt::format("sharded over {} replicas",
+                                              m.shards)
+                                : std::string("whole on every replica"),
+                       shards ? fmt::format("sharded over {} replicas", shards)
+                              : std::string("whole (--zero 0)"));
   if (rank->options.seedGiven && m.seed != rank->options.seed)
     return fmt::format("'{}' was trained with --seed {}, not {} (leave "
                        "--seed out to continue with the checkpoint's)",
                        dir, m.seed, rank->options.seed);
   std::string bytes;
-  if (std::string e = readCheckpointFile(dir, m, p.rank, bytes); !e.empty())
+  int64_t replica = shards ? rank->transport->replica() : 0;
+  if (std::string e = readCheckpointFile(dir, m, p.rank, bytes, replica);
+      !e.empty())
     return e;
-  std::string path = dir + "/" + m.files[static_cast<size_t>(p.rank)].file;
+  std::string path =
+      dir + "/" + m.files[static_cast<size_t>(replica * p.ranks + p.rank)].file;
   TensorFile file;
   if (std::string e = decodeSafeTensors(path, bytes, file); !e.empty())
     return e;
@@ -232,9 +260,11 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
   std::string root = rank->options.checkpointDir;
   std::string staging = checkpointStagingDirectory(root, stepsDone);
   std::string final = checkpointDirectory(root, stepsDone);
-  // The replicas hold the same state: the first writes it for all; job
-  // rank 0 prepares the staging directory and renames it into place.
-  bool writes = transport.replica() == 0;
+  // The replicas hold the same state: the first writes it for all, unless
+  // each holds its shards (Note [Sharded optimizer]); job rank 0 prepares
+  // the staging directory and renames it into place.
+  bool sharded = p.zero > 0 && p.replicas > 1;
+  bool writes = sharded || transport.replica() == 0;
   bool leads = transport.rank() == 0;
   std::string error;
   if (leads) {
@@ -260,7 +290,11 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
                          const zbc_rt_param &param) {
       StoredTensor t;
       t.dtype = "F32";
-      t.shape.assign(param.shape, param.shape + param.rank_of_shape);
+      // A shard (or a padded whole) is stored flat.
+      if (sharded)
+        t.shape = {p.buffers[buffer].bytes / 4};
+      else
+        t.shape.assign(param.shape, param.shape + param.rank_of_shape);
       t.data.resize(static_cast<size_t>(p.buffers[buffer].bytes));
       if (std::string e = rank->device->read(p.buffers[buffer].offset,
                                              t.data.data(),
@@ -271,8 +305,9 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
     });
     bytes = encodeSafeTensors(file, savedMetadata(p, stepsDone));
     if (error.empty())
-      error = writeFileAtomically(
-          fmt::format("{}/rank{}.safetensors", staging, p.rank), bytes);
+      error = writeFileAtomically(fmt::format("{}/{}", staging,
+                                              checkpointFileName(rank)),
+                                  bytes);
   }
   std::vector<uint64_t> sizes, checksums;
   {
@@ -300,10 +335,14 @@ std::string writeCheckpoint(zbc_rt_rank *rank, int64_t stepsDone) {
     m.ranks = p.ranks;
     m.stages = p.stages;
     m.microbatches = p.microbatches;
-    for (int32_t r = 0; r < p.ranks; ++r)
-      m.files.push_back({r, fmt::format("rank{}.safetensors", r),
-                         static_cast<int64_t>(sizes[r]),
-                         fmt::format("{:016x}", checksums[r])});
+    m.shards = sharded ? p.replicas : 0;
+    for (int32_t k = 0; k < (sharded ? p.replicas : 1); ++k)
+      for (int32_t r = 0; r < p.ranks; ++r) {
+        size_t process = static_cast<size_t>(k) * p.ranks + r; // job rank
+        m.files.push_back({r, checkpointFileName(r, sharded ? k : -1),
+                           static_cast<int64_t>(sizes[process]),
+                           fmt::format("{:016x}", checksums[process]), k});
+      }
     error = writeFileAtomically(checkpointManifest(staging),
                                 checkpointManifestText(m));
     std::string replaced = checkpointReplacedDirectory(root, stepsDone);

@@ -5,7 +5,11 @@
 //  - rankR.safetensors per rank: its parameters under their names and its
 //    optimizer state under PyTorch's (NAME.momentum_buffer; NAME.exp_avg,
 //    NAME.exp_avg_sq), each written atomically (SafeTensors.h:
-//    writeFileAtomically);
+//    writeFileAtomically); with a sharded optimizer (Note [Sharded
+//    optimizer]), rankR.shardK.safetensors per rank and replica K: the
+//    replica's buffers as they are (its shards of masters and state, its
+//    padded working copies), flat, loaded by the same replica only (a
+//    resume with other replicas or sharding is refused);
 //  - manifest.json (CheckpointManifest.h), which rank 0 writes last, once
 //    every rank has written and synced its file: the step, the data
 //    position (batches consumed), the seed, the model and the hash of its

@@ -184,12 +184,6 @@ int startUp(zbc_rt_rank *rank, int &argc, char **&argv, StartedRun &log) {
                           "with --data-parallel {})",
                           transport->size(), transport->replicas(), p.ranks,
                           p.replicas, transport->replicas());
-    else if (p.zero > 0 && p.replicas > 1 &&
-             (o.checkpointEvery || !o.resumeDir.empty()))
-      error = "checkpoints of a sharded optimizer are not written yet: the "
-              "program was compiled with --zero 1, so each replica holds "
-              "only its shard of the optimizer state; run without "
-              "--checkpoint-every and --resume, or compile with --zero 0";
     else if (transport->rank() % p.ranks != p.rank)
       error = fmt::format("MPI started rank {}'s executable as rank {} "
                           "(launch the executables in rank order, replica "

@@ -31,7 +31,8 @@
                         pipeline 2 and 4 (the tied GPT in f32 under every
                         schedule, a bf16 Llama): losses, norms and
                         parameters bitwise equal, measured peaks the
-                        predicted, lower.
+                        predicted, lower; a sharded checkpoint resumes bit
+                        for bit, and --zero 0 refuses it.
   training-profile      zbc profile writes a cost file of the model's stages
                         that zbc run compiles with, and the run's ranks'
                         timelines merge into one trace (a computes and a
@@ -696,6 +697,50 @@ def zero(args):
                      f"under --zero 1, {peak0} under --zero 0")
         print(f"ok {case}: losses, norms and parameters equal; largest peak "
               f"{peak0} -> {peak1} bytes", flush=True)
+    _zero_resume(args)
+
+
+def _zero_resume(args):
+    """A sharded checkpoint (a file per rank and replica) resumes bit for
+    bit, and a program sharded otherwise refuses it."""
+    zbc = os.path.join(args.bin, "zbc")
+    work = fresh_dir(args.work, "zero-resume")
+    source = os.path.join(work, "gpt.mlir")
+    with open(source, "w") as f:
+        f.write(gpt(os.path.join(args.bin, "zbc-dsl-gpt"), 2, "--tied"))
+    shape = ["--ranks", "2", "--data-parallel", "2", "--microbatches", "8",
+             "--schedule", "zb-h1", "--data", TEXT] + ADAMW
+    checkpoints = os.path.join(work, "checkpoints")
+    run([zbc, "run", source, *shape, "--zero", "1", "--steps", "4", "--save",
+         os.path.join(work, "straight"), "-o", os.path.join(work, "a")])
+    run([zbc, "run", source, *shape, "--zero", "1", "--steps", "2",
+         "--checkpoint-every", "2", "--checkpoint-dir", checkpoints, "-o",
+         os.path.join(work, "b")])
+    files = sorted(os.listdir(os.path.join(checkpoints, "step-2")))
+    if files != ["manifest.json", "rank0.shard0.safetensors",
+                 "rank0.shard1.safetensors", "rank1.shard0.safetensors",
+                 "rank1.shard1.safetensors"]:
+        sys.exit(f"FAILED: zero-resume: the checkpoint holds {files}")
+    run([zbc, "run", source, *shape, "--zero", "1", "--steps", "4",
+         "--resume", checkpoints, "--save", os.path.join(work, "resumed"),
+         "-o", os.path.join(work, "c")])
+    for r in (0, 1):
+        name = f"rank{r}.safetensors"
+        if (_tensor_bytes(os.path.join(work, "straight", name)) !=
+                _tensor_bytes(os.path.join(work, "resumed", name))):
+            sys.exit(f"FAILED: zero-resume: rank {r}'s parameters after 2 + "
+                     f"2 steps differ from 4 steps")
+    refused = subprocess.run(
+        [zbc, "run", source, *shape, "--zero", "0", "--steps", "4",
+         "--resume", checkpoints, "-o", os.path.join(work, "d")],
+        capture_output=True, text=True, timeout=120)
+    said = ("holds an optimizer sharded over 2 replicas; this program's is "
+            "whole (--zero 0)")
+    if refused.returncode == 0 or said not in refused.stdout + refused.stderr:
+        sys.exit(f"FAILED: zero-resume: --zero 0 resumed a sharded "
+                 f"checkpoint:\n{refused.stdout}{refused.stderr}")
+    print("ok zero-resume: a file per rank and replica; 2 + 2 steps equal 4 "
+          "bit for bit; --zero 0 refuses it", flush=True)
 
 
 MODES = {"training-bf16": bf16, "training-equivalence": equivalence, "training-resume": resume,

@@ -80,6 +80,11 @@ Expected<Saved> readCheckpoint(const std::string &dir) {
   if (std::string e = rt::readCheckpointManifest(dir, manifest); !e.empty())
     return fail(e);
   saved.optimizer = manifest.optimizer;
+  if (manifest.shards)
+    return fail(formatv("'{0}' holds an optimizer sharded over {1} replicas "
+                        "(--zero 1): its files are shards; export what "
+                        "--save wrote (whole parameters)",
+                        dir, manifest.shards));
   for (int64_t r = 0; r < manifest.ranks; ++r) {
     RankFile file;
     file.path = dir + "/" + manifest.files.at(r).file;

@@ -112,17 +112,26 @@ Error inspectCheckpoint(const std::string &dir,
                     "{8}), seed {9}\n",
                     dir, m.step, m.model, m.modelHash, m.schedule, m.ranks,
                     m.stages, m.microbatches, m.optimizer, m.seed);
+  if (m.shards)
+    outs() << formatv("  the optimizer sharded over {0} replicas: a file per "
+                      "rank and replica\n",
+                      m.shards);
   for (const rt::CheckpointFile &f : m.files) {
     std::string bytes;
-    if (std::string e = rt::readCheckpointFile(dir, m, f.rank, bytes);
+    if (std::string e =
+            rt::readCheckpointFile(dir, m, f.rank, bytes, f.replica);
         !e.empty())
       return fail(e);
     rt::TensorFile file;
     std::string path = dir + "/" + f.file;
     if (std::string e = rt::decodeSafeTensors(path, bytes, file); !e.empty())
       return fail(e);
-    outs() << formatv("  rank {0}: {1}, {2} bytes, checksum ok, {3} tensors\n",
-                      f.rank, f.file, f.bytes, file.size());
+    outs() << formatv("  rank {0}{1}: {2}, {3} bytes, checksum ok, {4} "
+                      "tensors\n",
+                      f.rank,
+                      m.shards ? formatv(" replica {0}", f.replica).str()
+                               : std::string(),
+                      f.file, f.bytes, file.size());
     for (const auto &[name, t] : file)
       if (int64_t bad = rt::firstNonFinite(t); bad >= 0)
         return fail(formatv("'{0}': tensor '{1}' holds a NaN or infinity at "

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 namespace zbc::rt {
@@ -38,18 +39,22 @@ std::string checksumTail(uint64_t hash) {
 std::string checkpointManifestText(const CheckpointManifest &m) {
   std::string files;
   for (const CheckpointFile &f : m.files)
-    files += fmt::format("{}\n    {{\"rank\": {}, \"file\": {}, \"bytes\": {}, "
-                         "\"fnv1a64\": \"{}\"}}",
-                         files.empty() ? "" : ",", f.rank, jsonQuoted(f.file),
-                         f.bytes, f.fnv1a64);
+    files += fmt::format("{}\n    {{\"rank\": {}, {}\"file\": {}, "
+                         "\"bytes\": {}, \"fnv1a64\": \"{}\"}}",
+                         files.empty() ? "" : ",", f.rank,
+                         m.shards ? fmt::format("\"replica\": {}, ", f.replica)
+                                  : std::string(),
+                         jsonQuoted(f.file), f.bytes, f.fnv1a64);
   std::string body = fmt::format(
       "{{\n  \"format\": \"{}\",\n  \"step\": {},\n  \"data_position\": {},\n"
       "  \"seed\": {},\n  \"model\": {},\n  \"model_hash\": {},\n"
       "  \"schedule\": {},\n  \"optimizer\": {},\n  \"ranks\": {},\n"
-      "  \"stages\": {},\n  \"microbatches\": {},\n  \"files\": [{}\n  ]",
+      "  \"stages\": {},\n  \"microbatches\": {},\n{}  \"files\": [{}\n  ]",
       kCheckpointFormat, m.step, m.dataPosition, m.seed, jsonQuoted(m.model),
       jsonQuoted(m.modelHash), jsonQuoted(m.schedule), jsonQuoted(m.optimizer),
-      m.ranks, m.stages, m.microbatches, files);
+      m.ranks, m.stages, m.microbatches,
+      m.shards ? fmt::format("  \"shards\": {},\n", m.shards) : std::string(),
+      files);
   return body + checksumTail(fnv1a64(body));
 }
 
@@ -118,6 +123,15 @@ std::string parseCheckpointManifest(const std::string &path,
                        "malformed",
                        path, kCheckpointFormat, missing);
   m.seed = static_cast<uint64_t>(seed);
+  m.shards = 0;
+  if (const JsonValue *shards = root.find("shards")) {
+    if (shards->kind != JsonValue::Number || shards->number < 2)
+      return fmt::format("'{}': \"shards\" must be the replicas the "
+                         "optimizer is sharded over, 2 or more",
+                         path);
+    m.shards = shards->number;
+  }
+  int64_t perRank = std::max<int64_t>(m.shards, 1);
   m.files.clear();
   for (const JsonValue &f : files->elements) {
     const JsonValue *rank = f.find("rank"), *file = f.find("file"),
@@ -130,20 +144,29 @@ std::string parseCheckpointManifest(const std::string &path,
       return fmt::format("'{}': entry {} of \"files\" lacks a rank, file, "
                          "bytes or fnv1a64",
                          path, m.files.size());
-    if (rank->number != static_cast<int64_t>(m.files.size()))
+    int64_t index = static_cast<int64_t>(m.files.size());
+    const JsonValue *replica = f.find("replica");
+    int64_t replicaOf = replica && replica->kind == JsonValue::Number
+                            ? replica->number
+                            : (m.shards ? -1 : 0);
+    if (rank->number != index % m.ranks || replicaOf != index / m.ranks)
       return fmt::format("'{}': entry {} of \"files\" is of rank {}; the "
-                         "files are listed by rank",
-                         path, m.files.size(), rank->number);
+                         "files are listed by rank{}",
+                         path, index, rank->number,
+                         m.shards ? " (and \"replica\"), replica after replica"
+                                  : "");
     if (file->string.empty() || file->string.find('/') != std::string::npos)
       return fmt::format("'{}': rank {}'s file '{}' is not a file name in "
                          "the checkpoint's directory",
                          path, rank->number, file->string);
-    m.files.push_back(
-        {rank->number, file->string, bytes->number, sum->string});
+    m.files.push_back({rank->number, file->string, bytes->number, sum->string,
+                       replicaOf});
   }
-  if (static_cast<int64_t>(m.files.size()) != m.ranks)
-    return fmt::format("'{}' lists {} files for {} ranks", path, m.files.size(),
-                       m.ranks);
+  if (static_cast<int64_t>(m.files.size()) != m.ranks * perRank)
+    return fmt::format("'{}' lists {} files for {} ranks{}", path,
+                       m.files.size(), m.ranks,
+                       m.shards ? fmt::format(" of {} shards", m.shards)
+                                : std::string());
   return {};
 }
 
@@ -166,11 +189,16 @@ std::string readCheckpointManifest(const std::string &dir,
 
 std::string readCheckpointFile(const std::string &dir,
                                const CheckpointManifest &manifest,
-                               int64_t rank, std::string &bytes) {
-  if (rank < 0 || rank >= static_cast<int64_t>(manifest.files.size()))
-    return fmt::format("'{}' lists no file of rank {}", checkpointManifest(dir),
-                       rank);
-  const CheckpointFile &entry = manifest.files[static_cast<size_t>(rank)];
+                               int64_t rank, std::string &bytes,
+                               int64_t replica) {
+  int64_t index = replica * manifest.ranks + rank;
+  if (rank < 0 || rank >= manifest.ranks || replica < 0 ||
+      index >= static_cast<int64_t>(manifest.files.size()))
+    return fmt::format("'{}' lists no file of rank {}{}",
+                       checkpointManifest(dir), rank,
+                       replica ? fmt::format(" of replica {}", replica)
+                               : std::string());
+  const CheckpointFile &entry = manifest.files[static_cast<size_t>(index)];
   std::string path = dir + "/" + entry.file;
   int64_t size = 0;
   if (std::string error = regularFileError(path, "the checkpoint file", size);

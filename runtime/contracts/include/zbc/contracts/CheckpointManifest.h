@@ -4,7 +4,9 @@
 // runtime/src/Checkpoint.h): what was trained (model and IR hash, schedule,
 // optimizer, ranks, stages, microbatches), how far (the step, the data
 // position, the seed) and each rank's file with its size and FNV-1a-64
-// checksum. The manifest carries a checksum of its own as its last field,
+// checksum; for an optimizer sharded over D replicas (`shards`: Note
+// [Sharded optimizer] in Shards.h) each replica's file of each rank,
+// replica after replica. The manifest carries a checksum of its own as its last field,
 // over every byte before it, so that a flipped digit in "step" or "seed"
 // is refused like a flipped bit in a tensor.
 //
@@ -29,6 +31,7 @@ struct CheckpointFile {
   std::string file; // relative to the checkpoint's directory
   int64_t bytes = 0;
   std::string fnv1a64; // 16 hex digits
+  int64_t replica = 0;  // of a sharded checkpoint's
 };
 
 struct CheckpointManifest {
@@ -37,7 +40,12 @@ struct CheckpointManifest {
   uint64_t seed = 0;
   std::string model, modelHash, schedule, optimizer;
   int64_t ranks = 0, stages = 0, microbatches = 0;
-  std::vector<CheckpointFile> files; // one per pipeline rank, by rank
+  /// The replicas the optimizer state is sharded over (0: whole, one file
+  /// per rank, which every replica loads).
+  int64_t shards = 0;
+  /// One per pipeline rank, by rank; sharded, one per rank and replica,
+  /// replica after replica.
+  std::vector<CheckpointFile> files;
 };
 
 /// The manifest's text, its checksum last.
@@ -53,12 +61,13 @@ std::string parseCheckpointManifest(const std::string &path,
 std::string readCheckpointManifest(const std::string &dir,
                                    CheckpointManifest &manifest);
 
-/// Reads rank `rank`'s file of the checkpoint in `dir` whole and checks its
-/// size and checksum against the manifest; `bytes` holds it. An error
-/// naming the file, or "".
+/// Reads rank `rank`'s file of the checkpoint in `dir` (of a sharded one,
+/// replica `replica`'s) whole and checks its size and checksum against the
+/// manifest; `bytes` holds it. An error naming the file, or "".
 std::string readCheckpointFile(const std::string &dir,
                                const CheckpointManifest &manifest,
-                               int64_t rank, std::string &bytes);
+                               int64_t rank, std::string &bytes,
+                               int64_t replica = 0);
 
 } // namespace zbc::rt
 
