@@ -32,28 +32,12 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
+from rank_runs import run, train
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{result.stdout}{result.stderr}")
-    return result
-
-
-def train(out, steps, report):
-    run([os.path.join(out, "launch.sh"), "--steps", str(steps), "--quiet",
-         "--report", report])
-    reports = []
-    for name in sorted(os.listdir(report)):
-        with open(os.path.join(report, name)) as f:
-            reports.append(json.load(f))
-    return reports
 
 
 def main():

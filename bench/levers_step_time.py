@@ -31,9 +31,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+
+import rank_runs
+from rank_runs import run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,20 +47,8 @@ LEVERS = [
 ]
 
 
-def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{result.stdout}{result.stderr}")
-    return result
-
-
 def train(out, steps, report):
-    run([os.path.join(out, "launch.sh"), "--steps", str(steps), "--quiet",
-         "--report", report])
-    reports = []
-    for name in sorted(os.listdir(report)):
-        with open(os.path.join(report, name)) as f:
-            reports.append(json.load(f))
+    reports = rank_runs.train(out, steps, report)
     for rep in reports:
         if rep["measured_peak_bytes"] != rep["predicted_peak_bytes"]:
             sys.exit(f"{out} rank {rep['rank']}: measured peak "

@@ -23,18 +23,12 @@ its numbers mean nothing.)
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
+from rank_runs import run, train
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run(cmd):
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{result.stdout}{result.stderr}")
-    return result
 
 
 def per_rank(out):
@@ -71,14 +65,8 @@ def main():
              str(d), "--microbatches", str(2 * d), "--schedule", "zb-h1",
              "--optimizer", "adamw", "--zero", zero, "-o", out])
         report, ranks = per_rank(out)
-        reports = os.path.join(out, "run")
-        run([os.path.join(out, "launch.sh"), "--steps", "1", "--quiet",
-             "--report", reports])
-        equal = True
-        for name in os.listdir(reports):
-            with open(os.path.join(reports, name)) as f:
-                rep = json.load(f)
-            equal &= rep["measured_peak_bytes"] == rep["predicted_peak_bytes"]
+        equal = all(rep["measured_peak_bytes"] == rep["predicted_peak_bytes"]
+                    for rep in train(out, 1, os.path.join(out, "run")))
         if not equal:
             sys.exit(f"D = {d}: a process's measured peak is not the "
                      f"predicted one")
