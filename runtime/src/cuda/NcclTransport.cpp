@@ -320,14 +320,26 @@ public:
     return {};
   }
 
-  std::string startReduceScatter(int32_t, float *data, int64_t shard,
-                                 int32_t group) override {
-    if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
+  /// A sharded optimizer's collective over `group`: this process's place
+  /// in it (`member`), once the reduction stream follows the compute
+  /// stream; `skip` for a group of one process, which moves nothing.
+  std::string enterShards(int32_t group, int &member, bool &skip) {
+    skip = group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1;
+    if (skip)
       return {};
     if (std::string error = afterCompute(); !error.empty())
       return error;
-    int member = 0;
     ZBC_NCCL_TRY(ncclCommUserRank(commOf(group), &member));
+    return {};
+  }
+
+  std::string startReduceScatter(int32_t, float *data, int64_t shard,
+                                 int32_t group) override {
+    int member = 0;
+    bool skip = false;
+    if (std::string error = enterShards(group, member, skip);
+        !error.empty() || skip)
+      return error;
     // In place: NCCL's layout is Note [Sharded optimizer]'s.
     ZBC_NCCL_TRY(ncclReduceScatter(data, data + member * shard,
                                    static_cast<size_t>(shard), ncclFloat32,
@@ -337,12 +349,11 @@ public:
 
   std::string startAllGather(int32_t, char *data, int64_t shardBytes,
                              int32_t group) override {
-    if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
-      return {};
-    if (std::string error = afterCompute(); !error.empty())
-      return error;
     int member = 0;
-    ZBC_NCCL_TRY(ncclCommUserRank(commOf(group), &member));
+    bool skip = false;
+    if (std::string error = enterShards(group, member, skip);
+        !error.empty() || skip)
+      return error;
     ZBC_NCCL_TRY(ncclAllGather(data + member * shardBytes, data,
                                static_cast<size_t>(shardBytes), ncclUint8,
                                commOf(group), reduce_));
