@@ -99,7 +99,7 @@ Error zbc::readProgram(zb::ProgramOp program, zb::PipelineOp pipeline,
   FailureOr<sched::Problem> problem = problemOfCosts(
       pipeline, pipeline.getNumStages() / std::max(compiled.ranks, 1),
       program.getMicrobatches(), std::nullopt,
-      program.getReplicas().value_or(1));
+      program.getReplicas().value_or(1), program.getZero().value_or(0));
   if (failed(problem))
     return fail("the program's costs do not fit it (the error is above)");
   compiled.problem = *problem;

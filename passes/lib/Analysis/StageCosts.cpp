@@ -334,8 +334,10 @@ static std::vector<sched::GradientSum> gradientSumsOf(PipelineOp pipeline) {
       auto [it, first] = byParam.try_emplace(param.getName().str());
       if (first) {
         order.push_back(param.getName().str());
-        it->second.bytes = static_cast<double>(
-            cast<RankedTensorType>(param.getType()).getNumElements() * 4);
+        auto type = cast<RankedTensorType>(param.getType());
+        it->second.bytes = static_cast<double>(type.getNumElements() * 4);
+        it->second.paramBytes = static_cast<double>(
+            type.getNumElements() * (type.getElementTypeBitWidth() / 8));
       }
       it->second.stages.push_back(static_cast<int>(s));
     }
@@ -350,6 +352,7 @@ static std::vector<sched::GradientSum> gradientSumsOf(PipelineOp pipeline) {
     sched::GradientSum &bucket = ofStage[sum.stages.front()];
     bucket.stages = sum.stages;
     bucket.bytes += sum.bytes;
+    bucket.paramBytes += sum.paramBytes;
   }
   for (auto &[stage, bucket] : ofStage)
     sums.push_back(bucket);
@@ -359,7 +362,7 @@ static std::vector<sched::GradientSum> gradientSumsOf(PipelineOp pipeline) {
 FailureOr<sched::Problem>
 zbc::problemOfCosts(PipelineOp pipeline, int64_t virtualStages,
                     int64_t microbatches, std::optional<double> budget,
-                    int64_t replicas) {
+                    int64_t replicas, int64_t zero) {
   SmallVector<StageOp> stages(pipeline.getBody().front().getOps<StageOp>());
   DictionaryAttr costs = costsOf(pipeline);
   sched::Problem problem;
@@ -370,6 +373,7 @@ zbc::problemOfCosts(PipelineOp pipeline, int64_t virtualStages,
   problem.copyBandwidth = numberIn(costs, kCopyBandwidth);
   problem.collectiveBandwidth = numberIn(costs, kCollectiveBandwidth);
   problem.replicas = static_cast<int>(replicas);
+  problem.sharded = replicas > 1 && zero > 0;
   problem.gradientSums = gradientSumsOf(pipeline);
   problem.activationBudget = budget;
   for (StageOp stage : stages) {

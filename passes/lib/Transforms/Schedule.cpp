@@ -142,7 +142,8 @@ void recordPredictionOfKept(ProgramOp program, PipelineOp pipeline) {
   FailureOr<sched::Problem> problem =
       problemOfCosts(pipeline, pipeline.getNumStages() / ranks,
                      program.getMicrobatches(), std::nullopt,
-                     program.getReplicas().value_or(1));
+                     program.getReplicas().value_or(1),
+                     program.getZero().value_or(0));
   if (failed(problem))
     return;
   llvm::Expected<sched::SimResult> sim =

@@ -247,7 +247,7 @@ FailureOr<BuiltOrder> zbc::orderAtBudget(PipelineOp pipeline,
     return failure();
   auto problem = [&] {
     return problemOfCosts(pipeline, *v, request.microbatches, budget,
-                          request.replicas);
+                          request.replicas, request.zero);
   };
   FailureOr<sched::Problem> asked = problem();
   if (failed(asked))

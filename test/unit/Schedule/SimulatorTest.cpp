@@ -206,6 +206,31 @@ TEST(Simulator, GradientSumsOverReplicasAfterTheLastBackward) {
   EXPECT_DOUBLE_EQ(simulateOK(problem, table).makespan, base);
 }
 
+// The same 1F1B with the optimizer sharded over the two replicas (Note
+// [Collectives in the simulator]): rank 0 first gathers stage 0's 5 bytes
+// of working copies in 0.5 + (1/2) 5 / 10 = 0.75, so its F starts then
+// (rank 1's gather, 1.0, hides behind its wait for that F); the sums are
+// reduce-scatters, (1/2) of the bytes: 1.0 on rank 0 after the step's
+// last BW. Rank 0's span runs from its gather's start: 0.75 + 1.0 more.
+TEST(Simulator, ShardedOptimizerGathersFirstAndScatters) {
+  Problem problem = uniform(2, 4);
+  problem.comm = 0.5;
+  problem.collectiveBandwidth = 10;
+  problem.gradientSums = {{{0}, 10, 5}, {{1}, 20, 10}};
+  ScheduleTable table = oneFOneB(2, 4, /*fused=*/true);
+  Problem unsummed = problem;
+  unsummed.gradientSums.clear();
+  double base = simulateOK(unsummed, table).makespan;
+  problem.replicas = 2;
+  problem.sharded = true;
+  SimResult sim = simulateOK(problem, table);
+  EXPECT_TIMES(sim, 0, F(0, 0), 0.75, 1.75);
+  EXPECT_DOUBLE_EQ(sim.communication[0], 0.75 + 1.0);
+  EXPECT_DOUBLE_EQ(sim.communication[1], 1.0 + 1.5);
+  EXPECT_DOUBLE_EQ(sim.makespan, base + 1.75);
+  EXPECT_DOUBLE_EQ(sim.exposedCommunication, 1.75);
+}
+
 // Both stages on one rank (a V of one rank): no edge crosses ranks, so comm
 // never applies and the rank runs back to back: makespan 6.
 TEST(Simulator, NoCommBetweenStagesOfOneRank) {

@@ -94,13 +94,13 @@ std::string costUnitOf(zb::PipelineOp pipeline);
 /// The scheduling problem of `pipeline` from its attached costs, with
 /// `virtualStages` stages per rank, `microbatches` and `budget` (Note [Two
 /// memory limits]; nullopt: the schedule's default), run as `replicas`
-/// data-parallel replicas (its gradient sums: Note [Collectives in the
-/// simulator]); validated, and held to the shape a cost file was measured
+/// data-parallel replicas, the optimizer sharded over them if `zero` > 0
+/// (its collectives: Note [Collectives in the simulator]); validated, and held to the shape a cost file was measured
 /// for. Errors go to the pipeline.
 mlir::FailureOr<sched::Problem>
 problemOfCosts(zb::PipelineOp pipeline, int64_t virtualStages,
                int64_t microbatches, std::optional<double> budget,
-               int64_t replicas = 1);
+               int64_t replicas = 1, int64_t zero = 0);
 
 } // namespace zbc
 

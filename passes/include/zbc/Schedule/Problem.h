@@ -134,11 +134,17 @@ const char *placementName(Placement placement);
 /// processes takes comm + 2 (n - 1) / n x bytes / collectiveBandwidth. A
 /// rank's step ends when its computes and its collectives have, so what
 /// the cool-down does not hide lengthens the makespan
-/// (SimResult::exposedCommunication). Without a collective bandwidth the
+/// (SimResult::exposedCommunication). With a sharded optimizer (Note
+/// [Sharded optimizer]) a sum over the replicas alone is a reduce-scatter,
+/// (n - 1) / n of the bytes, and each rank first gathers the working copies
+/// (`paramBytes`) of its stages' parameters over the replicas, one stage
+/// after the other from the step's start: no action of a stage starts
+/// before its gather has ended. Without a collective bandwidth the
 /// collectives are not timed.
 struct GradientSum {
   std::vector<int> stages;
-  double bytes = 0;
+  double bytes = 0;      // f32 gradients
+  double paramBytes = 0; // the working copies (bf16: half of `bytes`)
 };
 
 /// A scheduling problem.
@@ -155,10 +161,13 @@ struct Problem {
   /// gradient sums and the bytes a collective moves per time unit (0: not
   /// timed).
   int replicas = 1;
+  bool sharded = false; // zero >= 1, with replicas > 1
   std::vector<GradientSum> gradientSums;
   double collectiveBandwidth = 0;
-  /// How long a ring all-reduce of `bytes` over `members` processes takes.
+  /// How long a ring all-reduce of `bytes` over `members` processes takes,
+  /// and a ring reduce-scatter or all-gather (half the traffic).
   double allReduceTime(double bytes, int members) const;
+  double shardedCollectiveTime(double bytes, int members) const;
   /// Per-rank activation budget (Note [Two memory limits]). 0: none.
   /// Unset: the schedule's default (zb-auto and zb-v have one,
   /// ScheduleInfo::defaultActivationBudget; the others none); buildSchedule

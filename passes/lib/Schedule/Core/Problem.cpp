@@ -56,6 +56,12 @@ double Problem::allReduceTime(double bytes, int members) const {
   return comm + 2.0 * (members - 1) / members * bytes / collectiveBandwidth;
 }
 
+double Problem::shardedCollectiveTime(double bytes, int members) const {
+  if (members <= 1 || collectiveBandwidth <= 0)
+    return 0;
+  return comm + 1.0 * (members - 1) / members * bytes / collectiveBandwidth;
+}
+
 double Problem::duration(Kind kind, int stage) const {
   const StageCost &cost = stages[stage];
   if (!isCopy(kind))

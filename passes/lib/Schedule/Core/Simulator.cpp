@@ -69,6 +69,9 @@ struct Simulation {
   /// are free; per (stage, microbatch): when its O ended. Empty without
   /// offload.
   std::vector<double> toHostFreeAt, toDeviceFreeAt, offloadedAt;
+  /// Per stage: when its parameters are gathered (Note [Collectives in the
+  /// simulator]); 0 without a sharded optimizer.
+  std::vector<double> gathered;
 
   Simulation(const Problem &problem, const ScheduleTable &table,
              const std::vector<bool> &restored)
@@ -141,7 +144,7 @@ struct Simulation {
       }
       int keys[2];
       int n = dependencies(a, keys);
-      double start = freeAt[r];
+      double start = std::max(freeAt[r], gathered[a.stage]);
       for (int i = 0; i < n; ++i) {
         double end = doneAt[keys[i]];
         if (end < 0) {
@@ -283,11 +286,54 @@ static llvm::Error trackMemory(const Problem &problem,
 
 namespace {
 
+/// Note [Collectives in the simulator]: the sums a rank runs over
+/// `members` processes, or nothing for a group of one.
+int membersOf(const Problem &problem, const ScheduleTable &table,
+              const GradientSum &sum) {
+  std::vector<int> holders;
+  for (int s : sum.stages)
+    if (!llvm::is_contained(holders, table.rankOfStage[s]))
+      holders.push_back(table.rankOfStage[s]);
+  return static_cast<int>(holders.size()) * problem.replicas;
+}
+
+/// Note [Collectives in the simulator]: with a sharded optimizer, when each
+/// stage's parameters are gathered (0 otherwise): each rank gathers its
+/// stages' in the order it first runs them, from the step's start.
+std::vector<double> gatheredAt(const Problem &problem,
+                               const ScheduleTable &table) {
+  std::vector<double> at(problem.numStages(), 0.0);
+  if (!problem.sharded || problem.collectiveBandwidth <= 0)
+    return at;
+  // Each parameter's working copies, gathered with the first of its
+  // stages that its rank runs.
+  std::vector<double> bytes(problem.numStages(), 0.0);
+  for (int r = 0; r < static_cast<int>(table.ranks.size()); ++r) {
+    std::vector<int> order; // the rank's stages, as it first runs them
+    for (const Action &a : table.ranks[r])
+      if (!llvm::is_contained(order, a.stage))
+        order.push_back(a.stage);
+    for (const GradientSum &sum : problem.gradientSums) {
+      auto first = llvm::find_if(order, [&](int s) {
+        return llvm::is_contained(sum.stages, s);
+      });
+      if (first != order.end())
+        bytes[*first] += sum.paramBytes;
+    }
+    double channel = 0;
+    for (int s : order)
+      at[s] = channel +=
+          problem.shardedCollectiveTime(bytes[s], problem.replicas);
+  }
+  return at;
+}
+
 /// Note [Collectives in the simulator]: each rank's gradient sums, issued
 /// at the end of the last W (or BW) of their stages there and run one at a
-/// time beside its compute; a rank's span ends no earlier than its last.
+/// time beside its compute, after its gathers; a rank's span ends no
+/// earlier than its last.
 void timeCollectives(const Problem &problem, const ScheduleTable &table,
-                     SimResult &result) {
+                     const std::vector<double> &gathered, SimResult &result) {
   int ranks = static_cast<int>(table.ranks.size());
   result.communication.assign(ranks, 0.0);
   if (problem.collectiveBandwidth <= 0 || problem.gradientSums.empty())
@@ -305,29 +351,36 @@ void timeCollectives(const Problem &problem, const ScheduleTable &table,
     if (line.empty())
       continue;
     std::vector<std::pair<double, double>> issued; // (issue, duration)
+    double channel = 0; // after the rank's gathers
+    for (int s = 0; s < problem.numStages(); ++s)
+      if (table.rankOfStage[s] == r)
+        channel = std::max(channel, gathered[s]);
+    result.communication[r] = channel;
     for (const GradientSum &sum : problem.gradientSums) {
-      std::vector<int> holders;
       double issue = -1;
-      for (int s : sum.stages) {
-        int holder = table.rankOfStage[s];
-        if (!llvm::is_contained(holders, holder))
-          holders.push_back(holder);
-        if (holder == r)
+      for (int s : sum.stages)
+        if (table.rankOfStage[s] == r)
           issue = std::max(issue, lastWriteEnd[s]);
-      }
-      int members = static_cast<int>(holders.size()) * problem.replicas;
+      int members = membersOf(problem, table, sum);
+      bool scatter = problem.sharded && sum.stages.size() == 1;
       if (issue >= 0 && members > 1)
-        issued.push_back({issue, problem.allReduceTime(sum.bytes, members)});
+        issued.push_back(
+            {issue, scatter ? problem.shardedCollectiveTime(sum.bytes, members)
+                            : problem.allReduceTime(sum.bytes, members)});
     }
     llvm::stable_sort(issued);
     double end = 0, start = line.front().start;
     for (const TimedAction &t : line)
       end = std::max(end, t.end);
-    double channel = 0;
     for (auto [issue, duration] : issued) {
       channel = std::max(channel, issue) + duration;
       result.communication[r] += duration;
     }
+    // A rank whose first action waited for its gathers began the step
+    // with them, at 0 (Note [Collectives in the simulator]).
+    int first = line.front().action.stage;
+    if (gathered[first] > 0 && line.front().start <= gathered[first])
+      start = 0;
     makespan = std::max(makespan, std::max(end, channel) - start);
   }
   result.exposedCommunication = std::max(0.0, makespan - result.makespan);
@@ -369,6 +422,7 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
   // simulation holds the mask by reference).
   std::vector<bool> restored = table.restoredMask();
   Simulation sim(problem, table, restored);
+  sim.gathered = gatheredAt(problem, table);
   size_t total = 0;
   result.timeline.resize(sim.numRanks);
   for (int r = 0; r < sim.numRanks; ++r) {
@@ -407,7 +461,7 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
     result.makespan = std::max(result.makespan, span);
     result.idle[r] = std::max(0.0, span - busy);
   }
-  timeCollectives(problem, table, result);
+  timeCollectives(problem, table, sim.gathered, result);
   // The busiest rank's work per microbatch: with uneven stages (or several
   // stages per rank) the paper's F+B+W is the largest per-rank sum.
   std::vector<double> work(sim.numRanks, 0.0);
