@@ -49,15 +49,12 @@ struct HeldParam {
 
 /// A collective to insert: what it does, over which group, and the
 /// parameters it moves with their bytes.
-enum class Kind { AllReduce, ReduceScatter, AllGather };
+using Kind = sched::CollectiveKind;
 struct Collective {
   Kind kind;
   std::string over;
   std::vector<std::string> params;
   int64_t bytes = 0;
-  static constexpr Kind AllReduce = Kind::AllReduce;
-  static constexpr Kind ReduceScatter = Kind::ReduceScatter;
-  static constexpr Kind AllGather = Kind::AllGather;
 };
 
 /// Adds `param` to the collective of `kind` over `over` in `list`, or to a
@@ -180,20 +177,20 @@ LogicalResult ZBInsertCollectivesPass::insert(ProgramOp program) {
     for (const std::string &name : order) {
       const HeldParam &param = held[name];
       if (sharded && param.firstReader)
-        add(gathers[param.firstReader], Collective::AllGather,
+        add(gathers[param.firstReader], Kind::AllGather,
             kReplicasGroup, name,
             paddedElements(param.elements, replicas) * param.elementBytes);
       if (!param.lastWriter)
         continue; // a stage whose backward writes no gradient of it
       std::string group = tiedGroupOf(name);
       if (tied.count(group))
-        add(sums[param.lastWriter], Collective::AllReduce, group, name,
+        add(sums[param.lastWriter], Kind::AllReduce, group, name,
             param.elements * 4, /*alone=*/true);
       else if (sharded)
-        add(sums[param.lastWriter], Collective::ReduceScatter, kReplicasGroup,
+        add(sums[param.lastWriter], Kind::ReduceScatter, kReplicasGroup,
             name, paddedElements(param.elements, replicas) * 4);
       else if (dataParallel)
-        add(sums[param.lastWriter], Collective::AllReduce, kReplicasGroup,
+        add(sums[param.lastWriter], Kind::AllReduce, kReplicasGroup,
             name, param.elements * 4);
     }
     // Sums right after their writer, waiting for it; gathers at the start
