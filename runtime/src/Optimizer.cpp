@@ -136,8 +136,9 @@ std::string readWholeWeights(zbc_rt_rank *rank, const zbc_rt_param &param,
   const zbc_rt_buffer &copy = p.buffers[param.param];
   std::vector<uint16_t> bits(static_cast<size_t>(shard.elements));
   if (copy.element != ZBC_RT_BF16)
-    return fmt::format("'{}': a sharded master of a {} working copy",
-                       param.name, zbc_rt_element_bytes(copy.element));
+    return fmt::format("'{}': a sharded f32 master beside a working copy "
+                       "that is not bf16 (element kind {})",
+                       param.name, copy.element);
   if (std::string error =
           rank->device->read(copy.offset, bits.data(), shard.elements * 2);
       !error.empty())

@@ -320,16 +320,17 @@ public:
     return {};
   }
 
-  /// A sharded optimizer's collective over `group`: this process's place
-  /// in it (`member`), once the reduction stream follows the compute
-  /// stream; `skip` for a group of one process, which moves nothing.
-  std::string enterShards(int32_t group, int &member, bool &skip) {
+  /// A collective over `group`, once the reduction stream follows the
+  /// compute stream; `skip` for a group of one process, which moves
+  /// nothing. With `member`, this process's place in the group (a shard's).
+  std::string enter(int32_t group, bool &skip, int *member = nullptr) {
     skip = group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1;
     if (skip)
       return {};
     if (std::string error = afterCompute(); !error.empty())
       return error;
-    ZBC_NCCL_TRY(ncclCommUserRank(commOf(group), &member));
+    if (member)
+      ZBC_NCCL_TRY(ncclCommUserRank(commOf(group), member));
     return {};
   }
 
@@ -337,7 +338,7 @@ public:
                                  int32_t group) override {
     int member = 0;
     bool skip = false;
-    if (std::string error = enterShards(group, member, skip);
+    if (std::string error = enter(group, skip, &member);
         !error.empty() || skip)
       return error;
     // In place: NCCL's layout is Note [Sharded optimizer]'s.
@@ -351,7 +352,7 @@ public:
                              int32_t group) override {
     int member = 0;
     bool skip = false;
-    if (std::string error = enterShards(group, member, skip);
+    if (std::string error = enter(group, skip, &member);
         !error.empty() || skip)
       return error;
     ZBC_NCCL_TRY(ncclAllGather(data + member * shardBytes, data,
@@ -362,18 +363,14 @@ public:
 
   std::string startAllReduce(int32_t, float *data, int64_t n,
                              int32_t group) override {
-    ncclComm_t comm = commOf(group);
-    if (group == ZBC_RT_GROUP_REPLICAS && replicas_ == 1)
-      return {};
-    // After the gradient's last write on the compute stream.
-    ZBC_CUDA_TRY(cudaEventRecord(reduceReady_, compute_));
-    ZBC_CUDA_TRY(cudaStreamWaitEvent(reduce_, reduceReady_, 0));
+    bool skip = false;
+    if (std::string error = enter(group, skip); !error.empty() || skip)
+      return error;
     ZBC_NCCL_TRY(ncclAllReduce(data, data, static_cast<size_t>(n), ncclFloat32,
-                               ncclSum, comm, reduce_));
-    reducing_ = true;
+                               ncclSum, commOf(group), reduce_));
     return {};
   }
-  // The rank's all-reduces run in issue order on one stream, so a wait for
+  // The rank's collectives run in issue order on one stream, so a wait for
   // one waits for those issued before it too: more than the proof's model
   // (Note [Collectives in the program]) asks, where they complete in any
   // order. zb-insert-collectives has nothing wait for them before the
