@@ -209,12 +209,24 @@ LogicalResult RankBuilder::readPlan(RankOp rankOp) {
     Buffer buffer{key.str(), offset.getInt(), bytes.getInt(),
                   BufferKind::Temp, Element::F32};
     if (!stage || !mb) {
+      // Persistent, or (a stage, no microbatch) under zero 2 a whole
+      // gradient or its shard, buffers of the step (Note [Sharded
+      // gradients]).
       std::optional<PhaseKey> parsed = PhaseKey::parse(key.getValue());
-      buffer.kind = !parsed                          ? BufferKind::State
-                    : parsed->kind == KeyKind::Param ? BufferKind::Param
-                    : parsed->kind == KeyKind::Grad  ? BufferKind::Grad
-                    : parsed->kind == KeyKind::Loss  ? BufferKind::Loss
-                                                     : BufferKind::State;
+      bool grad = parsed && parsed->kind == KeyKind::Grad;
+      if (stage) {
+        if (!grad && !key.getValue().starts_with(gradShardKeyOf("")))
+          return rankOp.emitOpError("plans '")
+                 << key.getValue() << "' for stage " << stage.getInt()
+                 << " and no microbatch; only gradients are planned so";
+        buffer.kind = BufferKind::StepGrad;
+      } else {
+        buffer.kind = !parsed                          ? BufferKind::State
+                      : parsed->kind == KeyKind::Param ? BufferKind::Param
+                      : grad                           ? BufferKind::Grad
+                      : parsed->kind == KeyKind::Loss  ? BufferKind::Loss
+                                                       : BufferKind::State;
+      }
       t.persistentId[buffer.name] = static_cast<int>(t.buffers.size());
       if (buffer.kind == BufferKind::Loss)
         t.loss = static_cast<int>(t.buffers.size());
@@ -361,6 +373,15 @@ LogicalResult RankBuilder::readParamsAndData() {
       // master copy are f32 (Note [Master weights]).
       t.buffers[param.param].element = *element;
       param.master = idOf(masterKeyOf(param.name));
+      param.gradShard = idOf(gradShardKeyOf(param.name));
+      if ((param.gradShard >= 0) !=
+          (t.buffers[param.grad].kind == BufferKind::StepGrad))
+        return op.emitOpError("has ")
+               << (param.gradShard >= 0 ? "a gradient shard beside a "
+                                          "persistent whole gradient"
+                                        : "a whole gradient of the step "
+                                          "and no shard to keep its sum")
+               << " in the memory plan of rank " << rank;
       if (*element != Element::F32 && param.master < 0)
         return op.emitOpError("has no master copy in the memory plan of rank ")
                << rank;
@@ -880,7 +901,8 @@ codegen::buildRankTables(ProgramOp program, PipelineOp pipeline) {
         if (entry.name == param.name)
           param.tied = static_cast<int>(g);
     t->replicas = static_cast<int>(program.getReplicas().value_or(1));
-    t->zero = shardingOf(program).sharded ? 1 : 0;
+    Sharding sharding = shardingOf(program);
+    t->zero = sharding.gradsSharded ? 2 : sharding.sharded ? 1 : 0;
     // Each all-reduce's group as the runtime names it (zbc_runtime.h).
     for (OrderOp &op : t->ops) {
       if (!zbc_rt_op_is_collective(static_cast<int32_t>(op.what)))

@@ -147,6 +147,7 @@ struct Param {
   double scale = 0;
   std::vector<int64_t> shape;
   int tied = -1; // index into RankTables::tied
+  int gradShard = -1; // zero 2: the shard of the summed gradient
 };
 
 /// A parameter that stages on several ranks use: its holders, ascending.

@@ -307,15 +307,16 @@ void FileWriter::writeTables() {
     text = "{\n";
     for (const Param &param : t.params)
       text += llvm::formatv("  {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7:e}, {8}, "
-                            "{9}, {10}},\n",
+                            "{9}, {10}, {11}},\n",
                             cString(param.name), param.param, param.grad,
                             param.state0, param.state1, param.master,
                             param.init, param.scale, param.shape.size(),
-                            shapeList(param.shape), param.tied)
+                            shapeList(param.shape), param.tied,
+                            param.gradShard)
                   .str();
     verbatim("// Parameters: name, buffers (param, grad, optimizer state, "
              "f32 master or -1),\n// init, scale, shape, tied (an index into "
-             "kTied, or -1).");
+             "kTied, or -1), gradient shard (zero 2) or -1.");
     global("kParams",
            emitc::ArrayType::get({static_cast<int64_t>(t.params.size())},
                                  emitc::OpaqueType::get(ctx, "zbc_rt_param")),

@@ -120,11 +120,13 @@ std::string checkCheckpoint(zbc_rt_rank *rank, const std::string &dir,
                        m.optimizer, p.schedule, p.ranks, p.stages,
                        p.microbatches, p.optimizer);
   // Note [Sharded optimizer]: each replica holds its shards, so only the
-  // same sharding loads (re-sharding is not done).
+  // same sharding loads (re-sharding is not done). --zero 1 and 2 shard
+  // alike (a checkpoint holds no gradient): either resumes the other.
   int64_t shards = p.zero > 0 && p.replicas > 1 ? p.replicas : 0;
   if (m.shards != shards)
     return fmt::format("'{}' holds an optimizer {}; this program's is {}: "
-                       "resume with the same --data-parallel and --zero",
+                       "resume with the same --data-parallel, and --zero 0 "
+                       "or a --zero of 1 or 2 as saved",
                        dir,
                        m.shards ? fmt::format("sharded over {} replicas",
                                               m.shards)

@@ -36,9 +36,28 @@ public:
   void *out(int32_t id, int64_t elements) {
     return access(id, elements, floatElement(id), true);
   }
-  /// An f32 buffer (an accumulator) the kernel reads and writes.
+  /// An f32 buffer (an accumulator) the kernel reads and writes, of
+  /// `elements` or, padded to whole shards (Note [Sharded optimizer]), a
+  /// few more. A whole gradient of the step (zero 2) is zeroed by the
+  /// step's first add (Note [Sharded gradients]).
   float *accumulator(int32_t id, int64_t elements) {
-    return static_cast<float *>(access(id, elements, ZBC_RT_F32, true));
+    int32_t b = resolve(rank_, id);
+    if (b < 0)
+      return static_cast<float *>(fail());
+    const zbc_rt_buffer &buffer = rank_->program->buffers[b];
+    if (buffer.element != ZBC_RT_F32 || buffer.bytes < elements * 4)
+      return static_cast<float *>(
+          mismatch(b, fmt::format("{} f32 elements or more", elements)));
+    char *place = rank_->device->arena() + buffer.offset;
+    if (buffer.kind != ZBC_RT_STEP_GRAD) {
+      record(rank_->ledger.write(b, Ledger::Writer::Kernel));
+      return reinterpret_cast<float *>(place);
+    }
+    bool first = false;
+    record(rank_->ledger.accumulate(b, first));
+    if (first && ok_)
+      record(rank_->device->zero(place, buffer.bytes));
+    return ok_ ? reinterpret_cast<float *>(place) : nullptr;
   }
   /// An index buffer (int32 or int64) the kernel reads.
   Indices indices(int32_t id, int64_t elements) {
@@ -164,10 +183,13 @@ zbc_rt_status zbc_rt_load(zbc_rt_rank *rank, int32_t dst, int32_t dataIndex) {
 
 zbc_rt_status zbc_rt_accumulate(zbc_rt_rank *rank, int32_t grad, int32_t value) {
   ZBC_RT_KERNEL(zbc_rt_accumulate);
-  int32_t g = resolve(rank, grad);
-  if (g < 0)
+  // The value's elements: a gradient padded to whole shards (Note [Sharded
+  // optimizer]) keeps its padding 0.
+  int32_t b = resolve(rank, value);
+  if (b < 0)
     return ZBC_RT_ERROR;
-  int64_t n = rank->program->buffers[g].bytes / 4;
+  const zbc_rt_buffer &of = rank->program->buffers[b];
+  int64_t n = of.bytes / zbc_rt_element_bytes(of.element);
   const void *v = call.in(value, n);
   float *acc = call.accumulator(grad, n);
   ZBC_RT_RETURN_IF_BAD();

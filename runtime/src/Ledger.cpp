@@ -161,6 +161,17 @@ std::string Ledger::write(int32_t buffer, Writer writer) {
   return {};
 }
 
+std::string Ledger::accumulate(int32_t buffer, bool &first) {
+  first = stamp_[buffer] != step_;
+  if (first)
+    return write(buffer, Writer::Accumulator);
+  if (sendInFlight_[buffer])
+    return fmt::format("adds into {} while its sum reads it (a W after the "
+                       "collective that sums it)",
+                       program_->buffers[buffer].name);
+  return read(buffer);
+}
+
 std::string Ledger::sendStarted(int32_t buffer) {
   std::string error = read(buffer);
   if (error.empty())
@@ -211,6 +222,8 @@ int64_t Ledger::endStep() {
     int32_t until = lastReadOp_[b] + 1;
     if (completedAt_[b] >= 0)
       until = std::max(until, completedAt_[b]);
+    if (sendInFlight_[b]) // a sum the step's end completes
+      until = n;
     until = std::min(until, n);
     if (until <= from)
       continue;

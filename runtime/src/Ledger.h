@@ -45,7 +45,7 @@ namespace zbc::rt {
 class Ledger {
 public:
   /// Who wrote a buffer's value.
-  enum class Writer : uint8_t { Kernel, Data, Recv, Copy };
+  enum class Writer : uint8_t { Kernel, Data, Recv, Copy, Accumulator };
 
   void init(const zbc_rt_program &program);
 
@@ -64,6 +64,11 @@ public:
   /// rank and op). Persistent buffers are never checked.
   std::string read(int32_t buffer);
   std::string write(int32_t buffer, Writer writer);
+  /// A kernel adds into whole gradient `buffer` (a STEP_GRAD, Note
+  /// [Sharded gradients]): the step's first add writes it, live from its
+  /// op (`first` is set: the caller zeroes it first), the others read and
+  /// write it again.
+  std::string accumulate(int32_t buffer, bool &first);
   /// A send reads `buffer` until sendCompleted; a recv fills it until
   /// recvCompleted (the data may land any time in between).
   std::string sendStarted(int32_t buffer);

@@ -35,6 +35,25 @@ float *bufferAt(zbc_rt_rank *rank, int32_t id) {
                                    rank->program->buffers[id].offset);
 }
 
+/// This replica's part of `param`'s summed gradient: its shard (Note
+/// [Sharded gradients]), or its shard's place in the whole gradient.
+float *summedGradientOf(zbc_rt_rank *rank, const zbc_rt_param &param) {
+  if (param.grad_shard >= 0)
+    return bufferAt(rank, param.grad_shard);
+  return bufferAt(rank, param.grad) + shardOf(rank, param).begin;
+}
+
+/// The update reads the shards of the step's sums (Note [Sharded
+/// gradients]): each must be complete; it lives until here.
+std::string readShards(zbc_rt_rank *rank) {
+  const zbc_rt_program &p = *rank->program;
+  for (int32_t i = 0; i < p.param_count; ++i)
+    if (int32_t shard = p.params[i].grad_shard; shard >= 0)
+      if (std::string error = rank->ledger.read(shard); !error.empty())
+        return fmt::format("the update of '{}': {}", p.params[i].name, error);
+  return {};
+}
+
 double pick(double given, double fallback) {
   return std::isnan(given) ? fallback : given;
 }
@@ -53,7 +72,7 @@ std::string applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
   int32_t copyElement = p.buffers[param.param].element;
   float *weights = bufferAt(rank, weightsOf(param)) +
                    (param.master >= 0 ? 0 : shard.begin);
-  float *grad = bufferAt(rank, param.grad) + shard.begin;
+  float *grad = summedGradientOf(rank, param);
   void *copy = param.master >= 0
                    ? reinterpret_cast<char *>(bufferAt(rank, param.param)) +
                          shard.begin * zbc_rt_element_bytes(copyElement)
@@ -80,7 +99,8 @@ std::string applyUpdate(zbc_rt_rank *rank, int32_t index, float gradScale) {
                                       shard.length, config, gradScale, copy,
                                       copyElement);
   }
-  if (error.empty())
+  // Whole gradients of the step (zero 2) are zeroed by their first add.
+  if (error.empty() && param.grad_shard < 0)
     error = rank->device->zero(bufferAt(rank, param.grad), bytes); // whole
   return error.empty() ? error
                        : fmt::format("the update of '{}': {}", param.name,
@@ -172,6 +192,7 @@ void initOptimizer(zbc_rt_rank *rank) {
                            rank->transport->replicas() > 1 || tied;
   rank->updateDue.assign(static_cast<size_t>(p.param_count), 0);
   rank->reduced.assign(static_cast<size_t>(p.param_count), 0);
+  rank->sumInFlight.assign(static_cast<size_t>(p.op_count), 0);
 }
 
 zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
@@ -184,6 +205,11 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
     if (std::string error = rank->transport->finishCollectives();
         !error.empty())
       return fail(rank, error);
+    for (int32_t op = 0; op < p.op_count; ++op)
+      if (std::string error = sumCompleted(rank, op); !error.empty())
+        return fail(rank, error);
+    if (std::string error = readShards(rank); !error.empty())
+      return fail(rank, error);
     rank->profile.collectiveWaitSeconds += Profile::now() - begin;
   }
   bool sharded = false;
@@ -194,7 +220,7 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
     ParamShard shard = shardOf(rank, param);
     sharded |= shard.sharded;
     if (std::string error = rank->device->addSumOfSquares(
-            bufferAt(rank, param.grad) + shard.begin, shard.length);
+            summedGradientOf(rank, param), shard.length);
         !error.empty())
       return fail(rank, error);
   }
@@ -326,6 +352,47 @@ extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
   return ZBC_RT_OK;
 }
 
+namespace {
+/// A sum of op `op` starts reading `param`'s gradient: a whole gradient of
+/// the step is read, and its shard written, until the sum completes
+/// (sumCompleted).
+std::string startedSum(zbc_rt_rank *rank, int32_t op,
+                       const zbc_rt_param &param) {
+  if (param.grad_shard < 0)
+    return {};
+  rank->sumInFlight[static_cast<size_t>(op)] = 1;
+  std::string error = rank->ledger.sendStarted(param.grad);
+  return error.empty() ? rank->ledger.recvStarted(param.grad_shard) : error;
+}
+} // namespace
+
+std::string zbc::rt::sumCompleted(zbc_rt_rank *rank, int32_t op) {
+  if (!rank->sumInFlight[static_cast<size_t>(op)])
+    return {};
+  rank->sumInFlight[static_cast<size_t>(op)] = 0;
+  const zbc_rt_program &p = *rank->program;
+  const zbc_rt_op &o = p.ops[op];
+  for (int32_t k = 0; k < o.member_count; ++k) {
+    const zbc_rt_param &param =
+        p.params[p.collective_params[o.first_member + k]];
+    if (param.grad_shard < 0)
+      continue;
+    // A tied parameter's sum was whole, in place: its shard is kept.
+    if (o.what == ZBC_RT_OP_ALL_REDUCE) {
+      ParamShard shard = shardOf(rank, param);
+      if (std::string error = rank->device->copy(
+              bufferAt(rank, param.grad_shard),
+              bufferAt(rank, param.grad) + shard.begin, shard.length * 4);
+          !error.empty())
+        return fmt::format("{}: keeping the shard of '{}': {}", o.name,
+                           param.name, error);
+    }
+    rank->ledger.sendCompleted(param.grad);
+    rank->ledger.recvCompleted(param.grad_shard);
+  }
+  return {};
+}
+
 extern "C" zbc_rt_status zbc_rt_collective(zbc_rt_rank *rank, int32_t op) {
   const zbc_rt_program &p = *rank->program;
   if (op < 0 || op >= p.op_count || !zbc_rt_op_is_collective(p.ops[op].what))
@@ -351,13 +418,21 @@ extern "C" zbc_rt_status zbc_rt_collective(zbc_rt_rank *rank, int32_t op) {
       int64_t shard = zbc::shardElements(elements, p.replicas);
       switch (o.what) {
       case ZBC_RT_OP_ALL_REDUCE:
-        error = rank->transport->startAllReduce(
-            op, bufferAt(rank, param.grad), elements, o.peer);
+        error = startedSum(rank, op, param);
+        if (error.empty())
+          error = rank->transport->startAllReduce(
+              op, bufferAt(rank, param.grad), elements, o.peer);
         rank->reduced[index] = 1;
         break;
       case ZBC_RT_OP_REDUCE_SCATTER:
-        error = rank->transport->startReduceScatter(
-            op, bufferAt(rank, param.grad), shard, o.peer);
+        // Into the shard of its own under zero 2, else in place.
+        error = startedSum(rank, op, param);
+        if (error.empty())
+          error = rank->transport->startReduceScatter(
+              op, bufferAt(rank, param.grad),
+              param.grad_shard >= 0 ? bufferAt(rank, param.grad_shard)
+                                    : nullptr,
+              shard, o.peer);
         rank->reduced[index] = 1;
         break;
       default: // ZBC_RT_OP_ALL_GATHER

@@ -339,6 +339,8 @@ extern "C" zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op) {
       InsideMPI mpi(rank, p.ops[op].name);
       error = rank->transport->waitCollective(op);
     }
+    if (error.empty())
+      error = sumCompleted(rank, op);
     return error.empty() ? ZBC_RT_OK : fail(rank, error);
   }
   Members m = membersOf(rank, op);

@@ -119,6 +119,9 @@ struct zbc_rt_rank {
                                   // end of the step
   std::vector<uint8_t> reduced;   // per parameter: an all-reduce of the
                                   // program summed it this step
+  std::vector<uint8_t> sumInFlight; // per op: a sum reading whole
+                                    // gradients of the step (zero 2),
+                                    // started and not yet completed
   // Per frame slot: the pieces of the copy whose frame starts there (sized
   // at start-up; Note [Offload in the IR]), and per op when its copy was
   // issued, while it is not yet waited for (-1 otherwise).
@@ -179,6 +182,11 @@ struct ParamShard {
   bool sharded = false;
 };
 ParamShard shardOf(const zbc_rt_rank *rank, const zbc_rt_param &param);
+
+/// Collective op `op` is complete (its wait, or the step's end): under
+/// zero 2 its whole gradients are free, a tied one's shard copied out
+/// first (Note [Sharded gradients]). Optimizer.cpp.
+std::string sumCompleted(zbc_rt_rank *rank, int32_t op);
 
 /// With a sharded optimizer, the program's all-gathers run once more, in
 /// its order, outside a step (every replica: they are collectives), so

@@ -69,11 +69,12 @@ public:
   /// `group` (>= 0) in every replica.
   virtual std::string startAllReduce(int32_t op, float *data, int64_t n,
                                      int32_t group) = 0;
-  /// Note [Sharded optimizer] (zbc/contracts/Shards.h), in place over the
-  /// group's d members, this one member k: sums the `d x shard` floats at
-  /// `data` and leaves the sum's k-th shard at data + k x shard; gathers
-  /// every member's `shardBytes` at data + m x shardBytes (its own given).
-  virtual std::string startReduceScatter(int32_t op, float *data,
+  /// Note [Sharded optimizer] (zbc/contracts/Shards.h), over the group's
+  /// d members, this one member k: sums the `d x shard` floats at `data`
+  /// and leaves the sum's k-th shard at `into` (Note [Sharded gradients]),
+  /// or, `into` null, in place at data + k x shard; gathers every member's
+  /// `shardBytes` at data + m x shardBytes (its own given), in place.
+  virtual std::string startReduceScatter(int32_t op, float *data, float *into,
                                          int64_t shard, int32_t group) = 0;
   virtual std::string startAllGather(int32_t op, char *data,
                                      int64_t shardBytes, int32_t group) = 0;

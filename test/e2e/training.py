@@ -27,12 +27,13 @@
                         tied to the token embedding (SGD, clipping): every
                         parameter equals the single-process training, and
                         the copies on two ranks stay bitwise equal.
-  training-zero         --zero 1 against --zero 0 on data parallel 2 x
-                        pipeline 2 and 4 (the tied GPT in f32 under every
-                        schedule, a bf16 Llama): losses, norms and
+  training-zero         --zero 0, 1 and 2 on data parallel 2 x pipeline 2
+                        and 4 (the tied GPT in f32 under every schedule, a
+                        Llama in f32 and bf16): losses, norms and
                         parameters bitwise equal, measured peaks the
                         predicted, lower; a sharded checkpoint resumes bit
-                        for bit, and --zero 0 refuses it.
+                        for bit under --zero 1 and 2, and --zero 0 refuses
+                        it.
   training-profile      zbc profile writes a cost file of the model's stages
                         that zbc run compiles with, and the run's ranks'
                         timelines merge into one trace (a computes and a
@@ -632,21 +633,25 @@ def _bf16(values):
 
 
 def zero(args):
-    """Note [Sharded optimizer]: the same training under --zero 0 and 1 on
-    data parallel 2 x pipeline P (the GPT with its tied head in f32 and a
-    bf16 Llama, AdamW with clipping, 3 steps). The parameters after them are bitwise
-    equal, and so are the losses: with two replicas every sum, whole or a
-    shard's, adds the same two numbers, and the clip norm's partial sums
-    only regroup squares of the same gradients (the printed norms agree
-    too). Every registered schedule on the GPT at P = 2, ZB-H1 at P = 4,
-    and the Llama under ZB-H1 and ZB-V. A bf16 model's --save writes,
-    under --zero 1, its gathered working copies (no replica holds a whole
-    f32 master): the masters of --zero 0 rounded to bf16. Each rank's measured peak is the predicted one, and
-    sharding lowers it."""
+    """Note [Sharded optimizer] and Note [Sharded gradients]: the same
+    training under --zero 0, 1 and 2 on data parallel 2 x pipeline P (the
+    GPT with its tied head in f32, a Llama in bf16 and in f32, AdamW with
+    clipping, 3 steps). The parameters after them are bitwise equal, and so
+    are the losses: with two replicas every sum, whole or a shard's, in
+    place or into a shard, adds the same two numbers, and the clip norm's
+    partial sums only regroup squares of the same gradients (the printed
+    norms agree too). Every registered schedule on the GPT at P = 2, ZB-H1
+    and ZB-V at P = 4, and the Llama under ZB-H1 (f32) and ZB-V (bf16). A
+    bf16 model's --save writes, when sharded, its gathered working copies
+    (no replica holds a whole f32 master): the masters of --zero 0 rounded
+    to bf16. Each rank's measured peak is the predicted one; --zero 1
+    lowers the largest, and --zero 2 never raises it (in a pipeline the
+    whole gradient lives from a stage's first W to its sum, where the peak
+    usually is)."""
     zbc = os.path.join(args.bin, "zbc")
     cases = [("gpt", name, v, 2) for name, v in schedules(zbc)]
-    cases += [("gpt", "zb-h1", 1, 4), ("llama", "zb-h1", 1, 2),
-              ("llama", "zb-v", 2, 2)]
+    cases += [("gpt", "zb-h1", 1, 4), ("gpt", "zb-v", 2, 4),
+              ("llama-f32", "zb-h1", 1, 2), ("llama", "zb-v", 2, 2)]
     for model, schedule, v, p in cases:
         case = f"zero-{model}-{schedule}-p{p}"
         work = fresh_dir(args.work, case)
@@ -655,9 +660,9 @@ def zero(args):
             f.write(gpt(os.path.join(args.bin, "zbc-dsl-gpt"), v * p, "--tied")
                     if model == "gpt" else
                     llama(os.path.join(args.bin, "zbc-dsl-llama"), v * p,
-                          "--bf16"))
+                          *([] if model == "llama-f32" else ["--bf16"])))
         runs = {}
-        for z in ("0", "1"):
+        for z in ("0", "1", "2"):
             out, saved = os.path.join(work, f"out{z}"), os.path.join(
                 work, f"saved{z}")
             result = run([zbc, "run", source, "--ranks", str(p), "--virtual",
@@ -682,21 +687,26 @@ def zero(args):
                                                     f"rank{r}.safetensors"))
                       for r in range(p)}
             runs[z] = (steps, max(peaks), params)
-        (steps0, peak0, params0), (steps1, peak1, params1) = runs["0"], runs["1"]
-        if len(steps0) != 3 or steps0 != steps1:
-            sys.exit(f"FAILED: {case}: losses and norms differ:\n{steps0}\n"
-                     f"{steps1}")
-        for r in range(p):
-            for name, whole in params0[r].items():
-                expected = whole if model == "gpt" else _bf16(whole)
-                if params1[r].get(name) != expected:
-                    sys.exit(f"FAILED: {case}: rank {r}'s '{name}' after 3 "
-                             f"steps differs under --zero 1")
-        if not peak1 < peak0:
-            sys.exit(f"FAILED: {case}: the largest peak is {peak1} bytes "
-                     f"under --zero 1, {peak0} under --zero 0")
+        steps0, peak0, params0 = runs["0"]
+        if len(steps0) != 3:
+            sys.exit(f"FAILED: {case}: {len(steps0)} steps printed")
+        for z in ("1", "2"):
+            steps, _, params = runs[z]
+            if steps != steps0:
+                sys.exit(f"FAILED: {case}: losses and norms differ under "
+                         f"--zero {z}:\n{steps0}\n{steps}")
+            for r in range(p):
+                for name, whole in params0[r].items():
+                    expected = whole if model != "llama" else _bf16(whole)
+                    if params[r].get(name) != expected:
+                        sys.exit(f"FAILED: {case}: rank {r}'s '{name}' after "
+                                 f"3 steps differs under --zero {z}")
+        peak1, peak2 = runs["1"][1], runs["2"][1]
+        if not peak2 <= peak1 < peak0:
+            sys.exit(f"FAILED: {case}: the largest peak is {peak0} bytes "
+                     f"under --zero 0, {peak1} under 1, {peak2} under 2")
         print(f"ok {case}: losses, norms and parameters equal; largest peak "
-              f"{peak0} -> {peak1} bytes", flush=True)
+              f"{peak0} -> {peak1} -> {peak2} bytes", flush=True)
     _zero_resume(args)
 
 
@@ -721,7 +731,8 @@ def _zero_resume(args):
                  "rank0.shard1.safetensors", "rank1.shard0.safetensors",
                  "rank1.shard1.safetensors"]:
         sys.exit(f"FAILED: zero-resume: the checkpoint holds {files}")
-    run([zbc, "run", source, *shape, "--zero", "1", "--steps", "4",
+    # --zero 1 and 2 shard the state alike: a checkpoint holds no gradient.
+    run([zbc, "run", source, *shape, "--zero", "2", "--steps", "4",
          "--resume", checkpoints, "--save", os.path.join(work, "resumed"),
          "-o", os.path.join(work, "c")])
     for r in (0, 1):
@@ -739,8 +750,9 @@ def _zero_resume(args):
     if refused.returncode == 0 or said not in refused.stdout + refused.stderr:
         sys.exit(f"FAILED: zero-resume: --zero 0 resumed a sharded "
                  f"checkpoint:\n{refused.stdout}{refused.stderr}")
-    print("ok zero-resume: a file per rank and replica; 2 + 2 steps equal 4 "
-          "bit for bit; --zero 0 refuses it", flush=True)
+    print("ok zero-resume: a file per rank and replica; 2 steps under "
+          "--zero 1 and 2 under --zero 2 equal 4 bit for bit; --zero 0 "
+          "refuses it", flush=True)
 
 
 MODES = {"training-bf16": bf16, "training-equivalence": equivalence, "training-resume": resume,

@@ -320,7 +320,14 @@ void zbc::printBanner(const Request &request, const Compiled &compiled) {
     outs() << formatv("  bytes per parameter on each rank [{0}]: weights, "
                       "gradients, f32 masters and {1} state{2}\n",
                       perParameter, optimizerName(options.optimizer),
-                      options.zero > 0
+                      options.zero > 1
+                          ? formatv(", the optimizer sharded over {0} "
+                                    "replicas, the gradients only in the "
+                                    "step (4 from a stage's first W to its "
+                                    "sum, then 4/{0} until the update)",
+                                    options.replicas)
+                                .str()
+                      : options.zero > 0
                           ? formatv(", the optimizer sharded over {0} "
                                     "replicas",
                                     options.replicas)

@@ -82,7 +82,7 @@ Expected<Saved> readCheckpoint(const std::string &dir) {
   saved.optimizer = manifest.optimizer;
   if (manifest.shards)
     return fail(formatv("'{0}' holds an optimizer sharded over {1} replicas "
-                        "(--zero 1): its files are shards; export what "
+                        "(--zero 1 or 2): its files are shards; export what "
                         "--save wrote (whole parameters)",
                         dir, manifest.shards));
   for (int64_t r = 0; r < manifest.ranks; ++r) {

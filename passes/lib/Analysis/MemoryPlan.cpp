@@ -190,9 +190,12 @@ zbc::planProgramMemory(ProgramOp program, PipelineOp pipeline,
     for (ParamOp param : params)
       persist(keyOf(KeyKind::Param, param.getName()),
               paramHoldingOf(param.getType(), sharding).param);
+    // Under zero 2 the whole gradient and its shard are buffers of the
+    // step, placed below with the others (Note [Sharded gradients]).
     for (ParamOp param : params)
-      persist(keyOf(KeyKind::Grad, param.getName()),
-              paramHoldingOf(param.getType(), sharding).grad);
+      if (!sharding.gradsSharded)
+        persist(keyOf(KeyKind::Grad, param.getName()),
+                paramHoldingOf(param.getType(), sharding).grad);
     for (ParamOp param : params)
       if (int64_t bytes = paramHoldingOf(param.getType(), sharding).master)
         persist(masterKeyOf(param.getName()), bytes);

@@ -31,7 +31,9 @@ using namespace zbc::zb;
 Sharding zbc::shardingOf(ProgramOp program) {
   Sharding sharding;
   sharding.replicas = program.getReplicas().value_or(1);
-  sharding.sharded = sharding.replicas > 1 && program.getZero().value_or(0) > 0;
+  int64_t zero = program.getZero().value_or(0);
+  sharding.sharded = sharding.replicas > 1 && zero > 0;
+  sharding.gradsSharded = sharding.replicas > 1 && zero > 1;
   return sharding;
 }
 
@@ -47,6 +49,11 @@ ParamHolding zbc::paramHoldingOf(Type paramType, Sharding sharding) {
   ParamHolding holding;
   holding.param = whole * (type.getElementTypeBitWidth() / 8);
   holding.grad = whole * 4;
+  if (sharding.gradsSharded) { // Note [Sharded gradients]
+    holding.accumulator = holding.grad;
+    holding.gradShard = own * 4;
+    holding.grad = 0;
+  }
   holding.stateCopy = own * 4;
   if (isa<FloatType>(type.getElementType()) &&
       type.getElementTypeBitWidth() < 32)
@@ -56,6 +63,10 @@ ParamHolding zbc::paramHoldingOf(Type paramType, Sharding sharding) {
 
 std::string zbc::masterKeyOf(StringRef name) {
   return ("master." + name).str();
+}
+
+std::string zbc::gradShardKeyOf(StringRef name) {
+  return ("grad_shard." + name).str();
 }
 
 FailureOr<int> zbc::optimizerCopies(StringRef optimizer) {
@@ -366,6 +377,64 @@ std::vector<BodyValue> zbc::bodyValuesOf(ArrayRef<PhaseOp> phases, int &length,
 }
 
 
+namespace {
+/// Note [Sharded gradients]: under zero 2 each whole gradient of rank `r`
+/// is a buffer from the first compute writing it (a W or BW of a stage
+/// declaring it) to the first op waiting for the collective that sums it
+/// (the step's end where none does), and its shard one from that
+/// collective to the step's end, where the update reads it.
+void addAccumulators(RankMemory &mem, const sched::Program &p,
+                     const ProgramModel &model,
+                     const std::vector<StageInfo> &stages, int r,
+                     const std::vector<int> &pos,
+                     const std::vector<int> &release) {
+  const std::vector<sched::ProgramOp> &ops = p.ranks[r].ops;
+  struct Life {
+    int stage = -1, from = -1, sum = -1, until = -1;
+    int64_t bytes = 0, shardBytes = 0;
+  };
+  std::map<std::string, Life> lives;
+  for (int s = 0; s < p.numStages(); ++s)
+    if (p.rankOfStage[s] == r)
+      for (const auto &[name, holding] : stages[s].params)
+        if (holding.accumulator > 0)
+          lives.try_emplace(name, Life{s, -1, -1, -1, holding.accumulator,
+                                       holding.gradShard});
+  if (lives.empty())
+    return;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const sched::ProgramOp &op = ops[i];
+    if (op.what == sched::OpClass::Compute &&
+        (op.kind == sched::Kind::W || op.kind == sched::Kind::BW) &&
+        op.stage < static_cast<int>(stages.size())) {
+      for (const auto &[name, holding] : stages[op.stage].params)
+        if (auto it = lives.find(name);
+            it != lives.end() && it->second.from < 0)
+          it->second.from = pos[i];
+    } else if (op.what == sched::OpClass::Collective &&
+               op.collective != sched::CollectiveKind::AllGather) {
+      for (StringRef name : collectiveParamsOf(model.ops[r][i]))
+        if (auto it = lives.find(name.str()); it != lives.end()) {
+          it->second.sum = pos[i];
+          it->second.until = release[i];
+        }
+    }
+  }
+  int n = static_cast<int>(mem.opAt.size());
+  for (auto &[name, life] : lives) {
+    if (life.from < 0 || life.sum < 0)
+      continue; // no compute of this rank writes it, or nothing sums it
+    mem.buffers.push_back({"gradient " + name, keyOf(KeyKind::Grad, name),
+                           life.stage, -1, BufferRole::Accumulator,
+                           life.bytes, life.from,
+                           std::max(life.until, life.from + 1)});
+    mem.buffers.push_back({"gradient shard " + name, gradShardKeyOf(name),
+                           life.stage, -1, BufferRole::Received,
+                           life.shardBytes, life.sum, n});
+  }
+}
+} // namespace
+
 FailureOr<std::vector<RankMemory>>
 zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
                           const ProgramModel &model) {
@@ -474,6 +543,8 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
           }
         mem.lossAccumulator += stages[s].lossBytes;
       }
+    addAccumulators(mem, p, model, stages, static_cast<int>(r), pos,
+                    release);
 
     auto add = [&](std::string name, const KeyInfo &key, int s, int j,
                    BufferRole role, int from, int until) {

@@ -171,6 +171,21 @@ bool zbc::isCollective(Operation *op) {
   return isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op);
 }
 
+SmallVector<StringRef> zbc::collectiveParamsOf(Operation *op) {
+  ArrayAttr params;
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    params = reduce.getParams();
+  else if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+    params = scatter.getParams();
+  else if (auto gather = dyn_cast<AllGatherOp>(op))
+    params = gather.getParams();
+  SmallVector<StringRef> names;
+  if (params)
+    for (StringRef name : params.getAsValueRange<StringAttr>())
+      names.push_back(name);
+  return names;
+}
+
 ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
   ProgramModel model;
   sched::Program &p = model.program;

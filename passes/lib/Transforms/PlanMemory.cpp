@@ -42,11 +42,13 @@ DictionaryAttr placementAttr(Builder &b, const Placement &placement) {
       b.getNamedAttr("key", b.getStringAttr(placement.key)),
       b.getNamedAttr("offset", b.getI64IntegerAttr(placement.offset)),
       b.getNamedAttr("bytes", b.getI64IntegerAttr(placement.bytes))};
-  if (placement.stage >= 0) {
+  // A whole gradient under zero 2 is the stage's for the step, of no
+  // microbatch (Note [Sharded gradients]).
+  if (placement.stage >= 0)
     fields.push_back(b.getNamedAttr("stage", b.getI64IntegerAttr(placement.stage)));
+  if (placement.stage >= 0 && placement.microbatch >= 0)
     fields.push_back(
         b.getNamedAttr("mb", b.getI64IntegerAttr(placement.microbatch)));
-  }
   return b.getDictionaryAttr(fields);
 }
 

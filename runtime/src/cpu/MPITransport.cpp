@@ -210,8 +210,8 @@ public:
     return code == MPI_SUCCESS ? "" : mpiError("MPI_Iallreduce", code);
   }
 
-  std::string startReduceScatter(int32_t op, float *data, int64_t shard,
-                                 int32_t group) override {
+  std::string startReduceScatter(int32_t op, float *data, float *into,
+                                 int64_t shard, int32_t group) override {
     if (alone(group))
       return {};
     if (shard > INT32_MAX)
@@ -225,10 +225,11 @@ public:
     // the buffer; it moves to its place (data + k shard) once complete.
     int member = 0;
     MPI_Comm_rank(commOf(group), &member);
-    if (member > 0)
+    if (member > 0 && !into)
       moves_[request - reductionRequests_.data()] = {
           data + member * shard, data, shard * sizeof(float)};
-    int code = MPI_Ireduce_scatter_block(MPI_IN_PLACE, data,
+    int code = MPI_Ireduce_scatter_block(into ? data : MPI_IN_PLACE,
+                                         into ? into : data,
                                          static_cast<int>(shard), MPI_FLOAT,
                                          MPI_SUM, commOf(group), request);
     return code == MPI_SUCCESS ? "" : mpiError("MPI_Ireduce_scatter_block",

@@ -334,15 +334,16 @@ public:
     return {};
   }
 
-  std::string startReduceScatter(int32_t, float *data, int64_t shard,
-                                 int32_t group) override {
+  std::string startReduceScatter(int32_t, float *data, float *into,
+                                 int64_t shard, int32_t group) override {
     int member = 0;
     bool skip = false;
     if (std::string error = enter(group, skip, &member);
         !error.empty() || skip)
       return error;
-    // In place: NCCL's layout is Note [Sharded optimizer]'s.
-    ZBC_NCCL_TRY(ncclReduceScatter(data, data + member * shard,
+    // In place, NCCL's layout is Note [Sharded optimizer]'s; under zero 2
+    // into the shard (Note [Sharded gradients]).
+    ZBC_NCCL_TRY(ncclReduceScatter(data, into ? into : data + member * shard,
                                    static_cast<size_t>(shard), ncclFloat32,
                                    ncclSum, commOf(group), reduce_));
     return {};

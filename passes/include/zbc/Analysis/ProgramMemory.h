@@ -104,6 +104,10 @@ enum class BufferRole {
             // its zb.reload (key reloadedKeyOf)
   Offloaded, // F.I's host copy (RankMemory::hostBuffers): written by its
              // zb.offload
+  Accumulator, // a whole gradient under zero 2 (microbatch -1): zeroed and
+               // added into from the step's first W or BW writing it, at
+               // `from`, until its sum completes (Note [Sharded gradients]);
+               // its shard (key gradShardKeyOf) is Received, from its sum
 };
 
 /// One buffer of a rank: live at the ops of its order in [from, until).
@@ -120,7 +124,9 @@ struct BufferLife {
   /// The position from which the buffer's memory is written.
   int firstWrite() const {
     return role == BufferRole::Received || role == BufferRole::Data ||
-                   role == BufferRole::Reloaded || role == BufferRole::Offloaded
+                   role == BufferRole::Reloaded ||
+                   role == BufferRole::Offloaded ||
+                   role == BufferRole::Accumulator
                ? from
                : from - 1;
   }
@@ -137,18 +143,28 @@ struct BufferLife {
 /// With a sharded optimizer (Note [Sharded optimizer] in
 /// zbc/contracts/Shards.h) the master and the state are one replica's
 /// shard, and the parameter and its gradient are padded to whole shards.
+/// With sharded gradients (zero 2) no gradient is held all step (`grad`
+/// is 0): `accumulator` is the whole gradient the W's add into, held from
+/// the first of them to its sum, and `gradShard` the replica's shard of the
+/// sum, from the sum to the update (Note [Sharded gradients] in
+/// zbc/contracts/Shards.h).
 struct ParamHolding {
   int64_t param = 0, grad = 0, master = 0, stateCopy = 0; // bytes
+  int64_t accumulator = 0, gradShard = 0;
 };
 /// How the replicas of a program hold its parameters.
 struct Sharding {
   int64_t replicas = 1;
-  bool sharded = false; // zero >= 1 with replicas > 1
+  bool sharded = false;     // zero >= 1 with replicas > 1
+  bool gradsSharded = false; // zero >= 2 with replicas > 1
 };
 Sharding shardingOf(zb::ProgramOp program);
 ParamHolding paramHoldingOf(mlir::Type paramType, Sharding sharding = {});
 /// The memory plan's key of a parameter's master copy.
 std::string masterKeyOf(llvm::StringRef name);
+/// The memory plan's key of a replica's shard of a parameter's summed
+/// gradient (zero 2); the whole accumulator keeps the gradient's key.
+std::string gradShardKeyOf(llvm::StringRef name);
 
 struct RankMemory {
   int64_t params = 0, grads = 0, masters = 0, optimizerState = 0,

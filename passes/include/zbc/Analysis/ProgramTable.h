@@ -56,6 +56,8 @@ ProgramModel modelOfProgram(zb::ProgramOp program, zb::PipelineOp pipeline);
 /// Whether `op` is a collective (zb.all_reduce, zb.reduce_scatter,
 /// zb.all_gather).
 bool isCollective(mlir::Operation *op);
+/// The parameters collective `op` moves (none for another op).
+llvm::SmallVector<llvm::StringRef> collectiveParamsOf(mlir::Operation *op);
 
 /// The ranks of `program` holding each parameter that stages on more than
 /// one rank hold (a tied embedding and head), by its "tied:NAME" group

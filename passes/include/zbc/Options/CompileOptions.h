@@ -178,8 +178,10 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
                     "weights (bf16 + AdamW: 6 + 12/D bytes per parameter "
                     "instead of 18), each replica updating its shard between "
                     "a reduce-scatter of the gradients and an all-gather of "
-                    "the parameters",
-                    Bounds{0, 1}});
+                    "the parameters; 2 the gradients too, whole only from a "
+                    "stage's first W to its reduce-scatter (2 + 14/D at "
+                    "rest)",
+                    Bounds{0, 2}});
   binder(costFile, OptionInfo{"cost-file", CostsGroup, "file",
                               "JSON cost file whose F/B/W/R/M_B/M_W lists, "
                               "comm and copy_bandwidth replace the cost "

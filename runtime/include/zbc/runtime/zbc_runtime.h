@@ -78,7 +78,11 @@ typedef int32_t zbc_rt_status;
   X(RELOADED, Reloaded, 9) /* per microbatch, F.I back from the host:      \
                               written by its reload */                        \
   X(HOST, Host, 10)        /* per microbatch, F.I's copy in the HOST arena \
-                              (offset there): written by its offload */
+                              (offset there): written by its offload */     \
+  X(STEP_GRAD, StepGrad, 11) /* zero 2, a buffer of the step: a whole      \
+                              gradient (zeroed by its first W, read by its  \
+                              sum) or its shard (written by the sum, read   \
+                              by the update): Note [Sharded gradients] */
 
 /* Element types (bf16: Note [bf16] in zbc/contracts/BFloat16.h), with their
  * bytes and their safetensors dtype. */
@@ -211,6 +215,10 @@ typedef struct zbc_rt_param {
   int32_t rank_of_shape; /* dims in `shape` */
   int64_t shape[8];
   int32_t tied;          /* index into the program's `tied`, or -1 */
+  int32_t grad_shard;    /* zero 2: the replica's shard of the summed
+                            gradient, it and `grad` (the whole) being
+                            STEP_GRAD buffers (Note [Sharded gradients]);
+                            else -1 */
 } zbc_rt_param;
 
 /* A parameter that stages on several ranks use (tied): each of those ranks
@@ -279,7 +287,8 @@ typedef struct zbc_rt_program {
   const int32_t *collective_params;
   int32_t collective_param_count;
   /* Note [Sharded optimizer] (zbc/contracts/Shards.h): 1 when the
-   * optimizer state and masters are sharded over the replicas (0: whole). */
+   * optimizer state and masters are sharded over the replicas, 2 when the
+   * gradients are too (Note [Sharded gradients]), 0: whole. */
   int32_t zero;
 } zbc_rt_program;
 

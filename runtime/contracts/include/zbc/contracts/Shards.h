@@ -23,6 +23,24 @@
 // - before the next step's first compute of the stage reads them, a
 //   zb.all_gather gathers the shards of the working copies, padded too.
 // The padding stays 0 (nothing writes it but the gathers of zeros).
+//
+// Note [Sharded gradients]
+// With `zero` 2 (zbc compile --zero 2) the replica keeps only its shard of
+// each summed gradient, c f32 elements of its own ("grad_shard.NAME" in
+// the memory plan), and the whole gradient, padded to d c, is a buffer of
+// the step: the first W (or BW) of the step writing it zeroes it and adds
+// in, the others add in, and its sum reads it: a zb.reduce_scatter puts
+// the replica's shard of the sum into the shard (out of place), or, for a
+// tied parameter, the zb.all_reduce over its holders sums it in place and
+// the shard is copied out when it completes. From then on the whole buffer
+// is free for what comes next in the rank's order. In a pipeline every W
+// of a stage adds into its gradient, so the whole buffer lives from the
+// stage's first W to its last W's sum: what zero 2 frees is what the rank
+// holds outside that window (before its first W: the warm-up's
+// activations; after a V or interleaved rank's first chunk is summed: the
+// rest of its cool-down), and the 4 (d - 1) c bytes per parameter between
+// steps (bf16 + AdamW: 2 + 14/d at rest). The memory plan places the whole
+// buffer like any other timed one, so the plan's peak says what it gains.
 // zbc compile's bytes per parameter, the memory plan, the code generator
 // and the runtime all size and index shards with these functions.
 // Plain C++, no dependencies: the compiler and the rank programs share it.
