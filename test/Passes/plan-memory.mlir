@@ -11,6 +11,7 @@
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1" --zb-insert-p2p --zb-plan-memory=report=true -o - 2>&1 | FileCheck %s
 // RUN: zbc-opt %examples/mlp.mlir --zb-backward --zb-schedule="schedule=zb-h1 microbatches=1 optimizer=adamw" --zb-insert-p2p --zb-plan-memory -o - 2>&1 | FileCheck %s --check-prefix=ADAMW
 // RUN: not zbc-opt %s --split-input-file --zb-plan-memory -o /dev/null 2>&1 | FileCheck %s --check-prefix=ERR
+// RUN: zbc-opt %examples/mlp.mlir --zb-lower-to-program="schedule=zb-h1 microbatches=2 data-parallel=2 zero=2" --zb-plan-memory -o - | grep -o '{[^{}]*key = "grad[^{}]*}' | FileCheck %s --check-prefix=ZERO2
 
 // CHECK: remark: memory plan of @mlp_zb_h1: rank 0: arena 94720, peak 94720 (1.000x); rank 1: arena 81472, peak 81284 (1.002x)
 // CHECK-LABEL: zb.rank 0 attributes {arena_bytes = 94720 : i64, memory_plan = [
@@ -31,6 +32,15 @@
 // ADAMW-LABEL: zb.rank 0 attributes
 // ADAMW-SAME: key = "exp_avg.fc0.weight"
 // ADAMW-SAME: key = "exp_avg_sq.fc0.weight"
+
+// Tests Note [Sharded gradients]: under zero=2 no gradient persists; the
+// whole gradient (padded to whole shards) and the replica's shard of its
+// sum are buffers of their stage for the step, of no microbatch.
+// ZERO2-NOT: key = "grad.fc0.weight", offset = {{[0-9]+}} : i64}
+// ZERO2: {bytes = 4096 : i64, key = "grad.fc0.weight", offset = {{[0-9]+}} : i64, stage = 0 : i64}
+// ZERO2: {bytes = 2048 : i64, key = "grad_shard.fc0.weight", offset = {{[0-9]+}} : i64, stage = 0 : i64}
+// ZERO2: {bytes = 32 : i64, key = "grad.fc3.bias", offset = {{[0-9]+}} : i64, stage = 1 : i64}
+// ZERO2: {bytes = 16 : i64, key = "grad_shard.fc3.bias", offset = {{[0-9]+}} : i64, stage = 1 : i64}
 
 // Tests that a program without its pipeline has no tensors to plan.
 // ERR: error: zb-plan-memory needs the program's pipeline (its tensors) to plan its memory; the program names none

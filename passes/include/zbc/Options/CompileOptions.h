@@ -179,8 +179,8 @@ template <typename Binder> void CompileOptions::bind(Binder &binder) {
                     "instead of 18), each replica updating its shard between "
                     "a reduce-scatter of the gradients and an all-gather of "
                     "the parameters; 2 the gradients too, whole only from a "
-                    "stage's first W to its reduce-scatter (2 + 14/D at "
-                    "rest)",
+                    "stage's first W to its reduce-scatter (2 + 12/D bytes "
+                    "between steps)",
                     Bounds{0, 2}});
   binder(costFile, OptionInfo{"cost-file", CostsGroup, "file",
                               "JSON cost file whose F/B/W/R/M_B/M_W lists, "

@@ -39,7 +39,8 @@ def ZB_ProgramOp : ZB_Op<"program", [IsolatedFromAbove, Symbol, SingleBlock,
     gradients (Note [Collective groups]). `zero` (default 0) shards the
     optimizer over them (Note [Sharded optimizer] in
     runtime/contracts/include/zbc/contracts/Shards.h): reduce-scatters and
-    all-gathers instead of all-reduces.
+    all-gathers instead of all-reduces; with 2 the gradients too, as
+    buffers of the step (Note [Sharded gradients]).
 
     ```mlir
     zb.program @mlp_1f1b microbatches(2) placement [0, 1] {
@@ -258,7 +259,8 @@ def ZB_ReduceScatterOp : ZB_CollectiveOp<"reduce_scatter", "grads"> {
     As `zb.all_reduce`, but each member of the group (the replicas, with
     `zero` >= 1: Note [Sharded optimizer] in
     runtime/contracts/include/zbc/contracts/Shards.h) gets only its shard of each sum,
-    in place in the gradient: replica k of d the elements [k c, (k + 1) c)
+    in place in the gradient (with `zero` 2 into a shard of its own: Note
+    [Sharded gradients]): replica k of d the elements [k c, (k + 1) c)
     of a parameter of N, c = ceil(N / d), the buffer padded to d c. `bytes`
     is what each member contributes: the padded f32 gradients.
     ```mlir

@@ -35,12 +35,12 @@
 // the shard is copied out when it completes. From then on the whole buffer
 // is free for what comes next in the rank's order. In a pipeline every W
 // of a stage adds into its gradient, so the whole buffer lives from the
-// stage's first W to its last W's sum: what zero 2 frees is what the rank
-// holds outside that window (before its first W: the warm-up's
-// activations; after a V or interleaved rank's first chunk is summed: the
-// rest of its cool-down), and the 4 (d - 1) c bytes per parameter between
-// steps (bf16 + AdamW: 2 + 14/d at rest). The memory plan places the whole
-// buffer like any other timed one, so the plan's peak says what it gains.
+// stage's first W to its last W's sum: zero 2 lowers a rank's peak only
+// where the peak falls outside that window (on a V or interleaved rank,
+// after its first chunk is summed), and holds no gradient byte between
+// steps (bf16 + AdamW: 2 + 12/d per parameter). The shard is a buffer of the step too,
+// from its sum to the update. The memory plan places both like any other
+// buffer of the rank's order, so the plan's peak says what zero 2 gains.
 // zbc compile's bytes per parameter, the memory plan, the code generator
 // and the runtime all size and index shards with these functions.
 // Plain C++, no dependencies: the compiler and the rank programs share it.
