@@ -192,7 +192,7 @@ void initOptimizer(zbc_rt_rank *rank) {
                            rank->transport->replicas() > 1 || tied;
   rank->updateDue.assign(static_cast<size_t>(p.param_count), 0);
   rank->reduced.assign(static_cast<size_t>(p.param_count), 0);
-  rank->sumInFlight.assign(static_cast<size_t>(p.op_count), 0);
+  rank->collectiveInFlight.assign(static_cast<size_t>(p.op_count), 0);
 }
 
 zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
@@ -206,7 +206,7 @@ zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
         !error.empty())
       return fail(rank, error);
     for (int32_t op = 0; op < p.op_count; ++op)
-      if (std::string error = sumCompleted(rank, op); !error.empty())
+      if (std::string error = collectiveCompleted(rank, op); !error.empty())
         return fail(rank, error);
     if (std::string error = readShards(rank); !error.empty())
       return fail(rank, error);
@@ -355,23 +355,24 @@ extern "C" zbc_rt_status zbc_rt_update(zbc_rt_rank *rank, int32_t index) {
 namespace {
 /// A sum of op `op` starts reading `param`'s gradient: a whole gradient of
 /// the step is read, and its shard written, until the sum completes
-/// (sumCompleted).
-std::string startedSum(zbc_rt_rank *rank, int32_t op,
-                       const zbc_rt_param &param) {
+/// (collectiveCompleted).
+std::string startedSum(zbc_rt_rank *rank, const zbc_rt_param &param) {
   if (param.grad_shard < 0)
     return {};
-  rank->sumInFlight[static_cast<size_t>(op)] = 1;
   std::string error = rank->ledger.sendStarted(param.grad);
   return error.empty() ? rank->ledger.recvStarted(param.grad_shard) : error;
 }
 } // namespace
 
-std::string zbc::rt::sumCompleted(zbc_rt_rank *rank, int32_t op) {
-  if (!rank->sumInFlight[static_cast<size_t>(op)])
+std::string zbc::rt::collectiveCompleted(zbc_rt_rank *rank, int32_t op) {
+  if (!rank->collectiveInFlight[static_cast<size_t>(op)])
     return {};
-  rank->sumInFlight[static_cast<size_t>(op)] = 0;
+  rank->collectiveInFlight[static_cast<size_t>(op)] = 0;
+  rank->timeline.end(op, Profile::now());
   const zbc_rt_program &p = *rank->program;
   const zbc_rt_op &o = p.ops[op];
+  if (o.what == ZBC_RT_OP_ALL_GATHER)
+    return {};
   for (int32_t k = 0; k < o.member_count; ++k) {
     const zbc_rt_param &param =
         p.params[p.collective_params[o.first_member + k]];
@@ -418,7 +419,7 @@ extern "C" zbc_rt_status zbc_rt_collective(zbc_rt_rank *rank, int32_t op) {
       int64_t shard = zbc::shardElements(elements, p.replicas);
       switch (o.what) {
       case ZBC_RT_OP_ALL_REDUCE:
-        error = startedSum(rank, op, param);
+        error = startedSum(rank, param);
         if (error.empty())
           error = rank->transport->startAllReduce(
               op, bufferAt(rank, param.grad), elements, o.peer);
@@ -426,7 +427,7 @@ extern "C" zbc_rt_status zbc_rt_collective(zbc_rt_rank *rank, int32_t op) {
         break;
       case ZBC_RT_OP_REDUCE_SCATTER:
         // Into the shard of its own under zero 2, else in place.
-        error = startedSum(rank, op, param);
+        error = startedSum(rank, param);
         if (error.empty())
           error = rank->transport->startReduceScatter(
               op, bufferAt(rank, param.grad),
@@ -443,6 +444,14 @@ extern "C" zbc_rt_status zbc_rt_collective(zbc_rt_rank *rank, int32_t op) {
         break;
       }
     }
+  }
+  rank->timeline.begin(op, begin);
+  rank->collectiveInFlight[static_cast<size_t>(op)] = 1;
+  if (error.empty() && rank->options.waitCollectives) {
+    InsideMPI mpi(rank, o.name);
+    error = rank->transport->waitCollective(op);
+    if (error.empty())
+      error = collectiveCompleted(rank, op);
   }
   rank->profile.commSeconds += Profile::now() - begin;
   if (!error.empty())

@@ -148,6 +148,10 @@ std::string optionsHelp(const char *program) {
       "  --trace DIR        write DIR/rankN.json: when each op of the last "
       "steps ran\n"
       "  --trace-steps N    how many last steps --trace keeps (default 8)\n"
+      "  --wait-collectives wait for each collective as it is issued, so "
+      "that --trace times\n"
+      "                     each alone (zbc profile measures them so; "
+      "slower steps)\n"
       "  --status-dir DIR   keep DIR/rankN.status: running, done, failed or "
       "stopped (zbc run reads it)\n"
       "  --progress-bar     redraw one progress line (zbc run: when its "
@@ -190,6 +194,8 @@ std::string parseOptions(int argc, char **argv, Options &options) {
       options.quiet = true;
     } else if (!std::strcmp(arg, "--progress-bar")) {
       options.progressBar = true;
+    } else if (!std::strcmp(arg, "--wait-collectives")) {
+      options.waitCollectives = true;
     } else if (!std::strcmp(arg, "--steps")) {
       int64_t steps = 0;
       if (!value(text) || !parseInt(text, 1, int64_t(1) << 40, steps))

@@ -340,7 +340,7 @@ extern "C" zbc_rt_status zbc_rt_wait(zbc_rt_rank *rank, int32_t op) {
       error = rank->transport->waitCollective(op);
     }
     if (error.empty())
-      error = sumCompleted(rank, op);
+      error = collectiveCompleted(rank, op);
     return error.empty() ? ZBC_RT_OK : fail(rank, error);
   }
   Members m = membersOf(rank, op);

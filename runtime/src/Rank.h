@@ -50,6 +50,9 @@ struct Options {
   double timeoutSeconds = 30; // the longest one wait for a peer may take
   bool quiet = false;
   bool progressBar = false; // one line redrawn in place (a terminal)
+  // Wait for each collective as it is issued, so that a trace times each
+  // alone (zbc profile's collective_bandwidth); slows the step.
+  bool waitCollectives = false;
   bool help = false;
   bool checkOnly = false; // --check-options: parse, say what is wrong, exit
 };
@@ -119,9 +122,8 @@ struct zbc_rt_rank {
                                   // end of the step
   std::vector<uint8_t> reduced;   // per parameter: an all-reduce of the
                                   // program summed it this step
-  std::vector<uint8_t> sumInFlight; // per op: a sum reading whole
-                                    // gradients of the step (zero 2),
-                                    // started and not yet completed
+  std::vector<uint8_t> collectiveInFlight; // per op: a collective issued
+                                           // and not yet completed
   // Per frame slot: the pieces of the copy whose frame starts there (sized
   // at start-up; Note [Offload in the IR]), and per op when its copy was
   // issued, while it is not yet waited for (-1 otherwise).
@@ -183,10 +185,10 @@ struct ParamShard {
 };
 ParamShard shardOf(const zbc_rt_rank *rank, const zbc_rt_param &param);
 
-/// Collective op `op` is complete (its wait, or the step's end): under
-/// zero 2 its whole gradients are free, a tied one's shard copied out
-/// first (Note [Sharded gradients]). Optimizer.cpp.
-std::string sumCompleted(zbc_rt_rank *rank, int32_t op);
+/// Collective op `op` is complete (its wait, or the step's end): its trace
+/// event ends, and under zero 2 its whole gradients are free, a tied one's
+/// shard copied out first (Note [Sharded gradients]). Optimizer.cpp.
+std::string collectiveCompleted(zbc_rt_rank *rank, int32_t op);
 
 /// With a sharded optimizer, the program's all-gathers run once more, in
 /// its order, outside a step (every replica: they are collectives), so

@@ -16,6 +16,26 @@
 
 namespace zbc::rt {
 
+namespace {
+/// A collective's bytes (each member's: the whole gradients it sums or the
+/// working copies it gathers) and its group: what zbc profile turns into a
+/// bandwidth.
+std::string collectiveFields(const zbc_rt_program &p, const zbc_rt_op &o) {
+  if (!zbc_rt_op_is_collective(o.what))
+    return {};
+  int64_t bytes = 0;
+  for (int32_t k = 0; k < o.member_count; ++k) {
+    const zbc_rt_param &param = p.params[p.collective_params[o.first_member + k]];
+    bytes += p.buffers[o.what == ZBC_RT_OP_ALL_GATHER ? param.param : param.grad]
+                 .bytes;
+  }
+  const char *over = o.peer == ZBC_RT_GROUP_REPLICAS   ? "replicas"
+                     : o.peer == ZBC_RT_GROUP_PIPELINE ? "pipeline"
+                                                        : "tied";
+  return fmt::format(", \"bytes\": {}, \"over\": \"{}\"", bytes, over);
+}
+} // namespace
+
 void Timeline::init(const zbc_rt_program &program, int64_t steps,
                     double origin) {
   program_ = &program;
@@ -45,9 +65,9 @@ std::string Timeline::write(const std::string &dir) const {
   for (int32_t i = 0; i < p.op_count; ++i) {
     const zbc_rt_op &o = p.ops[i];
     out << fmt::format("{}\n  {{\"name\": {}, \"what\": \"{}\", \"stage\": {}, "
-                       "\"microbatch\": {}}}",
+                       "\"microbatch\": {}{}}}",
                        i ? "," : "", jsonQuoted(o.name), zbc_rt_op_spelling(o.what), o.stage,
-                       o.microbatch);
+                       o.microbatch, collectiveFields(p, o));
   }
   out << "],\n\"steps\": [";
   int64_t kept = std::min(recorded_, steps_);

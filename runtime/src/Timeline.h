@@ -3,13 +3,17 @@
 // Note [Timelines]
 // With --trace DIR a rank records, for its last --trace-steps training
 // steps (default 8), when each op of its order began and ended: a compute
-// from its first phase call to the end of its last, a transfer from its
-// issue to the wait that completed it (a group as one). Times are seconds
+// from its first phase call to the end of its last, a transfer or a
+// collective from its issue to the wait that completed it (a group as one;
+// a collective nothing waits for, to the step's end: --wait-collectives
+// waits for each as it is issued). Times are seconds
 // since the moment every rank left one barrier at start-up, so the ranks'
 // records line up (on one host to the barrier's exit skew, microseconds).
 // The records live in a ring sized at start-up: recording allocates
 // nothing. At the end the rank writes DIR/rankR.json:
 //   {"rank": R, "ops": [{"name", "what", "stage", "microbatch"}, ...],
+//    (a collective's also "bytes", each member's, and "over": "replicas",
+//    "pipeline" or "tied")
 //    "steps": [{"step": S, "events": [[op, begin, end], ...]}, ...]}
 // which `zbc run` merges into one Chrome/Perfetto trace, the measured bubble
 // rate and a picture beside the predicted one.

@@ -35,6 +35,7 @@
                         for bit under --zero 1 and 2, and --zero 0 refuses
                         it.
   training-profile      zbc profile writes a cost file of the model's stages
+                        (and of its copies' and all-reduces' bandwidth)
                         that zbc run compiles with, and the run's ranks'
                         timelines merge into one trace (a computes and a
                         transfers track per rank) and a picture.
@@ -413,7 +414,8 @@ def profile(args):
         measured = json.load(f)
     if (len(measured["F"]) != 2 or min(measured["F"]) <= 0 or
             len(measured["M_B"]) != 2 or not measured.get("model_hash") or
-            not measured.get("copy_bandwidth", 0) > 0):
+            not measured.get("copy_bandwidth", 0) > 0 or
+            not measured.get("collective_bandwidth", 0) > 0):
         sys.exit(f"FAILED: the profile is not a cost file of 2 stages:\n"
                  f"{measured}")
     # The profile names the microbatches it measured, and its lists the
@@ -456,7 +458,8 @@ def profile(args):
         sys.exit(f"FAILED: the offloading run's copies are on tracks "
                  f"{sorted(copies)}, not each rank's copy track")
     print(f"ok: profiled F {measured['F']} ms, copies "
-          f"{measured['copy_bandwidth']} bytes/ms; {len(events)} events on "
+          f"{measured['copy_bandwidth']} bytes/ms, all-reduces "
+          f"{measured['collective_bandwidth']} bytes/ms; {len(events)} events on "
           f"{len(tracks)} tracks;{bubble.split('bubble rate')[1]}; the copies "
           f"of an offloading run on their own track", flush=True)
     _measured_levers(args, source, costs, work)

@@ -79,6 +79,8 @@ Expected<MeasuredRun> zbc::readMeasuredRun(const std::string &dir, int ranks) {
         event.what = info->getString("what").value_or("").str();
         event.stage = info->getInteger("stage").value_or(0);
         event.microbatch = info->getInteger("microbatch").value_or(0);
+        event.bytes = info->getInteger("bytes").value_or(0);
+        event.over = info->getString("over").value_or("").str();
         event.begin = (*t)[1].getAsNumber().value_or(0);
         event.end = (*t)[2].getAsNumber().value_or(0);
         run.events[k][r].push_back(std::move(event));

@@ -23,9 +23,13 @@ namespace zbc {
 
 struct TraceEvent {
   std::string name, what; // what: F, B, W, BW, R, send, recv, group,
-                          // offload, reload
+                          // offload, reload, all-reduce, reduce-scatter,
+                          // all-gather
   int stage = 0, microbatch = 0;
   double begin = 0, end = 0; // seconds since the start-up barrier
+  // A collective's: each member's bytes and its group ("replicas", ...).
+  int64_t bytes = 0;
+  std::string over;
 };
 
 struct MeasuredRun {

@@ -13,7 +13,9 @@
 // lower bound of one message. `copy_bandwidth` (bytes per millisecond) is
 // the median over the copies of a second, short run that offloads every
 // stash (Note [Offload in the IR]): a copy's bytes (its stage's M_offload)
-// over the time the rank's copy queue ran it. Writes, in milliseconds and bytes, the cost
+// over the time the rank's copy queue ran it. `collective_bandwidth` (bytes
+// per millisecond) comes from a third run of two replicas (Note [Collective
+// bandwidth]). Writes, in milliseconds and bytes, the cost
 // file `zbc schedule|compile|run --cost-file` read, naming the model and its
 // IR hash so that no other model takes it.
 //
@@ -76,10 +78,13 @@ constexpr int kWarmUpSteps = 3;
 /// Milliseconds to a tenth of a microsecond: what the clock resolves.
 double rounded(double ms) { return std::round(ms * 1e4) / 1e4; }
 
-/// Runs the ranks compiled into `dir` for `steps` steps, the last
-/// `recorded` traced into DIR/trace, and reads the trace back.
+/// Runs the `processes` compiled into `dir` (`ranks` a replica) for `steps`
+/// steps, the last `recorded` traced into DIR/trace, and reads the trace
+/// back. `extra`: more options for the ranks.
 Expected<MeasuredRun> runTraced(const std::string &dir, int ranks,
-                                int64_t steps, int64_t recorded) {
+                                int processes, int64_t steps,
+                                int64_t recorded,
+                                const std::vector<std::string> &extra = {}) {
   std::string trace = dir + "/trace";
   std::vector<std::string> argv = {dir + "/launch.sh",
                                    "--steps",
@@ -89,6 +94,7 @@ Expected<MeasuredRun> runTraced(const std::string &dir, int ranks,
                                    "--trace-steps",
                                    std::to_string(recorded),
                                    "--quiet"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
   if (!dataOpt.empty())
     argv.insert(argv.end(), {"--data", dataOpt});
   if (!dataDtypeOpt.empty())
@@ -97,7 +103,7 @@ Expected<MeasuredRun> runTraced(const std::string &dir, int ranks,
   sys::fs::create_directories(statusDir);
   argv.insert(argv.end(), {"--status-dir", statusDir});
   if (JobEnd end = runLauncher(argv); !end.succeeded()) {
-    explainJobFailure(end, statusDir, ranks, ranks);
+    explainJobFailure(end, statusDir, processes, ranks);
     return fail(end.forwardedSignal
                     ? "the profiling run was stopped"
                     : formatv("the profiling run failed (exit {0}; the "
@@ -114,6 +120,50 @@ double median(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
   size_t n = xs.size();
   return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
+/// Note [Collective bandwidth]: the simulator times a ring all-reduce of B
+/// bytes over n members as comm + 2 (n - 1) / n B / collective_bandwidth
+/// (Note [Collectives in the simulator]). The profile runs two replicas of
+/// the same stages, each rank waiting for every gradient all-reduce as it
+/// issues it (--wait-collectives), so that each one's trace interval is its
+/// own time, and inverts that formula on each all-reduce over the replicas:
+/// the median over the ops of its fastest recorded step, in bytes per
+/// millisecond (0 where none took longer than comm, and the cost file
+/// leaves it out). *Why the fastest:* an interval also holds the wait for
+/// the other replica to issue its match, which the scheduling of the ranks'
+/// processes stretches at random; the fastest is the nearest to the
+/// transfer alone.
+Expected<double> measureCollectives(const Request &request, double comm) {
+  Request summing = request;
+  summing.options.replicas = 2;
+  summing.dir = request.dir + "/collectives";
+  Expected<Compiled> compiled = compile(summing);
+  if (!compiled)
+    return compiled.takeError();
+  Expected<MeasuredRun> run =
+      runTraced(summing.dir, compiled->ranks, 2 * compiled->ranks, 8, 5,
+                {"--wait-collectives"});
+  if (!run)
+    return run.takeError();
+  double latency = std::isfinite(comm) ? comm : 0.0;
+  std::map<std::pair<int, std::string>, double> fastest; // rank, op: ms
+  std::map<std::pair<int, std::string>, int64_t> bytesOf;
+  for (const auto &step : run->events)
+    for (auto [r, line] : llvm::enumerate(step))
+      for (const TraceEvent &e : line)
+        if (e.what == "all-reduce" && e.over == "replicas" && e.bytes > 0) {
+          std::pair<int, std::string> op{static_cast<int>(r), e.name};
+          double ms = (e.end - e.begin) * 1e3;
+          auto [it, fresh] = fastest.try_emplace(op, ms);
+          it->second = std::min(it->second, ms);
+          bytesOf[op] = e.bytes;
+        }
+  std::vector<double> bandwidths;
+  for (const auto &[op, ms] : fastest)
+    if (ms > latency) // two members: 2 (n - 1) / n = 1
+      bandwidths.push_back(double(bytesOf[op]) / (ms - latency));
+  return std::round(median(bandwidths));
 }
 
 Error profile() {
@@ -151,8 +201,9 @@ Error profile() {
                     "steps of {3} microbatches\n",
                     *stages, kWarmUpSteps, *steps, request.options.microbatches);
   outs().flush();
-  Expected<MeasuredRun> run = runTraced(request.dir, compiled->ranks,
-                                        kWarmUpSteps + *steps, *steps);
+  Expected<MeasuredRun> run =
+      runTraced(request.dir, compiled->ranks, compiled->ranks,
+                kWarmUpSteps + *steps, *steps);
   if (!run)
     return run.takeError();
   // Per stage and kind, every duration recorded; the shortest transfer.
@@ -194,8 +245,8 @@ Error profile() {
   Expected<Compiled> offloading = compile(copying);
   if (!offloading)
     return offloading.takeError();
-  Expected<MeasuredRun> copied =
-      runTraced(copying.dir, offloading->ranks, 3, 2);
+  Expected<MeasuredRun> copied = runTraced(
+      copying.dir, offloading->ranks, offloading->ranks, 3, 2);
   if (!copied)
     return copied.takeError();
   std::vector<double> bandwidths;
@@ -209,6 +260,9 @@ Error profile() {
             bandwidths.push_back(bytes / ms);
       }
   double copyBandwidth = std::round(median(bandwidths));
+  Expected<double> collectiveBandwidth = measureCollectives(request, comm);
+  if (!collectiveBandwidth)
+    return collectiveBandwidth.takeError();
   json::Object costs{{"model", compiled->model},
                      {"model_hash", compiled->modelHash},
                      // What `zbc schedule --cost-file` simulates by
@@ -224,14 +278,17 @@ Error profile() {
                      {"M_W", std::move(memW)}};
   if (copyBandwidth > 0)
     costs["copy_bandwidth"] = copyBandwidth;
+  if (*collectiveBandwidth > 0)
+    costs["collective_bandwidth"] = *collectiveBandwidth;
   if (Error e = writeFile(outputFile, [&](raw_ostream &out) {
         out << formatv("{0:2}", json::Value(std::move(costs))) << "\n";
       }))
     return e;
   outs() << formatv("  comm {0:F3} ms; copies {1} bytes/ms (median of {2}); "
-                    "cost file {3} (milliseconds, bytes)\n",
+                    "collectives {3} bytes/ms; cost file {4} (milliseconds, "
+                    "bytes)\n",
                     std::isfinite(comm) ? comm : 0.0, copyBandwidth,
-                    bandwidths.size(), outputFile);
+                    bandwidths.size(), *collectiveBandwidth, outputFile);
   sys::fs::remove_directories(request.dir);
   return Error::success();
 }
