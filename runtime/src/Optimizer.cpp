@@ -195,19 +195,33 @@ void initOptimizer(zbc_rt_rank *rank) {
   rank->collectiveInFlight.assign(static_cast<size_t>(p.op_count), 0);
 }
 
+namespace {
+/// Every collective of the pass of the order is complete, and the
+/// transport's requests free for the next pass (an evaluation's gathers
+/// too, each waited for by its reader already).
+std::string finishPassCollectives(zbc_rt_rank *rank) {
+  InsideMPI mpi(rank, "the program's collectives");
+  if (std::string error = rank->transport->finishCollectives(); !error.empty())
+    return error;
+  for (int32_t op = 0; op < rank->program->op_count; ++op)
+    if (std::string error = collectiveCompleted(rank, op); !error.empty())
+      return error;
+  return {};
+}
+} // namespace
+
 zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank) {
-  if (rank->evaluating || !rank->updatesAtStepEnd)
+  if (rank->evaluating) {
+    std::string error = finishPassCollectives(rank);
+    return error.empty() ? ZBC_RT_OK : fail(rank, error);
+  }
+  if (!rank->updatesAtStepEnd)
     return ZBC_RT_OK;
   const zbc_rt_program &p = *rank->program;
   {
-    InsideMPI mpi(rank, "the program's gradient all-reduces");
     double begin = Profile::now();
-    if (std::string error = rank->transport->finishCollectives();
-        !error.empty())
+    if (std::string error = finishPassCollectives(rank); !error.empty())
       return fail(rank, error);
-    for (int32_t op = 0; op < p.op_count; ++op)
-      if (std::string error = collectiveCompleted(rank, op); !error.empty())
-        return fail(rank, error);
     if (std::string error = readShards(rank); !error.empty())
       return fail(rank, error);
     rank->profile.collectiveWaitSeconds += Profile::now() - begin;

@@ -165,7 +165,9 @@ void initOptimizer(zbc_rt_rank *rank);
 
 /// The optimizer step of every parameter whose update is due at the end of
 /// the step (all of them when gradients are clipped: the global norm needs
-/// every gradient first). Collective when clipping. Optimizer.cpp.
+/// every gradient first), after every collective of the step completes (of
+/// an evaluation pass: its gathers). Collective when clipping.
+/// Optimizer.cpp.
 zbc_rt_status finishOptimizerStep(zbc_rt_rank *rank);
 
 /// The buffer holding a parameter's fp32 weights: its master copy if it

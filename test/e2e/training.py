@@ -3,7 +3,8 @@
   training-equivalence  the GPT on text data (GPL-3, byte tokens) with AdamW,
                         global-norm clipping and a warm-up + cosine learning
                         rate, p in {2, 4}, a V schedule and 2 data-parallel
-                        replicas, evaluating on the held-out tenth after
+                        replicas (the optimizer and gradients sharded:
+                        --zero 2), evaluating on the held-out tenth after
                         steps 2 and 3, and the MLP with SGD (clipped; and
                         with 2 replicas): after 3 steps every parameter
                         equals zbc-reference's single-process training on
@@ -85,10 +86,11 @@ def _model(args, work, kind, stages):
 
 def _rank_options(options):
     """zbc run's training options as zbc-reference takes them (no
-    --optimizer: the program says; no evaluation)."""
+    --optimizer: the program says; no evaluation; one replica holds
+    everything)."""
     out, i = [], 0
     while i < len(options):
-        if options[i] in ("--optimizer", "--eval-every"):
+        if options[i] in ("--optimizer", "--eval-every", "--zero"):
             i += 2
             continue
         out.append(options[i])
@@ -105,11 +107,13 @@ def equivalence(args):
     cases = [("gpt", "zb-h1", 1, 2, 1, text),
              ("gpt", "zb-h1", 1, 4, 1, text),
              ("gpt", "zb-v", 2, 2, 1, text),
-             ("gpt", "zb-h1", 1, 2, 2, text),
+             # Sharded gradients and optimizer (Note [Sharded gradients]).
+             ("gpt", "zb-h1", 1, 2, 2, text + ["--zero", "2"]),
              ("mlp", "1f1b", 1, 2, 1, ["--clip-norm", "0.05", "--warmup", "2"]),
              ("mlp", "1f1b", 1, 2, 2, [])]
     for kind, schedule, v, p, d, options in cases:
-        case = f"{kind}-{schedule}-p{p}-d{d}"
+        case = f"{kind}-{schedule}-p{p}-d{d}" + (
+            "-zero2" if "--zero" in options else "")
         work = os.path.join(args.work, case)
         shutil.rmtree(work, ignore_errors=True)
         source = _model(args, work, kind, v * p)
@@ -643,8 +647,11 @@ def zero(args):
     are the losses: with two replicas every sum, whole or a shard's, in
     place or into a shard, adds the same two numbers, and the clip norm's
     partial sums only regroup squares of the same gradients (the printed
-    norms agree too). Every registered schedule on the GPT at P = 2, ZB-H1
-    and ZB-V at P = 4, and the Llama under ZB-H1 (f32) and ZB-V (bf16). A
+    norms agree too). Every registered schedule on the GPT at P = 2 and 4,
+    the Llama under ZB-H1 (f32) and ZB-V (bf16) at P = 2 and ZB-H1 (bf16)
+    at P = 4; --cases representative
+    (the sanitizer run's) one linear and one V schedule on the GPT and the
+    bf16 Llama, at P = 2. A
     bf16 model's --save writes, when sharded, its gathered working copies
     (no replica holds a whole f32 master): the masters of --zero 0 rounded
     to bf16. Each rank's measured peak is the predicted one; --zero 1
@@ -652,9 +659,12 @@ def zero(args):
     whole gradient lives from a stage's first W to its sum, where the peak
     usually is)."""
     zbc = os.path.join(args.bin, "zbc")
-    cases = [("gpt", name, v, 2) for name, v in schedules(zbc)]
-    cases += [("gpt", "zb-h1", 1, 4), ("gpt", "zb-v", 2, 4),
-              ("llama-f32", "zb-h1", 1, 2), ("llama", "zb-v", 2, 2)]
+    cases = [("gpt", name, v, p) for p in (2, 4) for name, v in schedules(zbc)]
+    cases += [("llama-f32", "zb-h1", 1, 2), ("llama", "zb-v", 2, 2),
+              ("llama", "zb-h1", 1, 4)]
+    if args.cases == "representative":
+        cases = [("gpt", "zb-h1", 1, 2), ("gpt", "zb-v", 2, 2),
+                 ("llama", "zb-v", 2, 2)]
     for model, schedule, v, p in cases:
         case = f"zero-{model}-{schedule}-p{p}"
         work = fresh_dir(args.work, case)
