@@ -340,7 +340,8 @@ def main():
     parser.add_argument("--cases",
                         choices=("all", "representative", "covering"),
                         default="all",
-                        help="of the lever modes' cases: all, the "
+                        help="of the lever modes' (and training-zero's and "
+                             "training-tied's) cases: all, the "
                              "representative ones (the quick loop's and the "
                              "sanitizer run's) or CI's covering without them "
                              "(recompute.chosen_cases)")

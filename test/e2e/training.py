@@ -546,12 +546,14 @@ def tied(args):
     (GPT-2's tying: stages 0 and 3): linear placements at p = 4 and interleaved ones at p = 2 hold
     it on two ranks (a copy each, the gradient all-reduced between them), V
     placements at p = 2 on one rank (one copy, both stages accumulating into
-    it); both kinds must occur."""
+    it); both kinds must occur. --cases representative (the sanitizer
+    run's): ZB-H1 and ZB-V, one of each kind."""
     zbc = os.path.join(args.bin, "zbc")
     reference = os.path.join(args.bin, "zbc-reference")
     kinds = set()
     cases = [(name, v, model) for name, v in schedules(zbc)
-             for model in ("mlp", "gpt")]
+             for model in ("mlp", "gpt")
+             if args.cases != "representative" or name in ("zb-h1", "zb-v")]
     for name, v, model in cases:
         p = 4 // v
         case = f"tied-{model}-{name}-p{p}"
@@ -647,9 +649,10 @@ def zero(args):
     are the losses: with two replicas every sum, whole or a shard's, in
     place or into a shard, adds the same two numbers, and the clip norm's
     partial sums only regroup squares of the same gradients (the printed
-    norms agree too). Every registered schedule on the GPT at P = 2 and 4,
-    the Llama under ZB-H1 (f32) and ZB-V (bf16) at P = 2 and ZB-H1 (bf16)
-    at P = 4; --cases representative
+    norms agree too). Every registered schedule on the GPT at P = 2 and 4
+    (at 4, --zero 1 only under ZB-H1: --zero 2 runs every collective and
+    shard of --zero 1 and more), the Llama under ZB-H1 (f32) and ZB-V
+    (bf16) at P = 2 and ZB-H1 (bf16) at P = 4; --cases representative
     (the sanitizer run's) one linear and one V schedule on the GPT and the
     bf16 Llama, at P = 2. A
     bf16 model's --save writes, when sharded, its gathered working copies
@@ -675,7 +678,8 @@ def zero(args):
                     llama(os.path.join(args.bin, "zbc-dsl-llama"), v * p,
                           *([] if model == "llama-f32" else ["--bf16"])))
         runs = {}
-        for z in ("0", "1", "2"):
+        zeros = ("0", "2") if p == 4 and schedule != "zb-h1" else ("0", "1", "2")
+        for z in zeros:
             out, saved = os.path.join(work, f"out{z}"), os.path.join(
                 work, f"saved{z}")
             result = run([zbc, "run", source, "--ranks", str(p), "--virtual",
@@ -703,7 +707,7 @@ def zero(args):
         steps0, peak0, params0 = runs["0"]
         if len(steps0) != 3:
             sys.exit(f"FAILED: {case}: {len(steps0)} steps printed")
-        for z in ("1", "2"):
+        for z in zeros[1:]:
             steps, _, params = runs[z]
             if steps != steps0:
                 sys.exit(f"FAILED: {case}: losses and norms differ under "
@@ -714,12 +718,14 @@ def zero(args):
                     if params[r].get(name) != expected:
                         sys.exit(f"FAILED: {case}: rank {r}'s '{name}' after "
                                  f"3 steps differs under --zero {z}")
-        peak1, peak2 = runs["1"][1], runs["2"][1]
-        if not peak2 <= peak1 < peak0:
-            sys.exit(f"FAILED: {case}: the largest peak is {peak0} bytes "
-                     f"under --zero 0, {peak1} under 1, {peak2} under 2")
-        print(f"ok {case}: losses, norms and parameters equal; largest peak "
-              f"{peak0} -> {peak1} -> {peak2} bytes", flush=True)
+        peaks = [runs[z][1] for z in zeros]
+        # Sharding lowers the largest peak; --zero 2 never raises it.
+        if not (peaks[0] > peaks[1] and peaks[-1] <= peaks[1]):
+            sys.exit(f"FAILED: {case}: the largest peaks under --zero "
+                     f"{', '.join(zeros)} are {peaks} bytes")
+        print(f"ok {case}: losses, norms and parameters equal under --zero "
+              f"{', '.join(zeros)}; largest peak "
+              f"{' -> '.join(map(str, peaks))} bytes", flush=True)
     _zero_resume(args)
 
 
