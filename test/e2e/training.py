@@ -30,7 +30,8 @@
                         the copies on two ranks stay bitwise equal.
   training-zero         --zero 0, 1 and 2 on data parallel 2 x pipeline 2
                         and 4 (the tied GPT in f32 under every schedule, a
-                        Llama in f32 and bf16): losses, norms and
+                        Llama in f32 and bf16; --cases covering and
+                        representative: fewer): losses, norms and
                         parameters bitwise equal, measured peaks the
                         predicted, lower; a sharded checkpoint resumes bit
                         for bit under --zero 1 and 2, and --zero 0 refuses
@@ -641,6 +642,34 @@ def _bf16(values):
     return struct.pack(f"<{len(rounded)}I", *rounded)
 
 
+def _zero_cases(zbc, which):
+    """training-zero's cases, (model, schedule, v, p, the --zero values):
+    "all" runs each under 0, 1 and 2. "covering" (CI's normal run) takes
+    every schedule at P = 2 and, at P = 4, one schedule of each placement
+    (linear, interleaved, V, DualPipe's two-way V), with --zero 1 where its
+    placement is first met: what --zero 1 does apart from 2 (the sum in
+    place, the whole gradient kept) does not depend on the order, and
+    --zero 2 runs every collective of --zero 1. "representative" (the
+    sanitizer run): a linear and a V schedule, in f32 and bf16."""
+    every = ("0", "1", "2")
+    if which == "representative":
+        return [("gpt", "zb-h1", 1, 2, every), ("gpt", "zb-v", 2, 2, every),
+                ("llama", "zb-v", 2, 2, every)]
+    llama = [("llama-f32", "zb-h1", 1, 2), ("llama", "zb-v", 2, 2),
+             ("llama", "zb-h1", 1, 4)]
+    if which == "all":
+        return [("gpt", name, v, p, every) for p in (2, 4)
+                for name, v in schedules(zbc)] + [c + (every,) for c in llama]
+    first = ("zb-h1", "interleaved-1f1b", "zb-v", "dualpipe-v")
+    cases = [("gpt", name, v, 2, every if name in first else ("0", "2"))
+             for name, v in schedules(zbc)]
+    cases += [("gpt", name, v, 4, ("0", "2")) for name, v in schedules(zbc)
+              if name in first]
+    return cases + [("llama-f32", "zb-h1", 1, 2, ("0", "2")),
+                    ("llama", "zb-v", 2, 2, every),
+                    ("llama", "zb-h1", 1, 4, ("0", "2"))]
+
+
 def zero(args):
     """Note [Sharded optimizer] and Note [Sharded gradients]: the same
     training under --zero 0, 1 and 2 on data parallel 2 x pipeline P (the
@@ -649,12 +678,11 @@ def zero(args):
     are the losses: with two replicas every sum, whole or a shard's, in
     place or into a shard, adds the same two numbers, and the clip norm's
     partial sums only regroup squares of the same gradients (the printed
-    norms agree too). Every registered schedule on the GPT at P = 2 and 4
-    (at 4, --zero 1 only under ZB-H1: --zero 2 runs every collective and
-    shard of --zero 1 and more), the Llama under ZB-H1 (f32) and ZB-V
-    (bf16) at P = 2 and ZB-H1 (bf16) at P = 4; --cases representative
-    (the sanitizer run's) one linear and one V schedule on the GPT and the
-    bf16 Llama, at P = 2. A
+    norms agree too). The cases (_zero_cases): all of them, every
+    registered schedule on the GPT at P = 2 and 4 and the Llama under ZB-H1
+    (f32) and ZB-V (bf16) at P = 2 and ZB-H1 (bf16) at P = 4, each under
+    the three; CI's covering, every schedule at P = 2 and one of each
+    placement at P = 4; the sanitizer run's representative three. A
     bf16 model's --save writes, when sharded, its gathered working copies
     (no replica holds a whole f32 master): the masters of --zero 0 rounded
     to bf16. Each rank's measured peak is the predicted one; --zero 1
@@ -662,13 +690,7 @@ def zero(args):
     whole gradient lives from a stage's first W to its sum, where the peak
     usually is)."""
     zbc = os.path.join(args.bin, "zbc")
-    cases = [("gpt", name, v, p) for p in (2, 4) for name, v in schedules(zbc)]
-    cases += [("llama-f32", "zb-h1", 1, 2), ("llama", "zb-v", 2, 2),
-              ("llama", "zb-h1", 1, 4)]
-    if args.cases == "representative":
-        cases = [("gpt", "zb-h1", 1, 2), ("gpt", "zb-v", 2, 2),
-                 ("llama", "zb-v", 2, 2)]
-    for model, schedule, v, p in cases:
+    for model, schedule, v, p, zeros in _zero_cases(zbc, args.cases):
         case = f"zero-{model}-{schedule}-p{p}"
         work = fresh_dir(args.work, case)
         source = os.path.join(work, "model.mlir")
@@ -678,7 +700,6 @@ def zero(args):
                     llama(os.path.join(args.bin, "zbc-dsl-llama"), v * p,
                           *([] if model == "llama-f32" else ["--bf16"])))
         runs = {}
-        zeros = ("0", "2") if p == 4 and schedule != "zb-h1" else ("0", "1", "2")
         for z in zeros:
             out, saved = os.path.join(work, f"out{z}"), os.path.join(
                 work, f"saved{z}")
