@@ -14,6 +14,8 @@
 #include "Device.h"
 #include "Rank.h"
 
+#include "zbc/contracts/Shards.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -37,17 +39,20 @@ public:
     return access(id, elements, floatElement(id), true);
   }
   /// An f32 buffer (an accumulator) the kernel reads and writes, of
-  /// `elements` or, padded to whole shards (Note [Sharded optimizer]), a
-  /// few more. A whole gradient of the step (zero 2) is zeroed by the
+  /// `elements` or, sharded, padded to whole shards (Note [Sharded
+  /// optimizer]). A whole gradient of the step (zero 2) is zeroed by the
   /// step's first add (Note [Sharded gradients]).
   float *accumulator(int32_t id, int64_t elements) {
     int32_t b = resolve(rank_, id);
     if (b < 0)
       return static_cast<float *>(fail());
-    const zbc_rt_buffer &buffer = rank_->program->buffers[b];
-    if (buffer.element != ZBC_RT_F32 || buffer.bytes < elements * 4)
+    const zbc_rt_program &p = *rank_->program;
+    const zbc_rt_buffer &buffer = p.buffers[b];
+    int64_t held = p.zero > 0 ? zbc::paddedElements(elements, p.replicas)
+                              : elements;
+    if (buffer.element != ZBC_RT_F32 || buffer.bytes != held * 4)
       return static_cast<float *>(
-          mismatch(b, fmt::format("{} f32 elements or more", elements)));
+          mismatch(b, fmt::format("{} f32 elements", held)));
     char *place = rank_->device->arena() + buffer.offset;
     if (buffer.kind != ZBC_RT_STEP_GRAD) {
       record(rank_->ledger.write(b, Ledger::Writer::Kernel));
@@ -118,9 +123,16 @@ private:
     int32_t b = resolve(rank_, id);
     if (b < 0)
       return fail();
-    const zbc_rt_buffer &buffer = rank_->program->buffers[b];
-    if (buffer.element != element || buffer.bytes != elements * zbc_rt_element_bytes(element))
-      return mismatch(b, fmt::format("{} elements of type {}", elements,
+    const zbc_rt_program &p = *rank_->program;
+    const zbc_rt_buffer &buffer = p.buffers[b];
+    // A sharded parameter is padded to whole shards (Note [Sharded
+    // optimizer]): its elements come first.
+    int64_t held = buffer.kind == ZBC_RT_PARAM && p.zero > 0
+                       ? zbc::paddedElements(elements, p.replicas)
+                       : elements;
+    if (buffer.element != element ||
+        buffer.bytes != held * zbc_rt_element_bytes(element))
+      return mismatch(b, fmt::format("{} elements of type {}", held,
                                      element));
     record(write ? rank_->ledger.write(b, Ledger::Writer::Kernel)
                  : rank_->ledger.read(b));

@@ -643,31 +643,39 @@ def _bf16(values):
 
 
 def _zero_cases(zbc, which):
-    """training-zero's cases, (model, schedule, v, p, the --zero values):
+    """training-zero's cases, (model, schedule, v, p, the --zero values,
+    the replicas d); every one at d = 2 but one at d = 3, where no
+    parameter of the GPT divides into shards and each is padded (Note
+    [Sharded optimizer]):
     "all" runs each under 0, 1 and 2. "covering" (CI's normal run) takes
-    every schedule at P = 2 and, at P = 4, one schedule of each placement
-    (linear, interleaved, V, DualPipe's two-way V), with --zero 1 where its
-    placement is first met: what --zero 1 does apart from 2 (the sum in
-    place, the whole gradient kept) does not depend on the order, and
-    --zero 2 runs every collective of --zero 1. "representative" (the
+    every schedule at P = 2 and ZB-H1 at P = 4, with --zero 1 under one
+    schedule of each placement (linear, interleaved, V, DualPipe's two-way
+    V): what --zero 1 does apart from 2 (the sum in place, the whole
+    gradient kept) does not depend on the order, and --zero 2 runs every
+    collective of --zero 1. *Why not every schedule at P = 4 in CI:* those
+    runs are 8 processes each on CI's 2 cores, about a minute of the suite
+    between them and the load they put on the tests beside them; the
+    orders at P = 4 are the P = 2 orders' kind, and --cases all runs them
+    (docs/benchmarks.md, "Test suite timing"). "representative" (the
     sanitizer run): a linear and a V schedule, in f32 and bf16."""
     every = ("0", "1", "2")
+    padded = [("gpt", "zb-h1", 1, 2, every, 3)]
     if which == "representative":
-        return [("gpt", "zb-h1", 1, 2, every), ("gpt", "zb-v", 2, 2, every),
-                ("llama", "zb-v", 2, 2, every)]
+        return [("gpt", "zb-h1", 1, 2, every, 2), ("gpt", "zb-v", 2, 2, every, 2),
+                ("llama", "zb-v", 2, 2, every, 2)] + padded
     llama = [("llama-f32", "zb-h1", 1, 2), ("llama", "zb-v", 2, 2),
              ("llama", "zb-h1", 1, 4)]
     if which == "all":
-        return [("gpt", name, v, p, every) for p in (2, 4)
-                for name, v in schedules(zbc)] + [c + (every,) for c in llama]
-    first = ("zb-h1", "interleaved-1f1b", "zb-v", "dualpipe-v")
-    cases = [("gpt", name, v, 2, every if name in first else ("0", "2"))
+        return [("gpt", name, v, p, every, 2) for p in (2, 4)
+                for name, v in schedules(zbc)] + [
+                    c + (every, 2) for c in llama] + padded
+    one_per_placement = ("zb-h1", "interleaved-1f1b", "zb-v", "dualpipe-v")
+    cases = [("gpt", name, v, 2,
+              every if name in one_per_placement else ("0", "2"), 2)
              for name, v in schedules(zbc)]
-    cases += [("gpt", name, v, 4, ("0", "2")) for name, v in schedules(zbc)
-              if name in first]
-    return cases + [("llama-f32", "zb-h1", 1, 2, ("0", "2")),
-                    ("llama", "zb-v", 2, 2, every),
-                    ("llama", "zb-h1", 1, 4, ("0", "2"))]
+    return cases + [("gpt", "zb-h1", 1, 4, ("0", "2"), 2),
+                    ("llama-f32", "zb-h1", 1, 2, ("0", "2"), 2),
+                    ("llama", "zb-v", 2, 2, every, 2)] + padded
 
 
 def zero(args):
@@ -678,11 +686,13 @@ def zero(args):
     are the losses: with two replicas every sum, whole or a shard's, in
     place or into a shard, adds the same two numbers, and the clip norm's
     partial sums only regroup squares of the same gradients (the printed
-    norms agree too). The cases (_zero_cases): all of them, every
+    norms agree too). The one case at d = 3 is bitwise too because Open
+    MPI's all-reduce and reduce-scatter of three processes on one host add
+    in the same order; a build that does not would fail it here first. The cases (_zero_cases): all of them, every
     registered schedule on the GPT at P = 2 and 4 and the Llama under ZB-H1
     (f32) and ZB-V (bf16) at P = 2 and ZB-H1 (bf16) at P = 4, each under
-    the three; CI's covering, every schedule at P = 2 and one of each
-    placement at P = 4; the sanitizer run's representative three. A
+    the three; CI's covering, every schedule at P = 2 and ZB-H1 at P = 4;
+    the sanitizer run's representative three. A
     bf16 model's --save writes, when sharded, its gathered working copies
     (no replica holds a whole f32 master): the masters of --zero 0 rounded
     to bf16. Each rank's measured peak is the predicted one; --zero 1
@@ -690,8 +700,8 @@ def zero(args):
     whole gradient lives from a stage's first W to its sum, where the peak
     usually is)."""
     zbc = os.path.join(args.bin, "zbc")
-    for model, schedule, v, p, zeros in _zero_cases(zbc, args.cases):
-        case = f"zero-{model}-{schedule}-p{p}"
+    for model, schedule, v, p, zeros, d in _zero_cases(zbc, args.cases):
+        case = f"zero-{model}-{schedule}-p{p}" + (f"-d{d}" if d != 2 else "")
         work = fresh_dir(args.work, case)
         source = os.path.join(work, "model.mlir")
         with open(source, "w") as f:
@@ -704,8 +714,8 @@ def zero(args):
             out, saved = os.path.join(work, f"out{z}"), os.path.join(
                 work, f"saved{z}")
             result = run([zbc, "run", source, "--ranks", str(p), "--virtual",
-                          str(v), "--data-parallel", "2", "--microbatches",
-                          str(4 * p), "--schedule", schedule, "--steps", "3",
+                          str(v), "--data-parallel", str(d), "--microbatches",
+                          str(2 * d * p), "--schedule", schedule, "--steps", "3",
                           "--zero", z, "--data", TEXT, "--save", saved, "-o",
                           out] + ADAMW)
             steps = [l.split("lr")[0] + l.split("norm")[1].split()[0]
