@@ -281,9 +281,7 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
           out.over = collective.getOver().str();
           out.bytes = collective.getBytes();
           llvm::raw_string_ostream key(out.key);
-          llvm::interleaveComma(
-              collective.getParams().template getAsValueRange<StringAttr>(),
-              key);
+          llvm::interleaveComma(collectiveParamsOf(&op), key);
           deps(collective.getDeps(), out);
           indexOf[collective.getDone()] = index;
         };
