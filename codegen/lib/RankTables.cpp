@@ -740,6 +740,9 @@ LogicalResult RankBuilder::readOrder() {
       break;
     }
     case sched::OpClass::Collective: {
+      if (isValueCollective(irOp))
+        return irOp->emitOpError("is a collective of a microbatch's values, "
+                                 "which the rank programs do not run yet");
       op.what = sop.collective == sched::CollectiveKind::AllReduce
                     ? OpKind::AllReduce
                 : sop.collective == sched::CollectiveKind::ReduceScatter

@@ -410,7 +410,8 @@ LogicalResult RankOp::verifyRegions() {
       for (Operation &member : group.getBody().front())
         if (isa<SendOp, RecvOp>(member) && failed(claimTransfer(&member)))
           return failure();
-    } else if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op)) {
+    } else if (!isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp,
+                     ReduceOp>(op)) {
       // The proof (Program.h) checks the collectives' order per group.
       return op.emitOpError("cannot appear in a 'zb.rank'; it holds only "
                             "'zb.compute', 'zb.offload', 'zb.reload', "
@@ -448,6 +449,12 @@ RankOp ReduceScatterOp::getRankOp() {
 RankOp AllGatherOp::getRankOp() {
   return cast<RankOp>((*this)->getParentOp());
 }
+RankOp BroadcastOp::getRankOp() {
+  return cast<RankOp>((*this)->getParentOp());
+}
+RankOp ReduceOp::getRankOp() { return cast<RankOp>((*this)->getParentOp()); }
+int64_t BroadcastOp::getBytes() { return zb::getNumBytes(getType()); }
+int64_t ReduceOp::getBytes() { return zb::getNumBytes(getType()); }
 
 /// The rank of a transfer: its parent, or its group's.
 static RankOp rankOfTransfer(Operation *op) {
@@ -541,6 +548,23 @@ void ReduceScatterOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 void AllGatherOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
   nameCollective(*this, "allgather", setNameFn);
 }
+void BroadcastOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getDone(),
+            ("broadcast_" + getKey() + "_" + Twine(getMicrobatch())).str());
+}
+void ReduceOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getDone(),
+            ((getRoot() ? "reduce_" : "allreduce_") + getKey() + "_" +
+             Twine(getMicrobatch()))
+                .str());
+}
+
+/// Whether `over` names a group of Note [Collective groups].
+static bool isCollectiveGroup(StringRef over) {
+  return over == zbc::kReplicasGroup || over == zbc::kPipelineGroup ||
+         (over.starts_with(zbc::kTiedGroupPrefix) &&
+          over.size() > StringRef(zbc::kTiedGroupPrefix).size());
+}
 
 /// A collective runs on the rank that holds its stage, over a group of
 /// Note [Collective groups], and moves something.
@@ -556,15 +580,43 @@ static LogicalResult verifyCollective(CollectiveOp op) {
            << rank.getRank() << " but stage " << op.getStage()
            << " is placed on rank " << program.getRankOfStage(op.getStage());
   StringRef over = op.getOver();
-  if (over != zbc::kReplicasGroup && over != zbc::kPipelineGroup &&
-      !(over.starts_with(zbc::kTiedGroupPrefix) &&
-        over.size() > StringRef(zbc::kTiedGroupPrefix).size()))
+  if (!isCollectiveGroup(over))
     return op.emitOpError("is over '")
            << over << "'; a group is \"" << zbc::kReplicasGroup << "\", \""
            << zbc::kPipelineGroup << "\" or \"" << zbc::kTiedGroupPrefix << "NAME\"";
   if (op.getParams().empty())
     return op.emitOpError("moves no parameters");
   return success();
+}
+/// A value collective (Note [Value collectives]) moves a tensor of a
+/// microbatch of its program over the replica's ranks; its root, if any,
+/// is one of them. Whether its rank belongs to its group is the proof's to
+/// say (Program.h), which knows the groups.
+template <typename ValueCollectiveOp>
+static LogicalResult verifyValueCollective(ValueCollectiveOp op,
+                                           std::optional<uint64_t> root) {
+  ProgramOp program = op.getRankOp().getProgram();
+  if (op.getKey().empty())
+    return op.emitOpError("names no key");
+  if (!isCollectiveGroup(op.getOver()))
+    return op.emitOpError("is over '")
+           << op.getOver() << "'; a group is \"" << zbc::kReplicasGroup
+           << "\", \"" << zbc::kPipelineGroup << "\" or \""
+           << zbc::kTiedGroupPrefix << "NAME\"";
+  if (op.getMicrobatch() >= program.getMicrobatches())
+    return op.emitOpError("microbatch ")
+           << op.getMicrobatch() << " is out of range [0, "
+           << program.getMicrobatches() << ")";
+  if (root && static_cast<int64_t>(*root) >= program.getNumRanks())
+    return op.emitOpError("root rank ")
+           << *root << " is out of range [0, " << program.getNumRanks() << ")";
+  return verifyTensorSize(op, op.getType(), "type");
+}
+LogicalResult BroadcastOp::verify() {
+  return verifyValueCollective(*this, getRoot());
+}
+LogicalResult ReduceOp::verify() {
+  return verifyValueCollective(*this, getRoot());
 }
 LogicalResult AllReduceOp::verify() { return verifyCollective(*this); }
 LogicalResult ReduceScatterOp::verify() { return verifyCollective(*this); }

@@ -444,6 +444,17 @@ zbc::analyzeProgramMemory(ProgramOp program, PipelineOp pipeline,
     return program.emitOpError("places ")
            << p.numStages() << " stages but its pipeline @"
            << pipeline.getSymName() << " has " << stageOps.size();
+  // Note [Value collectives]: a value's buffer lives from the phase that
+  // makes it (or the collective that brings it) to the last phase that
+  // reads it. No phase makes or reads one yet, so no byte count of such a
+  // program would be exact: refuse it rather than undercount.
+  for (const std::vector<Operation *> &ops : model.ops)
+    for (Operation *op : ops)
+      if (isValueCollective(op))
+        return op->emitOpError("moves the value '")
+               << op->getAttrOfType<StringAttr>("key").getValue()
+               << "', which no phase of the pipeline makes or reads: the "
+                  "memory model cannot place its buffer";
   std::vector<StageInfo> stages;
   for (StageOp stage : stageOps)
     stages.push_back(stageInfoOf(stage, shardingOf(program)));

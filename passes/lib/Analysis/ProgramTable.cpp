@@ -168,7 +168,12 @@ zbc::tiedHoldersOf(PipelineOp pipeline, ProgramOp program) {
 }
 
 bool zbc::isCollective(Operation *op) {
-  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(op);
+  return isa<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp, ReduceOp>(
+      op);
+}
+
+bool zbc::isValueCollective(Operation *op) {
+  return isa<BroadcastOp, ReduceOp>(op);
 }
 
 SmallVector<StringRef> zbc::collectiveParamsOf(Operation *op) {
@@ -272,6 +277,30 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
           ops.push_back(&member);
           transferOf(&member, mo);
           mo.group = index;
+        }
+      } else if (isValueCollective(&op)) {
+        // Note [Value collectives]: a microbatch's tensor, no stage.
+        auto read = [&](auto collective, sched::CollectiveKind kind) {
+          out.what = sched::OpClass::Collective;
+          out.collective = kind;
+          out.stage = -1;
+          out.microbatch = static_cast<int>(collective.getMicrobatch());
+          out.over = collective.getOver().str();
+          out.key = collective.getKey().str();
+          out.type = spell(collective.getType());
+          out.bytes = collective.getBytes();
+          if (std::optional<uint64_t> root = collective.getRoot())
+            out.root = static_cast<int>(*root);
+          deps(collective.getDeps(), out);
+          indexOf[collective.getDone()] = index;
+        };
+        if (auto reduce = dyn_cast<ReduceOp>(op)) {
+          read(reduce, sched::CollectiveKind::Reduce);
+          out.reduction = reduce.getReduction() == Reduction::Max
+                              ? sched::Reduction::Max
+                              : sched::Reduction::Sum;
+        } else {
+          read(cast<BroadcastOp>(op), sched::CollectiveKind::Broadcast);
         }
       } else if (isCollective(&op)) {
         auto read = [&](auto collective, sched::CollectiveKind kind) {

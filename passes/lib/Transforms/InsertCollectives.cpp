@@ -119,7 +119,10 @@ LogicalResult ZBInsertCollectivesPass::insert(ProgramOp program) {
         "zb-insert-collectives takes the parameters from the pipeline's "
         "stages");
   bool kept = false;
-  program.walk([&](Operation *op) { kept |= isCollective(op); });
+  // A program with its gradient collectives (a schedule file's) keeps them.
+  program.walk([&](Operation *op) {
+    kept |= isCollective(op) && !isValueCollective(op);
+  });
   if (kept)
     return success();
   int64_t replicas = program.getReplicas().value_or(1);

@@ -86,7 +86,7 @@ LogicalResult verifyCollectiveContents(ProgramOp program, PipelineOp pipeline) {
         }
     std::map<std::string, Operation *> summedBy, gatheredBy;
     for (Operation &op : rank.getBody().front()) {
-      if (!isCollective(&op))
+      if (!isCollective(&op) || isValueCollective(&op))
         continue;
       auto stageIndex = op.getAttrOfType<IntegerAttr>("stage").getInt();
       if (stageIndex >= static_cast<int64_t>(stages.size()))

@@ -54,8 +54,11 @@ void setMessagesFromPipeline(ProgramModel &model, zb::PipelineOp pipeline);
 ProgramModel modelOfProgram(zb::ProgramOp program, zb::PipelineOp pipeline);
 
 /// Whether `op` is a collective (zb.all_reduce, zb.reduce_scatter,
-/// zb.all_gather).
+/// zb.all_gather, and the value collectives).
 bool isCollective(mlir::Operation *op);
+/// Whether `op` is a collective of a microbatch's values (zb.broadcast,
+/// zb.reduce: Note [Value collectives] in zbc/Schedule/Program.h).
+bool isValueCollective(mlir::Operation *op);
 /// The parameters collective `op` moves (none for another op).
 llvm::SmallVector<llvm::StringRef> collectiveParamsOf(mlir::Operation *op);
 

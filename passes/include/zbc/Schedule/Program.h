@@ -56,6 +56,21 @@
 // run finds a cycle through both, and a reordering names the group, the
 // two ranks and the first collective that differs.
 //
+// Note [Value collectives]
+// A collective can also move one microbatch's values rather than a stage's
+// gradients or parameters: a tensor named by its phase key, broadcast from
+// a root rank to the group, or combined element by element (sum, max) into
+// the root or into every member. Vocabulary parallelism needs them: the
+// last stage's hidden states go to every rank's shard of the output layer,
+// whose softmax maximum, sums and input gradient are combined over the
+// pipeline. They follow the rules above: issued without blocking, complete
+// once every member has issued its match, matched k-th to k-th per group.
+// Members must agree on all of what they are (kind, reduction, root, key,
+// microbatch and bytes), since NCCL and MPI would otherwise combine
+// different tensors, or different microbatches of one, without an error;
+// a root must be a member. Where they sit among the computes is the
+// business of the phases that make and read their values.
+//
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_SCHEDULE_PROGRAM_H
 #define ZBC_SCHEDULE_PROGRAM_H
@@ -76,9 +91,23 @@ const char *productName(Product product);
 
 enum class OpClass : uint8_t { Compute, Send, Recv, Group, Collective };
 
-/// What a collective does (Note [Sharded optimizer] in
-/// zbc/contracts/Shards.h for the last two).
-enum class CollectiveKind : uint8_t { AllReduce, ReduceScatter, AllGather };
+/// What a collective does: to a stage's gradients or parameters (Note
+/// [Sharded optimizer] in zbc/contracts/Shards.h for ReduceScatter and
+/// AllGather), or to one microbatch's values (Note [Value collectives]).
+enum class CollectiveKind : uint8_t {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Broadcast,
+  Reduce
+};
+/// Whether `kind` moves a microbatch's values rather than a stage's
+/// gradients or parameters.
+inline bool isValueCollective(CollectiveKind kind) {
+  return kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
+}
+/// How a Reduce combines its members' values.
+enum class Reduction : uint8_t { Sum, Max };
 
 struct ProgramOp {
   OpClass what = OpClass::Compute;
@@ -98,10 +127,15 @@ struct ProgramOp {
   int group = -1;
   /// Collective: what it does to `stage`'s gradients or parameters, the
   /// group it runs over (Note [Collective groups]), the bytes each member
-  /// gives, and the parameters (`key`, for messages).
+  /// gives, and the parameters (`key`, for messages). A value collective
+  /// (Note [Value collectives]) has no stage (-1): it moves the tensor
+  /// `key` (of `type`) of `microbatch`, from or to `root` (-1: every
+  /// member), combined by `reduction`.
   CollectiveKind collective = CollectiveKind::AllReduce;
   std::string over;
   int64_t bytes = 0;
+  int root = -1;
+  Reduction reduction = Reduction::Sum;
 };
 
 /// One rank's ops. The issue order is the order of the ops whose `group` is

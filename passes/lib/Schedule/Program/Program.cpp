@@ -44,6 +44,19 @@ std::string Program::name(const ProgramOp &op) const {
   case OpClass::Group:
     return "group of " + std::to_string(op.members.size()) + " transfers";
   case OpClass::Collective: {
+    if (isValueCollective(op.collective)) {
+      std::string text =
+          op.collective == CollectiveKind::Broadcast
+              ? "broadcast"
+              : std::string(op.reduction == Reduction::Max ? "max" : "sum") +
+                    (op.root < 0 ? " all-reduce" : " reduce");
+      text += " of \"" + op.key + "\" mb " + std::to_string(op.microbatch);
+      if (op.root >= 0)
+        text += (op.collective == CollectiveKind::Broadcast ? " from " : " to ") +
+                std::to_string(op.root);
+      return text + " over \"" + op.over + "\" (" + std::to_string(op.bytes) +
+             " bytes)";
+    }
     const char *what = op.collective == CollectiveKind::AllReduce
                            ? "all-reduce"
                        : op.collective == CollectiveKind::ReduceScatter

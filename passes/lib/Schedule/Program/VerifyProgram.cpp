@@ -65,6 +65,17 @@ std::string ordinal(size_t n) {
   return std::to_string(n) + suffix;
 }
 
+/// Whether the k-th collectives of two members of a group match (Note
+/// [Collectives in the program], Note [Value collectives]).
+bool sameCollective(const ProgramOp &a, const ProgramOp &b) {
+  if (a.collective != b.collective || a.bytes != b.bytes)
+    return false;
+  if (!isValueCollective(a.collective))
+    return true;
+  return a.root == b.root && a.reduction == b.reduction && a.key == b.key &&
+         a.microbatch == b.microbatch;
+}
+
 ProgramError error(int rank, int op, std::string message,
                    std::vector<ProgramNote> notes = {}) {
   return ProgramError{rank, op, std::move(message), std::move(notes)};
@@ -110,6 +121,16 @@ std::optional<ProgramError> checkStructure(const Program &program) {
           return error(r, i, program.name(op) + ": rank " + std::to_string(r) +
                                  " is not a member of group \"" + op.over +
                                  "\"");
+        if (isValueCollective(op.collective)) {
+          if (op.root >= 0 && !llvm::is_contained(members, op.root))
+            return error(r, i, program.name(op) + ": root rank " +
+                                   std::to_string(op.root) +
+                                   " is not a member of group \"" + op.over +
+                                   "\"");
+          if (op.microbatch < 0 || op.microbatch >= program.microbatches)
+            return error(r, i, program.name(op) + ": microbatch out of range");
+          continue; // it has no stage (Note [Value collectives])
+        }
         if (op.stage >= 0 && op.stage < program.numStages() &&
             program.rankOfStage[op.stage] != r)
           return error(r, i, program.name(op) + ": stage " +
@@ -336,6 +357,8 @@ std::optional<ProgramError> checkDependences(const Program &program,
         continue;
       }
       if (op.what == OpClass::Collective) {
+        if (isValueCollective(op.collective))
+          continue; // its phases place it (Note [Value collectives])
         if (std::optional<ProgramError> e =
                 checkCollectiveWaits(program, r, i))
           return e;
@@ -605,16 +628,20 @@ void Execution::issueCollective(int r, int c) {
       continue;
     int other = it->second[n];
     const ProgramOp &theirs = opAt(m, other);
-    if ((theirs.bytes != op.bytes || theirs.collective != op.collective) &&
-        !failure) {
+    if (!sameCollective(op, theirs) && !failure) {
       failure = error(
           r, c,
           "group \"" + op.over + "\": the " + ordinal(n + 1) +
               " collective rank " + std::to_string(r) + " issues over it is " +
               program.name(op) + ", but rank " + std::to_string(m) + "'s is " +
               program.name(theirs) +
-              " (the members of a group issue its collectives in the same "
-              "order, with the same bytes)",
+              (isValueCollective(op.collective) ||
+                       isValueCollective(theirs.collective)
+                   ? " (the members of a group issue its collectives in the "
+                     "same order, each the same collective of the same "
+                     "microbatch's values)"
+                   : " (the members of a group issue its collectives in the "
+                     "same order, with the same bytes)"),
           {{m, other, "rank " + std::to_string(m) + "'s " + ordinal(n + 1)}});
       return;
     }

@@ -1,7 +1,8 @@
 //===- ZBAttrs.td - zb dialect enums and attributes ---------*- tablegen -*-===//
 //
 // Enumerations used by zb ops: how a parameter is initialised, which part of
-// a stage's work a `zb.compute` runs, and what a send/recv carries.
+// a stage's work a `zb.compute` runs, what a send/recv carries, and how a zb.reduce
+// combines.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_DIALECT_ZB_ZBATTRS_TD
@@ -41,6 +42,14 @@ def ZB_PayloadAct  : I32EnumAttrCase<"Act", 0, "act">;
 def ZB_PayloadGrad : I32EnumAttrCase<"Grad", 1, "grad">;
 def ZB_Payload : I32EnumAttr<"Payload", "what a point-to-point transfer carries",
     [ZB_PayloadAct, ZB_PayloadGrad]> {
+  let cppNamespace = "::zbc::zb";
+}
+
+// How a zb.reduce combines its members' values, element by element.
+def ZB_ReductionSum : I32EnumAttrCase<"Sum", 0, "sum">;
+def ZB_ReductionMax : I32EnumAttrCase<"Max", 1, "max">;
+def ZB_Reduction : I32EnumAttr<"Reduction", "how a reduction combines values",
+    [ZB_ReductionSum, ZB_ReductionMax]> {
   let cppNamespace = "::zbc::zb";
 }
 

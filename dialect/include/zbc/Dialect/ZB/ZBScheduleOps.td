@@ -283,6 +283,69 @@ def ZB_AllGatherOp : ZB_CollectiveOp<"all_gather", "params"> {
     ```
   }];
 }
+// A collective of one microbatch's values (Note [Value collectives] in
+// passes/include/zbc/Schedule/Program.h): a tensor under a phase key,
+// moved or combined over a group (Note [Collective groups]) whose members
+// each issue the matching op. The bytes are the tensor's.
+class ZB_ValueCollectiveOp<string mnemonic>
+    : ZB_ScheduleLevelOp<mnemonic,
+        [DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let results = (outs ZB_TokenType:$done);
+  code valueDecls = commonDecls # [{
+    /// What each member gives (or, from a broadcast's root, every member
+    /// gets): the tensor's bytes.
+    int64_t getBytes();
+  }];
+  let extraClassDeclaration = valueDecls;
+}
+def ZB_BroadcastOp : ZB_ValueCollectiveOp<"broadcast"> {
+  let summary = "copies one microbatch's tensor from a root rank to every "
+                "member of a group";
+  let description = [{
+    Starts copying the tensor `key` of microbatch `mb` from rank `root`
+    (which gives it) to every other member of the group `over` (which get
+    it), once the ops in `after` are done; completes when every member has
+    issued its match. Vocabulary parallelism broadcasts the last stage's
+    hidden states to every rank's shard of the output layer.
+    ```mlir
+    %broadcast_x_0 = zb.broadcast "vocab.x" mb 0 from 1 over "pipeline" : tensor<8x64xf32> after(%F1_0)
+    ```
+  }];
+  let arguments = (ins StrAttr:$key,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$root,
+                       StrAttr:$over,
+                       TypeAttrOf<AnyRankedTensor>:$type,
+                       Variadic<ZB_TokenType>:$deps);
+  let assemblyFormat = "$key `mb` $microbatch `from` $root `over` $over `:` "
+                       "$type (`after` `(` $deps^ `)`)? attr-dict";
+}
+def ZB_ReduceOp : ZB_ValueCollectiveOp<"reduce"> {
+  let summary = "combines one microbatch's tensor over a group, element by "
+                "element";
+  let description = [{
+    Starts combining (`sum` or `max`) the tensor `key` of microbatch `mb`
+    that every member of the group `over` gives, in place: with `to R`
+    only rank R gets the result (a reduce), without it every member does
+    (an all-reduce). Completes when every member has issued its match.
+    Vocabulary parallelism takes the maximum and the sums of the online
+    softmax over every rank's shard, sums the input gradient, and sums the
+    input embedding's rows to the first stage.
+    ```mlir
+    %reduce_vocab.max_0 = zb.reduce max "vocab.max" mb 0 over "pipeline" : tensor<8xf32> after(%S_0)
+    %reduce_embed_0 = zb.reduce sum "embed.out" mb 0 to 0 over "pipeline" : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins ZB_Reduction:$reduction,
+                       StrAttr:$key,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$microbatch,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$root,
+                       StrAttr:$over,
+                       TypeAttrOf<AnyRankedTensor>:$type,
+                       Variadic<ZB_TokenType>:$deps);
+  let assemblyFormat = "$reduction $key `mb` $microbatch (`to` $root^)? `over` "
+                       "$over `:` $type (`after` `(` $deps^ `)`)? attr-dict";
+}
 // Transfers sit in a rank or in a group of it.
 class ZB_TransferOp<string mnemonic>
     : ZB_Op<mnemonic, [ParentOneOf<["RankOp", "GroupOp"]>,
