@@ -29,6 +29,17 @@ class Call {
 public:
   Call(zbc_rt_rank *rank, const char *kernel) : rank_(rank), kernel_(kernel) {}
 
+  /// The elements `buffer` holds for a tensor of `elements`: a parameter
+  /// or a gradient of a sharded program is padded to whole shards (Note
+  /// [Sharded optimizer]), its elements first; the kernel reads those.
+  static int64_t heldElements(const zbc_rt_program &p,
+                              const zbc_rt_buffer &buffer, int64_t elements) {
+    bool shardable = buffer.kind == ZBC_RT_PARAM || buffer.kind == ZBC_RT_GRAD ||
+                     buffer.kind == ZBC_RT_STEP_GRAD;
+    return shardable && p.zero > 0 ? zbc::paddedElements(elements, p.replicas)
+                                   : elements;
+  }
+
   /// A float buffer of `elements` the kernel reads: f32 or bf16, the type
   /// of the call's other float buffers.
   const void *in(int32_t id, int64_t elements) {
@@ -48,8 +59,7 @@ public:
       return static_cast<float *>(fail());
     const zbc_rt_program &p = *rank_->program;
     const zbc_rt_buffer &buffer = p.buffers[b];
-    int64_t held = p.zero > 0 ? zbc::paddedElements(elements, p.replicas)
-                              : elements;
+    int64_t held = heldElements(p, buffer, elements);
     if (buffer.element != ZBC_RT_F32 || buffer.bytes != held * 4)
       return static_cast<float *>(
           mismatch(b, fmt::format("{} f32 elements", held)));
@@ -125,11 +135,7 @@ private:
       return fail();
     const zbc_rt_program &p = *rank_->program;
     const zbc_rt_buffer &buffer = p.buffers[b];
-    // A sharded parameter is padded to whole shards (Note [Sharded
-    // optimizer]): its elements come first.
-    int64_t held = buffer.kind == ZBC_RT_PARAM && p.zero > 0
-                       ? zbc::paddedElements(elements, p.replicas)
-                       : elements;
+    int64_t held = heldElements(p, buffer, elements);
     if (buffer.element != element ||
         buffer.bytes != held * zbc_rt_element_bytes(element))
       return mismatch(b, fmt::format("{} elements of type {}", held,
