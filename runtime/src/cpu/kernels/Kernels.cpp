@@ -770,6 +770,86 @@ bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
   return true;
 }
 
+//===----------------------------------------------------------------------===//
+// The softmax cross-entropy over vocabulary shards
+//===----------------------------------------------------------------------===//
+
+template <typename I>
+bool vocabShardStats(const float *logits, const I *labels, float *max,
+                     float *logSum, float *target, int64_t rows,
+                     int64_t shardRows, int64_t first, int64_t vocab,
+                     int64_t ignoreIndex, IndexError *error) noexcept {
+  int64_t counted = 0;
+  if (!checkLabels(labels, rows, vocab, ignoreIndex, counted, error))
+    return false;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = logits + r * shardRows;
+    LogSumExp lse = logSumExp(row, shardRows);
+    max[r] = lse.max;
+    logSum[r] = lse.logSum;
+    int64_t column = static_cast<int64_t>(labels[r]) - first;
+    bool held = static_cast<int64_t>(labels[r]) != ignoreIndex &&
+                column >= 0 && column < shardRows;
+    target[r] = held ? row[column] : 0.0f;
+  }
+  return true;
+}
+
+void vocabShardSums(const float *__restrict max,
+                    const float *__restrict logSum,
+                    const float *__restrict globalMax,
+                    float *__restrict sumExp, int64_t rows) noexcept {
+  for (int64_t r = 0; r < rows; ++r)
+    sumExp[r] = fastExp((max[r] - globalMax[r]) + logSum[r]);
+}
+
+template <typename I>
+bool vocabShardLoss(const float *globalMax, const float *sumExp,
+                    const float *target, const I *labels, float *loss,
+                    int64_t rows, int64_t vocab, int64_t ignoreIndex,
+                    IndexError *error) noexcept {
+  int64_t counted = 0;
+  if (!checkLabels(labels, rows, vocab, ignoreIndex, counted, error))
+    return false;
+  // As crossEntropy: (max - logit) + log-sum, the rows summed in double.
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r)
+    if (static_cast<int64_t>(labels[r]) != ignoreIndex)
+      total += static_cast<double>((globalMax[r] - target[r]) +
+                                   std::log(sumExp[r]));
+  *loss = counted ? static_cast<float>(total / static_cast<double>(counted))
+                  : 0.0f;
+  return true;
+}
+
+template <typename I>
+bool vocabShardGrad(const float *logits, const I *labels,
+                    const float *globalMax, const float *sumExp,
+                    const float *dloss, float *dlogits, int64_t rows,
+                    int64_t shardRows, int64_t first, int64_t vocab,
+                    int64_t ignoreIndex, IndexError *error) noexcept {
+  int64_t counted = 0;
+  if (!checkLabels(labels, rows, vocab, ignoreIndex, counted, error))
+    return false;
+  float scale = counted ? *dloss / static_cast<float>(counted) : 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *__restrict row = logits + r * shardRows;
+    float *__restrict out = dlogits + r * shardRows;
+    if (static_cast<int64_t>(labels[r]) == ignoreIndex) {
+      fill(out, shardRows, 0.0f);
+      continue;
+    }
+    float max = globalMax[r], logSum = std::log(sumExp[r]);
+#pragma omp simd
+    for (int64_t c = 0; c < shardRows; ++c)
+      out[c] = scale * fastExp((row[c] - max) - logSum);
+    int64_t column = static_cast<int64_t>(labels[r]) - first;
+    if (column >= 0 && column < shardRows)
+      out[column] = scale * (fastExp((row[column] - max) - logSum) - 1.0f);
+  }
+  return true;
+}
+
 void accumulate(float *__restrict acc, const float *__restrict x,
                 int64_t n) noexcept {
   for (int64_t i = 0; i < n; ++i)
@@ -802,5 +882,8 @@ template bool crossEntropyGrad(const float *, const int32_t *, const float *,
 template bool crossEntropyGrad(const float *, const int64_t *, const float *,
                                float *, int64_t, int64_t, int64_t,
                                IndexError *) noexcept;
+
+ZBC_RT_VOCAB_SHARD_KERNELS(, int32_t)
+ZBC_RT_VOCAB_SHARD_KERNELS(, int64_t)
 
 } // namespace zbc::rt::cpu

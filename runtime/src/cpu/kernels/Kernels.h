@@ -242,6 +242,51 @@ bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
                       int64_t ignoreIndex, IndexError *error) noexcept;
 
 //===----------------------------------------------------------------------===//
+// The softmax cross-entropy over vocabulary shards
+//===----------------------------------------------------------------------===//
+
+// Note [Softmax over vocabulary shards] (zbc/contracts/VocabShards.h): a
+// rank's logits [rows, shardRows] are the columns [first, first +
+// shardRows) of a vocabulary of `vocab`; labels [rows] name columns of the
+// whole vocabulary. The kernels that read labels return false, writing
+// nothing, on one outside [0, vocab) that is not `ignoreIndex`.
+
+/// Each row's statistics over this shard: max[r] = m, logSum[r] = log sum
+/// exp(z - m), target[r] = z at the label where this shard holds it, else 0.
+template <typename I>
+bool vocabShardStats(const float *logits, const I *labels, float *max,
+                     float *logSum, float *target, int64_t rows,
+                     int64_t shardRows, int64_t first, int64_t vocab,
+                     int64_t ignoreIndex, IndexError *error) noexcept;
+
+/// This shard's term of each row's sum of exponentials once the maximum
+/// over the shards is known: sumExp[r] = exp(max[r] + logSum[r] -
+/// globalMax[r]).
+void vocabShardSums(const float *max, const float *logSum,
+                    const float *globalMax, float *sumExp,
+                    int64_t rows) noexcept;
+
+/// *loss = the mean over the rows whose label is not `ignoreIndex` of
+/// globalMax + log sumExp - target, each summed over the shards; 0 when
+/// every label is ignored: zb.cross_entropy of the whole logits.
+template <typename I>
+bool vocabShardLoss(const float *globalMax, const float *sumExp,
+                    const float *target, const I *labels, float *loss,
+                    int64_t rows, int64_t vocab, int64_t ignoreIndex,
+                    IndexError *error) noexcept;
+
+/// This shard's columns of zb.cross_entropy_grad of the whole logits:
+/// dlogits[r, c] = (*dloss / N) (exp(z - globalMax - log sumExp) - (first
+/// + c == labels[r])), N the labels that are not `ignoreIndex`; the rows
+/// of ignored labels are 0.
+template <typename I>
+bool vocabShardGrad(const float *logits, const I *labels,
+                    const float *globalMax, const float *sumExp,
+                    const float *dloss, float *dlogits, int64_t rows,
+                    int64_t shardRows, int64_t first, int64_t vocab,
+                    int64_t ignoreIndex, IndexError *error) noexcept;
+
+//===----------------------------------------------------------------------===//
 // Gradient accumulation and optimizers
 //===----------------------------------------------------------------------===//
 
@@ -301,6 +346,24 @@ extern template bool crossEntropyGrad(const float *, const int32_t *,
 extern template bool crossEntropyGrad(const float *, const int64_t *,
                                       const float *, float *, int64_t,
                                       int64_t, int64_t, IndexError *) noexcept;
+// The vocabulary-shard kernels' instantiations, declared here (Extern:
+// extern) and made in Kernels.cpp (Extern: empty).
+#define ZBC_RT_VOCAB_SHARD_KERNELS(Extern, I)                                 \
+  Extern template bool vocabShardStats(const float *, const I *, float *,    \
+                                       float *, float *, int64_t, int64_t,   \
+                                       int64_t, int64_t, int64_t,            \
+                                       IndexError *) noexcept;               \
+  Extern template bool vocabShardLoss(const float *, const float *,          \
+                                      const float *, const I *, float *,     \
+                                      int64_t, int64_t, int64_t,             \
+                                      IndexError *) noexcept;                \
+  Extern template bool vocabShardGrad(const float *, const I *,              \
+                                      const float *, const float *,          \
+                                      const float *, float *, int64_t,       \
+                                      int64_t, int64_t, int64_t, int64_t,    \
+                                      IndexError *) noexcept;
+ZBC_RT_VOCAB_SHARD_KERNELS(extern, int32_t)
+ZBC_RT_VOCAB_SHARD_KERNELS(extern, int64_t)
 
 } // namespace zbc::rt::cpu
 
