@@ -149,6 +149,20 @@ inline LogSumExp logSumExp(const float *__restrict row, int64_t n) {
   return {max, std::log(sum)};
 }
 
+/// One row of a softmax cross-entropy's gradient: out[c] = scale
+/// (softmax(row)[c] - (c == label)), the softmax's max and log-sum given
+/// (over more columns than the row's, for a vocabulary shard); a label
+/// outside [0, n) subtracts nothing.
+inline void softmaxGradRow(const float *__restrict row, float *__restrict out,
+                           int64_t n, LogSumExp lse, float scale,
+                           int64_t label) {
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c)
+    out[c] = scale * fastExp((row[c] - lse.max) - lse.logSum);
+  if (label >= 0 && label < n)
+    out[label] = scale * (fastExp((row[label] - lse.max) - lse.logSum) - 1.0f);
+}
+
 /// checkIndices for class labels, where `ignoreIndex` is also allowed (and
 /// not counted); `counted` is the number of the others.
 template <typename I>
@@ -761,11 +775,8 @@ bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
       continue;
     }
     LogSumExp lse = logSumExp(row, classes);
-#pragma omp simd
-    for (int64_t c = 0; c < classes; ++c)
-      out[c] = scale * fastExp((row[c] - lse.max) - lse.logSum);
-    int64_t label = static_cast<int64_t>(labels[r]);
-    out[label] = scale * (fastExp((row[label] - lse.max) - lse.logSum) - 1.0f);
+    softmaxGradRow(row, out, classes, lse, scale,
+                   static_cast<int64_t>(labels[r]));
   }
   return true;
 }
@@ -839,13 +850,8 @@ bool vocabShardGrad(const float *logits, const I *labels,
       fill(out, shardRows, 0.0f);
       continue;
     }
-    float max = globalMax[r], logSum = std::log(sumExp[r]);
-#pragma omp simd
-    for (int64_t c = 0; c < shardRows; ++c)
-      out[c] = scale * fastExp((row[c] - max) - logSum);
-    int64_t column = static_cast<int64_t>(labels[r]) - first;
-    if (column >= 0 && column < shardRows)
-      out[column] = scale * (fastExp((row[column] - max) - logSum) - 1.0f);
+    softmaxGradRow(row, out, shardRows, {globalMax[r], std::log(sumExp[r])},
+                   scale, static_cast<int64_t>(labels[r]) - first);
   }
   return true;
 }
