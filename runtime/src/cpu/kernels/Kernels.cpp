@@ -149,19 +149,6 @@ inline LogSumExp logSumExp(const float *__restrict row, int64_t n) {
   return {max, std::log(sum)};
 }
 
-/// One row of a softmax cross-entropy's gradient: out[c] = scale
-/// (softmax(row)[c] - (c == label)), the softmax's max and log-sum given
-/// (over more columns than the row's, for a vocabulary shard); a label
-/// outside [0, n) subtracts nothing.
-inline void softmaxGradRow(const float *__restrict row, float *__restrict out,
-                           int64_t n, LogSumExp lse, float scale,
-                           int64_t label) {
-#pragma omp simd
-  for (int64_t c = 0; c < n; ++c)
-    out[c] = scale * fastExp((row[c] - lse.max) - lse.logSum);
-  if (label >= 0 && label < n)
-    out[label] = scale * (fastExp((row[label] - lse.max) - lse.logSum) - 1.0f);
-}
 
 /// checkIndices for class labels, where `ignoreIndex` is also allowed (and
 /// not counted); `counted` is the number of the others.
@@ -593,27 +580,37 @@ bool embedding(const I *indices, const float *table, float *y, int64_t count,
   return true;
 }
 
+/// The mean over the rows whose label is not `ignoreIndex` of
+/// tokenLoss(r), 0 when every label is; false on a bad label. The rows are
+/// summed in double: one add per row, and the mean of a large batch then
+/// carries no error of the summation order.
+template <typename I, typename TokenLoss>
+bool meanTokenLoss(const I *labels, float *loss, int64_t rows, int64_t classes,
+                   int64_t ignoreIndex, IndexError *error,
+                   TokenLoss tokenLoss) {
+  int64_t counted = 0;
+  if (!checkLabels(labels, rows, classes, ignoreIndex, counted, error))
+    return false;
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r)
+    if (static_cast<int64_t>(labels[r]) != ignoreIndex)
+      total += static_cast<double>(tokenLoss(r));
+  *loss = counted ? static_cast<float>(total / static_cast<double>(counted))
+                  : 0.0f;
+  return true;
+}
+
 template <typename I>
 bool crossEntropy(const float *logits, const I *labels, float *loss,
                   int64_t rows, int64_t classes, int64_t ignoreIndex,
                   IndexError *error) noexcept {
-  int64_t counted = 0;
-  if (!checkLabels(labels, rows, classes, ignoreIndex, counted, error))
-    return false;
-  // The per-row losses are summed in double: one add per row, and the mean
-  // of a large batch then carries no error of the summation order.
-  double total = 0.0;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (static_cast<int64_t>(labels[r]) == ignoreIndex)
-      continue;
-    const float *row = logits + r * classes;
-    LogSumExp lse = logSumExp(row, classes);
-    float logit = row[static_cast<int64_t>(labels[r])];
-    total += static_cast<double>((lse.max - logit) + lse.logSum);
-  }
-  *loss = counted ? static_cast<float>(total / static_cast<double>(counted))
-                  : 0.0f;
-  return true;
+  return meanTokenLoss(labels, loss, rows, classes, ignoreIndex, error,
+                       [&](int64_t r) {
+                         const float *row = logits + r * classes;
+                         LogSumExp lse = logSumExp(row, classes);
+                         float logit = row[static_cast<int64_t>(labels[r])];
+                         return (lse.max - logit) + lse.logSum;
+                       });
 }
 
 //===----------------------------------------------------------------------===//
@@ -759,26 +756,47 @@ bool embeddingGrad(const I *indices, const float *dy, float *dtable,
   return true;
 }
 
-template <typename I>
-bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
-                      float *dlogits, int64_t rows, int64_t classes,
-                      int64_t ignoreIndex, IndexError *error) noexcept {
+/// zb.cross_entropy_grad over the columns [first, first + columns) of
+/// `classes`: dlogits[r, c] = (*dloss / N) (exp(z - max - logSum) - (first +
+/// c == labels[r])), N the labels that are not `ignoreIndex` (their rows
+/// 0), with each row's max and log-sum from `softmaxOf(r, row)`: the row's
+/// own (crossEntropyGrad), or over every shard (vocabShardGrad).
+template <typename I, typename SoftmaxOf>
+bool softmaxCrossEntropyGrad(const float *logits, const I *labels,
+                             const float *dloss, float *dlogits, int64_t rows,
+                             int64_t columns, int64_t classes, int64_t first,
+                             int64_t ignoreIndex, IndexError *error,
+                             SoftmaxOf softmaxOf) {
   int64_t counted = 0;
   if (!checkLabels(labels, rows, classes, ignoreIndex, counted, error))
     return false;
   float scale = counted ? *dloss / static_cast<float>(counted) : 0.0f;
   for (int64_t r = 0; r < rows; ++r) {
-    const float *__restrict row = logits + r * classes;
-    float *__restrict out = dlogits + r * classes;
+    const float *__restrict row = logits + r * columns;
+    float *__restrict out = dlogits + r * columns;
     if (static_cast<int64_t>(labels[r]) == ignoreIndex) {
-      fill(out, classes, 0.0f);
+      fill(out, columns, 0.0f);
       continue;
     }
-    LogSumExp lse = logSumExp(row, classes);
-    softmaxGradRow(row, out, classes, lse, scale,
-                   static_cast<int64_t>(labels[r]));
+    LogSumExp lse = softmaxOf(r, row);
+#pragma omp simd
+    for (int64_t c = 0; c < columns; ++c)
+      out[c] = scale * fastExp((row[c] - lse.max) - lse.logSum);
+    int64_t label = static_cast<int64_t>(labels[r]) - first;
+    if (label >= 0 && label < columns)
+      out[label] = scale * (fastExp((row[label] - lse.max) - lse.logSum) - 1.0f);
   }
   return true;
+}
+
+template <typename I>
+bool crossEntropyGrad(const float *logits, const I *labels, const float *dloss,
+                      float *dlogits, int64_t rows, int64_t classes,
+                      int64_t ignoreIndex, IndexError *error) noexcept {
+  return softmaxCrossEntropyGrad(
+      logits, labels, dloss, dlogits, rows, classes, classes, /*first=*/0,
+      ignoreIndex, error,
+      [&](int64_t, const float *row) { return logSumExp(row, classes); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -819,18 +837,12 @@ bool vocabShardLoss(const float *globalMax, const float *sumExp,
                     const float *target, const I *labels, float *loss,
                     int64_t rows, int64_t vocab, int64_t ignoreIndex,
                     IndexError *error) noexcept {
-  int64_t counted = 0;
-  if (!checkLabels(labels, rows, vocab, ignoreIndex, counted, error))
-    return false;
-  // As crossEntropy: (max - logit) + log-sum, the rows summed in double.
-  double total = 0.0;
-  for (int64_t r = 0; r < rows; ++r)
-    if (static_cast<int64_t>(labels[r]) != ignoreIndex)
-      total += static_cast<double>((globalMax[r] - target[r]) +
-                                   std::log(sumExp[r]));
-  *loss = counted ? static_cast<float>(total / static_cast<double>(counted))
-                  : 0.0f;
-  return true;
+  // As crossEntropy's (max - logit) + log-sum.
+  return meanTokenLoss(labels, loss, rows, vocab, ignoreIndex, error,
+                       [&](int64_t r) {
+                         return (globalMax[r] - target[r]) +
+                                std::log(sumExp[r]);
+                       });
 }
 
 template <typename I>
@@ -839,21 +851,11 @@ bool vocabShardGrad(const float *logits, const I *labels,
                     const float *dloss, float *dlogits, int64_t rows,
                     int64_t shardRows, int64_t first, int64_t vocab,
                     int64_t ignoreIndex, IndexError *error) noexcept {
-  int64_t counted = 0;
-  if (!checkLabels(labels, rows, vocab, ignoreIndex, counted, error))
-    return false;
-  float scale = counted ? *dloss / static_cast<float>(counted) : 0.0f;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float *__restrict row = logits + r * shardRows;
-    float *__restrict out = dlogits + r * shardRows;
-    if (static_cast<int64_t>(labels[r]) == ignoreIndex) {
-      fill(out, shardRows, 0.0f);
-      continue;
-    }
-    softmaxGradRow(row, out, shardRows, {globalMax[r], std::log(sumExp[r])},
-                   scale, static_cast<int64_t>(labels[r]) - first);
-  }
-  return true;
+  return softmaxCrossEntropyGrad(
+      logits, labels, dloss, dlogits, rows, shardRows, vocab, first,
+      ignoreIndex, error, [&](int64_t r, const float *) {
+        return LogSumExp{globalMax[r], std::log(sumExp[r])};
+      });
 }
 
 void accumulate(float *__restrict acc, const float *__restrict x,
