@@ -101,8 +101,12 @@ Operation *create(OpBuilder &b, ComputeOp of, Type token, const Collective &c,
   case Kind::AllGather:
     return AllGatherOp::create(b, of.getLoc(), token, stage, over, names,
                                bytes, deps);
+  case Kind::Broadcast:
+  case Kind::Reduce:
+    break; // a microbatch's values, not a stage's: not placed here
   }
-  return nullptr;
+  llvm_unreachable("zb-insert-collectives places gradient and parameter "
+                   "collectives only");
 }
 
 bool writesGradients(ComputeOp op) {
