@@ -62,6 +62,13 @@ cl::opt<std::string> copyBandwidthOpt(
              "unit, each way, in the units of M_B over those of the times "
              "(offload's copies take M_offload / X; default 0: no link)"),
     cl::value_desc("X"), cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
+cl::opt<std::string> vocabOpt(
+    "vocab",
+    cl::desc("Vocabulary parallelism (Note [Vocabulary passes]): "
+             "barriers=1|2,S=..,T=..(each rank's passes over its shard, per "
+             "microbatch),mem=..(held from S to T),collective=..(one "
+             "barrier's collectives); placed into any schedule"),
+    cl::value_desc("list"), cl::sub(zbc::scheduleCommand()), cl::cat(zbcCategory));
 cl::opt<std::string> costFile(
     "cost-file",
     cl::desc("JSON with ranks, microbatches, per-stage "
@@ -214,6 +221,19 @@ Expected<Problem> zbc::readProblem(const ImportShape &inferred) {
       keep = {mem->lookup("keep")};
     if (mem->count("offload"))
       offload = {mem->lookup("offload")};
+  }
+  if (vocabOpt.getNumOccurrences()) {
+    Expected<StringMap<double>> vocab = parseAssignments(
+        "vocab", vocabOpt, {"barriers", "S", "T", "mem", "collective"});
+    if (!vocab)
+      return vocab.takeError();
+    double barriers = vocab->lookup("barriers");
+    if (barriers != 1 && barriers != 2)
+      return fail("--vocab: barriers must be 1 or 2 (per microbatch), got '" +
+                  vocabOpt + "'");
+    problem.vocab = {static_cast<int>(barriers), vocab->lookup("S"),
+                     vocab->lookup("T"), vocab->lookup("mem"),
+                     vocab->lookup("collective")};
   }
   if (copyBandwidthOpt.getNumOccurrences()) {
     Expected<double> rate = zbc::parseNumber(

@@ -35,6 +35,10 @@ ComputeKind zbc::toComputeKind(sched::Kind kind) {
   case sched::Kind::O:
   case sched::Kind::L:
     break; // zb.offload and zb.reload (isStashCopy)
+  case sched::Kind::S:
+  case sched::Kind::T:
+    llvm_unreachable("vocabulary passes are simulated, not yet written as "
+                     "zb.compute (Note [Vocabulary passes])");
   }
   llvm_unreachable("a copy (O, L) is a zb.offload or zb.reload, not a "
                    "zb.compute");

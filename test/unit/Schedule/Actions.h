@@ -18,6 +18,9 @@ inline Action BW(int s, int j) { return {Kind::BW, s, j}; }
 inline Action R(int s, int j) { return {Kind::R, s, j}; }
 inline Action O(int s, int j) { return {Kind::O, s, j}; }
 inline Action L(int s, int j) { return {Kind::L, s, j}; }
+/// The vocabulary passes of rank r (its shard) for microbatch j.
+inline Action S(int r, int j) { return {Kind::S, r, j}; }
+inline Action T(int r, int j) { return {Kind::T, r, j}; }
 
 } // namespace zbc::sched::test_actions
 

@@ -24,6 +24,11 @@
 //               or, restored, Stash(s, j)                 (its R or L)
 //               and   InputGrad(s+1, j)                   (none for the last)
 //   W(s, j)     needs InputGrad(s, j)    (its B: what B hands W)
+// and with vocabulary parallelism (Note [Vocabulary passes], Problem.h):
+//   S(r, j)     needs Activation(last, j)
+//   T(r, j)     needs VocabStats(j)       (every rank's S, and barrier 1)
+//   B/BW(last, j) also needs VocabStats(j), or VocabGrad(j) (every rank's
+//               T, and barrier 2) with two barriers
 // A product of another rank crosses the network (comm, a transfer); one of
 // the same rank is an `after` token. Plain C++: no IR, no allocation.
 //
@@ -39,8 +44,17 @@
 
 namespace zbc::sched {
 
-enum class Product : uint8_t { Activation = 0, InputGrad = 1, Stash = 2 };
-constexpr int kNumProducts = 3;
+/// VocabStats(j) and VocabGrad(j) are the two barriers of Note [Vocabulary
+/// passes] (Problem.h): made by every rank's S(r, j) (T(r, j)) together,
+/// with the collectives after them; their `stage` is 0.
+enum class Product : uint8_t {
+  Activation = 0,
+  InputGrad = 1,
+  Stash = 2,
+  VocabStats = 3,
+  VocabGrad = 4
+};
+constexpr int kNumProducts = 5;
 
 struct ProductRef {
   Product product;
@@ -68,21 +82,27 @@ inline std::optional<Product> productMadeBy(Kind kind) {
     return Product::InputGrad;
   case Kind::W:
     return std::nullopt;
+  case Kind::S:
+    return Product::VocabStats;
+  case Kind::T:
+    return Product::VocabGrad;
   }
   return std::nullopt;
 }
 
-/// The product action `a` makes, if any.
+/// The product action `a` makes (with every other rank's pass of its
+/// microbatch, for S and T), if any.
 inline std::optional<ProductRef> productOf(const Action &a) {
   if (std::optional<Product> made = productMadeBy(a.kind))
-    return ProductRef{*made, a.stage, a.microbatch};
+    return ProductRef{*made, isVocabPass(a.kind) ? 0 : a.stage, a.microbatch};
   return std::nullopt;
 }
 
 /// The stage that reads `product` made by `stage` (Note [Stage boundaries]):
 /// a stash never leaves its stage.
 inline int consumerOf(Product product, int stage) {
-  if (product == Product::Stash)
+  if (product == Product::Stash || product == Product::VocabStats ||
+      product == Product::VocabGrad)
     return stage;
   return consumerStage(product == Product::Activation, stage);
 }
@@ -92,9 +112,12 @@ inline int consumerOf(Product product, int stage) {
 /// across a boundary (Note [Stage boundaries]) its neighbour's. `restored`
 /// says whether a's (stage, microbatch) has an R or an L (ScheduleTable::
 /// recomputedMask, offloadedMask), whose stash its backward then reads.
+/// `vocabBarriers` is the problem's (Note [Vocabulary passes]): with
+/// vocabulary parallelism the last stage's backward waits for the output
+/// layer's input gradient, summed in the last barrier.
 template <typename Fn>
 inline void forEachDependence(const Action &a, int numStages, Fn &&fn,
-                              bool restored = false) {
+                              bool restored = false, int vocabBarriers = 0) {
   switch (a.kind) {
   case Kind::F:
     if (a.stage > 0)
@@ -114,9 +137,19 @@ inline void forEachDependence(const Action &a, int numStages, Fn &&fn,
     if (a.stage + 1 < numStages)
       fn(ProductRef{Product::InputGrad, producerStage(false, a.stage),
                     a.microbatch});
+    else if (vocabBarriers > 0)
+      fn(ProductRef{vocabBarriers == 1 ? Product::VocabStats
+                                       : Product::VocabGrad,
+                    0, a.microbatch});
     return;
   case Kind::W:
     fn(ProductRef{Product::InputGrad, a.stage, a.microbatch});
+    return;
+  case Kind::S:
+    fn(ProductRef{Product::Activation, numStages - 1, a.microbatch});
+    return;
+  case Kind::T:
+    fn(ProductRef{Product::VocabStats, 0, a.microbatch});
     return;
   }
 }

@@ -33,11 +33,16 @@ namespace zbc::sched {
 /// what a recomputed F did not keep (Note [Recomputation as an action]).
 /// O and L copy a stash to host memory and back (Note [Offload as actions]):
 /// they run on their rank's copy queues, not its compute stream.
-enum class Kind : uint8_t { F, B, W, BW, R, O, L };
-constexpr int kNumKinds = 7;
+/// S and T are a rank's passes over its shard of the output layer (Note
+/// [Vocabulary passes]); their `stage` names the shard, which is the rank's
+/// index.
+enum class Kind : uint8_t { F, B, W, BW, R, O, L, S, T };
+constexpr int kNumKinds = 9;
 const char *kindName(Kind kind);
 /// Whether `kind` is a copy (O, L) rather than compute.
 inline bool isCopy(Kind kind) { return kind == Kind::O || kind == Kind::L; }
+/// Whether `kind` is a pass over a vocabulary shard (S, T).
+inline bool isVocabPass(Kind kind) { return kind == Kind::S || kind == Kind::T; }
 /// Whether `kind` is a backward that reads its microbatch's stash (B, BW).
 inline bool isBackward(Kind kind) { return kind == Kind::B || kind == Kind::BW; }
 
@@ -112,6 +117,34 @@ struct StageCost {
   double hostMemoryDelta(Kind kind, bool offloaded) const;
 };
 
+/// Note [Vocabulary passes]
+/// With vocabulary parallelism (Yeung, Qi, Lin, Wan, MLSys 2025; Note
+/// [Vocabulary shards] in zbc/contracts/VocabShards.h) the output layer and
+/// its softmax leave the last stage: every rank r holds a shard of the
+/// vocabulary and runs two passes over it per microbatch j, S(r, j) and
+/// T(r, j), beside its pipeline work:
+///   S(r, j) needs the last stage's activation of j (broadcast to every
+///     rank, so `comm` where the last stage is elsewhere): its logits
+///     shard and their softmax statistics;
+///   barrier 1 of j: once every rank's S(r, j) has ended, the statistics'
+///     collectives take `collective`; T(r, j) waits for it;
+///   with one barrier (`barriers` 1), the input gradient of the output
+///     layer is summed in that barrier too and the last stage's backward
+///     of j waits for barrier 1; T computes the shard's weight gradient;
+///   with two (`barriers` 2), T also computes the shard's part of the
+///     input gradient, summed in barrier 2 once every T(r, j) has ended
+///     (`collective` again), and the last stage's backward waits for that.
+/// A rank holds `mem` from its S(r, j) to its T(r, j) (the logits shard).
+/// The passes are placed into any schedule's order by
+/// placeVocabularyPasses (VocabPasses.h); the simulator times the barriers.
+struct VocabPasses {
+  int barriers = 0; // 0: no vocabulary parallelism; 1 or 2
+  double S = 0, T = 0;     // a rank's pass over its shard, per microbatch
+  double mem = 0;          // held from S to T
+  double collective = 0;   // one barrier's collectives
+  bool enabled() const { return barriers > 0; }
+};
+
 /// How stages map to ranks.
 enum class Placement {
   Linear,      // stages == ranks, stage s on rank s
@@ -164,6 +197,8 @@ struct Problem {
   bool sharded = false; // zero >= 1, with replicas > 1
   std::vector<GradientSum> gradientSums;
   double collectiveBandwidth = 0;
+  /// Note [Vocabulary passes]: none unless `vocab.barriers` > 0.
+  VocabPasses vocab;
   /// How long a ring all-reduce of `bytes` over `members` processes takes,
   /// and a ring reduce-scatter or all-gather (half the traffic).
   double allReduceTime(double bytes, int members) const;
@@ -176,8 +211,12 @@ struct Problem {
 
   int numStages() const { return static_cast<int>(stages.size()); }
   /// How long an action of `kind` on `stage` takes: a copy's bytes over
-  /// the copy bandwidth, any other action its stage's time.
+  /// the copy bandwidth, a vocabulary pass its `vocab` time, any other
+  /// action its stage's time.
   double duration(Kind kind, int stage) const;
+  /// How action `kind` of `stage` changes its rank's live activation
+  /// memory: StageCost::memoryDelta, or a vocabulary pass's `vocab.mem`.
+  double memoryDelta(Kind kind, int stage, bool recomputed) const;
   /// The budget in force: 0 when none.
   double budget() const { return activationBudget.value_or(0); }
   /// Checks sizes (against zbc/Support/Limits.h), signs and finiteness; the

@@ -6,7 +6,9 @@
 // each rank runs only stages it holds; every (stage, microbatch) gets exactly
 // one F and either one BW or one B and one W; F before B before W on a rank;
 // and at most one R, between its F and its backward (Note [Recomputation as
-// an action], Problem.h).
+// an action], Problem.h); vocabulary passes (Note [Vocabulary passes]) on
+// no rank, or on every rank an S then a T of every microbatch, each over
+// the rank's own shard.
 // Cross-rank dependencies, deadlock and memory are the simulator's to check
 // (Simulator.h), since they depend on timing and the problem's limits.
 //

@@ -9,7 +9,8 @@
 // the stage's recompute time (Note [Recomputation as an action]); O and L
 // on the rank's copy queues beside its compute (Note [Offload as actions]:
 // an O fences the compute action after it, a restored backward waits for
-// its L). A data-parallel or tied problem's gradient sums run after the
+// its L); the vocabulary passes S and T meet at their barriers (Note
+// [Vocabulary passes], Problem.h). A data-parallel or tied problem's gradient sums run after the
 // last W of their stages, beside the compute (Note [Collectives in the
 // simulator], Problem.h).
 // It reports the makespan (the longest rank's span, first start to last

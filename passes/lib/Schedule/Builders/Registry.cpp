@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "zbc/Schedule/Registry.h"
+#include "zbc/Schedule/VocabPasses.h"
 #include "Core/Support.h"
 
 #include "Builders/Builders.h"
@@ -176,9 +177,13 @@ zbc::sched::resolveStagesPerRank(const ScheduleInfo &info,
   llvm_unreachable("every placement is handled above");
 }
 
-llvm::Expected<BuiltSchedule>
-zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
-                          const BuildOptions &options) {
+namespace {
+/// buildSchedule, with the vocabulary passes' `shards` of logits held
+/// beside the order: it is built to the budget less their memory.
+llvm::Expected<BuiltSchedule> buildHoldingShards(llvm::StringRef name,
+                                                 const Problem &problem,
+                                                 const BuildOptions &options,
+                                                 int shards) {
   const ScheduleInfo *info = lookupSchedule(name);
   if (!info) {
     std::string names;
@@ -200,6 +205,21 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
     if (*built.problem.activationBudget > 0)
       built.budgetOrigin =
           std::string(info->name) + " default: " + info->defaultBudgetRule;
+  }
+  // Note [Placing the vocabulary passes]: the schedule is built, levered
+  // and fitted without them, then takes them.
+  VocabPasses vocab = built.problem.vocab;
+  built.problem.vocab = {};
+  double budget = built.problem.budget();
+  if (vocab.enabled() && budget > 0) {
+    double reserved = shards * vocab.mem;
+    if (reserved >= budget)
+      return fail("schedule '" + name + "': the vocabulary passes hold " +
+                  std::to_string(shards) + " logits shard" +
+                  (shards > 1 ? "s" : "") + " of " + formatNumber(vocab.mem) +
+                  " on a rank, which leaves nothing of the activation "
+                  "budget " + formatNumber(budget));
+    built.problem.activationBudget = budget - reserved;
   }
   auto buildFor = [&](const Problem &planned) {
     built.report = {}; // the notes of the build that is kept
@@ -291,6 +311,24 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
   if (llvm::Error error = built.table.verify())
     return fail("schedule '" + name + "' built an invalid table: " +
                 llvm::toString(std::move(error)));
+  built.problem.vocab = vocab;
+  if (vocab.enabled()) {
+    built.problem.activationBudget = budget;
+    if (llvm::Error error = placeVocabularyPasses(built.problem, built.table))
+      return fail("schedule '" + name + "': " +
+                  llvm::toString(std::move(error)));
+    built.report.notes.push_back(
+        vocab.barriers == 1
+            ? "vocabulary passes, 1 barrier per microbatch: S after the last "
+              "stage's F of each microbatch, T beside the next S"
+            : "vocabulary passes, 2 barriers per microbatch: S after the last "
+              "stage's F of each microbatch, T before its backward");
+    if (budget > 0)
+      built.report.notes.push_back(
+          "built to the activation budget less " + std::to_string(shards) +
+          " logits shard" + (shards > 1 ? "s" : "") + " (" +
+          formatNumber(shards * vocab.mem) + ")");
+  }
   llvm::Expected<SimResult> sim = simulate(built.problem, built.table);
   if (!sim)
     return fail("schedule '" + name + "': " + llvm::toString(sim.takeError()));
@@ -300,4 +338,26 @@ zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
     built.report.notes.push_back(
         leveredBoundNote(built.problem, options, built.sim.makespan));
   return std::move(built);
+}
+} // namespace
+
+llvm::Expected<BuiltSchedule>
+zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
+                          const BuildOptions &options) {
+  // Note [Placing the vocabulary passes]: how many logits shards a rank
+  // holds at once depends on the order, which depends on the budget left:
+  // from one, as many as the placed order needs (a rank holds at most one
+  // per microbatch in flight, and each try that overflows holds more).
+  int most = problem.vocab.enabled() && problem.budget() > 0
+                 ? std::max(1, problem.microbatches)
+                 : 1;
+  llvm::Expected<BuiltSchedule> built =
+      buildHoldingShards(name, problem, options, 1);
+  for (int shards = 2; !built && shards <= std::min(most, 8); ++shards) {
+    std::string message = llvm::toString(built.takeError());
+    if (message.find("over the activation budget") == std::string::npos)
+      return fail(message);
+    built = buildHoldingShards(name, problem, options, shards);
+  }
+  return built;
 }

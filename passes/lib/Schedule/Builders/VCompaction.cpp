@@ -90,9 +90,11 @@ uint8_t passOf(Kind kind, int chunk) {
     return chunk ? B : b;
   case Kind::W:
     return chunk ? W : w;
-  case Kind::R: // placed after compaction (Recompute.h, Offload.h), never
-  case Kind::O: // compacted
+  case Kind::R: // placed after compaction (Recompute.h, Offload.h,
+  case Kind::O: // VocabPasses.h), never compacted
   case Kind::L:
+  case Kind::S:
+  case Kind::T:
     break;
   }
   return F;

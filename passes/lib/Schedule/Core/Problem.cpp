@@ -26,6 +26,10 @@ const char *zbc::sched::kindName(Kind kind) {
     return "O";
   case Kind::L:
     return "L";
+  case Kind::S:
+    return "S";
+  case Kind::T:
+    return "T";
   }
   return "?";
 }
@@ -45,6 +49,9 @@ double StageCost::time(Kind kind) const {
   case Kind::O:
   case Kind::L:
     break; // a copy: Problem::duration
+  case Kind::S:
+  case Kind::T:
+    break; // the problem's vocabulary passes: Problem::duration
   }
   return 0;
 }
@@ -63,12 +70,20 @@ double Problem::shardedCollectiveTime(double bytes, int members) const {
 }
 
 double Problem::duration(Kind kind, int stage) const {
+  if (isVocabPass(kind))
+    return kind == Kind::S ? vocab.S : vocab.T;
   const StageCost &cost = stages[stage];
   if (!isCopy(kind))
     return cost.time(kind);
   // simulate() refuses a copy without a link; a copy of nothing takes no
   // time.
   return cost.offloaded() > 0 ? cost.offloaded() / copyBandwidth : 0;
+}
+
+double Problem::memoryDelta(Kind kind, int stage, bool recomputed) const {
+  if (isVocabPass(kind))
+    return kind == Kind::S ? vocab.mem : -vocab.mem;
+  return stages[stage].memoryDelta(kind, recomputed);
 }
 
 double StageCost::memoryDelta(Kind kind, bool recomputed) const {
@@ -87,6 +102,9 @@ double StageCost::memoryDelta(Kind kind, bool recomputed) const {
     return -offloaded();
   case Kind::L:
     return offloaded();
+  case Kind::S:
+  case Kind::T:
+    break; // Problem::memoryDelta
   }
   return 0;
 }
@@ -231,6 +249,18 @@ llvm::Error Problem::validate() const {
   if (activationBudget && !amount(*activationBudget))
     return fail("the activation budget must be in " + range + " (0: none), got " +
                 formatNumber(*activationBudget));
+  if (vocab.barriers < 0 || vocab.barriers > 2)
+    return fail("vocabulary passes have 1 or 2 barriers (0: none), got " +
+                llvm::Twine(vocab.barriers));
+  if (vocab.enabled() &&
+      (!amount(vocab.S) || vocab.S == 0 || !amount(vocab.T) ||
+       !amount(vocab.mem) || !amount(vocab.collective)))
+    return fail("vocabulary passes: S must be in (0, " +
+                formatNumber(limits::kMaxAmount) + "] and T, their memory and "
+                "their collectives in " + range + ", got S=" +
+                formatNumber(vocab.S) + " T=" + formatNumber(vocab.T) +
+                " memory=" + formatNumber(vocab.mem) +
+                " collective=" + formatNumber(vocab.collective));
   return llvm::Error::success();
 }
 

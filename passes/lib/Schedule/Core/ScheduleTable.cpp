@@ -35,6 +35,8 @@ std::string Action::csvStr() const {
                      : kind == Kind::R ? "R" // zbc's: PyTorch has none
                      : kind == Kind::O ? "O" // likewise
                      : kind == Kind::L ? "L"
+                     : kind == Kind::S ? "S" // zbc's vocabulary passes
+                     : kind == Kind::T ? "T"
                                        : "B";
   return std::to_string(stage) + type + std::to_string(microbatch);
 }
@@ -165,7 +167,14 @@ std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
       if (a.microbatch < 0 || a.microbatch >= microbatches)
         return Fault{r, at, where() + "microbatch out of range [0, " +
                                        std::to_string(microbatches) + ")"};
-      if (rankOfStage[a.stage] != r)
+      if (isVocabPass(a.kind)) {
+        // Note [Vocabulary passes]: a rank's passes are over its own shard.
+        if (a.stage != r)
+          return Fault{r, at, where() + "is over shard " +
+                                  std::to_string(a.stage) +
+                                  ", which rank " + std::to_string(a.stage) +
+                                  " holds"};
+      } else if (rankOfStage[a.stage] != r)
         return Fault{r, at,
                             where() + "stage " + std::to_string(a.stage) +
                                 " is placed on rank " +
@@ -244,6 +253,33 @@ std::optional<ScheduleTable::Fault> ScheduleTable::firstFault() const {
                      where() + ordered(backKind, back, Kind::L, *load)};
     }
   }
+  // Note [Vocabulary passes]: none, or on every rank an S then a T of
+  // every microbatch.
+  if (!has(Kind::S) && !has(Kind::T))
+    return std::nullopt;
+  for (int r = 0; r < numRanks(); ++r)
+    for (int j = 0; j < microbatches; ++j) {
+      const size_t *pass = find(r, j, Kind::S), *grad = find(r, j, Kind::T);
+      auto where = [&] {
+        return "rank " + std::to_string(r) + ", microbatch " +
+               std::to_string(j) + ": ";
+      };
+      if (!pass || !grad)
+        return Fault{r, pass ? static_cast<int>(*pass)
+                        : grad ? static_cast<int>(*grad)
+                               : -1,
+                     where() + (pass ? "has S but no T"
+                                : grad ? "has T but no S"
+                                       : "no vocabulary passes (S and T), "
+                                         "which every rank runs for every "
+                                         "microbatch")};
+      if (*grad < *pass)
+        return Fault{r, static_cast<int>(*grad),
+                     where() + name(Action{Kind::T, r, j}) + " (action " +
+                         std::to_string(*grad) + ") runs before " +
+                         name(Action{Kind::S, r, j}) + " (action " +
+                         std::to_string(*pass) + ")"};
+    }
   return std::nullopt;
 }
 

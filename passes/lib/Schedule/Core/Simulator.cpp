@@ -72,6 +72,11 @@ struct Simulation {
   /// Per stage: when its parameters are gathered (Note [Collectives in the
   /// simulator]); 0 without a sharded optimizer.
   std::vector<double> gathered;
+  /// Note [Vocabulary passes]: per barrier product (VocabStats or
+  /// VocabGrad of a microbatch, by key), how many ranks' passes have ended
+  /// and the latest end; the barrier is done once every rank's has.
+  std::vector<int> passesEnded;
+  std::vector<double> lastPassEnd;
 
   Simulation(const Problem &problem, const ScheduleTable &table,
              const std::vector<bool> &restored)
@@ -81,7 +86,8 @@ struct Simulation {
         doneAt(kNumProducts * static_cast<size_t>(numStages) * microbatches,
                -1.0),
         firstParked(doneAt.size(), -1), nextParked(numRanks, -1),
-        parkedOn(numRanks, -1), next(numRanks, 0), freeAt(numRanks, 0.0) {
+        parkedOn(numRanks, -1), next(numRanks, 0), freeAt(numRanks, 0.0),
+        passesEnded(doneAt.size(), 0), lastPassEnd(doneAt.size(), 0.0) {
     if (table.hasOffload()) {
       toHostFreeAt.assign(numRanks, 0.0);
       toDeviceFreeAt.assign(numRanks, 0.0);
@@ -98,7 +104,7 @@ struct Simulation {
     int n = 0;
     forEachDependence(
         a, numStages, [&](const ProductRef &d) { keys[n++] = key(d); },
-        table.isRecomputed(restored, a));
+        table.isRecomputed(restored, a), problem.vocab.barriers);
     return n;
   }
 
@@ -129,6 +135,12 @@ struct Simulation {
   }
 
   int stageOfKey(int k) const { return (k / microbatches) % numStages; }
+  /// Whether key `k` is a barrier of the vocabulary passes: every rank's
+  /// passes meet there, and its collectives hold their own time.
+  bool isBarrier(int k) const {
+    return k / (numStages * microbatches) >=
+           static_cast<int>(Product::VocabStats);
+  }
 
   /// Runs rank `r` until it finishes or parks on a product not yet done.
   void advance(int r, SimResult &result) {
@@ -144,7 +156,8 @@ struct Simulation {
       }
       int keys[2];
       int n = dependencies(a, keys);
-      double start = std::max(freeAt[r], gathered[a.stage]);
+      double start =
+          std::max(freeAt[r], isVocabPass(a.kind) ? 0.0 : gathered[a.stage]);
       for (int i = 0; i < n; ++i) {
         double end = doneAt[keys[i]];
         if (end < 0) {
@@ -154,7 +167,7 @@ struct Simulation {
           return;
         }
         // The input crosses ranks only if its stage lives elsewhere.
-        if (table.rankOfStage[stageOfKey(keys[i])] != r)
+        if (!isBarrier(keys[i]) && table.rankOfStage[stageOfKey(keys[i])] != r)
           end += problem.comm;
         start = std::max(start, end);
       }
@@ -163,9 +176,19 @@ struct Simulation {
       freeAt[r] = end;
       ++next[r];
       int done = product(a);
-      if (done >= 0)
+      if (done >= 0 && isVocabPass(a.kind))
+        passEnded(done, end);
+      else if (done >= 0)
         finish(done, end);
     }
+  }
+
+  /// Note [Vocabulary passes]: one rank's S or T of barrier `barrier` has
+  /// ended at `end`; the last of them starts the barrier's collectives.
+  void passEnded(int barrier, double end) {
+    lastPassEnd[barrier] = std::max(lastPassEnd[barrier], end);
+    if (++passesEnded[barrier] == numRanks)
+      finish(barrier, lastPassEnd[barrier] + problem.vocab.collective);
   }
 
   /// Records that product `done` is done at `end` and wakes its waiters.
@@ -207,7 +230,23 @@ struct Simulation {
       auto [producer, position] = maker[k];
       message += "\n  rank " + std::to_string(r) + ": " + table.name(a) +
                  " (action " + std::to_string(next[r]) + ", microbatch " +
-                 std::to_string(a.microbatch) + ") waits for " + table.name(needed);
+                 std::to_string(a.microbatch) + ") waits for ";
+      if (isBarrier(k)) {
+        // Every rank's pass meets there: name the ranks still short of it.
+        Kind pass = makerKind[k];
+        message += "barrier " + std::string(pass == Kind::S ? "1" : "2") +
+                   " of microbatch " + std::to_string(j) + " (every rank's " +
+                   kindName(pass) + "), which ";
+        std::string behind;
+        for (int q = 0; q < numRanks; ++q) {
+          auto it = llvm::find(table.ranks[q], Action{pass, q, j});
+          if (it - table.ranks[q].begin() >= static_cast<long>(next[q]))
+            behind += (behind.empty() ? "rank " : ", rank ") + std::to_string(q);
+        }
+        message += behind + " has not run";
+        continue;
+      }
+      message += table.name(needed);
       if (producer < 0) {
         message += ", which no rank runs"; // verify() rules this out
       } else if (producer == r) {
@@ -262,12 +301,12 @@ static llvm::Error trackMemory(const Problem &problem,
   for (int r = 0; r < table.numRanks(); ++r) {
     double live = 0, peak = 0, host = 0;
     for (auto [i, a] : llvm::enumerate(table.ranks[r])) {
-      const StageCost &cost = problem.stages[a.stage];
-      double delta =
-          cost.memoryDelta(a.kind, table.isRecomputed(recomputed, a));
+      double delta = problem.memoryDelta(a.kind, a.stage,
+                                         table.isRecomputed(recomputed, a));
       live += delta;
       peak = std::max(peak, live);
-      if (!offloaded.empty()) {
+      if (!offloaded.empty() && !isVocabPass(a.kind)) {
+        const StageCost &cost = problem.stages[a.stage];
         host += cost.hostMemoryDelta(a.kind, table.isRecomputed(offloaded, a));
         result.peakHostMemory[r] = std::max(result.peakHostMemory[r], host);
       }
@@ -414,6 +453,12 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
                       ") copies between device and host memory, but the "
                       "problem has no copy bandwidth (--copy-bandwidth, the "
                       "cost file's copy_bandwidth)");
+  if (problem.vocab.enabled() != table.has(Kind::S))
+    return fail(problem.vocab.enabled()
+                    ? "the problem has vocabulary passes but the schedule "
+                      "has no S and T: place them (placeVocabularyPasses)"
+                    : "the schedule has vocabulary passes (S, T) but the "
+                      "problem gives them no costs");
   if (llvm::Error error =
           trackMemory(problem, table, recomputed, offloaded, result))
     return std::move(error);
@@ -469,6 +514,10 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
     const StageCost &c = problem.stages[s];
     work[table.rankOfStage[s]] += c.F + c.B + c.W;
   }
+  // Note [Vocabulary passes]: each rank's shard is its work too.
+  if (table.has(Kind::S))
+    for (double &w : work)
+      w += problem.vocab.S + problem.vocab.T;
   double busiest = *std::max_element(work.begin(), work.end());
   if (result.makespan > 0) {
     // Never below 0 on paper (the busiest rank's span holds all its work);

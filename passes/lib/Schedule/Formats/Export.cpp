@@ -134,6 +134,9 @@ void zbc::sched::writeTable(const Problem &problem, const ScheduleTable &table,
         "BW fused backward"
      << (table.hasRecompute() ? ", R recompute" : "")
      << (table.hasOffload() ? ", O offload to host, L reload" : "")
+     << (table.has(Kind::S) ? ", S and T a rank's vocabulary passes (its "
+                              "shard in place of the stage)"
+                            : "")
      << "; (stage,microbatch)):\n";
   const size_t lineWidth = 100;
   for (int r = 0; r < numRanks; ++r) {
@@ -223,7 +226,8 @@ void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
 namespace {
 /// Fill colours after the Zero Bubble paper's figures: F blue, B teal, W
 /// green, fused BW purple, recomputation (not in the paper) orange and
-/// the copies of offload brown (O) and slate (L); the
+/// the copies of offload brown (O) and slate (L), the vocabulary passes
+/// gold (S light, T dark); the
 /// darker shade marks a rank's second (odd) stage under interleaved and V
 /// placements.
 const char *fillColour(Kind kind, bool darker) {
@@ -242,6 +246,10 @@ const char *fillColour(Kind kind, bool darker) {
     return darker ? "#7a5a3a" : "#b08a60";
   case Kind::L:
     return darker ? "#5a6270" : "#8a94a6";
+  case Kind::S: // the vocabulary passes: golds (Note [Vocabulary passes])
+    return "#e3c04d";
+  case Kind::T:
+    return "#c99a1e";
   }
   return "#cccccc";
 }

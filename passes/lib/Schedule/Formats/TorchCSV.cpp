@@ -37,7 +37,14 @@ using namespace zbc::sched;
 llvm::Error zbc::sched::checkCSVExpressible(const ScheduleTable &table) {
   for (auto [r, actions] : llvm::enumerate(table.ranks))
     for (auto [i, a] : llvm::enumerate(actions))
-      if (a.kind == Kind::R || isCopy(a.kind))
+      if (isVocabPass(a.kind))
+        return fail("PyTorch's schedule CSV cannot express vocabulary "
+                    "parallelism: rank " + llvm::Twine(r) + ", action " +
+                    llvm::Twine(i) + " " + a.str() + " (microbatch " +
+                    llvm::Twine(a.microbatch) + ") has no computation type "
+                    "there; write the schedule as a table, JSON, SVG or "
+                    "trace");
+      else if (a.kind == Kind::R || isCopy(a.kind))
         return fail(llvm::Twine("PyTorch's schedule CSV cannot express ") +
                     (a.kind == Kind::R ? "recomputation" : "offload") +
                     ": rank " + llvm::Twine(r) + ", action " + llvm::Twine(i) +
