@@ -83,11 +83,16 @@ struct Simulation {
       : problem(problem), table(table), numStages(table.numStages()),
         microbatches(table.microbatches), numRanks(table.numRanks()),
         restored(restored),
-        doneAt(kNumProducts * static_cast<size_t>(numStages) * microbatches,
+        // Product-major keys: the barriers' come last, and only a table
+        // with vocabulary passes has them.
+        doneAt((table.has(Kind::S) ? kNumProducts
+                                   : static_cast<int>(Product::VocabStats)) *
+                   static_cast<size_t>(numStages) * microbatches,
                -1.0),
         firstParked(doneAt.size(), -1), nextParked(numRanks, -1),
         parkedOn(numRanks, -1), next(numRanks, 0), freeAt(numRanks, 0.0),
-        passesEnded(doneAt.size(), 0), lastPassEnd(doneAt.size(), 0.0) {
+        passesEnded(table.has(Kind::S) ? doneAt.size() : 0, 0),
+        lastPassEnd(passesEnded.size(), 0.0) {
     if (table.hasOffload()) {
       toHostFreeAt.assign(numRanks, 0.0);
       toDeviceFreeAt.assign(numRanks, 0.0);
