@@ -178,12 +178,30 @@ zbc::sched::resolveStagesPerRank(const ScheduleInfo &info,
 }
 
 namespace {
+/// The most logits shards a rank of `table` holds at once (Note
+/// [Vocabulary passes]: each from its S to its T).
+int mostShardsHeld(const ScheduleTable &table) {
+  int most = 0;
+  for (const std::vector<Action> &order : table.ranks) {
+    int held = 0;
+    for (const Action &a : order)
+      if (a.kind == Kind::S)
+        most = std::max(most, ++held);
+      else if (a.kind == Kind::T)
+        --held;
+  }
+  return most;
+}
+
 /// buildSchedule, with the vocabulary passes' `shards` of logits held
-/// beside the order: it is built to the budget less their memory.
+/// beside the order: it is built to the budget less their memory. If the
+/// placed passes hold more at once, `needed` says how many, and the
+/// schedule is not returned (its budget would not hold).
 llvm::Expected<BuiltSchedule> buildHoldingShards(llvm::StringRef name,
                                                  const Problem &problem,
                                                  const BuildOptions &options,
-                                                 int shards) {
+                                                 int shards, int &needed) {
+  needed = 0;
   const ScheduleInfo *info = lookupSchedule(name);
   if (!info) {
     std::string names;
@@ -313,10 +331,18 @@ llvm::Expected<BuiltSchedule> buildHoldingShards(llvm::StringRef name,
                 llvm::toString(std::move(error)));
   built.problem.vocab = vocab;
   if (vocab.enabled()) {
-    built.problem.activationBudget = budget;
+    // The order before the passes fits the budget less `shards`; with at
+    // most that many shards held at once, the placed order fits it whole.
+    built.problem.activationBudget = 0;
     if (llvm::Error error = placeVocabularyPasses(built.problem, built.table))
       return fail("schedule '" + name + "': " +
                   llvm::toString(std::move(error)));
+    built.problem.activationBudget = budget;
+    if (budget > 0 && mostShardsHeld(built.table) > shards) {
+      needed = mostShardsHeld(built.table);
+      return fail("schedule '" + name + "': the vocabulary passes hold " +
+                  std::to_string(needed) + " logits shards at once");
+    }
     built.report.notes.push_back(
         vocab.barriers == 1
             ? "vocabulary passes, 1 barrier per microbatch: S after the last "
@@ -345,19 +371,16 @@ llvm::Expected<BuiltSchedule>
 zbc::sched::buildSchedule(llvm::StringRef name, const Problem &problem,
                           const BuildOptions &options) {
   // Note [Placing the vocabulary passes]: how many logits shards a rank
-  // holds at once depends on the order, which depends on the budget left:
-  // from one, as many as the placed order needs (a rank holds at most one
-  // per microbatch in flight, and each try that overflows holds more).
-  int most = problem.vocab.enabled() && problem.budget() > 0
-                 ? std::max(1, problem.microbatches)
-                 : 1;
+  // holds at once depends on the order, which depends on the budget left
+  // for it: from one, as many as the placed order held, until it holds no
+  // more than it was built for.
+  int shards = 1, needed = 0;
   llvm::Expected<BuiltSchedule> built =
-      buildHoldingShards(name, problem, options, 1);
-  for (int shards = 2; !built && shards <= std::min(most, 8); ++shards) {
-    std::string message = llvm::toString(built.takeError());
-    if (message.find("over the activation budget") == std::string::npos)
-      return fail(message);
-    built = buildHoldingShards(name, problem, options, shards);
+      buildHoldingShards(name, problem, options, shards, needed);
+  while (!built && needed > shards) {
+    llvm::consumeError(built.takeError());
+    shards = needed;
+    built = buildHoldingShards(name, problem, options, shards, needed);
   }
   return built;
 }
