@@ -193,6 +193,14 @@ void zbc::sched::writeJSON(const Problem &problem, const ScheduleTable &table,
     number("comm", problem.comm);
     if (problem.copyBandwidth > 0)
       number("copy_bandwidth", problem.copyBandwidth);
+    if (problem.vocab.enabled())
+      json.attributeObject("vocab", [&] {
+        json.attribute("barriers", problem.vocab.barriers);
+        number("S", problem.vocab.S);
+        number("T", problem.vocab.T);
+        number("mem", problem.vocab.mem);
+        number("collective", problem.vocab.collective);
+      });
     number("activation_budget", problem.budget());
     json.attribute("activation_budget_origin",
                    budgetOrigin.empty()
