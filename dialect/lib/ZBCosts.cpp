@@ -57,6 +57,9 @@
 //   embedding_grad          1        gradient element (a scatter-add)
 //   causal_attention_grad   8        score (recompute softmax 5, dS 3)
 //   cross_entropy_grad      6        logit (softmax 5, minus one-hot 1)
+//   vocab_stats             5        logit of the shard (cross_entropy's)
+//   vocab_loss              5        row (its log and sums)
+//   vocab_grad              6        logit of the shard (cross_entropy_grad's)
 //
 // Workspaces. The attention kernels need scratch beside their operands;
 // its bytes are KernelTable.h's functions of the row's dims, which the
@@ -329,6 +332,24 @@ int64_t AttentionGradOp::getWorkspaceBytes() {
   auto d = dimsOf(*this);
   return zbc_rt_attention_grad_workspace(d.batch, d.seq, d.heads, d.head_dim,
                                          elementBytesOf(getQ()));
+}
+
+// The vocabulary shard's passes: a row's statistics read its logits as
+// zb.cross_entropy does; its gradient as zb.cross_entropy_grad; the loss
+// from merged statistics is per row.
+OpCost VocabStatsOp::getFlops() {
+  auto d = dimsOf(*this);
+  return elementwise(kFlopsPerCrossEntropyLogit, d.rows, d.columns);
+}
+
+OpCost VocabLossOp::getFlops() {
+  auto d = dimsOf(*this);
+  return elementwise(kFlopsPerCrossEntropyLogit, d.rows, 1);
+}
+
+OpCost VocabGradOp::getFlops() {
+  auto d = dimsOf(*this);
+  return elementwise(kFlopsPerCrossEntropyGradLogit, d.rows, d.columns);
 }
 
 OpCost CrossEntropyGradOp::getFlops() {

@@ -266,6 +266,31 @@ KernelShape<CrossEntropyGradOp> zbc::zb::kernelShapeOf(CrossEntropyGradOp op) {
           {elements(labels), fromEnd(logits, 0), static_cast<int64_t>(op.getIgnoreIndex())}};
 }
 
+KernelShape<VocabStatsOp> zbc::zb::kernelShapeOf(VocabStatsOp op) {
+  Value logits = op.getLogits(), labels = op.getLabels();
+  return {{logits, labels, op.getResult()},
+          {elements(labels), fromEnd(logits, 0),
+           static_cast<int64_t>(op.getFirst()),
+           static_cast<int64_t>(op.getVocab()),
+           static_cast<int64_t>(op.getIgnoreIndex())}};
+}
+
+KernelShape<VocabLossOp> zbc::zb::kernelShapeOf(VocabLossOp op) {
+  Value labels = op.getLabels();
+  return {{op.getStats(), labels, op.getResult()},
+          {elements(labels), static_cast<int64_t>(op.getVocab()),
+           static_cast<int64_t>(op.getIgnoreIndex())}};
+}
+
+KernelShape<VocabGradOp> zbc::zb::kernelShapeOf(VocabGradOp op) {
+  Value logits = op.getLogits(), labels = op.getLabels();
+  return {{logits, labels, op.getStats(), op.getLossGrad(), op.getResult()},
+          {elements(labels), fromEnd(logits, 0),
+           static_cast<int64_t>(op.getFirst()),
+           static_cast<int64_t>(op.getVocab()),
+           static_cast<int64_t>(op.getIgnoreIndex())}};
+}
+
 //===----------------------------------------------------------------------===//
 // KernelOpInterface's verifier
 //===----------------------------------------------------------------------===//

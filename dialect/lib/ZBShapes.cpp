@@ -545,6 +545,72 @@ LogicalResult CausalAttentionGradOp::verify() {
   return verifyInferredResult(*this, qkv);
 }
 
+//===----------------------------------------------------------------------===//
+// The output layer over a vocabulary shard
+//===----------------------------------------------------------------------===//
+
+RankedTensorType VocabStatsOp::statsTypeOf(RankedTensorType logits) {
+  SmallVector<int64_t> shape = {4};
+  llvm::append_range(shape, logits.getShape().drop_back());
+  return RankedTensorType::get(shape, logits.getElementType());
+}
+RankedTensorType VocabLossOp::statsTypeOf(RankedTensorType logits) {
+  return VocabStatsOp::statsTypeOf(logits);
+}
+RankedTensorType VocabGradOp::statsTypeOf(RankedTensorType logits) {
+  return VocabStatsOp::statsTypeOf(logits);
+}
+
+/// The shard's columns [first, first + R) lie in the vocabulary.
+template <typename Op>
+static LogicalResult verifyShardColumns(Op op, RankedTensorType logits) {
+  int64_t columns = logits.getShape().back();
+  if (static_cast<int64_t>(op.getFirst()) + columns >
+      static_cast<int64_t>(op.getVocab()))
+    return op.emitOpError("shard columns [")
+           << op.getFirst() << ", " << op.getFirst() + columns
+           << ") are not in the vocabulary of " << op.getVocab();
+  return success();
+}
+
+LogicalResult VocabStatsOp::verify() {
+  auto emit = [&] { return emitOpError(); };
+  RankedTensorType logits = getLogits().getType();
+  if (failed(CrossEntropyOp::inferResultType(logits, getLabels().getType(),
+                                             emit)) ||
+      failed(verifyShardColumns(*this, logits)))
+    return failure();
+  return verifyInferredResult(*this, statsTypeOf(logits));
+}
+
+LogicalResult VocabLossOp::verify() {
+  RankedTensorType stats = getStats().getType(),
+                   labels = getLabels().getType();
+  if (stats.getRank() != labels.getRank() + 1 || stats.getShape()[0] != 4 ||
+      stats.getShape().drop_front() != labels.getShape())
+    return emitOpError("statistics ")
+           << stats << " are not 4 planes of labels " << labels;
+  return verifyInferredResult(
+      *this, RankedTensorType::get({}, stats.getElementType()));
+}
+
+LogicalResult VocabGradOp::verify() {
+  auto emit = [&] { return emitOpError(); };
+  RankedTensorType logits = getLogits().getType();
+  FailureOr<RankedTensorType> loss =
+      CrossEntropyOp::inferResultType(logits, getLabels().getType(), emit);
+  if (failed(loss) || failed(verifyShardColumns(*this, logits)))
+    return failure();
+  if (getStats().getType() != statsTypeOf(logits))
+    return emitOpError("statistics ")
+           << getStats().getType() << " are not " << statsTypeOf(logits)
+           << ", the 4 planes of the logits' rows";
+  if (getLossGrad().getType() != *loss)
+    return emitOpError("loss gradient ")
+           << getLossGrad().getType() << " is not the loss type " << *loss;
+  return verifyInferredResult(*this, logits);
+}
+
 LogicalResult CrossEntropyGradOp::verify() {
   auto emit = [&] { return emitOpError(); };
   RankedTensorType logits = getLogits().getType();

@@ -47,6 +47,8 @@
 #include "zbc/Interpreter/Kernels.h"
 #include "zbc/runtime/KernelTable.h"
 
+#include "zbc/contracts/VocabShards.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1351,6 +1353,93 @@ TEST_F(KernelConformance, CrossEntropyGradI32) {
 TEST_F(KernelConformance, CrossEntropyGradI64) {
   checkCrossEntropyGrad<int64_t>();
 }
+
+//===----------------------------------------------------------------------===//
+// The output layer over vocabulary shards
+//===----------------------------------------------------------------------===//
+//
+// Note [Softmax over vocabulary shards]: each shard's statistics, the loss
+// from the merged ones (zb.reduce softmax: the oracle's vocabMerge) and
+// each shard's logits gradient, against the oracle, over splits that do
+// and do not divide the vocabulary, with ignored labels (-100) among them;
+// and the oracle's sharded loss against its unsplit zb.cross_entropy.
+
+/// Columns [first, first + n) of `logits` [rows, V].
+Tensor columnsOf(const Tensor &logits, int64_t first, int64_t n) {
+  int64_t vocab = logits.shape().back(), rows = logits.numElements() / vocab;
+  Tensor part = Tensor::zeros({rows, n}, F32);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < n; ++c)
+      part.set(r * n + c, logits.get(r * vocab + first + c));
+  return part;
+}
+
+template <typename I> void checkVocabShards() {
+  std::mt19937_64 rng(31);
+  struct Case {
+    int64_t rows, vocab, ranks;
+    double scale;
+  };
+  for (const Case &c : {Case{6, 12, 3, 3.0}, Case{5, 17, 4, 30.0},
+                        Case{4, 3, 3, 1.0}}) {
+    SCOPED_TRACE("rows " + std::to_string(c.rows) + " vocab " +
+                 std::to_string(c.vocab) + " over " + std::to_string(c.ranks));
+    Tensor logits = randomF32({c.rows, c.vocab}, rng, c.scale);
+    Tensor labels = randomIndices({c.rows}, c.vocab, rng);
+    std::vector<int64_t> ids64(c.rows);
+    for (int64_t r = 0; r < c.rows; ++r)
+      ids64[r] = r % 3 == 1 ? kIgnoreNone : labels.getInt(r);
+    labels = Tensor::fromInts({c.rows}, ids64);
+    std::vector<I> ids = indicesAs<I>(labels);
+    Tensor dloss = Tensor::scalar(0.7, F32);
+    std::string error;
+    std::vector<Tensor> shards, stats64, stats32;
+    for (int64_t k = 0; k < c.ranks; ++k) {
+      zbc::VocabRows rows = zbc::vocabRowsOf(c.vocab, c.ranks, k);
+      Tensor shard = columnsOf(logits, rows.first, rows.rows);
+      stats64.push_back(unwrap(k::vocabStats(in(shard, F64), labels,
+                                             rows.first, c.vocab, -100,
+                                             error)));
+      stats32.push_back(unwrap(
+          k::vocabStats(shard, labels, rows.first, c.vocab, -100, error)));
+      Buffer stats(4 * c.rows);
+      run(device().vocabStats(kF32, on(shard), on(ids), stats.data(), c.rows,
+                              rows.rows, rows.first, c.vocab, -100));
+      expectConforms(stats, stats64.back(), stats32.back());
+      shards.push_back(std::move(shard));
+    }
+    std::vector<Tensor> merged64 = k::vocabMerge(stats64),
+                        merged32 = k::vocabMerge(stats32);
+    Tensor loss64 = unwrap(k::vocabLoss(merged64[0], labels, c.vocab, -100,
+                                        error));
+    // The oracle's sharded loss is its unsplit one.
+    EXPECT_NEAR(loss64.get(0),
+                unwrap(k::crossEntropy(in(logits, F64), labels, -100, error))
+                    .get(0),
+                1e-12);
+    Buffer loss(1);
+    run(device().vocabLoss(kF32, on(merged32[0]), on(ids), loss.data(), c.rows,
+                           c.vocab, -100));
+    expectConforms(loss, loss64,
+                   unwrap(k::vocabLoss(merged32[0], labels, c.vocab, -100,
+                                       error)));
+    for (int64_t k = 0; k < c.ranks; ++k) {
+      zbc::VocabRows rows = zbc::vocabRowsOf(c.vocab, c.ranks, k);
+      Tensor ref64 = unwrap(k::vocabGrad(in(shards[k], F64), labels,
+                                         merged64[k], in(dloss, F64),
+                                         rows.first, c.vocab, -100, error));
+      Tensor ref32 = unwrap(k::vocabGrad(shards[k], labels, merged32[k], dloss,
+                                         rows.first, c.vocab, -100, error));
+      Buffer dlogits(shards[k].numElements());
+      run(device().vocabGrad(kF32, on(shards[k]), on(ids), on(merged32[k]),
+                             on(dloss), dlogits.data(), c.rows, rows.rows,
+                             rows.first, c.vocab, -100));
+      expectConforms(dlogits, ref64, ref32);
+    }
+  }
+}
+TEST_F(KernelConformance, VocabShardsI32) { checkVocabShards<int32_t>(); }
+TEST_F(KernelConformance, VocabShardsI64) { checkVocabShards<int64_t>(); }
 
 //===----------------------------------------------------------------------===//
 // ignore_index

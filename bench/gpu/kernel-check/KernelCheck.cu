@@ -528,6 +528,72 @@ void checkIndexOps(const Shape &s, Dtype dt, std::mt19937 &rng) {
     checkLoss(" ignoring a class", idx, static_cast<int64_t>(idx[0]));
   }
 
+  // The output layer over vocabulary shards (Note [Softmax over vocabulary
+  // shards]): columns [first, first + columns) of the same logits, every
+  // third label ignored; the GPU's statistics against the CPU's, then the
+  // loss and the shard's gradient from the CPU's statistics merged with
+  // the other shard's (the GPU's merge is the collective's, not here).
+  {
+    const int64_t first = classes / 3, columns = classes - first;
+    std::vector<float> shard(rows * columns), rest(rows * first);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < classes; ++c)
+        (c < first ? rest[r * first + c]
+                   : shard[r * columns + c - first]) = logits[r * classes + c];
+    std::vector<I> some = idx;
+    for (int64_t r = 0; r < rows; r += 3)
+      some[r] = static_cast<I>(kIgnore);
+    std::unique_ptr<Buffer> dShard(upload(dt, shard)),
+        dLabels(uploadIndices(some));
+    Buffer dStats(4 * rows * 4);
+    std::vector<float> stats(4 * rows), other(4 * rows);
+    cudaError_t launch =
+        gpu::vocabStats(dt, it, dShard->ptr, dLabels->ptr, dStats.ptr, rows,
+                        columns, first, classes, kIgnore, error, 7, stream);
+    cpu::vocabShardStats(shard.data(), some.data(), stats.data(),
+                         stats.data() + rows, stats.data() + 2 * rows, rows,
+                         columns, first, classes, kIgnore, &cpuError);
+    std::copy_n(stats.data(), rows, stats.data() + 3 * rows);
+    report("vocabStats" + at, dt, launch, download(dt, dStats.ptr, 4 * rows),
+           stats, tolR);
+    // Merge with the shard [0, first), as zb.reduce softmax does.
+    cpu::vocabShardStats(rest.data(), some.data(), other.data(),
+                         other.data() + rows, other.data() + 2 * rows, rows,
+                         first, 0, classes, kIgnore, &cpuError);
+    std::vector<float> merged = stats, term(rows);
+    for (int64_t r = 0; r < rows; ++r)
+      merged[3 * rows + r] = std::max(stats[r], other[r]);
+    cpu::vocabShardSums(stats.data(), stats.data() + rows,
+                        merged.data() + 3 * rows, merged.data() + rows, rows);
+    cpu::vocabShardSums(other.data(), other.data() + rows,
+                        merged.data() + 3 * rows, term.data(), rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      merged[rows + r] += term[r];
+      merged[2 * rows + r] += other[2 * rows + r];
+    }
+    roundFor(dt, merged);
+    std::unique_ptr<Buffer> dMerged(upload(dt, merged));
+    float refLoss = 0.0f;
+    launch = gpu::vocabLoss(dt, it, dMerged->ptr, dLabels->ptr, dLoss->ptr,
+                            rows, classes, kIgnore, error, 7, stream);
+    cpu::vocabShardLoss(merged.data() + 3 * rows, merged.data() + rows,
+                        merged.data() + 2 * rows, some.data(), &refLoss, rows,
+                        classes, kIgnore, &cpuError);
+    report("vocabLoss" + at, dt, launch, download(dt, dLoss->ptr, 1),
+           {refLoss}, tolR);
+    std::vector<float> refGrad(rows * columns);
+    CHECK_CUDA(cudaMemset(dlog.ptr, 0xff, rows * columns * gpu::bytesOf(dt)));
+    launch = gpu::vocabGrad(dt, it, dShard->ptr, dLabels->ptr, dMerged->ptr,
+                            dScale->ptr, dlog.ptr, rows, columns, first,
+                            classes, kIgnore, counted.as<int64_t>(), error, 7,
+                            stream);
+    cpu::vocabShardGrad(shard.data(), some.data(), merged.data() + 3 * rows,
+                        merged.data() + rows, &dloss, refGrad.data(), rows,
+                        columns, first, classes, kIgnore, &cpuError);
+    report("vocabGrad" + at, dt, launch,
+           download(dt, dlog.ptr, rows * columns), refGrad, tolR);
+  }
+
   // No error was recorded by any of the above.
   gpu::DeviceIndexError host{};
   CHECK_CUDA(cudaMemcpy(&host, error, sizeof host, cudaMemcpyDeviceToHost));

@@ -302,6 +302,8 @@ ProgramModel zbc::modelOfProgram(ProgramOp program, PipelineOp pipeline) {
           read(reduce, sched::CollectiveKind::Reduce);
           out.reduction = reduce.getReduction() == Reduction::Max
                               ? sched::Reduction::Max
+                          : reduce.getReduction() == Reduction::Softmax
+                              ? sched::Reduction::Softmax
                               : sched::Reduction::Sum;
         } else {
           read(cast<BroadcastOp>(op), sched::CollectiveKind::Broadcast);

@@ -78,6 +78,13 @@ private:
   int outputCount_ = 0;
 };
 
+/// Calls `body` with the labels' int32 or int64 pointer.
+template <typename Body> bool withLabels(Indices labels, Body &&body) {
+  return labels.element == ZBC_RT_I32
+             ? body(static_cast<const int32_t *>(labels.data))
+             : body(static_cast<const int64_t *>(labels.data));
+}
+
 std::string indexError(const cpu::IndexError &error, const char *what) {
   return fmt::format("{} {} at position {} is outside [0, {})", what,
                      error.value, error.position, error.bound);
@@ -504,6 +511,65 @@ public:
                                     d, out, rows, classes, ignoreIndex, &error)
             : cpu::crossEntropyGrad(l, static_cast<const int64_t *>(labels.data),
                                     d, out, rows, classes, ignoreIndex, &error);
+    if (!ok)
+      return indexError(error, "label");
+    f.finish();
+    return {};
+  }
+
+  // The output layer over a vocabulary shard: the planes [m, l, t, M] of
+  // the statistics (KernelTable.h) are the kernels' separate vectors.
+  std::string vocabStats(int32_t element, const void *logits, Indices labels,
+                         void *stats, int64_t rows, int64_t columns,
+                         int64_t first, int64_t vocab,
+                         int64_t ignoreIndex) override {
+    Widened f(staging_, element);
+    const float *l = f.in(logits, rows * columns);
+    float *planes = f.out(stats, 4 * rows);
+    cpu::IndexError error;
+    bool ok = withLabels(labels, [&](const auto *ids) {
+      return cpu::vocabShardStats(l, ids, planes, planes + rows,
+                                  planes + 2 * rows, rows, columns, first,
+                                  vocab, ignoreIndex, &error);
+    });
+    if (!ok)
+      return indexError(error, "label");
+    std::copy(planes, planes + rows, planes + 3 * rows);
+    f.finish();
+    return {};
+  }
+  std::string vocabLoss(int32_t element, const void *stats, Indices labels,
+                        void *loss, int64_t rows, int64_t vocab,
+                        int64_t ignoreIndex) override {
+    Widened f(staging_, element);
+    const float *planes = f.in(stats, 4 * rows);
+    float *out = f.out(loss, 1);
+    cpu::IndexError error;
+    bool ok = withLabels(labels, [&](const auto *ids) {
+      return cpu::vocabShardLoss(planes + 3 * rows, planes + rows,
+                                 planes + 2 * rows, ids, out, rows, vocab,
+                                 ignoreIndex, &error);
+    });
+    if (!ok)
+      return indexError(error, "label");
+    f.finish();
+    return {};
+  }
+  std::string vocabGrad(int32_t element, const void *logits, Indices labels,
+                        const void *stats, const void *dloss, void *dlogits,
+                        int64_t rows, int64_t columns, int64_t first,
+                        int64_t vocab, int64_t ignoreIndex) override {
+    Widened f(staging_, element);
+    const float *l = f.in(logits, rows * columns);
+    const float *planes = f.in(stats, 4 * rows);
+    const float *d = f.in(dloss, 1);
+    float *out = f.out(dlogits, rows * columns);
+    cpu::IndexError error;
+    bool ok = withLabels(labels, [&](const auto *ids) {
+      return cpu::vocabShardGrad(l, ids, planes + 3 * rows, planes + rows, d,
+                                 out, rows, columns, first, vocab, ignoreIndex,
+                                 &error);
+    });
     if (!ok)
       return indexError(error, "label");
     f.finish();

@@ -58,7 +58,7 @@ struct Scalars {
   float stepLoss;
   double sumOfSquares;
   DeviceIndexError indexError;
-  int64_t countedLabels; // cross_entropy_grad's count, written before read
+  int64_t countedLabels; // cross_entropy_grad's and vocab_grad's count, written before read
 };
 
 constexpr int64_t kGemmWorkspaceBytes = 32 << 20;
@@ -518,6 +518,39 @@ public:
                         ignoreIndex, &scalars_->countedLabels,
                         &scalars_->indexError, currentOp(), stream_),
                     "cross_entropy_grad");
+  }
+
+  std::string vocabStats(int32_t element, const void *logits, Indices labels,
+                         void *stats, int64_t rows, int64_t columns,
+                         int64_t first, int64_t vocab,
+                         int64_t ignoreIndex) override {
+    return launched(cuda::vocabStats(dtypeOf(element), indexTypeOf(labels),
+                                     logits, labels.data, stats, rows, columns,
+                                     first, vocab, ignoreIndex,
+                                     &scalars_->indexError, currentOp(),
+                                     stream_),
+                    "vocab_stats");
+  }
+  std::string vocabLoss(int32_t element, const void *stats, Indices labels,
+                        void *loss, int64_t rows, int64_t vocab,
+                        int64_t ignoreIndex) override {
+    return launched(cuda::vocabLoss(dtypeOf(element), indexTypeOf(labels),
+                                    stats, labels.data, loss, rows, vocab,
+                                    ignoreIndex, &scalars_->indexError,
+                                    currentOp(), stream_),
+                    "vocab_loss");
+  }
+  std::string vocabGrad(int32_t element, const void *logits, Indices labels,
+                        const void *stats, const void *dloss, void *dlogits,
+                        int64_t rows, int64_t columns, int64_t first,
+                        int64_t vocab, int64_t ignoreIndex) override {
+    return launched(cuda::vocabGrad(dtypeOf(element), indexTypeOf(labels),
+                                    logits, labels.data, stats, dloss, dlogits,
+                                    rows, columns, first, vocab, ignoreIndex,
+                                    &scalars_->countedLabels,
+                                    &scalars_->indexError, currentOp(),
+                                    stream_),
+                    "vocab_grad");
   }
 
   std::string accumulate(float *acc, int32_t element, const void *x,

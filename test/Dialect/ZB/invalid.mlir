@@ -3729,3 +3729,64 @@ zb.model @documents_float {
   %l = zb.input "l" : tensor<f32>
   zb.loss %l : tensor<f32>
 }
+
+//===----------------------------------------------------------------------===//
+// Backward shape rules: the vocabulary shard's ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Tests that a vocabulary shard's columns lie in the vocabulary.
+zb.pipeline @vocab_stats_columns {
+  zb.stage 0 {
+    %l = zb.input "l" : tensor<f32>
+    %logits = zb.input "logits" : tensor<8x4xf32>
+    %y = zb.input "y" : tensor<8xi64>
+    zb.phase F(%input.l = "input.l" : tensor<f32>, %input.logits = "input.logits" : tensor<8x4xf32>, %input.y = "input.y" : tensor<8xi64>) {
+      // expected-error @+1 {{'zb.vocab_stats' op shard columns [8, 12) are not in the vocabulary of 10}}
+      %s = zb.vocab_stats %input.logits, %input.y {first = 8 : i64, vocab = 10 : i64} : (tensor<8x4xf32>, tensor<8xi64>) -> tensor<4x8xf32>
+      zb.yield "loss" = %input.l : tensor<f32>
+    }
+    zb.phase BW() {
+      zb.yield
+    }
+  }
+}
+
+// -----
+
+// Tests that zb.vocab_loss reads the four planes of its labels' rows.
+zb.pipeline @vocab_loss_planes {
+  zb.stage 0 {
+    %s = zb.input "s" : tensor<3x8xf32>
+    %y = zb.input "y" : tensor<8xi64>
+    zb.phase F(%input.s = "input.s" : tensor<3x8xf32>, %input.y = "input.y" : tensor<8xi64>) {
+      // expected-error @+1 {{'zb.vocab_loss' op statistics 'tensor<3x8xf32>' are not 4 planes of labels 'tensor<8xi64>'}}
+      %l = zb.vocab_loss %input.s, %input.y {vocab = 10 : i64} : (tensor<3x8xf32>, tensor<8xi64>) -> tensor<f32>
+      zb.yield "loss" = %l : tensor<f32>
+    }
+    zb.phase BW() {
+      zb.yield
+    }
+  }
+}
+
+// -----
+
+// Tests that zb.vocab_grad's statistics are its logits' rows'.
+zb.pipeline @vocab_grad_planes {
+  zb.stage 0 {
+    %l = zb.input "l" : tensor<f32>
+    %logits = zb.input "logits" : tensor<8x4xf32>
+    %y = zb.input "y" : tensor<8xi64>
+    %s = zb.input "s" : tensor<4x6xf32>
+    zb.phase F(%input.l = "input.l" : tensor<f32>) {
+      zb.yield "loss" = %input.l : tensor<f32>
+    }
+    zb.phase BW(%input.logits = "input.logits" : tensor<8x4xf32>, %input.y = "input.y" : tensor<8xi64>, %input.s = "input.s" : tensor<4x6xf32>, %input.l = "input.l" : tensor<f32>) {
+      // expected-error @+1 {{'zb.vocab_grad' op statistics 'tensor<4x6xf32>' are not 'tensor<4x8xf32>', the 4 planes of the logits' rows}}
+      %dz = zb.vocab_grad %input.logits, %input.y, %input.s, %input.l {first = 0 : i64, vocab = 10 : i64} : (tensor<8x4xf32>, tensor<8xi64>, tensor<4x6xf32>, tensor<f32>) -> tensor<8x4xf32>
+      zb.yield
+    }
+  }
+}

@@ -430,3 +430,31 @@ zb.pipeline @three_stages {
     }
   }
 }
+
+// A rank's shard of an output layer (Note [Softmax over vocabulary shards]
+// in zbc/contracts/VocabShards.h): columns [4, 8) of a vocabulary of 10,
+// its statistics, the loss from them (merged, in a real pipeline, by a
+// zb.reduce softmax over every shard) and the shard's logits gradient.
+// CHECK-LABEL: zb.pipeline @vocab_shard
+// CHECK: %[[S:.+]] = zb.vocab_stats %[[Z:.+]], %[[Y:.+]] {first = 4 : i64, vocab = 10 : i64} : (tensor<8x4xf32>, tensor<8xi64>) -> tensor<4x8xf32>
+// CHECK: zb.vocab_loss %[[S]], %[[Y]] {vocab = 10 : i64} : (tensor<4x8xf32>, tensor<8xi64>) -> tensor<f32>
+// CHECK: zb.vocab_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {first = 4 : i64, ignore_index = -1 : i64, vocab = 10 : i64} : (tensor<8x4xf32>, tensor<8xi64>, tensor<4x8xf32>, tensor<f32>) -> tensor<8x4xf32>
+zb.pipeline @vocab_shard {
+  zb.stage 0 {
+    %x = zb.input "x" : tensor<8x16xf32>
+    %y = zb.label "y" : tensor<8xi64>
+    %w = zb.param "w" init normal(0.02) : tensor<16x4xf32>
+    zb.phase F(%input.x = "input.x" : tensor<8x16xf32>, %param.w = "param.w" : tensor<16x4xf32>, %label.y = "label.y" : tensor<8xi64>) {
+      %z = zb.linear %input.x, %param.w : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+      %s = zb.vocab_stats %z, %label.y {first = 4 : i64, vocab = 10 : i64} : (tensor<8x4xf32>, tensor<8xi64>) -> tensor<4x8xf32>
+      %l = zb.vocab_loss %s, %label.y {vocab = 10 : i64} : (tensor<4x8xf32>, tensor<8xi64>) -> tensor<f32>
+      zb.yield "loss" = %l, "F.0" = %z, "F.1" = %s : tensor<f32>, tensor<8x4xf32>, tensor<4x8xf32>
+    }
+    zb.phase BW(%label.y = "label.y" : tensor<8xi64>, %F.0 = "F.0" : tensor<8x4xf32>, %F.1 = "F.1" : tensor<4x8xf32>, %input.x = "input.x" : tensor<8x16xf32>) {
+      %one = zb.fill 1.0 : tensor<f32>
+      %dz = zb.vocab_grad %F.0, %label.y, %F.1, %one {first = 4 : i64, vocab = 10 : i64, ignore_index = -1 : i64} : (tensor<8x4xf32>, tensor<8xi64>, tensor<4x8xf32>, tensor<f32>) -> tensor<8x4xf32>
+      %dw = zb.linear_grad_weight %input.x, %dz : (tensor<8x16xf32>, tensor<8x4xf32>) -> tensor<16x4xf32>
+      zb.yield "grad.w" = %dw : tensor<16x4xf32>
+    }
+  }
+}

@@ -383,4 +383,119 @@ FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
   });
 }
 
+//===----------------------------------------------------------------------===//
+// The output layer over a vocabulary shard
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Planes [4, rows...] of a shard's statistics for `logits` [rows..., R].
+Shape statsShape(const Tensor &logits) {
+  Shape shape = {4};
+  shape.insert(shape.end(), logits.shape().begin(), logits.shape().end() - 1);
+  return shape;
+}
+} // namespace
+
+FailureOr<Tensor> vocabStats(const Tensor &logits, const Tensor &labels,
+                             int64_t first, int64_t vocab, int64_t ignoreIndex,
+                             std::string &error) {
+  int64_t columns = lastDim(logits.shape()), counted = 0;
+  if (findBadLabel(labels, vocab, ignoreIndex, counted, error))
+    return failure();
+  return byPrecision(logits.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = labels.numElements();
+    Tensor stats = Tensor::zeros(statsShape(logits), logits.precision());
+    T *planes = stats.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *row = logits.data<T>() + r * columns;
+      T max = *std::max_element(row, row + columns);
+      int64_t column = labels.getInt(r) - first;
+      bool held = labels.getInt(r) != ignoreIndex && column >= 0 &&
+                  column < columns;
+      planes[r] = planes[3 * rows + r] = max;
+      planes[rows + r] = logSumExp(row, columns) - max;
+      planes[2 * rows + r] = held ? row[column] : T(0);
+    }
+    return stats;
+  });
+}
+
+std::vector<Tensor> vocabMerge(const std::vector<Tensor> &stats) {
+  std::vector<Tensor> merged = stats;
+  auto merge = [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = stats.front().numElements() / 4;
+    for (int64_t r = 0; r < rows; ++r) {
+      T max = -std::numeric_limits<T>::infinity(), sum = 0, target = 0;
+      for (const Tensor &shard : stats)
+        max = std::max(max, shard.data<T>()[r]);
+      for (const Tensor &shard : stats) {
+        const T *planes = shard.data<T>();
+        sum += std::exp(planes[r] + planes[rows + r] - max);
+        target += planes[2 * rows + r];
+      }
+      for (Tensor &shard : merged) {
+        T *planes = shard.data<T>();
+        planes[rows + r] = sum;
+        planes[2 * rows + r] = target;
+        planes[3 * rows + r] = max;
+      }
+    }
+  };
+  if (stats.front().precision() == Precision::F32)
+    merge(float{});
+  else
+    merge(double{});
+  return merged;
+}
+
+FailureOr<Tensor> vocabLoss(const Tensor &stats, const Tensor &labels,
+                            int64_t vocab, int64_t ignoreIndex,
+                            std::string &error) {
+  int64_t counted = 0;
+  if (findBadLabel(labels, vocab, ignoreIndex, counted, error))
+    return failure();
+  return byPrecision(stats.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = labels.numElements();
+    const T *planes = stats.data<T>();
+    T total = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      if (labels.getInt(r) != ignoreIndex)
+        total += planes[3 * rows + r] + std::log(planes[rows + r]) -
+                 planes[2 * rows + r];
+    return Tensor::scalar(counted ? total / static_cast<T>(counted) : T(0),
+                          stats.precision());
+  });
+}
+
+FailureOr<Tensor> vocabGrad(const Tensor &logits, const Tensor &labels,
+                            const Tensor &stats, const Tensor &dloss,
+                            int64_t first, int64_t vocab, int64_t ignoreIndex,
+                            std::string &error) {
+  int64_t columns = lastDim(logits.shape()), counted = 0;
+  if (findBadLabel(labels, vocab, ignoreIndex, counted, error))
+    return failure();
+  return byPrecision(logits.precision(), [&](auto tag) {
+    using T = decltype(tag);
+    int64_t rows = labels.numElements();
+    Tensor dlogits = Tensor::zeros(logits.shape(), logits.precision());
+    const T *planes = stats.data<T>();
+    T scale = counted ? dloss.data<T>()[0] / static_cast<T>(counted) : T(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (labels.getInt(r) == ignoreIndex)
+        continue; // its row stays 0
+      const T *row = logits.data<T>() + r * columns;
+      T lse = planes[3 * rows + r] + std::log(planes[rows + r]);
+      for (int64_t c = 0; c < columns; ++c) {
+        T onehot = first + c == labels.getInt(r) ? 1 : 0;
+        dlogits.data<T>()[r * columns + c] =
+            scale * (std::exp(row[c] - lse) - onehot);
+      }
+    }
+    return dlogits;
+  });
+}
+
 } // namespace zbc::interp::kernels

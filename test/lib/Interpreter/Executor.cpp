@@ -295,6 +295,26 @@ FailureOr<Tensor> Executor::compute(Operation *op) {
                                            in(o.getLossGrad()),
                                            static_cast<int64_t>(o.getIgnoreIndex()), message));
       })
+      .Case([&](zb::VocabStatsOp o) -> FT {
+        return checked(k::vocabStats(
+            in(o.getLogits()), in(o.getLabels()),
+            static_cast<int64_t>(o.getFirst()),
+            static_cast<int64_t>(o.getVocab()),
+            static_cast<int64_t>(o.getIgnoreIndex()), message));
+      })
+      .Case([&](zb::VocabLossOp o) -> FT {
+        return checked(k::vocabLoss(in(o.getStats()), in(o.getLabels()),
+                                    static_cast<int64_t>(o.getVocab()),
+                                    static_cast<int64_t>(o.getIgnoreIndex()),
+                                    message));
+      })
+      .Case([&](zb::VocabGradOp o) -> FT {
+        return checked(k::vocabGrad(
+            in(o.getLogits()), in(o.getLabels()), in(o.getStats()),
+            in(o.getLossGrad()), static_cast<int64_t>(o.getFirst()),
+            static_cast<int64_t>(o.getVocab()),
+            static_cast<int64_t>(o.getIgnoreIndex()), message));
+      })
       .Default([&](Operation *) -> FT {
         return error(op) << "cannot be interpreted";
       });

@@ -583,6 +583,83 @@ TEST(Interpreter, RunPhaseAccumulatesGradKeysAndOverwritesOthers) {
   EXPECT_FALSE(bitwiseEqual(fenv["F.0"], saved));
 }
 
+// Note [Softmax over vocabulary shards]: a phase of the vocabulary shard's
+// ops over two shards of 3 and 2 columns, merged as zb.reduce softmax
+// does, gives zb.cross_entropy and zb.cross_entropy_grad of the whole 5.
+TEST(Interpreter, RunPhaseComputesTheVocabularyShardOps) {
+  // One F phase does it all: its statistics (F.0), and from the merged
+  // ones fed back as input.s, the loss and the shard's gradient (F.1).
+  const char *shardPhase = R"mlir(
+    zb.pipeline @p {
+      zb.stage 0 {
+        %z = zb.input "z" : tensor<4x{C}xf64>
+        %y = zb.label "y" : tensor<4xi64>
+        %s = zb.input "s" : tensor<4x4xf64>
+        zb.phase F(%input.z = "input.z" : tensor<4x{C}xf64>, %label.y = "label.y" : tensor<4xi64>, %input.s = "input.s" : tensor<4x4xf64>) {
+          %stats = zb.vocab_stats %input.z, %label.y {first = {FIRST} : i64, vocab = 5 : i64} : (tensor<4x{C}xf64>, tensor<4xi64>) -> tensor<4x4xf64>
+          %half = zb.fill 0.5 : tensor<f64>
+          %l = zb.vocab_loss %input.s, %label.y {vocab = 5 : i64} : (tensor<4x4xf64>, tensor<4xi64>) -> tensor<f64>
+          %dz = zb.vocab_grad %input.z, %label.y, %input.s, %half {first = {FIRST} : i64, vocab = 5 : i64} : (tensor<4x{C}xf64>, tensor<4xi64>, tensor<4x4xf64>, tensor<f64>) -> tensor<4x{C}xf64>
+          zb.yield "loss" = %l, "F.0" = %stats, "F.1" = %dz : tensor<f64>, tensor<4x4xf64>, tensor<4x{C}xf64>
+        }
+        zb.phase BW() {
+          zb.yield
+        }
+      }
+    })mlir";
+  Tensor logits = Tensor::zeros({4, 5}, F64);
+  for (int64_t i = 0; i < 20; ++i)
+    logits.set(i, std::sin(1.7 * double(i)) * 3);
+  Tensor labels = Tensor::fromInts({4}, {4, 0, -100, 2});
+  std::vector<Tensor> stats, shards;
+  std::vector<TensorMap> envs;
+  std::vector<std::unique_ptr<Parsed>> parsed;
+  for (auto [first, columns] : {std::pair<int64_t, int64_t>{0, 3}, {3, 2}}) {
+    std::string text = shardPhase;
+    for (auto [key, value] :
+         {std::pair<std::string, int64_t>{"{C}", columns}, {"{FIRST}", first}})
+      for (size_t at; (at = text.find(key)) != std::string::npos;)
+        text.replace(at, key.size(), std::to_string(value));
+    parsed.push_back(std::make_unique<Parsed>(text));
+    auto stage = parsed.back()->first<zb::StageOp>();
+    ASSERT_TRUE(stage) << parsed.back()->allDiags();
+    Tensor shard = Tensor::zeros({4, columns}, F64);
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < columns; ++c)
+        shard.set(r * columns + c, logits.get(r * 5 + first + c));
+    TensorMap env = {{"input.z", shard},
+                     {"label.y", labels},
+                     {"input.s", Tensor::filled({4, 4}, F64, 1.0)}};
+    ASSERT_TRUE(succeeded(
+        runPhase(stage.getPhase(zb::ComputeKind::F), env, F64)))
+        << parsed.back()->allDiags();
+    stats.push_back(env["F.0"]);
+    shards.push_back(shard);
+    envs.push_back(env);
+  }
+  std::vector<Tensor> merged = kernels::vocabMerge(stats);
+  std::string error;
+  Tensor whole = *kernels::crossEntropy(logits, labels, -100, error);
+  Tensor wholeGrad = *kernels::crossEntropyGrad(
+      logits, labels, Tensor::scalar(0.5, F64), -100, error);
+  int64_t firsts[] = {0, 3};
+  for (size_t k = 0; k < 2; ++k) {
+    envs[k]["input.s"] = merged[k];
+    auto stage = parsed[k]->first<zb::StageOp>();
+    ASSERT_TRUE(succeeded(
+        runPhase(stage.getPhase(zb::ComputeKind::F), envs[k], F64)))
+        << parsed[k]->allDiags();
+    EXPECT_NEAR(envs[k]["loss"].get(0), whole.get(0), 1e-12);
+    const Tensor &dz = envs[k]["F.1"];
+    int64_t columns = shards[k].shape()[1];
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t c = 0; c < columns; ++c)
+        EXPECT_NEAR(dz.get(r * columns + c),
+                    wholeGrad.get(r * 5 + firsts[k] + c), 1e-12)
+            << "shard " << k << " row " << r << " column " << c;
+  }
+}
+
 TEST(Interpreter, RunPhaseReportsMissingKeyAndLeavesEnvUnchanged) {
   TinyPipeline t;
   ASSERT_TRUE(t.model && t.pipeline) << t.ir.allDiags();

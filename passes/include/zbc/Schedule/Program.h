@@ -106,8 +106,9 @@ enum class CollectiveKind : uint8_t {
 inline bool isValueCollective(CollectiveKind kind) {
   return kind == CollectiveKind::Broadcast || kind == CollectiveKind::Reduce;
 }
-/// How a Reduce combines its members' values.
-enum class Reduction : uint8_t { Sum, Max };
+/// How a Reduce combines its members' values (Softmax: the merge of
+/// zb.vocab_stats' planes, Note [Softmax over vocabulary shards]).
+enum class Reduction : uint8_t { Sum, Max, Softmax };
 
 struct ProgramOp {
   OpClass what = OpClass::Compute;

@@ -48,7 +48,9 @@ std::string Program::name(const ProgramOp &op) const {
       std::string text =
           op.collective == CollectiveKind::Broadcast
               ? "broadcast"
-              : std::string(op.reduction == Reduction::Max ? "max" : "sum") +
+              : std::string(op.reduction == Reduction::Max       ? "max"
+                            : op.reduction == Reduction::Softmax ? "softmax"
+                                                                 : "sum") +
                     (op.root < 0 ? " all-reduce" : " reduce");
       text += " of \"" + op.key + "\" mb " + std::to_string(op.microbatch);
       if (op.root >= 0)

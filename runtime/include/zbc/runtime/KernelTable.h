@@ -196,6 +196,22 @@ zbc_rt_attention_grad_workspace(int64_t batch, int64_t seq, int64_t heads,
   B(In, logits, rows * classes) B(Indices, labels, rows) B(In, dloss, 1)       \
       B(Out, dlogits, rows * classes) D(rows) D(classes) D(ignore_index)
 
+/* The output layer over a vocabulary shard (Note [Softmax over vocabulary
+ * shards] in zbc/contracts/VocabShards.h): logits [rows, columns] are the
+ * columns [first, first + columns) of `vocab`; stats are the planes
+ * [m, l, t, m] per row, merged by zb.reduce softmax into [m, S, T, M]. */
+#define ZBC_RT_SIG_VOCAB_STATS(B, D, R)                                        \
+  B(In, logits, rows * columns) B(Indices, labels, rows)                       \
+      B(Out, stats, 4 * rows) D(rows) D(columns) D(first) D(vocab)             \
+          D(ignore_index)
+#define ZBC_RT_SIG_VOCAB_LOSS(B, D, R)                                         \
+  B(In, stats, 4 * rows) B(Indices, labels, rows) B(Out, loss, 1) D(rows)      \
+      D(vocab) D(ignore_index)
+#define ZBC_RT_SIG_VOCAB_GRAD(B, D, R)                                         \
+  B(In, logits, rows * columns) B(Indices, labels, rows)                       \
+      B(In, stats, 4 * rows) B(In, dloss, 1) B(Out, dlogits, rows * columns)   \
+          D(rows) D(columns) D(first) D(vocab) D(ignore_index)
+
 /* The rows: ZBC_RT_KERNEL_ROW(NAME, METHOD, OP, SIGNATURE). */
 #define ZBC_RT_KERNELS(ZBC_RT_KERNEL_ROW)                                      \
   ZBC_RT_KERNEL_ROW(linear, linear, LinearOp, ZBC_RT_SIG_LINEAR)               \
@@ -247,7 +263,11 @@ zbc_rt_attention_grad_workspace(int64_t batch, int64_t seq, int64_t heads,
   ZBC_RT_KERNEL_ROW(attention_grad, attentionGrad, AttentionGradOp,            \
                     ZBC_RT_SIG_ATTENTION_GRAD)                                 \
   ZBC_RT_KERNEL_ROW(cross_entropy_grad, crossEntropyGrad, CrossEntropyGradOp,  \
-                    ZBC_RT_SIG_CROSS_ENTROPY_GRAD)
+                    ZBC_RT_SIG_CROSS_ENTROPY_GRAD)                             \
+  ZBC_RT_KERNEL_ROW(vocab_stats, vocabStats, VocabStatsOp,                     \
+                    ZBC_RT_SIG_VOCAB_STATS)                                    \
+  ZBC_RT_KERNEL_ROW(vocab_loss, vocabLoss, VocabLossOp, ZBC_RT_SIG_VOCAB_LOSS) \
+  ZBC_RT_KERNEL_ROW(vocab_grad, vocabGrad, VocabGradOp, ZBC_RT_SIG_VOCAB_GRAD)
 
 /* The C ABI's parameters of a signature: ids, then dims, then reals (in
  * the order listed, which puts every buffer first). */

@@ -221,6 +221,29 @@ cudaError_t crossEntropyGrad(Dtype dtype, IndexType indexType,
                              int64_t *counted, DeviceIndexError *error,
                              int32_t op, cudaStream_t stream);
 
+/// The output layer over a vocabulary shard (Note [Softmax over vocabulary
+/// shards]): logits [rows, columns] are the columns [first, first +
+/// columns) of `vocab`; stats are the planes [m, l, t, M] of KernelTable.h.
+/// vocabGrad counts the labels not ignored into `counted` first, as
+/// crossEntropyGrad does.
+cudaError_t vocabStats(Dtype dtype, IndexType indexType, const void *logits,
+                       const void *labels, void *stats, int64_t rows,
+                       int64_t columns, int64_t first, int64_t vocab,
+                       int64_t ignoreIndex, DeviceIndexError *error,
+                       int32_t op, cudaStream_t stream);
+cudaError_t vocabLoss(Dtype dtype, IndexType indexType, const void *stats,
+                      const void *labels, void *loss, int64_t rows,
+                      int64_t vocab, int64_t ignoreIndex,
+                      DeviceIndexError *error, int32_t op,
+                      cudaStream_t stream);
+cudaError_t vocabGrad(Dtype dtype, IndexType indexType, const void *logits,
+                      const void *labels, const void *stats,
+                      const void *dloss, void *dlogits, int64_t rows,
+                      int64_t columns, int64_t first, int64_t vocab,
+                      int64_t ignoreIndex, int64_t *counted,
+                      DeviceIndexError *error, int32_t op,
+                      cudaStream_t stream);
+
 //===----------------------------------------------------------------------===//
 // Accumulation, conversion, optimizers (fp32 state)
 //===----------------------------------------------------------------------===//

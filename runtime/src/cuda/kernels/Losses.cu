@@ -1,6 +1,7 @@
 //===- Losses.cu - the index-reading ops: embedding, cross entropy --------===//
 //
-// embedding, embeddingGrad, crossEntropy and crossEntropyGrad, for int32 and
+// embedding, embeddingGrad, crossEntropy and crossEntropyGrad, and the
+// vocabulary shard's vocabStats, vocabLoss and vocabGrad, for int32 and
 // int64 indices. Every index is read through readIndex (Common.cuh): a bad
 // one is clamped into range and the first met is recorded in the caller's
 // DeviceIndexError. Kernels.cpp's math, fastExp included (-fmad=false):
@@ -194,6 +195,99 @@ __global__ void crossEntropyGradKernel(const T *logits, const I *labels,
   }
 }
 
+// The output layer over a vocabulary shard (Note [Softmax over vocabulary
+// shards]; Kernels.cpp's vocabShard*): statistics planes [m, l, t, M] per
+// row of `rows`.
+
+/// One block per row: its max, log-sum and target logit, the max twice.
+template <typename T, typename I>
+__global__ void vocabStatsKernel(const T *logits, const I *labels, T *stats,
+                                 int64_t rows, int64_t columns, int64_t first,
+                                 int64_t vocab, int64_t ignoreIndex,
+                                 DeviceIndexError *error, int32_t op) {
+  __shared__ float scratch[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *row = logits + r * columns;
+    float2 lse = rowLogSumExp(row, columns, scratch);
+    if (threadIdx.x == 0) {
+      float target = 0.0f;
+      if (counts(labels, r, ignoreIndex)) {
+        const int64_t column = readIndex(labels, r, vocab, error, op) - first;
+        if (column >= 0 && column < columns)
+          target = toFloat(row[column]);
+      }
+      stats[r] = stats[3 * rows + r] = fromFloat<T>(lse.x);
+      stats[rows + r] = fromFloat<T>(lse.y);
+      stats[2 * rows + r] = fromFloat<T>(target);
+    }
+    __syncthreads(); // scratch is reused by the next row
+  }
+}
+
+/// One block: each thread's rows summed in double, then the threads' sums
+/// in a fixed order, as the CPU's double total (deterministic).
+template <typename T, typename I>
+__global__ void __launch_bounds__(1024)
+    vocabLossKernel(const T *stats, const I *labels, T *loss, int64_t rows,
+                    int64_t vocab, int64_t ignoreIndex,
+                    DeviceIndexError *error, int32_t op) {
+  __shared__ double totals[1024];
+  __shared__ int64_t counted[1024];
+  double total = 0.0;
+  int64_t count = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    if (!counts(labels, r, ignoreIndex))
+      continue;
+    readIndex(labels, r, vocab, error, op);
+    total += static_cast<double>(
+        (toFloat(stats[3 * rows + r]) - toFloat(stats[2 * rows + r])) +
+        logf(toFloat(stats[rows + r])));
+    ++count;
+  }
+  totals[threadIdx.x] = total;
+  counted[threadIdx.x] = count;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double sum = 0.0;
+    int64_t n = 0;
+    for (unsigned t = 0; t < blockDim.x; ++t) {
+      sum += totals[t];
+      n += counted[t];
+    }
+    *loss = fromFloat<T>(n ? static_cast<float>(sum / static_cast<double>(n))
+                           : 0.0f);
+  }
+}
+
+/// One block per row, as crossEntropyGradKernel with the merged M and S.
+template <typename T, typename I>
+__global__ void vocabGradKernel(const T *logits, const I *labels,
+                                const T *stats, const T *dloss, T *dlogits,
+                                int64_t rows, int64_t columns, int64_t first,
+                                int64_t vocab, int64_t ignoreIndex,
+                                const int64_t *counted,
+                                DeviceIndexError *error, int32_t op) {
+  const int64_t count = *counted;
+  const float scale =
+      count ? toFloat(dloss[0]) / static_cast<float>(count) : 0.0f;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *row = logits + r * columns;
+    T *out = dlogits + r * columns;
+    if (!counts(labels, r, ignoreIndex)) { // block-uniform
+      for (int64_t c = threadIdx.x; c < columns; c += blockDim.x)
+        out[c] = fromFloat<T>(0.0f);
+      continue;
+    }
+    const int64_t label = readIndex(labels, r, vocab, error, op) - first;
+    const float max = toFloat(stats[3 * rows + r]);
+    const float logSum = logf(toFloat(stats[rows + r]));
+    for (int64_t c = threadIdx.x; c < columns; c += blockDim.x) {
+      float p = fastExp((toFloat(row[c]) - max) - logSum);
+      out[c] = fromFloat<T>(c == label ? scale * (p - 1.0f) : scale * p);
+    }
+  }
+}
+
 template <typename F>
 cudaError_t dispatchIndex(IndexType indexType, F &&body) {
   if (indexType == IndexType::I32)
@@ -288,6 +382,64 @@ cudaError_t crossEntropyGrad(Dtype dtype, IndexType indexType,
               static_cast<const T *>(logits), static_cast<const I *>(labels),
               static_cast<const T *>(dloss), static_cast<T *>(dlogits), rows,
               classes, ignoreIndex, counted, error, op);
+    });
+  });
+}
+
+cudaError_t vocabStats(Dtype dtype, IndexType indexType, const void *logits,
+                       const void *labels, void *stats, int64_t rows,
+                       int64_t columns, int64_t first, int64_t vocab,
+                       int64_t ignoreIndex, DeviceIndexError *error,
+                       int32_t op, cudaStream_t stream) {
+  if (rows <= 0 || columns <= 0)
+    return cudaSuccess;
+  return dispatchIndex(indexType, [&](auto tag) {
+    using I = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+    ZBC_CUDA_DISPATCH(dtype, {
+      vocabStatsKernel<T, I><<<rowBlocks(rows), rowThreads(columns), 0,
+                               stream>>>(
+          static_cast<const T *>(logits), static_cast<const I *>(labels),
+          static_cast<T *>(stats), rows, columns, first, vocab, ignoreIndex,
+          error, op);
+    });
+  });
+}
+
+cudaError_t vocabLoss(Dtype dtype, IndexType indexType, const void *stats,
+                      const void *labels, void *loss, int64_t rows,
+                      int64_t vocab, int64_t ignoreIndex,
+                      DeviceIndexError *error, int32_t op,
+                      cudaStream_t stream) {
+  return dispatchIndex(indexType, [&](auto tag) {
+    using I = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+    ZBC_CUDA_DISPATCH(dtype, {
+      vocabLossKernel<T, I><<<1, 1024, 0, stream>>>(
+          static_cast<const T *>(stats), static_cast<const I *>(labels),
+          static_cast<T *>(loss), rows, vocab, ignoreIndex, error, op);
+    });
+  });
+}
+
+cudaError_t vocabGrad(Dtype dtype, IndexType indexType, const void *logits,
+                      const void *labels, const void *stats,
+                      const void *dloss, void *dlogits, int64_t rows,
+                      int64_t columns, int64_t first, int64_t vocab,
+                      int64_t ignoreIndex, int64_t *counted,
+                      DeviceIndexError *error, int32_t op,
+                      cudaStream_t stream) {
+  if (rows <= 0 || columns <= 0)
+    return cudaSuccess;
+  return dispatchIndex(indexType, [&](auto tag) {
+    using I = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+    countLabelsKernel<I><<<1, 1024, 0, stream>>>(
+        static_cast<const I *>(labels), rows, ignoreIndex, counted);
+    ZBC_CUDA_DISPATCH(dtype, {
+      vocabGradKernel<T, I><<<rowBlocks(rows), rowThreads(columns), 0,
+                              stream>>>(
+          static_cast<const T *>(logits), static_cast<const I *>(labels),
+          static_cast<const T *>(stats), static_cast<const T *>(dloss),
+          static_cast<T *>(dlogits), rows, columns, first, vocab, ignoreIndex,
+          counted, error, op);
     });
   });
 }

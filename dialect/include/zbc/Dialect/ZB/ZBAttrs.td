@@ -45,11 +45,14 @@ def ZB_Payload : I32EnumAttr<"Payload", "what a point-to-point transfer carries"
   let cppNamespace = "::zbc::zb";
 }
 
-// How a zb.reduce combines its members' values, element by element.
+// How a zb.reduce combines its members' values: element by element (sum,
+// max), or softmax, the merge of zb.vocab_stats' planes (Note [Softmax
+// over vocabulary shards] in zbc/contracts/VocabShards.h).
 def ZB_ReductionSum : I32EnumAttrCase<"Sum", 0, "sum">;
 def ZB_ReductionMax : I32EnumAttrCase<"Max", 1, "max">;
+def ZB_ReductionSoftmax : I32EnumAttrCase<"Softmax", 2, "softmax">;
 def ZB_Reduction : I32EnumAttr<"Reduction", "how a reduction combines values",
-    [ZB_ReductionSum, ZB_ReductionMax]> {
+    [ZB_ReductionSum, ZB_ReductionMax, ZB_ReductionSoftmax]> {
   let cppNamespace = "::zbc::zb";
 }
 

@@ -396,6 +396,89 @@ def ZB_CrossEntropyGradOp : ZB_BackwardOp<"cross_entropy_grad"> {
   }];
 }
 
+// The output layer over one vocabulary shard (Note [Softmax over
+// vocabulary shards] in runtime/contracts/include/zbc/contracts/
+// VocabShards.h): the logits are a rank's columns [first, first + R) of a
+// vocabulary of `vocab`; labels name columns of the whole.
+class ZB_VocabShardOp<string mnemonic> : ZB_BackwardOp<mnemonic> {
+  code vocabDecls = [{
+    /// The statistics' type for `logits` [..., R]: [4, ...], f32 or bf16
+    /// as the logits.
+    static mlir::RankedTensorType statsTypeOf(mlir::RankedTensorType logits);
+  }];
+}
+
+def ZB_VocabStatsOp : ZB_VocabShardOp<"vocab_stats"> {
+  let summary = "a vocabulary shard's softmax statistics, per row";
+  let description = [{
+    Planes [m, l, t, m] of each row of the shard's logits: its max m, log
+    sum exp(z - m), and t, the logit of the row's label where the shard
+    holds it (0 elsewhere, and for an ignored label). A `zb.reduce softmax`
+    over every shard merges them in place into [m, S, T, M]: M the max of
+    every shard's m, S the sum of exp(m + l - M), T the sum of t; the
+    fourth plane is the all-reduce's target, so the shard's own m stays.
+
+    ```mlir
+    %stats = zb.vocab_stats %logits, %labels {first = 512 : i64, vocab = 1000 : i64} : (tensor<8x488xf32>, tensor<8xi64>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$logits, ZB_IndexTensor:$labels,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$first,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$vocab,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = vocabDecls;
+}
+
+def ZB_VocabLossOp : ZB_VocabShardOp<"vocab_loss"> {
+  let summary = "the mean cross-entropy from merged vocabulary statistics";
+  let description = [{
+    zb.cross_entropy of the whole logits from the merged statistics
+    [m, S, T, M] of a `zb.reduce softmax`: the mean over the rows whose
+    label is not `ignore_index` of M + log S - T (0 when every label is).
+
+    ```mlir
+    %loss = zb.vocab_loss %stats, %labels {vocab = 1000 : i64} : (tensor<4x8xf32>, tensor<8xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$stats, ZB_IndexTensor:$labels,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$vocab,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs ZB_ScalarFloatTensor:$result);
+  let assemblyFormat = [{
+    $stats `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = vocabDecls;
+}
+
+def ZB_VocabGradOp : ZB_VocabShardOp<"vocab_grad"> {
+  let summary = "a vocabulary shard's columns of the cross-entropy's "
+                "logits gradient";
+  let description = [{
+    zb.cross_entropy_grad of the whole logits, on this shard's columns:
+    dloss (exp(z - M - log S) - onehot(labels)) / N from the merged
+    statistics [m, S, T, M], N the labels that are not `ignore_index`
+    (their rows 0).
+
+    ```mlir
+    %dz = zb.vocab_grad %logits, %labels, %stats, %dloss {first = 512 : i64, vocab = 1000 : i64} : (tensor<8x488xf32>, tensor<8xi64>, tensor<4x8xf32>, tensor<f32>) -> tensor<8x488xf32>
+    ```
+  }];
+  let arguments = (ins ZB_FloatTensor:$logits, ZB_IndexTensor:$labels,
+                       ZB_FloatTensor:$stats, ZB_ScalarFloatTensor:$lossGrad,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$first,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$vocab,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs ZB_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $stats `,` $lossGrad attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = vocabDecls;
+}
+
 } // opDocGroup = ZB_BackwardGroup
 
 #endif // ZBC_DIALECT_ZB_ZBBACKWARDOPS_TD

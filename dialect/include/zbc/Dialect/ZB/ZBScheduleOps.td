@@ -324,8 +324,11 @@ def ZB_ReduceOp : ZB_ValueCollectiveOp<"reduce"> {
   let summary = "combines one microbatch's tensor over a group, element by "
                 "element";
   let description = [{
-    Starts combining (`sum` or `max`) the tensor `key` of microbatch `mb`
-    that every member of the group `over` gives, in place: with `to R`
+    Starts combining the tensor `key` of microbatch `mb` that every member
+    of the group `over` gives, in place: `sum` or `max` element by
+    element, or `softmax`, the merge of `zb.vocab_stats`' planes [m, l, t,
+    m] into [m, S, T, M] (Note [Softmax over vocabulary shards] in
+    runtime/contracts/include/zbc/contracts/VocabShards.h). With `to R`
     only rank R gets the result (a reduce), without it every member does
     (an all-reduce). Completes when every member has issued its match.
     Vocabulary parallelism takes the maximum and the sums of the online

@@ -27,9 +27,15 @@
 // unsplit softmax (the terms of S are grouped by shard), so the loss and
 // every gradient agree to rounding. An ignored label (-100) adds nothing:
 // its t_r is 0 everywhere and its gradient row 0.
-// The CPU kernels (runtime/src/cpu/kernels/Kernels.h: vocabShardStats,
-// vocabShardSums, vocabShardLoss, vocabShardGrad) compute each step;
-// test/Runtime/VocabShardsTest.cpp holds them to the unsplit kernels.
+// In the IR a rank's zb.vocab_stats writes the planes [m, l, t, m] of its
+// rows; one zb.reduce softmax over the ranks merges them in place into
+// [m, S, T, M] (an all-reduce max of the last plane, each rank's rescale
+// of the second, exp(m + l - M), and an all-reduce sum of the second and
+// third); zb.vocab_loss and zb.vocab_grad read those. The CPU kernels
+// (runtime/src/cpu/kernels/Kernels.h: vocabShardStats, vocabShardSums,
+// vocabShardLoss, vocabShardGrad) compute each step;
+// test/Runtime/VocabShardsTest.cpp holds them to the unsplit kernels, and
+// the kernel conformance suite the ops' kernels to the oracle.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ZBC_CONTRACTS_VOCABSHARDS_H

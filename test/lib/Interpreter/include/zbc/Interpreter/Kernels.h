@@ -20,6 +20,8 @@
 #define ZBC_INTERPRETER_KERNELS_H
 
 #include "zbc/Interpreter/Tensor.h"
+
+#include <vector>
 #include "zbc/Support/LLVM.h"
 
 #include <string>
@@ -146,6 +148,29 @@ AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,
 FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
                                    const Tensor &dloss, int64_t ignoreIndex,
                                    std::string &error);
+
+/// The output layer over a vocabulary shard (Note [Softmax over vocabulary
+/// shards] in zbc/contracts/VocabShards.h): `logits` [..., R] are the
+/// columns [first, first + R) of `vocab`.
+/// zb.vocab_stats: planes [m, l, t, m] [4, ...] of each row. Fails on a
+/// label outside [0, vocab) that is not `ignoreIndex`.
+FailureOr<Tensor> vocabStats(const Tensor &logits, const Tensor &labels,
+                             int64_t first, int64_t vocab, int64_t ignoreIndex,
+                             std::string &error);
+/// zb.reduce softmax over every shard's statistics, in the shards' order:
+/// each shard's planes become [its m, S, T, M].
+std::vector<Tensor> vocabMerge(const std::vector<Tensor> &stats);
+/// zb.vocab_loss: the mean over the rows whose label is not `ignoreIndex`
+/// of M + log S - T.
+FailureOr<Tensor> vocabLoss(const Tensor &stats, const Tensor &labels,
+                            int64_t vocab, int64_t ignoreIndex,
+                            std::string &error);
+/// zb.vocab_grad: dloss (exp(z - M - log S) - onehot) / N on the shard's
+/// columns.
+FailureOr<Tensor> vocabGrad(const Tensor &logits, const Tensor &labels,
+                            const Tensor &stats, const Tensor &dloss,
+                            int64_t first, int64_t vocab, int64_t ignoreIndex,
+                            std::string &error);
 
 } // namespace zbc::interp::kernels
 
