@@ -328,11 +328,10 @@ public:
     const float *l = f.in(logits, rows * classes);
     float *out = f.out(loss, 1);
     cpu::IndexError error;
-    bool ok = labels.element == ZBC_RT_I32
-                  ? cpu::crossEntropy(l, static_cast<const int32_t *>(labels.data),
-                                      out, rows, classes, ignoreIndex, &error)
-                  : cpu::crossEntropy(l, static_cast<const int64_t *>(labels.data),
-                                      out, rows, classes, ignoreIndex, &error);
+    bool ok = withLabels(labels, [&](const auto *ids) {
+      return cpu::crossEntropy(l, ids, out, rows, classes, ignoreIndex,
+                               &error);
+    });
     if (!ok)
       return indexError(error, "label");
     f.finish();
@@ -505,12 +504,10 @@ public:
     const float *d = f.in(dloss, 1);
     float *out = f.out(dlogits, rows * classes);
     cpu::IndexError error;
-    bool ok =
-        labels.element == ZBC_RT_I32
-            ? cpu::crossEntropyGrad(l, static_cast<const int32_t *>(labels.data),
-                                    d, out, rows, classes, ignoreIndex, &error)
-            : cpu::crossEntropyGrad(l, static_cast<const int64_t *>(labels.data),
-                                    d, out, rows, classes, ignoreIndex, &error);
+    bool ok = withLabels(labels, [&](const auto *ids) {
+      return cpu::crossEntropyGrad(l, ids, d, out, rows, classes, ignoreIndex,
+                                   &error);
+    });
     if (!ok)
       return indexError(error, "label");
     f.finish();

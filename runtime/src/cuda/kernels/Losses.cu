@@ -167,28 +167,53 @@ __global__ void countLabelsKernel(const I *labels, int64_t rows,
     *counted = count;
 }
 
-template <typename T, typename I>
+/// Each row's softmax max and log-sum for a cross-entropy's gradient: the
+/// row's own (crossEntropyGrad), by the whole block ...
+struct OwnSoftmax {
+  template <typename T>
+  __device__ float2 operator()(const T *row, int64_t, int64_t n,
+                               float *scratch) const {
+    return rowLogSumExp(row, n, scratch);
+  }
+};
+/// ... or over every shard, from the merged statistics [m, S, T, M]
+/// (vocabGrad).
+template <typename T> struct MergedSoftmax {
+  const T *stats;
+  int64_t rows;
+  __device__ float2 operator()(const T *, int64_t r, int64_t,
+                               float *) const {
+    return make_float2(toFloat(stats[3 * rows + r]),
+                       logf(toFloat(stats[rows + r])));
+  }
+};
+
+/// One block per row of the columns [first, first + columns) of `classes`:
+/// the rows of ignored labels 0, the others scale (softmax - onehot).
+template <typename T, typename I, typename Softmax>
 __global__ void crossEntropyGradKernel(const T *logits, const I *labels,
                                        const T *dloss, T *dlogits,
-                                       int64_t rows, int64_t classes,
+                                       int64_t rows, int64_t columns,
+                                       int64_t classes, int64_t first,
                                        int64_t ignoreIndex,
                                        const int64_t *counted,
-                                       DeviceIndexError *error, int32_t op) {
+                                       DeviceIndexError *error, int32_t op,
+                                       Softmax softmaxOf) {
   __shared__ float scratch[32];
   const int64_t count = *counted;
   const float scale =
       count ? toFloat(dloss[0]) / static_cast<float>(count) : 0.0f;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *row = logits + r * classes;
-    T *out = dlogits + r * classes;
+    const T *row = logits + r * columns;
+    T *out = dlogits + r * columns;
     if (!counts(labels, r, ignoreIndex)) { // block-uniform
-      for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
+      for (int64_t c = threadIdx.x; c < columns; c += blockDim.x)
         out[c] = fromFloat<T>(0.0f);
       continue;
     }
-    const int64_t label = readIndex(labels, r, classes, error, op);
-    float2 lse = rowLogSumExp(row, classes, scratch);
-    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+    const int64_t label = readIndex(labels, r, classes, error, op) - first;
+    float2 lse = softmaxOf(row, r, columns, scratch);
+    for (int64_t c = threadIdx.x; c < columns; c += blockDim.x) {
       float p = fastExp((toFloat(row[c]) - lse.x) - lse.y);
       out[c] = fromFloat<T>(c == label ? scale * (p - 1.0f) : scale * p);
     }
@@ -259,35 +284,6 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-/// One block per row, as crossEntropyGradKernel with the merged M and S.
-template <typename T, typename I>
-__global__ void vocabGradKernel(const T *logits, const I *labels,
-                                const T *stats, const T *dloss, T *dlogits,
-                                int64_t rows, int64_t columns, int64_t first,
-                                int64_t vocab, int64_t ignoreIndex,
-                                const int64_t *counted,
-                                DeviceIndexError *error, int32_t op) {
-  const int64_t count = *counted;
-  const float scale =
-      count ? toFloat(dloss[0]) / static_cast<float>(count) : 0.0f;
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *row = logits + r * columns;
-    T *out = dlogits + r * columns;
-    if (!counts(labels, r, ignoreIndex)) { // block-uniform
-      for (int64_t c = threadIdx.x; c < columns; c += blockDim.x)
-        out[c] = fromFloat<T>(0.0f);
-      continue;
-    }
-    const int64_t label = readIndex(labels, r, vocab, error, op) - first;
-    const float max = toFloat(stats[3 * rows + r]);
-    const float logSum = logf(toFloat(stats[rows + r]));
-    for (int64_t c = threadIdx.x; c < columns; c += blockDim.x) {
-      float p = fastExp((toFloat(row[c]) - max) - logSum);
-      out[c] = fromFloat<T>(c == label ? scale * (p - 1.0f) : scale * p);
-    }
-  }
-}
-
 template <typename F>
 cudaError_t dispatchIndex(IndexType indexType, F &&body) {
   if (indexType == IndexType::I32)
@@ -305,6 +301,40 @@ unsigned rowBlocks(int64_t rows) {
 int rowThreads(int64_t n) {
   int64_t t = (n / 8 + 31) / 32 * 32;
   return static_cast<int>(t < 32 ? 32 : t > 1024 ? 1024 : t);
+}
+
+/// crossEntropyGradKernel over the columns [first, first + columns) of
+/// `classes`, after counting the labels: each row's softmax its own
+/// (`stats` null) or from merged vocabulary statistics.
+cudaError_t launchCrossEntropyGrad(Dtype dtype, IndexType indexType,
+                                   const void *logits, const void *labels,
+                                   const void *stats, const void *dloss,
+                                   void *dlogits, int64_t rows,
+                                   int64_t columns, int64_t classes,
+                                   int64_t first, int64_t ignoreIndex,
+                                   int64_t *counted, DeviceIndexError *error,
+                                   int32_t op, cudaStream_t stream) {
+  if (rows <= 0 || columns <= 0)
+    return cudaSuccess;
+  return dispatchIndex(indexType, [&](auto tag) {
+    using I = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
+    countLabelsKernel<I><<<1, 1024, 0, stream>>>(
+        static_cast<const I *>(labels), rows, ignoreIndex, counted);
+    ZBC_CUDA_DISPATCH(dtype, {
+      auto launch = [&](auto softmaxOf) {
+        crossEntropyGradKernel<<<rowBlocks(rows), rowThreads(columns), 0,
+                                 stream>>>(
+            static_cast<const T *>(logits), static_cast<const I *>(labels),
+            static_cast<const T *>(dloss), static_cast<T *>(dlogits), rows,
+            columns, classes, first, ignoreIndex, counted, error, op,
+            softmaxOf);
+      };
+      if (stats)
+        launch(MergedSoftmax<T>{static_cast<const T *>(stats), rows});
+      else
+        launch(OwnSoftmax{});
+    });
+  });
 }
 
 } // namespace
@@ -370,20 +400,10 @@ cudaError_t crossEntropyGrad(Dtype dtype, IndexType indexType,
                              int64_t classes, int64_t ignoreIndex,
                              int64_t *counted, DeviceIndexError *error,
                              int32_t op, cudaStream_t stream) {
-  if (rows <= 0 || classes <= 0)
-    return cudaSuccess;
-  return dispatchIndex(indexType, [&](auto tag) {
-    using I = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
-    countLabelsKernel<I><<<1, 1024, 0, stream>>>(
-        static_cast<const I *>(labels), rows, ignoreIndex, counted);
-    ZBC_CUDA_DISPATCH(dtype, {
-      crossEntropyGradKernel<T, I>
-          <<<rowBlocks(rows), rowThreads(classes), 0, stream>>>(
-              static_cast<const T *>(logits), static_cast<const I *>(labels),
-              static_cast<const T *>(dloss), static_cast<T *>(dlogits), rows,
-              classes, ignoreIndex, counted, error, op);
-    });
-  });
+  return launchCrossEntropyGrad(dtype, indexType, logits, labels,
+                                /*stats=*/nullptr, dloss, dlogits, rows,
+                                classes, classes, 0, ignoreIndex, counted,
+                                error, op, stream);
 }
 
 cudaError_t vocabStats(Dtype dtype, IndexType indexType, const void *logits,
@@ -427,21 +447,9 @@ cudaError_t vocabGrad(Dtype dtype, IndexType indexType, const void *logits,
                       int64_t ignoreIndex, int64_t *counted,
                       DeviceIndexError *error, int32_t op,
                       cudaStream_t stream) {
-  if (rows <= 0 || columns <= 0)
-    return cudaSuccess;
-  return dispatchIndex(indexType, [&](auto tag) {
-    using I = std::remove_const_t<std::remove_pointer_t<decltype(tag)>>;
-    countLabelsKernel<I><<<1, 1024, 0, stream>>>(
-        static_cast<const I *>(labels), rows, ignoreIndex, counted);
-    ZBC_CUDA_DISPATCH(dtype, {
-      vocabGradKernel<T, I><<<rowBlocks(rows), rowThreads(columns), 0,
-                              stream>>>(
-          static_cast<const T *>(logits), static_cast<const I *>(labels),
-          static_cast<const T *>(stats), static_cast<const T *>(dloss),
-          static_cast<T *>(dlogits), rows, columns, first, vocab, ignoreIndex,
-          counted, error, op);
-    });
-  });
+  return launchCrossEntropyGrad(dtype, indexType, logits, labels, stats,
+                                dloss, dlogits, rows, columns, vocab, first,
+                                ignoreIndex, counted, error, op, stream);
 }
 
 } // namespace zbc::rt::cuda
