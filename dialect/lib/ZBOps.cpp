@@ -616,6 +616,13 @@ LogicalResult BroadcastOp::verify() {
   return verifyValueCollective(*this, getRoot());
 }
 LogicalResult ReduceOp::verify() {
+  // The softmax merge reads and writes zb.vocab_stats' four planes.
+  auto type = cast<RankedTensorType>(getType());
+  if (getReduction() == Reduction::Softmax &&
+      (type.getRank() < 2 || type.getShape()[0] != 4))
+    return emitOpError("merges the softmax statistics of zb.vocab_stats, "
+                       "four planes of rows (tensor<4x...>), not ")
+           << type;
   return verifyValueCollective(*this, getRoot());
 }
 LogicalResult AllReduceOp::verify() { return verifyCollective(*this); }

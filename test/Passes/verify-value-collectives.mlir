@@ -25,6 +25,7 @@
 // ROUNDTRIP: %reduce_embed.out_0 = zb.reduce sum "embed.out" mb 0 to 0 over "pipeline" : tensor<4x8xf32>
 // ROUNDTRIP: %broadcast_vocab.x_0 = zb.broadcast "vocab.x" mb 0 from 1 over "pipeline" : tensor<4x8xf32> after(%F1_0)
 // ROUNDTRIP: %allreduce_vocab.max_0 = zb.reduce max "vocab.max" mb 0 over "pipeline" : tensor<4xf32> after(%broadcast_vocab.x_0)
+// ROUNDTRIP: %allreduce_vocab.stats_0 = zb.reduce softmax "vocab.stats" mb 0 over "pipeline" : tensor<4x4xf32> after(%allreduce_vocab.max_0)
 zb.program @valid microbatches(1) placement [0, 1] {
   zb.rank 0 {
     %e = zb.reduce sum "embed.out" mb 0 to 0 over "pipeline" : tensor<4x8xf32>
@@ -32,6 +33,7 @@ zb.program @valid microbatches(1) placement [0, 1] {
     %s = zb.send act stage 0 mb 0 to 1 "out.0" : tensor<4xf32> after(%f)
     %x = zb.broadcast "vocab.x" mb 0 from 1 over "pipeline" : tensor<4x8xf32>
     %m = zb.reduce max "vocab.max" mb 0 over "pipeline" : tensor<4xf32> after(%x)
+    %st = zb.reduce softmax "vocab.stats" mb 0 over "pipeline" : tensor<4x4xf32> after(%m)
     %g = zb.recv grad stage 1 mb 0 from 1 "d_in.0" : tensor<4xf32>
     %b = zb.compute BW stage 0 mb 0 after(%f, %g, %s)
   }
@@ -41,7 +43,8 @@ zb.program @valid microbatches(1) placement [0, 1] {
     %f = zb.compute F stage 1 mb 0 after(%a)
     %x = zb.broadcast "vocab.x" mb 0 from 1 over "pipeline" : tensor<4x8xf32> after(%f)
     %m = zb.reduce max "vocab.max" mb 0 over "pipeline" : tensor<4xf32> after(%x)
-    %b = zb.compute BW stage 1 mb 0 after(%f, %m)
+    %st = zb.reduce softmax "vocab.stats" mb 0 over "pipeline" : tensor<4x4xf32> after(%m)
+    %b = zb.compute BW stage 1 mb 0 after(%f, %st)
     %s = zb.send grad stage 1 mb 0 to 0 "d_in.0" : tensor<4xf32> after(%b)
   }
 }
@@ -184,6 +187,19 @@ zb.program @norank microbatches(1) placement [0, 1] {
   zb.rank 0 {
     // expected-error @+1 {{'zb.broadcast' op root rank 2 is out of range [0, 2)}}
     %x = zb.broadcast "vocab.x" mb 0 from 2 over "pipeline" : tensor<4x8xf32>
+  }
+  zb.rank 1 {
+  }
+}
+
+// -----
+
+// Tests the op verifiers: the softmax merge takes zb.vocab_stats' four
+// planes.
+zb.program @planes microbatches(1) placement [0, 1] {
+  zb.rank 0 {
+    // expected-error @+1 {{'zb.reduce' op merges the softmax statistics of zb.vocab_stats, four planes of rows (tensor<4x...>), not 'tensor<3x8xf32>'}}
+    %s = zb.reduce softmax "vocab.stats" mb 0 over "pipeline" : tensor<3x8xf32>
   }
   zb.rank 1 {
   }
