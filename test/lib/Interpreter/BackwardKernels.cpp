@@ -355,11 +355,19 @@ AttentionGrads attentionGrad(const Tensor &dout, const Tensor &q,
   return grads;
 }
 
-FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
-                                   const Tensor &dloss, int64_t ignoreIndex,
-                                   std::string &error) {
-  int64_t classes = lastDim(logits.shape());
-  int64_t counted = 0;
+namespace {
+/// zb.cross_entropy_grad over the columns [first, first + columns) of
+/// `classes`: dloss (exp(z - lse) - onehot) / N, N the labels that are not
+/// `ignoreIndex` (their rows 0), each row's log-sum-exp from `lseOf(r,
+/// row)`: the row's own (crossEntropyGrad), or over every shard
+/// (vocabGrad). Fails on a bad label.
+template <typename LseOf>
+FailureOr<Tensor> softmaxCrossEntropyGrad(const Tensor &logits,
+                                          const Tensor &labels,
+                                          const Tensor &dloss, int64_t first,
+                                          int64_t classes, int64_t ignoreIndex,
+                                          std::string &error, LseOf lseOf) {
+  int64_t columns = lastDim(logits.shape()), counted = 0;
   if (findBadLabel(labels, classes, ignoreIndex, counted, error))
     return failure();
   return byPrecision(logits.precision(), [&](auto tag) {
@@ -372,15 +380,25 @@ FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
     for (int64_t r = 0; r < rows; ++r) {
       if (labels.getInt(r) == ignoreIndex)
         continue; // its row stays 0
-      const T *row = ld + r * classes;
-      T lse = logSumExp(row, classes);
-      for (int64_t c = 0; c < classes; ++c) {
-        T onehot = c == labels.getInt(r) ? 1 : 0;
-        dd[r * classes + c] = scale * (std::exp(row[c] - lse) - onehot);
+      const T *row = ld + r * columns;
+      T lse = lseOf(r, row, tag);
+      for (int64_t c = 0; c < columns; ++c) {
+        T onehot = first + c == labels.getInt(r) ? 1 : 0;
+        dd[r * columns + c] = scale * (std::exp(row[c] - lse) - onehot);
       }
     }
     return dlogits;
   });
+}
+} // namespace
+
+FailureOr<Tensor> crossEntropyGrad(const Tensor &logits, const Tensor &labels,
+                                   const Tensor &dloss, int64_t ignoreIndex,
+                                   std::string &error) {
+  int64_t classes = lastDim(logits.shape());
+  return softmaxCrossEntropyGrad(
+      logits, labels, dloss, /*first=*/0, classes, ignoreIndex, error,
+      [&](int64_t, const auto *row, auto) { return logSumExp(row, classes); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -474,28 +492,14 @@ FailureOr<Tensor> vocabGrad(const Tensor &logits, const Tensor &labels,
                             const Tensor &stats, const Tensor &dloss,
                             int64_t first, int64_t vocab, int64_t ignoreIndex,
                             std::string &error) {
-  int64_t columns = lastDim(logits.shape()), counted = 0;
-  if (findBadLabel(labels, vocab, ignoreIndex, counted, error))
-    return failure();
-  return byPrecision(logits.precision(), [&](auto tag) {
-    using T = decltype(tag);
-    int64_t rows = labels.numElements();
-    Tensor dlogits = Tensor::zeros(logits.shape(), logits.precision());
-    const T *planes = stats.data<T>();
-    T scale = counted ? dloss.data<T>()[0] / static_cast<T>(counted) : T(0);
-    for (int64_t r = 0; r < rows; ++r) {
-      if (labels.getInt(r) == ignoreIndex)
-        continue; // its row stays 0
-      const T *row = logits.data<T>() + r * columns;
-      T lse = planes[3 * rows + r] + std::log(planes[rows + r]);
-      for (int64_t c = 0; c < columns; ++c) {
-        T onehot = first + c == labels.getInt(r) ? 1 : 0;
-        dlogits.data<T>()[r * columns + c] =
-            scale * (std::exp(row[c] - lse) - onehot);
-      }
-    }
-    return dlogits;
-  });
+  int64_t rows = labels.numElements();
+  return softmaxCrossEntropyGrad(
+      logits, labels, dloss, first, vocab, ignoreIndex, error,
+      [&](int64_t r, const auto *, auto tag) {
+        using T = decltype(tag);
+        const T *planes = stats.data<T>();
+        return planes[3 * rows + r] + std::log(planes[rows + r]);
+      });
 }
 
 } // namespace zbc::interp::kernels

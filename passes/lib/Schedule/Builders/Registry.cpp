@@ -338,8 +338,8 @@ llvm::Expected<BuiltSchedule> buildHoldingShards(llvm::StringRef name,
       return fail("schedule '" + name + "': " +
                   llvm::toString(std::move(error)));
     built.problem.activationBudget = budget;
-    if (budget > 0 && mostShardsHeld(built.table) > shards) {
-      needed = mostShardsHeld(built.table);
+    if (int held = mostShardsHeld(built.table); budget > 0 && held > shards) {
+      needed = held;
       return fail("schedule '" + name + "': the vocabulary passes hold " +
                   std::to_string(needed) + " logits shards at once");
     }

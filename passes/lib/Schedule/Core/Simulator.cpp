@@ -83,15 +83,15 @@ struct Simulation {
       : problem(problem), table(table), numStages(table.numStages()),
         microbatches(table.microbatches), numRanks(table.numRanks()),
         restored(restored),
-        // Product-major keys: the barriers' come last, and only a table
-        // with vocabulary passes has them.
-        doneAt((table.has(Kind::S) ? kNumProducts
+        // Product-major keys: the barriers' come last, and only a problem
+        // with vocabulary passes (so its table: simulate checks) has them.
+        doneAt((problem.vocab.enabled() ? kNumProducts
                                    : static_cast<int>(Product::VocabStats)) *
                    static_cast<size_t>(numStages) * microbatches,
                -1.0),
         firstParked(doneAt.size(), -1), nextParked(numRanks, -1),
         parkedOn(numRanks, -1), next(numRanks, 0), freeAt(numRanks, 0.0),
-        passesEnded(table.has(Kind::S) ? doneAt.size() : 0, 0),
+        passesEnded(problem.vocab.enabled() ? doneAt.size() : 0, 0),
         lastPassEnd(passesEnded.size(), 0.0) {
     if (table.hasOffload()) {
       toHostFreeAt.assign(numRanks, 0.0);
@@ -520,7 +520,7 @@ llvm::Expected<SimResult> zbc::sched::simulate(const Problem &problem,
     work[table.rankOfStage[s]] += c.F + c.B + c.W;
   }
   // Note [Vocabulary passes]: each rank's shard is its work too.
-  if (table.has(Kind::S))
+  if (problem.vocab.enabled())
     for (double &w : work)
       w += problem.vocab.S + problem.vocab.T;
   double busiest = *std::max_element(work.begin(), work.end());
